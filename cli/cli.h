@@ -1,0 +1,50 @@
+/* The tilelab command: every subcommand is a function with main()'s signature that returns an
+ * exit status (0, TL_EFAIL = 1, TL_EUSAGE = 2) after recording an error with tl_error().
+ * argv[0] is the subcommand's own name (e.g. "convert" for `tilelab numerics convert`).
+ *
+ * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area:
+ * numerics_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
+#ifndef TL_CLI_H
+#define TL_CLI_H
+
+#include "../core/tl.h"
+
+typedef int (*tl_cmd_fn)(int argc, char **argv);
+
+typedef struct {
+    const char *name;
+    tl_cmd_fn fn;
+    const char *summary; /* one line */
+    const char *usage;   /* full help text, printed by `tilelab help NAME` and `NAME --help` */
+} tl_command;
+
+/* Finds name in a NULL-terminated table and runs it; prints the table's names on an unknown one. */
+int tl_dispatch(const tl_command *table, const char *group, int argc, char **argv);
+/* True if argv holds -h or --help; then prints usage on stdout. */
+int tl_wants_help(int argc, char **argv, const char *usage);
+
+/* top-level commands */
+int tl_cmd_tour(int argc, char **argv);
+int tl_cmd_numerics(int argc, char **argv);  /* convert | table | quantize */
+int tl_cmd_hw(int argc, char **argv);        /* list | show NAME */
+int tl_cmd_models(int argc, char **argv);
+int tl_cmd_sim(int argc, char **argv);       /* moe | paged-decode */
+int tl_cmd_mfma(int argc, char **argv);      /* list | layout */
+int tl_cmd_check(int argc, char **argv);     /* walks the op table */
+int tl_cmd_bench(int argc, char **argv);     /* dispatches to the tl_bench_* below */
+int tl_cmd_draw(int argc, char **argv);      /* dispatches to the tl_draw_* below */
+
+/* benchmarks: `tilelab bench NAME ...` */
+int tl_bench_numerics(int argc, char **argv);
+int tl_bench_sim(int argc, char **argv);
+int tl_bench_roofline(int argc, char **argv);
+int tl_bench_op(int argc, char **argv); /* ops of the op table, e.g. `bench moe` (argv[0] = op) */
+
+/* pictures: `tilelab draw NAME ...` */
+int tl_draw_moe_tiles(int argc, char **argv);
+int tl_draw_padding(int argc, char **argv);
+int tl_draw_timeline(int argc, char **argv);
+int tl_draw_roofline(int argc, char **argv);
+int tl_draw_mfma(int argc, char **argv);
+
+#endif

@@ -1,0 +1,159 @@
+/* tilelab: the command's entry point and its dispatch tables. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef TILELAB_VERSION
+#define TILELAB_VERSION "0.0.0"
+#endif
+
+static const tl_command bench_table[] = {
+    {"numerics", tl_bench_numerics, "encode, decode and MX-quantize throughput on this CPU",
+     "usage: tilelab bench numerics [--n N] [--format table|csv|json]\n"},
+    {"sim", tl_bench_sim, "time the simulator over every preset, model, dtype and token count",
+     "usage: tilelab bench sim [--format table|csv|json]\n"},
+    {"roofline", tl_bench_roofline, "measure the GPU's matrix-core and HBM ceilings",
+     "usage: tilelab bench roofline [--hw PRESET] [--save FILE.json] [--format table|csv|json]\n"},
+    {"moe", tl_bench_op, "time the fused MoE kernel against the simulator's prediction",
+     "usage: tilelab bench moe --model NAME --dtype DTYPE --tokens LIST [--stage 1|2]\n"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const tl_command draw_table[] = {
+    {"moe-tiles", tl_draw_moe_tiles, "experts as columns, real and padding rows of each tile", ""},
+    {"padding", tl_draw_padding, "padding factor against token count, simulated and closed form", ""},
+    {"timeline", tl_draw_timeline, "tiles over compute units in time, waves and the tail", ""},
+    {"roofline", tl_draw_roofline, "ceilings of a preset with kernels as points", ""},
+    {"mfma", tl_draw_mfma, "an MFMA instruction's operands coloured by lane", ""},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_bench(int argc, char **argv) { return tl_dispatch(bench_table, "bench", argc, argv); }
+int tl_cmd_draw(int argc, char **argv) { return tl_dispatch(draw_table, "draw", argc, argv); }
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("tilelab %s\n", TILELAB_VERSION);
+    return 0;
+}
+
+static const tl_command top_table[] = {
+    {"tour", tl_cmd_tour, "show what the workbench does, on embedded defaults",
+     "usage: tilelab tour [--out DIR]\n"
+     "Prints the format tables, quantization error reports and the MoE model, and writes the\n"
+     "pictures under DIR (default tilelab-tour).\n"},
+    {"numerics", tl_cmd_numerics, "number formats: convert, table, quantize",
+     "usage: tilelab numerics convert|table|quantize ...  (tilelab numerics SUB --help)\n"},
+    {"hw", tl_cmd_hw, "hardware presets: list, show NAME", "usage: tilelab hw list | tilelab hw show NAME|FILE\n"},
+    {"models", tl_cmd_models, "model presets", "usage: tilelab models [--format table|csv|json]\n"},
+    {"sim", tl_cmd_sim, "tile-scheduling model of an op on a hardware preset",
+     "usage: tilelab sim moe|paged-decode ...  (tilelab sim SUB --help)\n"},
+    {"draw", tl_cmd_draw, "pictures: moe-tiles, padding, timeline, roofline, mfma",
+     "usage: tilelab draw moe-tiles|padding|timeline|roofline|mfma ... -o FILE.png|svg|pdf\n"},
+    {"mfma", tl_cmd_mfma, "matrix-core instructions: list, layout",
+     "usage: tilelab mfma list --arch gfx942|gfx950\n"
+     "       tilelab mfma layout --arch ARCH --instr NAME --matrix A|B|C|D [--format csv]\n"},
+    {"check", tl_cmd_check, "an op's GPU kernel against its CPU reference",
+     "usage: tilelab check OP [options]  (tilelab check OP --help)\n"},
+    {"bench", tl_cmd_bench, "benchmarks: numerics, sim, roofline, moe",
+     "usage: tilelab bench numerics|sim|roofline|moe ...\n"},
+    {"help", cmd_help, "help on a command", "usage: tilelab help COMMAND\n"},
+    {"version", cmd_version, "print the version", "usage: tilelab version\n"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static void print_top_help(FILE *f)
+{
+    fprintf(f, "tilelab %s: a workbench for GPU kernels of LLM inference (MI355X, MI300X, H200)\n\n"
+               "usage: tilelab COMMAND [options]\n\ncommands:\n", TILELAB_VERSION);
+    for (const tl_command *c = top_table; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fprintf(f, "\n`tilelab help COMMAND` or `tilelab COMMAND --help` for a command's options.\n");
+}
+
+static const tl_command *find(const tl_command *table, const char *name)
+{
+    for (const tl_command *c = table; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_top_help(stdout);
+        return 0;
+    }
+    const tl_command *c = find(top_table, argv[1]);
+    if (!c) return tl_error(TL_EUSAGE, "help", "unknown command '%s'", argv[1]);
+    if (argc >= 3) {
+        const tl_command *sub = NULL;
+        if (strcmp(c->name, "bench") == 0) sub = find(bench_table, argv[2]);
+        if (strcmp(c->name, "draw") == 0) sub = find(draw_table, argv[2]);
+        if (sub && sub->usage[0]) {
+            fputs(sub->usage, stdout);
+            return 0;
+        }
+        if (sub) { /* the command prints its own usage */
+            char *args[] = {argv[2], "--help", NULL};
+            return sub->fn(2, args);
+        }
+    }
+    printf("tilelab %s: %s\n%s", c->name, c->summary, c->usage);
+    return 0;
+}
+
+int tl_wants_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 1;
+        }
+    return 0;
+}
+
+int tl_dispatch(const tl_command *table, const char *group, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        printf("usage: tilelab %s SUBCOMMAND [options]\n\n", group);
+        for (const tl_command *c = table; c->name; c++) printf("  %-10s %s\n", c->name, c->summary);
+        return argc < 2 ? TL_EUSAGE : 0;
+    }
+    const tl_command *c = find(table, argv[1]);
+    if (!c) {
+        char names[512] = "";
+        for (const tl_command *t = table; t->name; t++) {
+            if (names[0]) strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, t->name, sizeof names - strlen(names) - 1);
+        }
+        return tl_error(TL_EUSAGE, group, "unknown subcommand '%s' (one of %s)", argv[1], names);
+    }
+    return c->fn(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_top_help(stderr);
+        return TL_EUSAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_top_help(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) return cmd_version(argc, argv);
+    const tl_command *c = find(top_table, argv[1]);
+    if (!c) {
+        tl_error(TL_EUSAGE, "command", "unknown command '%s' (try tilelab --help)", argv[1]);
+        tl_report_error();
+        return TL_EUSAGE;
+    }
+    int rc = c->fn(argc - 1, argv + 1);
+    if (rc != 0) tl_report_error();
+    fflush(stdout);
+    return rc;
+}

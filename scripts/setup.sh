@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what tilelab needs on Debian 12 (as root, or with sudo). Installs only what is missing,
+# so a second run is quick. Everything comes from Debian's own packages.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libcairo2-dev libpango1.0-dev libjansson-dev
+      libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core clang-19)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all dependencies present"

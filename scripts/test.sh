@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds tilelab twice (release, then AddressSanitizer + UndefinedBehaviorSanitizer) and runs every
+# test in both. GPU compile checks run inside ctest where their compilers are found, and say
+# plainly when they are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+for variant in release sanitize; do
+  dir=build-test-$variant
+  flags=(-DCMAKE_BUILD_TYPE=Release)
+  [ "$variant" = sanitize ] && flags=(-DCMAKE_BUILD_TYPE=Debug -DTILELAB_SANITIZE=ON)
+  echo "== $variant build =="
+  cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs" >/dev/null
+  echo "== $variant tests =="
+  (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "$jobs")
+done
