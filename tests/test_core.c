@@ -1,0 +1,164 @@
+/* core/: errors, random numbers, parsing, tables, atomic files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/table.h"
+#include "core/tl.h"
+
+static void error_line_names_what_and_why(void **state)
+{
+    (void)state;
+    tl_clear_error();
+    assert_string_equal(tl_last_error(), "");
+    int rc = tl_error(TL_EUSAGE, "--tokens", "%d is out of range", -3);
+    assert_int_equal(rc, TL_EUSAGE);
+    assert_string_equal(tl_last_error(), "--tokens: -3 is out of range");
+}
+
+static void rng_is_deterministic_and_uniform(void **state)
+{
+    (void)state;
+    tl_rng a, b;
+    tl_rng_seed(&a, 42);
+    tl_rng_seed(&b, 42);
+    for (int i = 0; i < 1000; i++) assert_true(tl_rng_u64(&a) == tl_rng_u64(&b));
+    tl_rng_seed(&b, 43);
+    assert_true(tl_rng_u64(&a) != tl_rng_u64(&b));
+
+    /* moments of 200k draws: mean and variance of each distribution within 5 sigma */
+    const int n = 200000;
+    double su = 0, sn = 0, sn2 = 0, sl = 0, sl2 = 0;
+    int counts[10] = {0};
+    for (int i = 0; i < n; i++) {
+        double u = tl_rng_uniform(&a);
+        assert_true(u >= 0.0 && u < 1.0);
+        su += u;
+        double z = tl_rng_normal(&a);
+        sn += z;
+        sn2 += z * z;
+        double l = tl_rng_laplace(&a);
+        sl += l;
+        sl2 += l * l;
+        counts[tl_rng_below(&a, 10)]++;
+    }
+    assert_true(fabs(su / n - 0.5) < 5 * sqrt(1.0 / 12 / n));
+    assert_true(fabs(sn / n) < 5 / sqrt(n));
+    assert_true(fabs(sn2 / n - 1.0) < 5 * sqrt(2.0 / n));
+    assert_true(fabs(sl / n) < 5 / sqrt(n));
+    assert_true(fabs(sl2 / n - 1.0) < 5 * sqrt(5.0 / n)); /* Laplace 4th moment 6 b^4 = 1.5 */
+    for (int i = 0; i < 10; i++) assert_true(abs(counts[i] - n / 10) < 5 * 134);
+}
+
+static void parse_rejects_bad_numbers(void **state)
+{
+    (void)state;
+    long v;
+    assert_int_equal(tl_parse_long("12", 1, 100, "--n", &v), TL_OK);
+    assert_int_equal(v, 12);
+    assert_int_equal(tl_parse_long("-1", 1, 100, "--n", &v), TL_EUSAGE);
+    assert_int_equal(tl_parse_long("12x", 1, 100, "--n", &v), TL_EUSAGE);
+    assert_int_equal(tl_parse_long("", 1, 100, "--n", &v), TL_EUSAGE);
+    assert_int_equal(tl_parse_long("99999999999999999999999", 1, 100, "--n", &v), TL_EUSAGE);
+    long list[8];
+    int count;
+    assert_int_equal(tl_parse_long_list("1,8,32", 1, 1L << 31, "--tokens", list, 8, &count), TL_OK);
+    assert_int_equal(count, 3);
+    assert_int_equal(list[2], 32);
+    assert_int_equal(tl_parse_long_list("1,,8", 1, 100, "--tokens", list, 8, &count), TL_OK);
+    assert_int_equal(count, 2);
+    assert_int_equal(tl_parse_long_list("1,0", 1, 100, "--tokens", list, 8, &count), TL_EUSAGE);
+    assert_int_equal(tl_parse_long_list("1,2,3", 1, 100, "--tokens", list, 2, &count), TL_EUSAGE);
+    double d;
+    assert_int_equal(tl_parse_double("nan", "--x", &d), TL_EUSAGE);
+    assert_int_equal(tl_parse_double("0x1p-3", "--x", &d), TL_OK);
+    assert_true(d == 0.125);
+    tl_format f;
+    assert_int_equal(tl_parse_format("xml", &f), TL_EUSAGE);
+    assert_int_equal(tl_parse_format("csv", &f), TL_OK);
+    assert_int_equal(f, TL_FMT_CSV);
+}
+
+static char *print_to_string(const tl_table *t, tl_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tl_table_print(t, fmt, "title", f);
+    fclose(f);
+    return buf;
+}
+
+static void table_prints_three_formats(void **state)
+{
+    (void)state;
+    tl_table *t = tl_table_new("tokens,limiter,time_us");
+    tl_table_row(t);
+    tl_table_int(t, 8);
+    tl_table_str(t, "hbm, mostly");
+    tl_table_numf(t, "%.2f", 12.5);
+    tl_table_row(t);
+    tl_table_int(t, 16);
+    tl_table_str(t, "matrix");
+    tl_table_num(t, INFINITY);
+    assert_int_equal(tl_table_rows(t), 2);
+    assert_int_equal(tl_table_cols(t), 3);
+    assert_string_equal(tl_table_cell(t, 1, 1), "matrix");
+
+    char *csv = print_to_string(t, TL_FMT_CSV);
+    assert_string_equal(csv, "tokens,limiter,time_us\n8,\"hbm, mostly\",12.50\n16,matrix,inf\n");
+    free(csv);
+    char *json = print_to_string(t, TL_FMT_JSON);
+    assert_non_null(strstr(json, "\"tokens\": 8"));
+    assert_non_null(strstr(json, "\"time_us\": 12.5"));
+    assert_non_null(strstr(json, "\"time_us\": \"inf\""));
+    free(json);
+    char *text = print_to_string(t, TL_FMT_TABLE);
+    assert_non_null(strstr(text, "title\n"));
+    assert_non_null(strstr(text, "matrix"));
+    free(text);
+    tl_table_free(t);
+}
+
+static void atomic_file_is_all_or_nothing(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/tl_atomic_test_%ld.txt", TL_BINARY_DIR, (long)getpid());
+    tl_atomic a;
+    assert_int_equal(tl_atomic_begin(&a, path), TL_OK);
+    FILE *f = fopen(a.tmp, "w");
+    fputs("half", f);
+    fclose(f);
+    tl_atomic_abort(&a);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access(a.tmp, F_OK), -1);
+
+    assert_int_equal(tl_atomic_begin(&a, path), TL_OK);
+    f = fopen(a.tmp, "w");
+    fputs("whole", f);
+    fclose(f);
+    assert_int_equal(tl_atomic_commit(&a), TL_OK);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_int_equal(access(a.tmp, F_OK), -1);
+    remove(path);
+    assert_int_equal(tl_atomic_begin(&a, ""), TL_EUSAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(error_line_names_what_and_why),
+        cmocka_unit_test(rng_is_deterministic_and_uniform),
+        cmocka_unit_test(parse_rejects_bad_numbers),
+        cmocka_unit_test(table_prints_three_formats),
+        cmocka_unit_test(atomic_file_is_all_or_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
