@@ -1,7 +1,289 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* `tilelab draw ...`: option parsing for the pictures; the drawing lives in visualize/. */
 #include "cli.h"
-int tl_draw_moe_tiles(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_draw_moe_tiles", "not built yet"); }
-int tl_draw_padding(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_draw_padding", "not built yet"); }
-int tl_draw_timeline(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_draw_timeline", "not built yet"); }
-int tl_draw_roofline(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_draw_roofline", "not built yet"); }
-int tl_draw_mfma(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_draw_mfma", "not built yet"); }
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../simulator/hw.h"
+#include "../simulator/model.h"
+#include "../simulator/moe.h"
+#include "../simulator/worklist.h"
+#include "../visualize/figures.h"
+#include "../visualize/points.h"
+
+#define MAX_POINT_FILES 8
+
+/* ---- a small option reader: --name VALUE or --name=VALUE, and -o FILE ---- */
+
+typedef struct {
+    const char *name;  /* without the leading dashes ("o" for -o) */
+    const char *value; /* NULL when absent */
+    const char *many[MAX_POINT_FILES]; /* repeatable options */
+    int count;
+    int repeatable;
+} draw_opt;
+
+static draw_opt *find_opt(draw_opt *opts, const char *name, size_t len)
+{
+    for (draw_opt *o = opts; o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+    return NULL;
+}
+
+static int read_opts(int argc, char **argv, const char *cmd, draw_opt *opts)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *name, *eq, *val;
+        if (strcmp(a, "-o") == 0) name = "o";
+        else if (strncmp(a, "--", 2) == 0 && a[2]) name = a + 2;
+        else return tl_error(TL_EUSAGE, cmd, "unexpected argument '%s'", a);
+        eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        draw_opt *o = find_opt(opts, name, len);
+        if (!o) return tl_error(TL_EUSAGE, cmd, "unknown option '%s' (see tilelab draw %s --help)", a, cmd);
+        if (eq) val = eq + 1;
+        else if (i + 1 < argc) val = argv[++i];
+        else return tl_error(TL_EUSAGE, cmd, "option '%s' needs a value", a);
+        if (!*val) return tl_error(TL_EUSAGE, cmd, "option '%s' has an empty value", a);
+        if (o->repeatable) {
+            if (o->count >= MAX_POINT_FILES)
+                return tl_error(TL_EUSAGE, cmd, "at most %d --%s options", MAX_POINT_FILES, o->name);
+            o->many[o->count++] = val;
+        } else {
+            if (o->value) return tl_error(TL_EUSAGE, cmd, "option '--%s' given twice", o->name);
+            o->value = val;
+        }
+    }
+    return TL_OK;
+}
+
+static const char *opt_or(draw_opt *opts, const char *name, const char *dflt)
+{
+    draw_opt *o = find_opt(opts, name, strlen(name));
+    return o && o->value ? o->value : dflt;
+}
+
+static int need_output(draw_opt *opts, const char *cmd, const char **out)
+{
+    *out = opt_or(opts, "o", NULL);
+    if (!*out) return tl_error(TL_EUSAGE, cmd, "missing -o FILE.png|svg|pdf");
+    return TL_OK;
+}
+
+static int parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap,
+                          int *n)
+{
+    long tmp[64];
+    int rc = tl_parse_long_list(s, lo, hi, what, tmp, cap < 64 ? cap : 64, n);
+    if (rc) return rc;
+    for (int i = 0; i < *n; i++) out[i] = (int)tmp[i];
+    return TL_OK;
+}
+
+/* ---- roofline ---- */
+
+static const char roofline_usage[] =
+    "usage: tilelab draw roofline [--hw mi355x] [--points FILE.csv ...] [--band LO:HI] -o FILE\n"
+    "  Log-log roofline of a hardware preset: x = arithmetic intensity (FLOP/byte), y = TFLOP/s;\n"
+    "  datasheet ceilings dashed, measured ceilings solid, per data type; the HBM read slope;\n"
+    "  ridge points labelled. --points (repeatable, up to 8) places kernels from:\n"
+    "    tilelab CSV   (flops,hbm_bytes,time_us or intensity,tflops; name/kernel/tokens label;\n"
+    "                   a source column or '# measured ...' / '# simulated ...' comment line)\n"
+    "    ncu --csv     (long form; FLOPs = sm__ops_path_tensor_src_*.sum + CUDA-core\n"
+    "                   sm__sass_thread_inst_executed_op_{f,h,d}{add,mul,fma}_pred_on.sum (fma x2);\n"
+    "                   bytes = dram__bytes_read.sum + dram__bytes_write.sum; gpu__time_duration.sum)\n"
+    "    rocprofv3     (counter_collection.csv; FLOPs = 512 x SQ_INSTS_VALU_MFMA_MOPS_* + VALU\n"
+    "                   add/mul x64, fma x128; bytes = FETCH_SIZE + WRITE_SIZE (KiB) or TCC_EA0\n"
+    "                   requests; time = End_Timestamp - Start_Timestamp)\n"
+    "  --band LO:HI shades an intensity band (e.g. 26:137, the seed's MoE range).\n"
+    "  --hw takes a preset name, a JSON path, or BASE,OVERLAY.json (measured ceilings).\n";
+
+static int parse_band(const char *s, tl_band *b)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon) return tl_error(TL_EUSAGE, "--band", "expected LO:HI, got '%s'", s);
+    char lo[64], hi[64];
+    size_t l = (size_t)(colon - s);
+    if (l == 0 || l >= sizeof lo || strlen(colon + 1) >= sizeof hi)
+        return tl_error(TL_EUSAGE, "--band", "expected LO:HI, got '%s'", s);
+    memcpy(lo, s, l);
+    lo[l] = '\0';
+    strcpy(hi, colon + 1);
+    if (tl_parse_double(lo, "--band LO", &b->lo) || tl_parse_double(hi, "--band HI", &b->hi))
+        return TL_EUSAGE;
+    if (!(b->lo > 0 && b->hi > b->lo && b->hi < 1e12))
+        return tl_error(TL_EUSAGE, "--band", "needs 0 < LO < HI, got '%s'", s);
+    b->on = 1;
+    return TL_OK;
+}
+
+static void name_simulated_source(tl_points *p, const char *path)
+{
+    if (strcmp(p->source, "simulated") != 0 && strcmp(p->source, "source not stated") != 0) return;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s (%.200s)", p->source, base);
+    strcpy(p->source, tmp);
+}
+
+int tl_draw_roofline(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, roofline_usage)) return 0;
+    draw_opt opts[] = {{.name = "hw"}, {.name = "points", .repeatable = 1}, {.name = "band"}, {.name = "o"}, {.name = NULL}};
+    const char *out;
+    int rc = read_opts(argc, argv, "roofline", opts);
+    if (rc || (rc = need_output(opts, "roofline", &out))) return rc;
+    tl_band band = {0};
+    if (opts[2].value && (rc = parse_band(opts[2].value, &band))) return rc;
+    tl_hw hw;
+    if ((rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), &hw))) return rc;
+    tl_points sets[MAX_POINT_FILES];
+    int nsets = 0;
+    for (int i = 0; i < opts[1].count; i++) {
+        if ((rc = tl_points_read(opts[1].many[i], &sets[nsets]))) break;
+        name_simulated_source(&sets[nsets], opts[1].many[i]);
+        nsets++;
+    }
+    if (rc == TL_OK) rc = tl_fig_roofline(out, &hw, sets, nsets, band);
+    for (int i = 0; i < nsets; i++) tl_points_free(&sets[i]);
+    return rc;
+}
+
+/* ---- moe-tiles ---- */
+
+static const char moe_tiles_usage[] =
+    "usage: tilelab draw moe-tiles [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
+    "                              [--tokens 1,32,512] [--tile-m 16] [--routing balanced]\n"
+    "                              [--seed N] -o FILE\n"
+    "  Seed Figure 6 as a still: experts as columns, tiles of tile-m rows as stacked boxes,\n"
+    "  real rows and padding rows in two colours; one panel per token count (at most 8).\n";
+
+static int load_hw_model(draw_opt *opts, tl_hw *hw, tl_model *model)
+{
+    int rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), hw);
+    if (rc == TL_OK) rc = tl_model_load(opt_or(opts, "model", "deepseek-v3.2"), model);
+    return rc;
+}
+
+static int parse_seed(const char *s, uint64_t *seed)
+{
+    long v;
+    int rc = tl_parse_long(s, 0, 0x7fffffffffffffffL, "--seed", &v);
+    if (rc == TL_OK) *seed = (uint64_t)v;
+    return rc;
+}
+
+int tl_draw_moe_tiles(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
+    draw_opt opts[] = {{.name = "hw"}, {.name = "model"}, {.name = "dtype"}, {.name = "tokens"}, {.name = "tile-m"}, {.name = "routing"}, {.name = "seed"}, {.name = "o"}, {.name = NULL}};
+    const char *out;
+    int rc = read_opts(argc, argv, "moe-tiles", opts);
+    if (rc || (rc = need_output(opts, "moe-tiles", &out))) return rc;
+    int tokens[8], ntok;
+    long tile_m;
+    tl_moe_dtype dtype;
+    tl_routing routing;
+    uint64_t seed = 1;
+    if ((rc = parse_int_list(opt_or(opts, "tokens", "1,32,512"), 1, 1L << 20, "--tokens", tokens, 8, &ntok)) ||
+        (rc = tl_parse_long(opt_or(opts, "tile-m", "16"), 1, 4096, "--tile-m", &tile_m)) ||
+        (rc = tl_moe_dtype_parse(opt_or(opts, "dtype", "fp8"), &dtype)) ||
+        (rc = tl_routing_parse(opt_or(opts, "routing", "balanced"), &routing)) ||
+        (opts[6].value && (rc = parse_seed(opts[6].value, &seed))))
+        return rc;
+    tl_hw hw;
+    tl_model model;
+    if ((rc = load_hw_model(opts, &hw, &model))) return rc;
+    return tl_fig_moe_tiles(out, &hw, &model, dtype, tokens, ntok, (int)tile_m, &routing, seed);
+}
+
+/* ---- padding ---- */
+
+static const char padding_usage[] =
+    "usage: tilelab draw padding [--hw mi355x] [--experts 256,384] [--topk 8] [--tile-m 16,32]\n"
+    "                            [--max-tokens 8192] -o FILE\n"
+    "  Padding factor (rows computed / real rows) against tokens, log-log: the simulated worklist\n"
+    "  with balanced routing (solid) and the closed form min(tile_m E / (M k), tile_m) (dashed),\n"
+    "  one curve per (E, k, tile-m), at most 12 curves.\n";
+
+int tl_draw_padding(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, padding_usage)) return 0;
+    draw_opt opts[] = {{.name = "hw"}, {.name = "experts"}, {.name = "topk"}, {.name = "tile-m"}, {.name = "max-tokens"}, {.name = "o"}, {.name = NULL}};
+    const char *out;
+    int rc = read_opts(argc, argv, "padding", opts);
+    if (rc || (rc = need_output(opts, "padding", &out))) return rc;
+    int e[12], k[12], m[12], ne, nk, nm;
+    long max_tokens;
+    if ((rc = parse_int_list(opt_or(opts, "experts", "256,384"), 1, 65536, "--experts", e, 12, &ne)) ||
+        (rc = parse_int_list(opt_or(opts, "topk", "8"), 1, 1024, "--topk", k, 12, &nk)) ||
+        (rc = parse_int_list(opt_or(opts, "tile-m", "16,32"), 1, 4096, "--tile-m", m, 12, &nm)) ||
+        (rc = tl_parse_long(opt_or(opts, "max-tokens", "8192"), 2, 1L << 20, "--max-tokens", &max_tokens)))
+        return rc;
+    /* The preset only names the hardware in the footer, but it must exist. */
+    tl_hw hw;
+    if ((rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), &hw))) return rc;
+    return tl_fig_padding(out, hw.name, e, ne, k, nk, m, nm, (int)max_tokens);
+}
+
+/* ---- timeline ---- */
+
+static const char timeline_usage[] =
+    "usage: tilelab draw timeline [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8] [--tokens 64]\n"
+    "                             [--stage 1] [--tile-m 16] [--routing balanced] [--tp 1]\n"
+    "                             [--seed N] -o FILE\n"
+    "  Work items of one fused-MoE stage over compute units (rows, grouped per XCD) in time (us):\n"
+    "  waves alternate in shade, the tail wave is highlighted, wave boundaries are marked.\n";
+
+int tl_draw_timeline(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, timeline_usage)) return 0;
+    draw_opt opts[] = {{.name = "hw"}, {.name = "model"}, {.name = "dtype"}, {.name = "tokens"}, {.name = "stage"}, {.name = "tile-m"},
+                       {.name = "routing"}, {.name = "tp"}, {.name = "seed"}, {.name = "o"}, {.name = NULL}};
+    const char *out;
+    int rc = read_opts(argc, argv, "timeline", opts);
+    if (rc || (rc = need_output(opts, "timeline", &out))) return rc;
+    long tokens, stage, tile_m, tp;
+    tl_moe_problem p = {0};
+    p.seed = 1;
+    if ((rc = tl_parse_long(opt_or(opts, "tokens", "64"), 1, 0x7fffffffL, "--tokens", &tokens)) ||
+        (rc = tl_parse_long(opt_or(opts, "stage", "1"), 1, 2, "--stage", &stage)) ||
+        (rc = tl_parse_long(opt_or(opts, "tile-m", "16"), 1, 4096, "--tile-m", &tile_m)) ||
+        (rc = tl_parse_long(opt_or(opts, "tp", "1"), 1, 1024, "--tp", &tp)) ||
+        (rc = tl_moe_dtype_parse(opt_or(opts, "dtype", "fp8"), &p.dtype)) ||
+        (rc = tl_routing_parse(opt_or(opts, "routing", "balanced"), &p.routing)) ||
+        (opts[8].value && (rc = parse_seed(opts[8].value, &p.seed))))
+        return rc;
+    tl_hw hw;
+    tl_model model;
+    if ((rc = load_hw_model(opts, &hw, &model))) return rc;
+    p.hw = &hw;
+    p.model = &model;
+    p.tokens = (int)tokens;
+    p.stage = (int)stage;
+    p.tile_m = (int)tile_m;
+    p.tp = (int)tp;
+    return tl_fig_timeline(out, &p);
+}
+
+/* ---- mfma ---- */
+
+static const char mfma_usage[] =
+    "usage: tilelab draw mfma [--arch gfx950|gfx942] --instr NAME -o FILE\n"
+    "  The A (M x K), B (K x N) and C (M x N) operands of one MFMA instruction as grids coloured\n"
+    "  by the lane that holds each element, lane numbers in the cells; `tilelab mfma list` names\n"
+    "  the instructions.\n";
+
+int tl_draw_mfma(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, mfma_usage)) return 0;
+    draw_opt opts[] = {{.name = "arch"}, {.name = "instr"}, {.name = "o"}, {.name = NULL}};
+    const char *out;
+    int rc = read_opts(argc, argv, "mfma", opts);
+    if (rc || (rc = need_output(opts, "mfma", &out))) return rc;
+    const char *instr = opt_or(opts, "instr", NULL);
+    if (!instr) return tl_error(TL_EUSAGE, "mfma", "missing --instr NAME (see tilelab mfma list)");
+    return tl_fig_mfma(out, opt_or(opts, "arch", "gfx950"), instr);
+}

@@ -1,4 +1,386 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* `tilelab bench roofline` (the GPU's measured ceilings) and `tilelab mfma list|layout` (where each
+ * element of an AMD matrix instruction's operands lives). */
 #include "cli.h"
-int tl_bench_roofline(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_bench_roofline", "not built yet"); }
-int tl_cmd_mfma(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_mfma", "not built yet"); }
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/table.h"
+#include "../simulator/hw.h"
+#include "../simulator/mfma.h"
+#ifdef TILELAB_HAVE_GPU
+#include "../kernels/roofline.h"
+#endif
+
+/* =============================================================================================
+ * bench roofline
+ * =========================================================================================== */
+static const char ROOFLINE_USAGE[] =
+    "usage: tilelab bench roofline [--hw PRESET] [--save FILE.json] [--points FILE.csv]\n"
+    "                              [--quick] [--iters N] [--warmup N] [--hbm-gib X]\n"
+    "                              [--format table|csv|json]\n"
+    "Runs the microbenchmarks of kernels/roofline.hip on the first GPU: a matrix-core loop per data\n"
+    "type (mma.sync on NVIDIA, MFMA on gfx942/gfx950; FP6/FP4 on gfx950), a read-only HBM reduction\n"
+    "and a copy kernel. Each kernel is checked first (fragment layouts against a host product, the\n"
+    "reduction against a closed form, the copy word by word), then timed: 20 warm-up and 200 timed\n"
+    "iterations, a 256 MB L2 flush between them, the median; each ceiling is the best of a few launch\n"
+    "configurations. Prints each ceiling beside the preset's datasheet and measured values.\n"
+    "  --hw PRESET    preset to compare with (default: from the device name: h200, mi300x, mi355x)\n"
+    "  --save FILE    write the measured ceilings as an overlay JSON for --hw PRESET,FILE\n"
+    "  --points FILE  also write every configuration as CSV (kernel, ceiling, config, best, flops,\n"
+    "                 hbm_bytes, time_us, intensity, tflops, gbps, source): `draw roofline --points`\n"
+    "  --quick        one configuration per ceiling (for profilers such as ncu)\n"
+    "  --iters N, --warmup N   timing iterations (default 200, 20)\n"
+    "  --hbm-gib X    read buffer in GiB (default 4; the copy moves X/2 each way)\n"
+    "Without a GPU (a build without -DTILELAB_GPU, or no device) it says so and exits 1.\n";
+
+#ifdef TILELAB_HAVE_GPU
+static const char *preset_for_device(const char *name)
+{
+    if (strstr(name, "H200")) return "h200";
+    if (strstr(name, "MI355") || strstr(name, "MI350")) return "mi355x";
+    if (strstr(name, "MI300") || strstr(name, "MI325")) return "mi300x";
+    return NULL;
+}
+
+typedef struct {
+    const char *key, *unit;
+    double measured;
+    tl_ceiling preset;
+} ceiling_row;
+
+static void add_ceiling(json_t *ceilings, const char *key, double v)
+{
+    if (v <= 0.0) return;
+    json_t *o = json_object();
+    json_object_set_new(o, "measured", json_real(round(v * 10.0) / 10.0));
+    json_object_set_new(ceilings, key, o);
+}
+
+static int save_overlay(const char *path, const tl_roofline_report *r, const char *label)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "device", json_string(r->gpu.name));
+    json_object_set_new(root, "arch", json_string(r->gpu.arch));
+    json_object_set_new(root, "date", json_string(r->date));
+    json_t *clk = json_object();
+    json_object_set_new(clk, "sm_mhz", json_integer(r->gpu.clock_mhz));
+    json_object_set_new(clk, "mem_mhz", json_integer(r->gpu.mem_clock_mhz));
+    json_object_set_new(root, "clocks", clk);
+    json_object_set_new(root, "source", json_string("tilelab bench roofline"));
+    json_object_set_new(root, "label", json_string(label));
+    json_object_set_new(root, "mma", json_string(r->mma_target));
+    json_t *c = json_object();
+    add_ceiling(c, "hbm_read_gbps", r->hbm_read_gbps);
+    add_ceiling(c, "hbm_copy_gbps", r->hbm_copy_gbps);
+    add_ceiling(c, "bf16_tflops", r->bf16_tflops);
+    add_ceiling(c, "fp8_tflops", r->fp8_tflops);
+    add_ceiling(c, "fp6_tflops", r->fp6_tflops);
+    add_ceiling(c, "fp4_tflops", r->fp4_tflops);
+    json_object_set_new(root, "ceilings", c);
+    json_t *pts = json_array();
+    for (int i = 0; i < r->npoints; i++) {
+        const tl_roofline_point *p = &r->points[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "ceiling", json_string(p->ceiling));
+        json_object_set_new(o, "kernel", json_string(p->kernel));
+        json_object_set_new(o, "config", json_string(p->config));
+        json_object_set_new(o, "median_ms", json_real(p->median_ms));
+        json_object_set_new(o, "value", json_real(p->value));
+        json_object_set_new(o, "best", json_boolean(p->best));
+        json_array_append_new(pts, o);
+    }
+    json_object_set_new(root, "configurations", pts);
+
+    tl_atomic a;
+    int st = tl_atomic_begin(&a, path);
+    if (st) {
+        json_decref(root);
+        return st;
+    }
+    if (json_dump_file(root, a.tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+        json_decref(root);
+        tl_atomic_abort(&a);
+        return tl_error(TL_EFAIL, path, "cannot write the overlay");
+    }
+    json_decref(root);
+    return tl_atomic_commit(&a);
+}
+
+static int save_points(const char *path, const tl_roofline_report *r, const char *label)
+{
+    tl_table *t = tl_table_new("kernel,ceiling,config,best,flops,hbm_bytes,time_us,intensity,tflops,gbps,source");
+    char source[600];
+    snprintf(source, sizeof source, "measured on %s", label);
+    for (int i = 0; i < r->npoints; i++) {
+        const tl_roofline_point *p = &r->points[i];
+        double s = p->median_ms * 1e-3;
+        tl_table_row(t);
+        tl_table_str(t, p->kernel);
+        tl_table_str(t, p->ceiling);
+        tl_table_str(t, p->config);
+        tl_table_int(t, p->best);
+        tl_table_numf(t, "%.6g", p->flops);
+        tl_table_numf(t, "%.6g", p->bytes);
+        tl_table_numf(t, "%.2f", p->median_ms * 1e3);
+        /* the matrix loops move no HBM bytes: their intensity is unbounded, written as 0 */
+        tl_table_numf(t, "%.4g", p->bytes > 0 ? p->flops / p->bytes : 0.0);
+        tl_table_numf(t, "%.1f", p->flops / s / 1e12);
+        tl_table_numf(t, "%.1f", p->bytes / s / 1e9);
+        tl_table_str(t, source);
+    }
+    tl_atomic a;
+    int st = tl_atomic_begin(&a, path);
+    FILE *f = st ? NULL : fopen(a.tmp, "w");
+    if (!st && !f) st = tl_error(TL_EFAIL, path, "cannot open for writing");
+    if (f) {
+        tl_table_print(t, TL_FMT_CSV, NULL, f);
+        if (fclose(f) != 0) {
+            tl_atomic_abort(&a);
+            st = tl_error(TL_EFAIL, path, "cannot write");
+        } else {
+            st = tl_atomic_commit(&a);
+        }
+    }
+    tl_table_free(t);
+    return st;
+}
+
+static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const char *label,
+                           tl_format fmt)
+{
+    ceiling_row rows[] = {
+        {"hbm_read_gbps", "GB/s", r->hbm_read_gbps, hw->ceilings.hbm_read_gbps},
+        {"hbm_copy_gbps", "GB/s", r->hbm_copy_gbps, hw->ceilings.hbm_copy_gbps},
+        {"bf16_tflops", "TFLOP/s", r->bf16_tflops, hw->ceilings.bf16_tflops},
+        {"fp8_tflops", "TFLOP/s", r->fp8_tflops, hw->ceilings.fp8_tflops},
+        {"fp6_tflops", "TFLOP/s", r->fp6_tflops, hw->ceilings.fp6_tflops},
+        {"fp4_tflops", "TFLOP/s", r->fp4_tflops, hw->ceilings.fp4_tflops},
+    };
+    tl_table *t = tl_table_new("ceiling,measured,unit,datasheet,pct_of_datasheet,preset_measured,"
+                               "pct_of_preset_measured,kernel,config");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (rows[i].measured <= 0.0) continue;
+        const tl_roofline_point *best = NULL;
+        for (int j = 0; j < r->npoints; j++)
+            if (r->points[j].best && strcmp(r->points[j].ceiling, rows[i].key) == 0) best = &r->points[j];
+        tl_table_row(t);
+        tl_table_str(t, rows[i].key);
+        tl_table_numf(t, "%.1f", rows[i].measured);
+        tl_table_str(t, rows[i].unit);
+        if (rows[i].preset.datasheet > 0) {
+            tl_table_numf(t, "%.1f", rows[i].preset.datasheet);
+            tl_table_numf(t, "%.1f", 100.0 * rows[i].measured / rows[i].preset.datasheet);
+        } else {
+            tl_table_str(t, "");
+            tl_table_str(t, "");
+        }
+        if (rows[i].preset.measured > 0) {
+            tl_table_numf(t, "%.1f", rows[i].preset.measured);
+            tl_table_numf(t, "%.1f", 100.0 * rows[i].measured / rows[i].preset.measured);
+        } else {
+            tl_table_str(t, "");
+            tl_table_str(t, "");
+        }
+        tl_table_str(t, best ? best->kernel : "");
+        tl_table_str(t, best ? best->config : "");
+    }
+    char title[800];
+    snprintf(title, sizeof title, "measured ceilings on %s (matrix loops: %s); preset %s", label,
+             r->mma_target, hw->name);
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+}
+#endif
+
+int tl_bench_roofline(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, ROOFLINE_USAGE)) return 0;
+    const char *hw_spec = NULL, *save = NULL, *points = NULL;
+    tl_format fmt = TL_FMT_TABLE;
+    int quick = 0;
+    long iters = 200, warmup = 20;
+    double gib = 4.0;
+    int st;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--hw") == 0 && has) hw_spec = argv[++i];
+        else if (strcmp(a, "--save") == 0 && has) save = argv[++i];
+        else if (strcmp(a, "--format") == 0 && has) {
+            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
+        } else if (strcmp(a, "--iters") == 0 && has) {
+            if ((st = tl_parse_long(argv[++i], 1, 100000, "--iters", &iters))) return st;
+        } else if (strcmp(a, "--warmup") == 0 && has) {
+            if ((st = tl_parse_long(argv[++i], 0, 100000, "--warmup", &warmup))) return st;
+        } else if (strcmp(a, "--hbm-gib") == 0 && has) {
+            if ((st = tl_parse_double(argv[++i], "--hbm-gib", &gib))) return st;
+            if (!(gib >= 0.25 && gib <= 64.0))
+                return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.25, 64]", gib);
+        } else if (strcmp(a, "--points") == 0 && has) points = argv[++i];
+        else if (strcmp(a, "--quick") == 0) quick = 1;
+        else return tl_error(TL_EUSAGE, "bench roofline", "unknown or incomplete option '%s'", a);
+    }
+    tl_hw hw;
+    memset(&hw, 0, sizeof hw);
+    if (hw_spec && (st = tl_hw_load(hw_spec, &hw))) return st;
+#ifndef TILELAB_HAVE_GPU
+    (void)fmt, (void)points, (void)quick, (void)iters, (void)warmup, (void)gib, (void)save;
+    return tl_error(TL_EFAIL, "bench roofline",
+                    "no GPU: this tilelab was built without one (configure with -DTILELAB_GPU=cuda or hip)");
+#else
+    if (tl_gpu_count() < 1) return tl_error(TL_EFAIL, "bench roofline", "no GPU found on this machine");
+    tl_roofline_opts o;
+    tl_roofline_default_opts(&o);
+    o.iters = (int)iters;
+    o.warmup = (int)warmup;
+    o.hbm_gib = gib;
+    o.quick = quick;
+    tl_roofline_report *r = calloc(1, sizeof *r);
+    if (!r) return tl_error(TL_EFAIL, "bench roofline", "out of memory");
+    if ((st = tl_roofline_run(0, &o, r))) {
+        free(r);
+        return st;
+    }
+    if (!hw_spec) {
+        const char *p = preset_for_device(r->gpu.name);
+        if (p && (st = tl_hw_load(p, &hw))) {
+            free(r);
+            return st;
+        }
+        if (!p) snprintf(hw.name, sizeof hw.name, "none");
+    }
+    char label[512];
+    tl_bench_label(&r->gpu, label, sizeof label);
+    print_ceilings(r, &hw, label, fmt);
+    if (save && !st) st = save_overlay(save, r, label);
+    if (points && !st) st = save_points(points, r, label);
+    free(r);
+    return st;
+#endif
+}
+
+/* =============================================================================================
+ * mfma list | layout
+ * =========================================================================================== */
+static const char MFMA_LIST_USAGE[] =
+    "usage: tilelab mfma list --arch gfx942|gfx950 [--format table|csv|json]\n"
+    "Every dense matrix (MFMA) instruction of the architecture: its shape MxNxK, blocks, operand\n"
+    "formats, and how many registers (VGPRs per lane) each operand takes.\n";
+
+static const char MFMA_LAYOUT_USAGE[] =
+    "usage: tilelab mfma layout --arch gfx942|gfx950 --instr NAME --matrix A|B|C|D\n"
+    "                           [--format csv|table|json]\n"
+    "One row per element of the operand: block,i,j,lane,vgpr,bit_lo,bit_hi. For A, i is the row (M)\n"
+    "and j the column (K); for B, i is K and j is N; for C and D, i is M and j is N. vgpr counts from\n"
+    "the operand's first register; bit_lo..bit_hi are the bits of that register (0..31 for a full\n"
+    "register, 0..15 / 16..31 for packed 16-bit halves, 8-bit slices for FP8/INT8, 4-bit for FP4,\n"
+    "6-bit fields for FP6, which may run on into the next register: bit_hi > 31; 0..63 across two\n"
+    "registers for FP64). The default format is csv.\n";
+
+static int parse_arch(const char *s, const char *what)
+{
+    if (!s) return tl_error(TL_EUSAGE, what, "--arch gfx942|gfx950 is required");
+    if (strcmp(s, "gfx942") != 0 && strcmp(s, "gfx950") != 0)
+        return tl_error(TL_EUSAGE, what, "unknown arch '%s' (one of gfx942, gfx950)", s);
+    return 0;
+}
+
+static int cmd_mfma_list(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, MFMA_LIST_USAGE)) return 0;
+    const char *arch = NULL;
+    tl_format fmt = TL_FMT_TABLE;
+    int st;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
+        } else return tl_error(TL_EUSAGE, "mfma list", "unknown or incomplete option '%s'", argv[i]);
+    }
+    if ((st = parse_arch(arch, "mfma list"))) return st;
+    const tl_mfma_instr *list[TL_MFMA_MAX];
+    int n = tl_mfma_list(arch, list, TL_MFMA_MAX);
+    tl_table *t = tl_table_new("name,m,n,k,blocks,a,b,c,a_vgprs,b_vgprs,c_vgprs,cycles");
+    for (int i = 0; i < n; i++) {
+        const tl_mfma_instr *in = list[i];
+        tl_table_row(t);
+        tl_table_str(t, in->name);
+        tl_table_int(t, in->m);
+        tl_table_int(t, in->n);
+        tl_table_int(t, in->k);
+        tl_table_int(t, in->blocks);
+        tl_table_str(t, in->a_type);
+        tl_table_str(t, in->b_type);
+        tl_table_str(t, in->c_type);
+        tl_table_int(t, tl_mfma_vgprs(in, 'A'));
+        tl_table_int(t, tl_mfma_vgprs(in, 'B'));
+        tl_table_int(t, tl_mfma_vgprs(in, 'C'));
+        tl_table_int(t, tl_mfma_cycles(in, arch));
+    }
+    char title[96];
+    snprintf(title, sizeof title, "dense MFMA instructions of %s (wave of 64 lanes)", arch);
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+static int cmd_mfma_layout(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, MFMA_LAYOUT_USAGE)) return 0;
+    const char *arch = NULL, *name = NULL, *matrix = NULL;
+    tl_format fmt = TL_FMT_CSV;
+    int st;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
+        else if (strcmp(argv[i], "--instr") == 0 && i + 1 < argc) name = argv[++i];
+        else if (strcmp(argv[i], "--matrix") == 0 && i + 1 < argc) matrix = argv[++i];
+        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
+        } else return tl_error(TL_EUSAGE, "mfma layout", "unknown or incomplete option '%s'", argv[i]);
+    }
+    if ((st = parse_arch(arch, "mfma layout"))) return st;
+    if (!name) return tl_error(TL_EUSAGE, "mfma layout", "--instr NAME is required (see tilelab mfma list --arch %s)", arch);
+    if (!matrix || strlen(matrix) != 1 || !strchr("ABCDabcd", matrix[0]))
+        return tl_error(TL_EUSAGE, "mfma layout", "--matrix A|B|C|D is required");
+    const tl_mfma_instr *in = tl_mfma_find(arch, name);
+    if (!in)
+        return tl_error(TL_EUSAGE, "mfma layout", "unknown instruction '%s' for %s (see tilelab mfma list --arch %s)",
+                        name, arch, arch);
+    char m = (char)(matrix[0] & ~0x20);
+    int rows, cols;
+    tl_mfma_dims(in, m, &rows, &cols);
+    tl_table *t = tl_table_new("block,i,j,lane,vgpr,bit_lo,bit_hi");
+    for (int b = 0; b < tl_mfma_blocks(in, m); b++)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                tl_mfma_slot s;
+                if ((st = tl_mfma_locate_slot(in, m, b, i, j, &s))) {
+                    tl_table_free(t);
+                    return st;
+                }
+                tl_table_row(t);
+                tl_table_int(t, b);
+                tl_table_int(t, i);
+                tl_table_int(t, j);
+                tl_table_int(t, s.lane);
+                tl_table_int(t, s.vgpr);
+                tl_table_int(t, s.bit_lo);
+                tl_table_int(t, s.bit_hi);
+            }
+    char title[160];
+    snprintf(title, sizeof title, "%s on %s, matrix %c", in->name, arch, m);
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+static const tl_command mfma_table[] = {
+    {"list", cmd_mfma_list, "dense MFMA instructions of an architecture", MFMA_LIST_USAGE},
+    {"layout", cmd_mfma_layout, "which lane, register and bits hold each operand element", MFMA_LAYOUT_USAGE},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_mfma(int argc, char **argv) { return tl_dispatch(mfma_table, "mfma", argc, argv); }

@@ -9,14 +9,10 @@
 #endif
 
 static const tl_command bench_table[] = {
-    {"numerics", tl_bench_numerics, "encode, decode and MX-quantize throughput on this CPU",
-     "usage: tilelab bench numerics [--n N] [--format table|csv|json]\n"},
-    {"sim", tl_bench_sim, "time the simulator over every preset, model, dtype and token count",
-     "usage: tilelab bench sim [--format table|csv|json]\n"},
-    {"roofline", tl_bench_roofline, "measure the GPU's matrix-core and HBM ceilings",
-     "usage: tilelab bench roofline [--hw PRESET] [--save FILE.json] [--format table|csv|json]\n"},
-    {"moe", tl_bench_op, "time the fused MoE kernel against the simulator's prediction",
-     "usage: tilelab bench moe --model NAME --dtype DTYPE --tokens LIST [--stage 1|2]\n"},
+    {"numerics", tl_bench_numerics, "encode, decode and MX-quantize throughput on this CPU", ""},
+    {"sim", tl_bench_sim, "time the simulator over every preset, model, dtype and token count", ""},
+    {"roofline", tl_bench_roofline, "measure the GPU's matrix-core and HBM ceilings", ""},
+    {"moe", tl_bench_op, "time the fused MoE kernel against the simulator's prediction", ""},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -1,4 +1,352 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* `tilelab numerics convert|table|quantize` and `tilelab bench numerics`. */
 #include "cli.h"
-int tl_cmd_numerics(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_numerics", "not built yet"); }
-int tl_bench_numerics(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_bench_numerics", "not built yet"); }
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/table.h"
+#include "../numerics/dist.h"
+#include "../numerics/formats.h"
+#include "../numerics/mx.h"
+#include "../numerics/quant.h"
+
+/* ---- convert ---- */
+
+static const char CONVERT_USAGE[] =
+    "usage: tilelab numerics convert --to FMT [--saturate | --no-saturate]\n"
+    "Reads one number per line on stdin (decimal, C99 hex float such as 0x1.8p-9, inf, -inf, nan),\n"
+    "reads it as float32 (correctly rounded), encodes it with round-to-nearest-even and prints\n"
+    "  <input as given> 0x<code> <decoded value, %.9g>\n"
+    "with two hex digits for formats of 8 bits or fewer and four for bf16 and fp16. Blank lines are\n"
+    "skipped. FMT: e4m3fn e5m2 e4m3fnuz e5m2fnuz e2m3 e3m2 e2m1 e8m0 bf16 fp16.\n"
+    "--saturate (default): overflow and +-inf go to +-max. --no-saturate: overflow goes to Inf where\n"
+    "the format has one, else NaN (FP4/FP6 saturate in both modes). Nothing is printed unless every\n"
+    "line parses; a bad line is one error and exit status 2.\n";
+
+/* Strips leading and trailing white space in place; returns the start. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+    return s;
+}
+
+static int parse_input_number(const char *s, float *out)
+{
+    char *end;
+    float v = strtof(s, &end); /* decimal, hex float, inf, nan; out-of-range decimals give +-inf/0 */
+    if (end == s || *end != '\0') return 0;
+    *out = v;
+    return 1;
+}
+
+static int cmd_convert(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, CONVERT_USAGE)) return 0;
+    const char *to = NULL;
+    int saturate = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--to") == 0 && i + 1 < argc) to = argv[++i];
+        else if (strcmp(argv[i], "--saturate") == 0) saturate = 1;
+        else if (strcmp(argv[i], "--no-saturate") == 0) saturate = 0;
+        else return tl_error(TL_EUSAGE, "numerics convert", "unknown or incomplete option '%s'", argv[i]);
+    }
+    if (!to) return tl_error(TL_EUSAGE, "numerics convert", "--to FMT is required");
+    tl_numfmt f;
+    int rc = tl_numfmt_parse(to, &f);
+    if (rc) return rc;
+    int digits = tl_numfmt_bits(f) <= 8 ? 2 : 4;
+    char *outbuf = NULL, *line = NULL;
+    size_t outlen = 0, cap = 0;
+    FILE *out = open_memstream(&outbuf, &outlen);
+    if (!out) return tl_error(TL_EFAIL, "numerics convert", "out of memory");
+    long lineno = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        if (memchr(line, '\0', (size_t)got)) {
+            rc = tl_error(TL_EUSAGE, "numerics convert", "line %ld: not text", lineno);
+            break;
+        }
+        char *s = trim(line);
+        if (!*s) continue;
+        float x;
+        if (!parse_input_number(s, &x)) {
+            rc = tl_error(TL_EUSAGE, "numerics convert", "line %ld: '%.60s' is not a number", lineno, s);
+            break;
+        }
+        uint16_t code = tl_encode(f, x, saturate);
+        fprintf(out, "%s 0x%0*X %.9g\n", s, digits, (unsigned)code, (double)tl_decode(f, code));
+    }
+    free(line);
+    fclose(out);
+    if (!rc) fwrite(outbuf, 1, outlen, stdout);
+    free(outbuf);
+    return rc;
+}
+
+/* ---- table ---- */
+
+static const char TABLE_USAGE[] =
+    "usage: tilelab numerics table FMT [--format table|csv|json]\n"
+    "Prints every code of FMT with its value and class (zero, subnormal, normal, max, inf, nan).\n";
+
+static int cmd_table(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, TABLE_USAGE)) return 0;
+    const char *name = NULL;
+    tl_format fmt = TL_FMT_TABLE;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            int rc = tl_parse_format(argv[++i], &fmt);
+            if (rc) return rc;
+        } else if (argv[i][0] != '-' && !name) name = argv[i];
+        else return tl_error(TL_EUSAGE, "numerics table", "unknown or incomplete option '%s'", argv[i]);
+    }
+    if (!name) return tl_error(TL_EUSAGE, "numerics table", "which format? (tilelab numerics table FMT)");
+    tl_numfmt f;
+    int rc = tl_numfmt_parse(name, &f);
+    if (rc) return rc;
+    tl_table *t = tl_table_new("code,hex,value,class");
+    if (!t) return tl_error(TL_EFAIL, "numerics table", "out of memory");
+    int digits = tl_numfmt_bits(f) <= 8 ? 2 : 4;
+    for (uint32_t c = 0; c < tl_numfmt_code_count(f); c++) {
+        char hex[16];
+        snprintf(hex, sizeof hex, "0x%0*X", digits, (unsigned)c);
+        tl_table_row(t);
+        tl_table_int(t, c);
+        tl_table_str(t, hex);
+        tl_table_numf(t, "%.9g", tl_decode(f, (uint16_t)c));
+        tl_table_str(t, tl_numclass_name(tl_classify(f, (uint16_t)c)));
+    }
+    char title[160];
+    snprintf(title, sizeof title, "%s: %d bits, bias %d, max %.9g, min normal %.9g, min subnormal %.9g",
+             tl_numfmt_name(f), tl_numfmt_bits(f), tl_numfmt_bias(f), tl_numfmt_max(f),
+             tl_numfmt_min_normal(f), tl_numfmt_min_subnormal(f));
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+/* ---- quantize ---- */
+
+static const char QUANTIZE_USAGE[] =
+    "usage: tilelab numerics quantize --scheme S [--scale-rule floor|rceil|even]\n"
+    "         [--dist normal|uniform|laplace|outliers] [--n N] [--seed S] [--rotate none|hadamard|random]\n"
+    "         [--row R] [--format table|csv|json]\n"
+    "Quantizes N seeded values (default 1048576) with scheme S and decodes them back; prints the error\n"
+    "metrics and the seed (give it back with --seed to repeat a run).\n"
+    "S: mxfp4 mxfp6_e2m3 mxfp6_e3m2 mxfp8_e4m3 mxfp8_e5m2 fp8_e4m3_tensor fp8_block128 int4_g128_sym\n"
+    "   int4_g128_asym, or all. The scale rule matters for the MX schemes only (default floor).\n"
+    "--rotate rotates each row of R values (default 128; hadamard needs a power of two) before\n"
+    "quantizing and rotates back after; errors are measured in the original domain (for these\n"
+    "orthogonal rotations rel_rms, sqnr and nmse equal those of the rotated domain; max_abs does not).\n"
+    "outliers: N(0,1) with R/64 channels of each row scaled by 20-100x.\n";
+
+static int cmd_quantize(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, QUANTIZE_USAGE)) return 0;
+    const char *scheme = NULL;
+    tl_scale_rule rule = TL_SCALE_FLOOR;
+    tl_dist dist = TL_DIST_NORMAL;
+    tl_rotation rot = TL_ROT_NONE;
+    tl_format fmt = TL_FMT_TABLE;
+    long n = 1L << 20, row = 128, seedv = -1;
+    int rc = TL_OK;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v || a[0] != '-' || a[1] != '-')
+            return tl_error(TL_EUSAGE, "numerics quantize", "unknown or incomplete option '%s'", a);
+        i++;
+        if (strcmp(a, "--scheme") == 0) scheme = v;
+        else if (strcmp(a, "--scale-rule") == 0) rc = tl_scale_rule_parse(v, &rule);
+        else if (strcmp(a, "--dist") == 0) rc = tl_dist_parse(v, &dist);
+        else if (strcmp(a, "--rotate") == 0) rc = tl_rotation_parse(v, &rot);
+        else if (strcmp(a, "--format") == 0) rc = tl_parse_format(v, &fmt);
+        else if (strcmp(a, "--n") == 0) rc = tl_parse_long(v, 1, 1L << 28, "--n", &n);
+        else if (strcmp(a, "--row") == 0) rc = tl_parse_long(v, 1, 8192, "--row", &row);
+        else if (strcmp(a, "--seed") == 0) rc = tl_parse_long(v, 0, 0x7FFFFFFFFFFFFFFFL, "--seed", &seedv);
+        else return tl_error(TL_EUSAGE, "numerics quantize", "unknown option '%s'", a);
+    }
+    if (rc) return rc;
+    if (!scheme) return tl_error(TL_EUSAGE, "numerics quantize", "--scheme S is required");
+    tl_quant_scheme only = TL_QS_COUNT;
+    if (strcmp(scheme, "all") != 0 && (rc = tl_quant_scheme_parse(scheme, &only))) return rc;
+    if (rot != TL_ROT_NONE && n % row != 0)
+        return tl_error(TL_EUSAGE, "--n", "%ld is not a multiple of the row length %ld", n, row);
+    if (rot == TL_ROT_HADAMARD && (row & (row - 1)) != 0)
+        return tl_error(TL_EUSAGE, "--row", "hadamard needs a power of two, not %ld", row);
+    uint64_t seed = seedv >= 0 ? (uint64_t)seedv : tl_fresh_seed();
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) return tl_error(TL_EFAIL, "numerics quantize", "out of memory for %ld values", n);
+    rc = tl_dist_fill(dist, seed, x, (size_t)n, (size_t)row);
+    tl_table *t = rc ? NULL : tl_table_new("scheme,bits,scale_rule,dist,rotate,n,seed,max_abs,max_rel,"
+                                           "rel_rms,sqnr_db,nmse,cosine,nan_count");
+    if (!rc && !t) rc = tl_error(TL_EFAIL, "numerics quantize", "out of memory");
+    for (int s = 0; s < TL_QS_COUNT && !rc; s++) {
+        if (only != TL_QS_COUNT && s != (int)only) continue;
+        tl_err_metrics m;
+        rc = tl_quant_study((tl_quant_scheme)s, rule, rot, (size_t)row, seed ^ 0x5eedULL, x, (size_t)n, &m);
+        if (rc) break;
+        tl_table_row(t);
+        tl_table_str(t, tl_quant_scheme_name((tl_quant_scheme)s));
+        tl_table_num(t, tl_quant_scheme_bits((tl_quant_scheme)s));
+        tl_table_str(t, tl_scale_rule_name(rule));
+        tl_table_str(t, tl_dist_name(dist));
+        tl_table_str(t, tl_rotation_name(rot));
+        tl_table_int(t, n);
+        tl_table_int(t, (long long)seed);
+        tl_table_numf(t, "%.4g", m.max_abs);
+        tl_table_numf(t, "%.4g", m.max_rel);
+        tl_table_numf(t, "%.5f", m.rel_rms);
+        tl_table_numf(t, "%.2f", m.sqnr_db);
+        tl_table_numf(t, "%.4e", m.nmse);
+        tl_table_numf(t, "%.6f", m.cosine);
+        tl_table_int(t, (long long)m.nan_count);
+    }
+    if (!rc) {
+        char title[200];
+        snprintf(title, sizeof title, "quantization round trip: %ld %s values, seed %llu, rotate %s (row %ld)",
+                 n, tl_dist_name(dist), (unsigned long long)seed, tl_rotation_name(rot), row);
+        tl_table_print(t, fmt, title, stdout);
+    }
+    tl_table_free(t);
+    free(x);
+    return rc;
+}
+
+static const tl_command numerics_table[] = {
+    {"convert", cmd_convert, "float32 on stdin -> codes and decoded values", CONVERT_USAGE},
+    {"table", cmd_table, "every code of a format with its value and class", TABLE_USAGE},
+    {"quantize", cmd_quantize, "error of a quantization scheme on seeded data", QUANTIZE_USAGE},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_numerics(int argc, char **argv) { return tl_dispatch(numerics_table, "numerics", argc, argv); }
+
+/* ---- bench numerics ---- */
+
+static const char BENCH_USAGE[] =
+    "usage: tilelab bench numerics [--n N] [--runs R] [--format table|csv|json]\n"
+    "Throughput on one core (values/s, median of R runs, default 31, each over the same N values,\n"
+    "default 262144): FP8 E4M3FN encode (saturating), FP8 decode (table), MXFP4 quantize (FLOOR,\n"
+    "blocks of 32), plus E5M2 and BF16 encode and MXFP8 quantize for comparison. The default N keeps\n"
+    "input and output in the L2 cache, so it measures the codec; a large N (e.g. 16777216) measures\n"
+    "the memory system instead. Inputs are N(0,1), seed 1. Timing: clock_gettime(CLOCK_MONOTONIC).\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef enum { B_ENC_E4M3, B_ENC_E5M2, B_ENC_BF16, B_DEC_E4M3, B_MXFP4, B_MXFP8 } bench_kind;
+
+static void run_once(bench_kind k, const float *x, size_t n, uint8_t *c8, uint16_t *c16, float *y,
+                     uint8_t *scales)
+{
+    switch (k) {
+    case B_ENC_E4M3: tl_encode_array8(TL_NF_E4M3FN, x, n, 1, c8); break;
+    case B_ENC_E5M2: tl_encode_array8(TL_NF_E5M2, x, n, 1, c8); break;
+    case B_ENC_BF16: tl_encode_array16(TL_NF_BF16, x, n, 1, c16); break;
+    case B_DEC_E4M3: tl_decode_array8(TL_NF_E4M3FN, c8, n, y); break;
+    case B_MXFP4: tl_mx_quantize(TL_NF_E2M1, TL_SCALE_FLOOR, 32, x, n, c8, scales); break;
+    case B_MXFP8: tl_mx_quantize(TL_NF_E4M3FN, TL_SCALE_FLOOR, 32, x, n, c8, scales); break;
+    }
+}
+
+static void cpu_name(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0) {
+            char *p = strchr(line, ':');
+            if (p) snprintf(buf, cap, "%s", trim(p + 1));
+            break;
+        }
+    fclose(f);
+}
+
+int tl_bench_numerics(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, BENCH_USAGE)) return 0;
+    long n = 1L << 18, runs = 31;
+    tl_format fmt = TL_FMT_TABLE;
+    int rc = TL_OK;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return tl_error(TL_EUSAGE, "bench numerics", "unknown or incomplete option '%s'", a);
+        i++;
+        if (strcmp(a, "--n") == 0) rc = tl_parse_long(v, 1024, 1L << 28, "--n", &n);
+        else if (strcmp(a, "--runs") == 0) rc = tl_parse_long(v, 1, 1000, "--runs", &runs);
+        else if (strcmp(a, "--format") == 0) rc = tl_parse_format(v, &fmt);
+        else return tl_error(TL_EUSAGE, "bench numerics", "unknown option '%s'", a);
+    }
+    if (rc) return rc;
+    size_t N = (size_t)n;
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint8_t *c8 = malloc(N), *scales = malloc(N / 32 + 1);
+    uint16_t *c16 = malloc(N * sizeof *c16);
+    double *times = malloc((size_t)runs * sizeof *times);
+    tl_table *t = tl_table_new("kernel,n,runs,median_s,values_per_s,target,meets_target");
+    if (!x || !y || !c8 || !scales || !c16 || !times || !t) rc = tl_error(TL_EFAIL, "bench numerics", "out of memory");
+    static const struct {
+        bench_kind k;
+        const char *name;
+        double target;
+    } B[] = {
+        {B_ENC_E4M3, "encode fp8 e4m3fn", 300e6}, {B_DEC_E4M3, "decode fp8 e4m3fn", 1e9},
+        {B_MXFP4, "mx-quantize mxfp4", 150e6},    {B_ENC_E5M2, "encode fp8 e5m2", 0},
+        {B_ENC_BF16, "encode bf16", 0},           {B_MXFP8, "mx-quantize mxfp8 e4m3", 0},
+    };
+    if (!rc) {
+        tl_dist_fill(TL_DIST_NORMAL, 1, x, N, 128);
+        tl_encode_array8(TL_NF_E4M3FN, x, N, 1, c8); /* codes for the decode run */
+        tl_decode_table8(TL_NF_E4M3FN);              /* build the tables outside the timing */
+        for (size_t b = 0; b < sizeof B / sizeof B[0]; b++) {
+            run_once(B[b].k, x, N, c8, c16, y, scales); /* warm-up: page faults, caches */
+            if (B[b].k == B_MXFP4 || B[b].k == B_MXFP8) tl_encode_array8(TL_NF_E4M3FN, x, N, 1, c8);
+            for (long r = 0; r < runs; r++) {
+                double t0 = now_s();
+                run_once(B[b].k, x, N, c8, c16, y, scales);
+                times[r] = now_s() - t0;
+            }
+            if (B[b].k == B_MXFP4 || B[b].k == B_MXFP8) tl_encode_array8(TL_NF_E4M3FN, x, N, 1, c8);
+            qsort(times, (size_t)runs, sizeof *times, cmp_double);
+            double med = times[runs / 2], rate = (double)N / med;
+            tl_table_row(t);
+            tl_table_str(t, B[b].name);
+            tl_table_int(t, n);
+            tl_table_int(t, runs);
+            tl_table_numf(t, "%.6f", med);
+            tl_table_numf(t, "%.4g", rate);
+            if (B[b].target > 0) {
+                tl_table_numf(t, "%.3g", B[b].target);
+                tl_table_str(t, rate >= B[b].target ? "yes" : "NO");
+            } else {
+                tl_table_str(t, "-");
+                tl_table_str(t, "-");
+            }
+        }
+        char cpu[256], title[400];
+        cpu_name(cpu, sizeof cpu);
+        snprintf(title, sizeof title, "numerics throughput, one core, %s", cpu);
+        tl_table_print(t, fmt, title, stdout);
+    }
+    tl_table_free(t);
+    free(x), free(y), free(c8), free(scales), free(c16), free(times);
+    return rc;
+}

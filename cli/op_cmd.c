@@ -1,4 +1,200 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* `tilelab check OP` and `tilelab bench OP`: the harness that walks an op-table row (core/op.h).
+ * It knows nothing about any op: parse, describe, cases, compare under the tolerance, report. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/op.h"
 #include "cli.h"
-int tl_cmd_check(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_check", "not built yet"); }
-int tl_bench_op(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_bench_op", "not built yet"); }
+
+static int find_format(int argc, char **argv, tl_format *fmt)
+{
+    *fmt = TL_FMT_TABLE;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--format") == 0) {
+            if (i + 1 >= argc) return tl_error(TL_EUSAGE, "--format", "needs a value (table, csv or json)");
+            return tl_parse_format(argv[i + 1], fmt);
+        }
+    return 0;
+}
+
+static void op_list(FILE *f)
+{
+    fprintf(f, "ops:");
+    for (int i = 0; tl_ops[i]; i++) fprintf(f, " %s", tl_ops[i]->name);
+    fprintf(f, "\n");
+}
+
+static int lookup(const char *group, int argc, char **argv, const tl_op **op)
+{
+    if (argc < 1 || !argv[0] || argv[0][0] == '-') {
+        printf("usage: tilelab %s OP [options]   (tilelab %s OP --help)\n", group, group);
+        op_list(stdout);
+        return argc >= 1 && argv[0] && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)
+                   ? 0 : tl_error(TL_EUSAGE, group, "which op? (one of the ops listed above)");
+    }
+    *op = tl_op_find(argv[0]);
+    if (!*op) {
+        char names[256] = "";
+        for (int i = 0; tl_ops[i]; i++) {
+            if (names[0]) strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, tl_ops[i]->name, sizeof names - strlen(names) - 1);
+        }
+        return tl_error(TL_EUSAGE, group, "unknown op '%s' (one of %s)", argv[0], names);
+    }
+    return 0;
+}
+
+/* One comparison row: label, what was compared, the metrics beside the tolerance, the verdict. */
+static int compare_row(tl_table *t, const char *label, const char *what, const tl_op_output *ref,
+                       const tl_op_output *out, const tl_tolerance *tol, const char *note)
+{
+    tl_err_metrics m;
+    memset(&m, 0, sizeof m);
+    int pass = 0;
+    if (ref->n != out->n || ref->n == 0) {
+        tl_table_row(t);
+        tl_table_str(t, label);
+        tl_table_str(t, what);
+        for (int i = 0; i < 6; i++) tl_table_str(t, "-");
+        tl_table_str(t, "FAIL");
+        tl_table_str(t, "output sizes differ");
+        return 0;
+    }
+    tl_compare(ref->data, out->data, ref->n, &m);
+    pass = tl_check_pass(&m, tol);
+    tl_table_row(t);
+    tl_table_str(t, label);
+    tl_table_str(t, what);
+    tl_table_numf(t, "%.3g", m.max_abs);
+    tl_table_numf(t, "%.3g", m.max_rel);
+    tl_table_numf(t, "%.3g", m.rel_rms);
+    tl_table_numf(t, "%.3g", m.nmse);
+    tl_table_numf(t, "%.3g", tol->rel_rms);
+    tl_table_int(t, (long long)m.nan_count);
+    tl_table_str(t, pass ? "pass" : "FAIL");
+    tl_table_str(t, note ? note : "");
+    return pass;
+}
+
+static void fail_row(tl_table *t, const char *label, const char *what, const char *why)
+{
+    tl_table_row(t);
+    tl_table_str(t, label);
+    tl_table_str(t, what);
+    for (int i = 0; i < 6; i++) tl_table_str(t, "-");
+    tl_table_str(t, "FAIL");
+    tl_table_str(t, why);
+}
+
+/* Reference against naive (no GPU) or GPU, for every case of one problem. Returns the number of
+ * failed rows, or -status on an error that stops the check (bad input, out of memory). */
+static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *t, const char *prefix)
+{
+    int failed = 0;
+    tl_tolerance tol;
+    int rc = op->tolerance(problem, &tol);
+    if (rc) return -rc;
+    for (int c = 0; c < op->n_cases(problem); c++) {
+        char label[64], full[96];
+        if (!use_gpu && !op->naive_cheap(problem, c)) continue; /* before making big inputs */
+        if ((rc = op->make_inputs(problem, c, label, sizeof label))) return -rc;
+        snprintf(full, sizeof full, "%s%s", prefix, label);
+        tl_op_output ref, out;
+        memset(&ref, 0, sizeof ref);
+        memset(&out, 0, sizeof out);
+        if ((rc = op->reference(problem, &ref))) return -rc;
+        rc = use_gpu ? op->gpu(problem, &out) : op->naive(problem, &out);
+        const char *what = use_gpu ? "gpu vs reference" : "reference vs naive";
+        if (rc == TL_EFAIL) { /* a check inside the launcher failed: report it, go on */
+            fail_row(t, full, what, tl_last_error());
+            tl_clear_error();
+            failed++;
+            continue;
+        }
+        if (rc) return -rc;
+        char note[400];
+        snprintf(note, sizeof note, "%s; %s", ref.note, out.note);
+        if (!compare_row(t, full, what, &ref, &out, &tol, note)) failed++;
+    }
+    return failed;
+}
+
+int tl_cmd_check(int argc, char **argv)
+{
+    const tl_op *op = NULL;
+    int rc = lookup("check", argc - 1, argv + 1, &op);
+    if (rc || !op) return rc;
+    if (tl_wants_help(argc - 1, argv + 1, op->check_usage)) return 0;
+    tl_format fmt;
+    if ((rc = find_format(argc - 1, argv + 1, &fmt))) return rc;
+    void *problem = NULL;
+    if ((rc = op->parse(argc - 1, argv + 1, TL_OP_CHECK, &problem))) return rc;
+    FILE *info = fmt == TL_FMT_TABLE ? stdout : stderr;
+    op->describe(problem, info);
+    tl_table *t = tl_table_new("case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes");
+    if (!t) {
+        op->free_problem(problem);
+        return tl_error(TL_EFAIL, "check", "out of memory");
+    }
+    int failed = 0, status = 0;
+    if (op->gpu) {
+        failed = check_problem(op, problem, 1, t, "");
+    } else {
+        fprintf(info, "GPU part skipped: this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip); "
+                      "checking the CPU reference against the naive loop instead.\n");
+        void *small = NULL;
+        if (op->small_problem && (rc = op->small_problem(problem, &small)) == 0) {
+            op->describe(small, info);
+            failed = check_problem(op, small, 0, t, "small ");
+            op->free_problem(small);
+        } else if (rc) {
+            failed = -rc;
+        }
+        if (failed >= 0) {
+            int f2 = check_problem(op, problem, 0, t, "");
+            failed = f2 < 0 ? f2 : failed + f2;
+        }
+    }
+    if (failed < 0) status = -failed;
+    else {
+        tl_table_print(t, fmt, op->gpu ? "GPU kernel against the CPU reference" : "CPU reference against the naive loop",
+                       stdout);
+        if (!op->gpu) printf("GPU check: skipped (no GPU build)\n");
+        if (tl_table_rows(t) == 0) printf("note: no case was cheap enough for the naive loop\n");
+        if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
+        else printf("all %d comparisons passed\n", tl_table_rows(t));
+    }
+    tl_table_free(t);
+    op->free_problem(problem);
+    return status;
+}
+
+int tl_bench_op(int argc, char **argv)
+{
+    const tl_op *op = tl_op_find(argv[0]);
+    if (!op) return tl_error(TL_EUSAGE, "bench", "unknown op '%s'", argv[0]);
+    if (tl_wants_help(argc, argv, op->bench_usage)) return 0;
+    tl_format fmt;
+    int rc = find_format(argc, argv, &fmt);
+    if (rc) return rc;
+    void *problem = NULL;
+    if ((rc = op->parse(argc, argv, TL_OP_BENCH, &problem))) return rc;
+    if (!op->bench) {
+        op->free_problem(problem);
+        return tl_error(TL_EFAIL, "bench", "%s needs a GPU build of tilelab (-DTILELAB_GPU=cuda or hip); this one has "
+                        "none", op->name);
+    }
+    op->describe(problem, fmt == TL_FMT_TABLE ? stdout : stderr);
+    tl_table *t = tl_table_new(op->bench_header);
+    if (!t) rc = tl_error(TL_EFAIL, "bench", "out of memory");
+    for (int c = 0; !rc && c < op->n_cases(problem); c++) {
+        char label[64];
+        rc = op->make_inputs(problem, c, label, sizeof label);
+        if (!rc) rc = op->bench(problem, c, t);
+    }
+    if (!rc) tl_table_print(t, fmt, "measured against the model", stdout);
+    tl_table_free(t);
+    op->free_problem(problem);
+    return rc;
+}

@@ -1,6 +1,509 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* tilelab hw | models | sim moe | sim paged-decode | bench sim: the simulator's commands. */
 #include "cli.h"
-int tl_cmd_hw(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_hw", "not built yet"); }
-int tl_cmd_models(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_models", "not built yet"); }
-int tl_cmd_sim(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_sim", "not built yet"); }
-int tl_bench_sim(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_bench_sim", "not built yet"); }
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/table.h"
+#include "../simulator/decode.h"
+#include "../simulator/hw.h"
+#include "../simulator/model.h"
+#include "../simulator/moe.h"
+#include "../simulator/worklist.h"
+
+#define MAX_TOKEN_LIST 256
+#define MAX_SIM_EDGES (1L << 27) /* tokens x k the command simulates (memory: ~12 bytes per edge) */
+
+/* ---- option parsing: "--name value" or "--name=value" ---- */
+
+typedef struct {
+    const char *name;
+    const char **value;
+} opt_spec;
+
+/* Fills the values of known options; anything else is a usage error. Positional arguments are
+ * collected in pos (at most npos_cap). */
+static int parse_opts(int argc, char **argv, const opt_spec *opts, const char *cmd, const char **pos,
+                      int npos_cap, int *npos)
+{
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            if (n >= npos_cap) return tl_error(TL_EUSAGE, cmd, "unexpected argument '%s'", a);
+            pos[n++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const opt_spec *o = NULL;
+        for (const opt_spec *s = opts; s->name; s++)
+            if (strlen(s->name) == len && strncmp(s->name, a, len) == 0) o = s;
+        if (!o) return tl_error(TL_EUSAGE, cmd, "unknown option '%.*s' (try --help)", (int)len, a);
+        if (eq) *o->value = eq + 1;
+        else if (i + 1 < argc) *o->value = argv[++i];
+        else return tl_error(TL_EUSAGE, cmd, "option %s needs a value", o->name);
+    }
+    if (npos) *npos = n;
+    return 0;
+}
+
+static int get_format(const char *s, tl_format *f)
+{
+    *f = TL_FMT_TABLE;
+    return s ? tl_parse_format(s, f) : 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, const char *what, int *out)
+{
+    long v;
+    if (tl_parse_long(s, lo, hi, what, &v)) return TL_EUSAGE;
+    *out = (int)v;
+    return 0;
+}
+
+/* ---- tilelab hw ---- */
+
+static const char hw_usage[] =
+    "usage: tilelab hw list [--format table|csv|json]\n"
+    "       tilelab hw show NAME|FILE[,OVERLAY.json...] [--format table|csv|json]\n"
+    "A preset name (mi355x, mi300x, h200), a JSON file of the same shape, or a base followed by\n"
+    "overlay files (e.g. h200,bench/results/h200.json) merged over it key by key.\n";
+
+static void ceiling_cells(tl_table *t, tl_ceiling c)
+{
+    if (c.datasheet > 0) tl_table_num(t, c.datasheet);
+    else tl_table_str(t, "");
+    if (c.measured > 0) tl_table_num(t, c.measured);
+    else tl_table_str(t, "");
+}
+
+static int hw_list(int argc, char **argv)
+{
+    const char *fmt_s = NULL;
+    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "hw list", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
+                               "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
+    for (const char *const *n = tl_hw_list(); *n; n++) {
+        tl_hw hw;
+        if (tl_hw_load(*n, &hw)) {
+            tl_table_free(t);
+            return TL_EFAIL; /* an embedded preset that does not load is a build error */
+        }
+        tl_table_row(t);
+        tl_table_str(t, hw.name);
+        tl_table_str(t, hw.arch);
+        tl_table_int(t, hw.cus);
+        tl_table_int(t, hw.xcds);
+        tl_table_num(t, hw.clock_mhz);
+        tl_table_num(t, hw.hbm_gb);
+        ceiling_cells(t, hw.ceilings.hbm_read_gbps);
+        ceiling_cells(t, hw.ceilings.bf16_tflops);
+        ceiling_cells(t, hw.ceilings.fp8_tflops);
+        ceiling_cells(t, hw.ceilings.fp4_tflops);
+    }
+    tl_table_print(t, fmt, "hardware presets (GB/s, TFLOP/s; datasheet and measured)", stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+static void kv(tl_table *t, const char *k, const char *v)
+{
+    tl_table_row(t);
+    tl_table_str(t, k);
+    tl_table_str(t, v);
+}
+
+static void kvnum(tl_table *t, const char *k, double v)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%g", v);
+    kv(t, k, b);
+}
+
+static void kvceil(tl_table *t, const char *k, tl_ceiling c)
+{
+    if (c.datasheet <= 0 && c.measured <= 0) return;
+    char b[128] = "";
+    if (c.datasheet > 0) snprintf(b, sizeof b, "datasheet %g", c.datasheet);
+    if (c.measured > 0)
+        snprintf(b + strlen(b), sizeof b - strlen(b), "%smeasured %g", b[0] ? ", " : "", c.measured);
+    kv(t, k, b);
+}
+
+static int hw_show(int argc, char **argv)
+{
+    const char *fmt_s = NULL, *pos[1];
+    int npos = 0;
+    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "hw show", pos, 1, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (npos != 1) return tl_error(TL_EUSAGE, "hw show", "needs one NAME or FILE (tilelab hw list)");
+    tl_hw hw;
+    if (tl_hw_load(pos[0], &hw)) return TL_EUSAGE;
+    tl_table *p = tl_table_new("field,value");
+    kv(p, "name", hw.name);
+    if (hw.description[0]) kv(p, "description", hw.description);
+    kv(p, "arch", hw.arch);
+    kvnum(p, "cus", hw.cus);
+    kvnum(p, "xcds", hw.xcds);
+    kvnum(p, "clock_mhz", hw.clock_mhz);
+    kvnum(p, "wave_size", hw.wave_size);
+    kvnum(p, "matrix_cores_per_cu", hw.matrix_cores_per_cu);
+    kvnum(p, "lds_kib", hw.lds_kib);
+    kvnum(p, "l2_mib_per_xcd", hw.l2_mib_per_xcd);
+    kvnum(p, "llc_mib", hw.llc_mib);
+    kvnum(p, "hbm_gb", hw.hbm_gb);
+    kvnum(p, "launch_us", hw.launch_us);
+    kvnum(p, "item_fixed_us", hw.item_fixed_us);
+    kvnum(p, "hbm_per_cu_gbps", hw.hbm_per_cu_gbps);
+    kvceil(p, "hbm_read_gbps", hw.ceilings.hbm_read_gbps);
+    kvceil(p, "hbm_copy_gbps", hw.ceilings.hbm_copy_gbps);
+    kvceil(p, "bf16_tflops", hw.ceilings.bf16_tflops);
+    kvceil(p, "fp8_tflops", hw.ceilings.fp8_tflops);
+    kvceil(p, "fp6_tflops", hw.ceilings.fp6_tflops);
+    kvceil(p, "fp4_tflops", hw.ceilings.fp4_tflops);
+    if (hw.device[0]) kv(p, "device", hw.device);
+    if (hw.date[0]) kv(p, "date", hw.date);
+    if (hw.source[0] && fmt != TL_FMT_TABLE) kv(p, "source", hw.source);
+    tl_table *in = tl_table_new("instruction,m,n,k,a,b,cycles,peak_tflops");
+    for (int i = 0; i < hw.n_instr; i++) {
+        const tl_instr *x = &hw.instr[i];
+        tl_table_row(in);
+        tl_table_str(in, x->name);
+        tl_table_int(in, x->m);
+        tl_table_int(in, x->n);
+        tl_table_int(in, x->k);
+        tl_table_str(in, x->a);
+        tl_table_str(in, x->b);
+        tl_table_int(in, x->cycles);
+        tl_table_numf(in, "%.1f", tl_hw_instr_tflops(&hw, x));
+    }
+    if (fmt == TL_FMT_JSON) {
+        fputs("{\"properties\": ", stdout);
+        tl_table_print(p, fmt, NULL, stdout);
+        fputs(", \"matrix_instructions\": ", stdout);
+        tl_table_print(in, fmt, NULL, stdout);
+        fputs("}\n", stdout);
+    } else {
+        char title[160];
+        snprintf(title, sizeof title, "%s", hw.name);
+        tl_table_print(p, fmt, title, stdout);
+        if (fmt == TL_FMT_TABLE && hw.source[0]) printf("source: %s\n", hw.source);
+        fputs("\n", stdout);
+        tl_table_print(in, fmt, "matrix instructions (peak = 2mnk x matrix cores x CUs x clock / cycles)", stdout);
+    }
+    tl_table_free(p);
+    tl_table_free(in);
+    return 0;
+}
+
+static const tl_command hw_table[] = {
+    {"list", hw_list, "the hardware presets", ""},
+    {"show", hw_show, "one preset or file with its matrix instructions", ""},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_hw(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(hw_usage, stdout);
+        return 0;
+    }
+    return tl_dispatch(hw_table, "hw", argc, argv);
+}
+
+/* ---- tilelab models ---- */
+
+static const char models_usage[] =
+    "usage: tilelab models [NAME|CONFIG.json ...] [--format table|csv|json]\n"
+    "Lists the model presets, or the given presets / config.json files as the simulator reads them.\n"
+    "Dense models run in `sim moe` as one expert of width intermediate_size that every token uses.\n";
+
+int tl_cmd_models(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, models_usage)) return 0;
+    const char *fmt_s = NULL, *pos[32];
+    int npos = 0;
+    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "models", pos, 32, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    const char *const *names = tl_model_list();
+    if (npos == 0)
+        for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
+    tl_table *t = tl_table_new("name,hidden,experts,top_k,expert_width,shared,layers,moe_layers,dense_width,"
+                               "heads,kv_heads,index_heads,index_head_dim,index_topk,source");
+    for (int i = 0; i < npos; i++) {
+        tl_model m;
+        if (tl_model_load(pos[i], &m)) {
+            tl_table_free(t);
+            return TL_EUSAGE;
+        }
+        tl_table_row(t);
+        tl_table_str(t, m.name);
+        tl_table_int(t, m.hidden);
+        tl_table_int(t, m.n_experts);
+        tl_table_int(t, m.top_k);
+        tl_table_int(t, m.moe_width);
+        tl_table_int(t, m.n_shared);
+        tl_table_int(t, m.n_layers);
+        tl_table_int(t, m.moe_layers);
+        tl_table_int(t, m.dense_width);
+        tl_table_int(t, m.n_heads);
+        tl_table_int(t, m.n_kv_heads);
+        tl_table_int(t, m.index_n_heads);
+        tl_table_int(t, m.index_head_dim);
+        tl_table_int(t, m.index_topk);
+        tl_table_str(t, fmt == TL_FMT_TABLE ? "" : m.source);
+    }
+    tl_table_print(t, fmt, "models (config.json fields; 0 = absent)", stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+/* ---- tilelab sim moe ---- */
+
+static const char moe_usage[] =
+    "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
+    "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
+    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--format table|csv|json]\n"
+    "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
+    "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
+    "  --model    preset or a model's config.json\n"
+    "  --dtype    bf16 | fp8 (block-scaled) | a16w4 | mxfp4 | mxfp8\n"
+    "  --routing  balanced | random | zipf:S | trace:FILE (CSV, one token per line, its k experts)\n"
+    "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
+    "  --tp       tensor-parallel split of the expert width\n"
+    "  --seed     routing seed for random and zipf (default 1)\n"
+    "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
+    "limiter: hbm, matrix, padding, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+
+static int sim_moe(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, moe_usage)) return 0;
+    const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8",
+               *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
+               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL;
+    opt_spec opts[] = {{"--hw", &hw_s},       {"--model", &model_s},     {"--dtype", &dtype_s},
+                       {"--tokens", &tokens_s}, {"--stage", &stage_s},   {"--routing", &routing_s},
+                       {"--tile-m", &tile_m_s}, {"--tile-n", &tile_n_s}, {"--tp", &tp_s},
+                       {"--seed", &seed_s},     {"--format", &fmt_s},    {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    tl_moe_problem p;
+    memset(&p, 0, sizeof p);
+    long tokens[MAX_TOKEN_LIST];
+    int ntok = 0, stage_lo, stage_hi;
+    long seed;
+    if (tl_parse_long_list(tokens_s, 1, 2147483647L, "--tokens", tokens, MAX_TOKEN_LIST, &ntok) ||
+        tl_moe_dtype_parse(dtype_s, &p.dtype) || tl_routing_parse(routing_s, &p.routing) ||
+        parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
+        parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
+        return TL_EUSAGE;
+    if (strcmp(stage_s, "both") == 0) stage_lo = 1, stage_hi = 2;
+    else if (strcmp(stage_s, "1") == 0) stage_lo = stage_hi = 1;
+    else if (strcmp(stage_s, "2") == 0) stage_lo = stage_hi = 2;
+    else return tl_error(TL_EUSAGE, "--stage", "'%s' is not 1, 2 or both", stage_s);
+    tl_hw hw;
+    tl_model model;
+    if (tl_hw_load(hw_s, &hw) || tl_model_load(model_s, &model)) return TL_EUSAGE;
+    int E, k, width;
+    tl_model_moe_shape(&model, &E, &k, &width);
+    for (int i = 0; i < ntok; i++)
+        if ((long long)tokens[i] * k > MAX_SIM_EDGES)
+            return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is more than the %ld routed rows the "
+                            "simulator takes", tokens[i], k, MAX_SIM_EDGES);
+    p.hw = &hw;
+    p.model = &model;
+    p.seed = (uint64_t)seed;
+    tl_table *t = tl_table_new("stage,hw,model,dtype,tokens,active_experts,tiles,padding,k_padding,flops_useful,"
+                               "flops_issued,hbm_bytes,intensity,time_us,limiter,waves,work_items,instruction,"
+                               "compute_us,memory_us,fixed_us,tflops,gbps,weight_bytes");
+    int rc = 0;
+    for (int i = 0; i < ntok && !rc; i++)
+        for (int s = stage_lo; s <= stage_hi && !rc; s++) {
+            p.tokens = (int)tokens[i];
+            p.stage = s;
+            tl_moe_result r;
+            rc = tl_moe_sim(&p, &r);
+            if (rc) break;
+            tl_table_row(t);
+            tl_table_int(t, s);
+            tl_table_str(t, hw.name);
+            tl_table_str(t, model.name);
+            tl_table_str(t, tl_moe_dtype_name(p.dtype));
+            tl_table_int(t, r.tokens);
+            tl_table_int(t, r.active_experts);
+            tl_table_int(t, r.tiles);
+            tl_table_numf(t, "%.4g", r.padding);
+            tl_table_numf(t, "%.4g", r.k_padding);
+            tl_table_num(t, r.flops_useful);
+            tl_table_num(t, r.flops_issued);
+            tl_table_num(t, r.hbm_bytes);
+            tl_table_numf(t, "%.4g", r.intensity);
+            tl_table_numf(t, "%.2f", r.time_us);
+            tl_table_str(t, r.limiter);
+            tl_table_int(t, r.waves);
+            tl_table_int(t, r.work_items);
+            tl_table_str(t, r.instr.name);
+            tl_table_numf(t, "%.2f", r.compute_us);
+            tl_table_numf(t, "%.2f", r.memory_us);
+            tl_table_numf(t, "%.2f", r.fixed_us);
+            tl_table_numf(t, "%.1f", r.flops_useful / (r.time_us * 1e6));
+            tl_table_numf(t, "%.1f", r.hbm_bytes / (r.time_us * 1e3));
+            tl_table_numf(t, "%.0f", r.weight_bytes);
+            tl_moe_result_free(&r);
+        }
+    if (!rc) {
+        char title[512], rs[64];
+        tl_routing_describe(&p.routing, rs, sizeof rs);
+        snprintf(title, sizeof title,
+                 "fused MoE, simulated on preset %s: %s, E=%d k=%d H=%d width=%d tp=%d, %s, routing %s (seed %ld), "
+                 "tile_m=%d tile_n=%d",
+                 hw.name, model.name, E, k, model.hidden, width, p.tp, tl_moe_dtype_name(p.dtype), rs, seed,
+                 p.tile_m, p.tile_n);
+        tl_table_print(t, fmt, title, stdout);
+    }
+    tl_table_free(t);
+    return rc;
+}
+
+/* ---- tilelab sim paged-decode ---- */
+
+static const char decode_usage[] =
+    "usage: tilelab sim paged-decode [--hw mi355x] [--kv-dtype bf16|fp8] --gqa G --batch B --seq L\n"
+    "         --kv-heads H [--head-dim 128] [--block 16] [--splits 0] [--format table|csv|json]\n"
+    "Split-KV paged decode attention (one query token per sequence): FLOPs, HBM bytes, intensity,\n"
+    "time and limiter (see simulator/decode.h). --splits 0 chooses enough chunks to fill the GPU.\n";
+
+static int sim_decode(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, decode_usage)) return 0;
+    const char *hw_s = "mi355x", *kv_s = "bf16", *gqa_s = NULL, *b_s = NULL, *l_s = NULL, *h_s = NULL,
+               *d_s = "128", *blk_s = "16", *sp_s = "0", *fmt_s = NULL;
+    opt_spec opts[] = {{"--hw", &hw_s},     {"--kv-dtype", &kv_s},  {"--gqa", &gqa_s},   {"--batch", &b_s},
+                       {"--seq", &l_s},     {"--kv-heads", &h_s},   {"--head-dim", &d_s}, {"--block", &blk_s},
+                       {"--splits", &sp_s}, {"--format", &fmt_s},   {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (!gqa_s || !b_s || !l_s || !h_s)
+        return tl_error(TL_EUSAGE, "sim paged-decode", "needs --gqa, --batch, --seq and --kv-heads");
+    tl_decode_problem p;
+    memset(&p, 0, sizeof p);
+    if (strcmp(kv_s, "bf16") == 0) p.kv_fp8 = 0;
+    else if (strcmp(kv_s, "fp8") == 0) p.kv_fp8 = 1;
+    else return tl_error(TL_EUSAGE, "--kv-dtype", "'%s' is not bf16 or fp8", kv_s);
+    if (parse_int(gqa_s, 1, 1024, "--gqa", &p.gqa) || parse_int(b_s, 1, 1 << 20, "--batch", &p.batch) ||
+        parse_int(l_s, 1, 1 << 30, "--seq", &p.seq) || parse_int(h_s, 1, 4096, "--kv-heads", &p.kv_heads) ||
+        parse_int(d_s, 1, 1024, "--head-dim", &p.head_dim) || parse_int(blk_s, 1, 4096, "--block", &p.block) ||
+        parse_int(sp_s, 0, 65536, "--splits", &p.splits))
+        return TL_EUSAGE;
+    tl_hw hw;
+    if (tl_hw_load(hw_s, &hw)) return TL_EUSAGE;
+    p.hw = &hw;
+    tl_decode_result r;
+    if (tl_decode_sim(&p, &r)) return TL_EUSAGE;
+    tl_table *t = tl_table_new("hw,kv_dtype,batch,seq,kv_heads,gqa,head_dim,splits,flops,hbm_bytes,intensity,"
+                               "time_us,limiter,memory_us,compute_us,fixed_us,tflops,gbps");
+    tl_table_row(t);
+    tl_table_str(t, hw.name);
+    tl_table_str(t, kv_s);
+    tl_table_int(t, p.batch);
+    tl_table_int(t, p.seq);
+    tl_table_int(t, p.kv_heads);
+    tl_table_int(t, p.gqa);
+    tl_table_int(t, p.head_dim);
+    tl_table_int(t, r.splits);
+    tl_table_num(t, r.flops);
+    tl_table_num(t, r.hbm_bytes);
+    tl_table_numf(t, "%.3g", r.intensity);
+    tl_table_numf(t, "%.2f", r.time_us);
+    tl_table_str(t, r.limiter);
+    tl_table_numf(t, "%.2f", r.memory_us);
+    tl_table_numf(t, "%.2f", r.compute_us);
+    tl_table_numf(t, "%.2f", r.fixed_us);
+    tl_table_numf(t, "%.1f", r.flops / (r.time_us * 1e6));
+    tl_table_numf(t, "%.1f", r.hbm_bytes / (r.time_us * 1e3));
+    char title[200];
+    snprintf(title, sizeof title, "paged decode attention, simulated on preset %s", hw.name);
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+static const tl_command sim_table[] = {
+    {"moe", sim_moe, "the fused MoE kernel's tiles, padding, bytes, time and limiter", ""},
+    {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_sim(int argc, char **argv) { return tl_dispatch(sim_table, "sim", argc, argv); }
+
+/* ---- tilelab bench sim ---- */
+
+static const char bench_usage[] =
+    "usage: tilelab bench sim [--format table|csv|json]\n"
+    "Runs the MoE model over every hardware preset x model preset x dtype x tokens 1, 2, 4 .. 8192 x\n"
+    "both stages (balanced routing, tile_m 16) on one core and reports the time.\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int tl_bench_sim(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, bench_usage)) return 0;
+    const char *fmt_s = NULL;
+    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_format fmt;
+    if (parse_opts(argc, argv, opts, "bench sim", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    const char *const *hws = tl_hw_list(), *const *models = tl_model_list();
+    long runs = 0;
+    double checksum = 0;
+    double t0 = now_s();
+    for (int h = 0; hws[h]; h++) {
+        tl_hw hw;
+        if (tl_hw_load(hws[h], &hw)) return TL_EFAIL;
+        for (int m = 0; models[m]; m++) {
+            tl_model model;
+            if (tl_model_load(models[m], &model)) return TL_EFAIL;
+            for (int d = 0; d < TL_MOE_NDTYPES; d++)
+                for (int tok = 1; tok <= 8192; tok *= 2)
+                    for (int s = 1; s <= 2; s++) {
+                        tl_moe_problem p = {.hw = &hw, .model = &model, .dtype = (tl_moe_dtype)d, .tokens = tok,
+                                            .stage = s, .seed = 1, .tile_m = 16, .tile_n = 128, .tp = 1};
+                        tl_moe_result r;
+                        if (tl_moe_sim(&p, &r)) return TL_EFAIL;
+                        checksum += r.time_us;
+                        tl_moe_result_free(&r);
+                        runs++;
+                    }
+        }
+    }
+    double secs = now_s() - t0;
+    tl_table *t = tl_table_new("hw_presets,models,dtypes,token_counts,stages,runs,seconds,us_per_run,sum_time_us");
+    int nh = 0, nm = 0;
+    while (hws[nh]) nh++;
+    while (models[nm]) nm++;
+    tl_table_row(t);
+    tl_table_int(t, nh);
+    tl_table_int(t, nm);
+    tl_table_int(t, TL_MOE_NDTYPES);
+    tl_table_int(t, 14);
+    tl_table_int(t, 2);
+    tl_table_int(t, runs);
+    tl_table_numf(t, "%.3f", secs);
+    tl_table_numf(t, "%.1f", secs * 1e6 / (double)runs);
+    tl_table_numf(t, "%.6g", checksum);
+    tl_table_print(t, fmt, "bench sim: the MoE model over every preset x model x dtype x tokens x stage (one core)",
+                   stdout);
+    tl_table_free(t);
+    return 0;
+}

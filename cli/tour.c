@@ -1,3 +1,163 @@
-/* PLACEHOLDER: replaced by the owner of this area. */
+/* `tilelab tour`: the workbench's main job on embedded defaults. It runs a sequence of ordinary
+ * tilelab commands, printing each one as a user would type it, so that the tour also teaches the
+ * commands. Pictures go under one output folder (default tilelab-tour/). Grows as features land.
+ *
+ * Cost: well under a minute on one core; no GPU needed (GPU steps say when they were skipped). */
 #include "cli.h"
-int tl_cmd_tour(int argc, char **argv) { (void)argc; (void)argv; return tl_error(TL_EFAIL, "tl_cmd_tour", "not built yet"); }
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TOUR_MAX_ARGS 32
+
+typedef struct {
+    const char *out_dir;
+    int failures;
+    int steps;
+} tour;
+
+/* Expands "{out}" in `line` into `expanded` (the text a user would type). */
+static void expand_line(const tour *t, const char *line, char *expanded, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = line; *p && n + 1 < cap;) {
+        if (strncmp(p, "{out}", 5) == 0) {
+            int w = snprintf(expanded + n, cap - n, "%s", t->out_dir);
+            n = w < 0 ? n : (n + (size_t)w < cap ? n + (size_t)w : cap - 1);
+            p += 5;
+        } else {
+            expanded[n++] = *p++;
+        }
+    }
+    expanded[n] = '\0';
+}
+
+/* Splits an expanded line at spaces (no quoting is needed in the tour) and runs it. */
+static int run_line(tour *t, tl_cmd_fn fn, const char *expanded)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", expanded);
+    char *argv[TOUR_MAX_ARGS + 1];
+    int argc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok && argc < TOUR_MAX_ARGS; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+    optind = 0; /* commands may parse with getopt_long: reset its state between steps */
+    tl_clear_error();
+    int rc = fn(argc, argv);
+    fflush(stdout);
+    t->steps++;
+    if (rc != 0) {
+        tl_report_error();
+        t->failures++;
+    }
+    return rc;
+}
+
+/* Prints a step's title and command, then runs it. */
+static int tour_step(tour *t, tl_cmd_fn fn, const char *title, const char *line)
+{
+    char expanded[2048];
+    expand_line(t, line, expanded, sizeof expanded);
+    printf("\n=== %s\n$ tilelab %s\n", title, expanded);
+    fflush(stdout);
+    return run_line(t, fn, expanded);
+}
+
+/* Runs a step with its standard output sent to `path` (written atomically), e.g. a CSV that a
+ * later step reads. */
+static int tour_step_to_file(tour *t, tl_cmd_fn fn, const char *title, const char *line, const char *path)
+{
+    char expanded[2048];
+    expand_line(t, line, expanded, sizeof expanded);
+    printf("\n=== %s\n$ tilelab %s > %s\n", title, expanded, path);
+    fflush(stdout);
+    tl_atomic a;
+    int rc = tl_atomic_begin(&a, path);
+    if (rc) return rc;
+    int fd = open(a.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int saved = dup(STDOUT_FILENO);
+    if (fd < 0 || saved < 0) {
+        if (fd >= 0) close(fd);
+        if (saved >= 0) close(saved);
+        tl_atomic_abort(&a);
+        t->failures++;
+        return tl_error(TL_EFAIL, path, "cannot open for writing");
+    }
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    rc = run_line(t, fn, expanded);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    if (rc) {
+        tl_atomic_abort(&a);
+        return rc;
+    }
+    return tl_atomic_commit(&a);
+}
+
+static const char tour_usage[] =
+    "usage: tilelab tour [--out DIR]\n"
+    "Runs the workbench's main commands on embedded defaults (MI355X preset, DeepSeek-V3.2) and\n"
+    "writes the pictures under DIR (default tilelab-tour).\n";
+
+int tl_cmd_tour(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, tour_usage)) return 0;
+    tour t = {.out_dir = "tilelab-tour"};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) t.out_dir = argv[++i];
+        else return tl_error(TL_EUSAGE, "tour", "unknown option '%s' (see tilelab tour --help)", argv[i]);
+    }
+    int rc = tl_mkdirs(t.out_dir);
+    if (rc) return rc;
+
+    printf("tilelab tour: every step below is an ordinary command; pictures go to %s/\n", t.out_dir);
+
+    /* 1. number formats */
+    tour_step(&t, tl_cmd_numerics, "FP4 (E2M1): every code, its value and class", "numerics table e2m1");
+    tour_step(&t, tl_cmd_numerics, "FP8 E4M3FN: every code, its value and class", "numerics table e4m3fn");
+    tour_step(&t, tl_cmd_numerics, "FP8 E4M3FNUZ (gfx942): the same bits mean half as much", "numerics table e4m3fnuz");
+
+    /* 2. quantization error on N(0,1) and on outlier channels */
+    tour_step(&t, tl_cmd_numerics, "MXFP4 on N(0,1) data (FACTS anchor: rel RMS about 0.115)",
+              "numerics quantize --scheme mxfp4 --dist normal --n 1048576 --seed 1");
+    tour_step(&t, tl_cmd_numerics, "MXFP8 E4M3 on N(0,1) data (anchor: about 0.029)",
+              "numerics quantize --scheme mxfp8_e4m3 --dist normal --n 1048576 --seed 1");
+    tour_step(&t, tl_cmd_numerics, "Per-tensor FP8 on data with outlier channels",
+              "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1");
+    tour_step(&t, tl_cmd_numerics, "... and after a Hadamard rotation (incoherent processing)",
+              "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1 --rotate hadamard");
+
+    /* 3. the MoE tile model on the MI355X preset */
+    tour_step(&t, tl_cmd_sim, "Fused MoE on MI355X, DeepSeek-V3.2 FP8, stage 1 (simulated)",
+              "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,32,64,256,512,1024 --stage 1");
+    tour_step(&t, tl_cmd_sim, "Split-KV decode attention, seed Table 2's first configuration (simulated)",
+              "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 64 --seq 8192 --kv-heads 8");
+
+    /* 4. pictures */
+    tour_step(&t, tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
+              "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png");
+    tour_step(&t, tl_cmd_draw, "Padding factor against tokens",
+              "draw padding --hw mi355x -o {out}/padding.png");
+    tour_step(&t, tl_cmd_draw, "Work items over CUs in time, DeepSeek-V3.2 FP8 stage 1 at 64 tokens",
+              "draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 -o {out}/timeline.png");
+    char csv[4200];
+    snprintf(csv, sizeof csv, "%s/moe-sim.csv", t.out_dir);
+    if (tour_step_to_file(&t, tl_cmd_sim, "Both MoE stages as CSV, for the roofline",
+                          "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,64,256,1024 --stage both --format csv",
+                          csv) == TL_OK)
+        tour_step(&t, tl_cmd_draw, "The MI355X roofline with the simulated MoE points",
+                  "draw roofline --hw mi355x --points {out}/moe-sim.csv -o {out}/roofline.png");
+    tour_step(&t, tl_cmd_draw, "Which lane holds which element: gfx950's 16x16x32 BF16 MFMA",
+              "draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o {out}/mfma.png");
+
+    printf("\ntilelab tour: %d steps, %d failed; pictures in %s/\n", t.steps, t.failures, t.out_dir);
+    if (t.failures) return tl_error(TL_EFAIL, "tour", "%d of %d steps failed", t.failures, t.steps);
+    return TL_OK;
+}

@@ -168,7 +168,7 @@ static void print_json(const tl_table *t, FILE *f)
         }
         json_array_append_new(arr, o);
     }
-    json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     fputc('\n', f);
     json_decref(arr);
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The fused MoE on the lent NVIDIA H200, in one device call: check, bench, torch baseline.
+#
+#   here:    bash bench/moe_h200.sh bundle
+#            builds tilelab with nvcc (sm_90) into build-moe-gpu/ and gathers it and the shared
+#            libraries it needs into build-moe-bundle/ (the big ones the H200 image has itself
+#            are compressed and unpacked there only when missing), as scripts/device_bundle.sh does.
+#   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
+#            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
+#            moe_env.txt. MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
+#            MOE_BENCH_DTYPES and MOE_TOKENS narrow it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+B=build-moe-bundle
+
+if [ "$mode" = bundle ]; then
+  set -e
+  cmake -S . -B build-moe-gpu -DCMAKE_BUILD_TYPE=Release -DTILELAB_GPU=cuda -DTILELAB_TESTS=OFF >/dev/null
+  cmake --build build-moe-gpu -j "${JOBS:-2}" --target tilelab >/dev/null
+  rm -rf "$B"
+  mkdir -p "$B/lib" "$B/opt"
+  cp build-moe-gpu/tilelab "$B/tilelab"
+  strip --strip-unneeded "$B/tilelab" 2>/dev/null || true
+  glibc='^(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux-x86-64|libmvec)\.so'
+  host_has='^(libopenblas|liblapack|liblapacke|libblas|libgfortran|libquadmath|libjansson)\.so'
+  while read -r soname path; do
+    if [[ $soname =~ $glibc ]]; then continue; fi
+    if [[ $soname =~ $host_has ]]; then xz -9 -T2 -c <"$path" >"$B/opt/$soname.xz"
+    else cp -L "$path" "$B/lib/$soname"; fi
+  done < <(ldd build-moe-gpu/tilelab | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  du -sh "$B"
+  exit 0
+fi
+
+[ -n "${OUT:-}" ] || { echo "moe_h200.sh run: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
+for f in "$B"/opt/*.xz; do
+  [ -e "$f" ] || continue
+  so=$(basename "$f" .xz)
+  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$so " || xz -dc "$f" >"$B/lib/$so"
+done
+export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+T=$B/tilelab
+parts=${MOE_PARTS:-quick check bench torch}
+tokens=${MOE_TOKENS:-1,8,64,256,1024}
+{ date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv; nproc; } \
+  >"$OUT/moe_env.txt" 2>&1
+$T version || { echo "tilelab does not start here"; ldd "$T"; exit 1; }
+
+rc=0
+if [[ " $parts " == *" quick "* ]]; then # every dtype on DeepSeek's hidden size, 16 experts: seconds
+  for d in bf16 fp8 a16w4 mxfp4 mxfp8; do
+    echo "== quick check $d"
+    $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype "$d" --tokens 1,5,64 --seed 7 || rc=1
+  done 2>&1 | tee "$OUT/moe_quick.txt"
+fi
+if [[ " $parts " == *" check "* ]]; then
+  for d in ${MOE_CHECK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do
+    for tp in 1 8; do
+      echo "== check $d tp $tp"
+      $T check moe --model deepseek-v3.2 --dtype "$d" --tokens ${MOE_CHECK_TOKENS:-1,16,256} --tp $tp --seed 20261129 \
+        || rc=1
+    done
+  done 2>&1 | tee "$OUT/moe_check.txt"
+fi
+if [[ " $parts " == *" bench "* ]]; then
+  for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
+    echo "== bench $d"
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --format csv \
+      >"$OUT/moe_bench_$d.csv" 2>"$OUT/moe_bench_$d.err" || rc=1
+    cut -d, -f1,7,10,12,13 "$OUT/moe_bench_$d.csv"
+  done
+fi
+if [[ " $parts " == *" torch "* ]]; then
+  echo "== torch._grouped_mm bf16"
+  PYTHONUNBUFFERED=1 python3 bench/torch_grouped_mm.py --tokens "$tokens" >"$OUT/moe_torch.csv" \
+    2>"$OUT/moe_torch.err" || rc=1
+  cut -d, -f1,4,5 "$OUT/moe_torch.csv"
+fi
+exit $rc

@@ -1,0 +1,452 @@
+/* cli/ops.c: the op table. One row per op (core/op.h says what each function promises); the
+ * fused MoE is the first. A new op adds its problem struct and functions here (or in its own
+ * cli/op_NAME.c) and one entry in tl_ops[]. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../reference/moe.h"
+#include "../simulator/model.h"
+#include "../simulator/moe.h"
+#include "../simulator/worklist.h"
+#include "cli.h"
+#ifdef TILELAB_HAVE_GPU
+#include "../kernels/bench.h"
+#include "../kernels/moe.h"
+#endif
+
+/* =============================================================================================
+ * Fused MoE
+ * =========================================================================================== */
+#define MOE_MAX_CASES 32
+
+typedef struct {
+    tl_model model;          /* the preset, with width = expert width / tp and any overrides */
+    tl_moe_dtype dtype;
+    long tokens[MOE_MAX_CASES];
+    int n_tokens;
+    int tp;
+    tl_routing routing;
+    uint64_t seed;
+    int n_shared;
+    int stage;               /* bench: 0 = both, 1, 2 */
+    char hw[256];            /* bench: the preset the model predicts on */
+    tl_moe_shape shape;      /* tokens = the current case's */
+    /* state of the current case */
+    tl_moe_inputs in;
+    int have_weights;
+    tl_worklist wl;
+    float *ref, *other;      /* reference output, naive or GPU output */
+#ifdef TILELAB_HAVE_GPU
+    tl_moe_gpu *g;
+#endif
+} moe_problem;
+
+static const char moe_check_usage[] =
+    "usage: tilelab check moe [--model NAME|config.json] [--dtype bf16|fp8|a16w4|mxfp4|mxfp8]\n"
+    "                         [--tokens LIST] [--tp N] [--routing balanced|random|zipf:S|trace:FILE]\n"
+    "                         [--seed S] [--shared N] [--hidden H] [--width W] [--experts E] [--topk K]\n"
+    "                         [--format table|csv|json]\n"
+    "Runs the fused MoE kernel (sort, stage 1, stage 2) on seeded random inputs and compares it with\n"
+    "the CPU reference under the tolerance derived from the formats and reduction lengths; the GPU's\n"
+    "worklist must equal tl_worklist_build's exactly and two runs must agree bit for bit. Outputs are\n"
+    "poisoned with NaN first. Without a GPU build, checks the reference against the naive loop on a\n"
+    "small shape (and on the requested one when cheap) and says that the GPU part was skipped.\n"
+    "Defaults: deepseek-v3.2, bf16, tokens 1,16,256, tp 1, random routing, a fresh seed (printed),\n"
+    "no shared experts (--shared N adds N shared experts to the reference checks; not fused on GPU).\n"
+    "Exit status: 0 all passed, 1 a check failed, 2 bad input.\n";
+
+static const char moe_bench_usage[] =
+    "usage: tilelab bench moe [--model NAME] [--dtype DTYPE] [--tokens LIST] [--stage 1|2] [--tp N]\n"
+    "                         [--routing SPEC] [--seed S] [--hw PRESET] [--format table|csv|json]\n"
+    "Times each stage with the seed's method (256 MB L2 flush, 20 warm-up, 200 timed, median, graph\n"
+    "replay) and prints weight bytes read per second, TFLOP/s and the simulator's prediction on the\n"
+    "preset (default h200) with its relative error. --format csv gives the columns\n"
+    "`tilelab draw roofline --points` reads (name,flops,hbm_bytes,time_us,intensity,tflops,source).\n"
+    "Defaults: deepseek-v3.2, fp8, tokens 1,8,64,256,1024, both stages, balanced routing, seed 1.\n";
+
+static void moe_free_case(moe_problem *p)
+{
+    tl_worklist_free(&p->wl);
+    free(p->ref);
+    free(p->other);
+    p->ref = p->other = NULL;
+}
+
+static void moe_free(void *vp)
+{
+    moe_problem *p = vp;
+    if (!p) return;
+    moe_free_case(p);
+    tl_moe_inputs_free(&p->in);
+#ifdef TILELAB_HAVE_GPU
+    tl_moe_gpu_close(p->g);
+#endif
+    free(p);
+}
+
+static int need_value(int i, int argc, char **argv)
+{
+    if (i + 1 >= argc) return tl_error(TL_EUSAGE, "moe", "option %s needs a value", argv[i]);
+    return 0;
+}
+
+static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
+{
+    *out = NULL;
+    moe_problem *p = calloc(1, sizeof *p);
+    if (!p) return tl_error(TL_EFAIL, "moe", "out of memory");
+    const char *model = "deepseek-v3.2", *tokens = mode == TL_OP_CHECK ? "1,16,256" : "1,8,64,256,1024";
+    const char *routing = mode == TL_OP_CHECK ? "random" : "balanced";
+    long tp = 1, shared = 0, stage = 0, hidden = 0, width = 0, experts = 0, topk = 0;
+    int seed_given = mode == TL_OP_BENCH;
+    p->seed = mode == TL_OP_BENCH ? 1 : tl_fresh_seed();
+    p->dtype = mode == TL_OP_CHECK ? TL_MOE_BF16 : TL_MOE_FP8;
+    snprintf(p->hw, sizeof p->hw, "h200");
+    int rc = 0;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *o = argv[i];
+        long v;
+        if (strcmp(o, "--format") == 0) { /* the harness reads it */
+            rc = need_value(i, argc, argv);
+            i++;
+            continue;
+        }
+        if (strncmp(o, "--", 2) != 0) {
+            rc = tl_error(TL_EUSAGE, "moe", "unexpected argument '%s'", o);
+            break;
+        }
+        if ((rc = need_value(i, argc, argv))) break;
+        const char *val = argv[++i];
+        if (strcmp(o, "--model") == 0) model = val;
+        else if (strcmp(o, "--dtype") == 0) rc = tl_moe_dtype_parse(val, &p->dtype);
+        else if (strcmp(o, "--tokens") == 0) tokens = val;
+        else if (strcmp(o, "--routing") == 0) routing = val;
+        else if (strcmp(o, "--tp") == 0) rc = tl_parse_long(val, 1, 64, "--tp", &tp);
+        else if (strcmp(o, "--shared") == 0) rc = tl_parse_long(val, 0, 16, "--shared", &shared);
+        else if (strcmp(o, "--hidden") == 0) rc = tl_parse_long(val, 1, 65536, "--hidden", &hidden);
+        else if (strcmp(o, "--width") == 0) rc = tl_parse_long(val, 1, 65536, "--width", &width);
+        else if (strcmp(o, "--experts") == 0) rc = tl_parse_long(val, 1, 4096, "--experts", &experts);
+        else if (strcmp(o, "--topk") == 0) rc = tl_parse_long(val, 1, 4096, "--topk", &topk);
+        else if (strcmp(o, "--stage") == 0 && mode == TL_OP_BENCH) rc = tl_parse_long(val, 1, 2, "--stage", &stage);
+        else if (strcmp(o, "--hw") == 0 && mode == TL_OP_BENCH) snprintf(p->hw, sizeof p->hw, "%s", val);
+        else if (strcmp(o, "--seed") == 0) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long s = strtoull(val, &end, 0);
+            if (!*val || *end || errno || val[0] == '-') rc = tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
+            p->seed = s;
+            seed_given = 1;
+        } else rc = tl_error(TL_EUSAGE, "moe", "unknown option '%s' (tilelab %s moe --help)", o,
+                             mode == TL_OP_CHECK ? "check" : "bench");
+        (void)v;
+    }
+    (void)seed_given;
+    if (!rc) rc = tl_model_load(model, &p->model);
+    if (!rc && p->model.n_experts < 1) rc = tl_error(TL_EUSAGE, "moe", "model '%s' has no routed experts", model);
+    if (!rc) rc = tl_routing_parse(routing, &p->routing);
+    if (!rc) rc = tl_parse_long_list(tokens, 1, 1 << 20, "--tokens", p->tokens, MOE_MAX_CASES, &p->n_tokens);
+    if (!rc && p->n_tokens < 1) rc = tl_error(TL_EUSAGE, "--tokens", "no token counts given");
+    if (!rc) {
+        if (hidden) p->model.hidden = (int)hidden;
+        if (width) p->model.moe_width = (int)width;
+        if (experts) p->model.n_experts = (int)experts;
+        if (topk) p->model.top_k = (int)topk;
+        if (p->model.moe_width % tp)
+            rc = tl_error(TL_EUSAGE, "--tp", "%ld does not divide the expert width %d", tp, p->model.moe_width);
+    }
+    if (!rc) {
+        p->tp = (int)tp;
+        p->n_shared = (int)shared;
+        p->stage = (int)stage;
+        tl_moe_shape s = {(int)p->tokens[0], p->model.hidden, p->model.moe_width / (int)tp, p->model.n_experts,
+                          p->model.top_k, (int)shared, p->dtype};
+        for (int c = 0; c < p->n_tokens && !rc; c++) {
+            s.tokens = (int)p->tokens[c];
+            rc = tl_moe_shape_check(&s);
+        }
+        s.tokens = (int)p->tokens[0];
+        p->shape = s;
+    }
+    if (rc) {
+        moe_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static void moe_describe(const void *vp, FILE *f)
+{
+    const moe_problem *p = vp;
+    char r[1100];
+    tl_routing_describe(&p->routing, r, sizeof r);
+    fprintf(f, "moe: %s, hidden %d, expert width %d / tp %d = %d, %d experts, top-%d, %d shared; dtype %s; "
+               "routing %s; seed %llu\n",
+            p->model.name, p->shape.hidden, p->model.moe_width, p->tp, p->shape.width, p->shape.n_experts,
+            p->shape.top_k, p->shape.n_shared, tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed);
+}
+
+static int moe_n_cases(const void *vp) { return ((const moe_problem *)vp)->n_tokens; }
+
+static int moe_make_inputs(void *vp, int c, char *label, size_t n)
+{
+    moe_problem *p = vp;
+    moe_free_case(p);
+    p->shape.tokens = (int)p->tokens[c];
+    snprintf(label, n, "M=%d", p->shape.tokens);
+    int rc = 0;
+    if (!p->have_weights) {
+        rc = tl_moe_inputs_make(&p->shape, &p->routing, p->seed, &p->in);
+        if (rc) return rc;
+        p->have_weights = 1;
+    } else {
+        rc = tl_moe_tokens_make(&p->in, &p->shape, &p->routing, p->seed);
+        if (rc) return rc;
+    }
+    return tl_worklist_build(p->in.topk_ids, p->shape.tokens, p->shape.top_k, p->shape.n_experts, 16, &p->wl);
+}
+
+static int moe_reference(void *vp, tl_op_output *out)
+{
+    moe_problem *p = vp;
+    size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    free(p->ref);
+    p->ref = malloc(n * sizeof(float));
+    if (!p->ref) return tl_error(TL_EFAIL, "moe", "out of memory");
+    int rc = tl_moe_reference(&p->in, &p->wl, p->ref, NULL);
+    out->data = p->ref;
+    out->n = n;
+    snprintf(out->note, sizeof out->note, "%d tiles, %d active experts", p->wl.n_tiles, p->wl.active_experts);
+    return rc;
+}
+
+static int moe_naive(void *vp, tl_op_output *out)
+{
+    moe_problem *p = vp;
+    size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    free(p->other);
+    p->other = malloc(n * sizeof(float));
+    if (!p->other) return tl_error(TL_EFAIL, "moe", "out of memory");
+    out->data = p->other;
+    out->n = n;
+    snprintf(out->note, sizeof out->note, "naive loop (double, per-element decode)");
+    return tl_moe_naive(&p->in, p->other);
+}
+
+/* The naive loop costs about tokens*k*3*H*I element decodes; the weights of every expert must fit
+ * comfortably in memory too. */
+static int moe_naive_cheap(const void *vp, int c)
+{
+    const moe_problem *p = vp;
+    const tl_moe_shape *s = &p->shape;
+    double macs = (double)p->tokens[c] * (s->top_k + s->n_shared) * 3.0 * s->hidden * s->width;
+    double bytes = (double)(s->n_experts + s->n_shared) * 3.0 * s->hidden * s->width *
+                   tl_moe_weight_bytes_per_elem(s->dtype);
+    return macs <= 3e8 && bytes <= 1.5e9;
+}
+
+static int moe_small(const void *vp, void **out)
+{
+    const moe_problem *p = vp;
+    moe_problem *q = calloc(1, sizeof *q);
+    if (!q) return tl_error(TL_EFAIL, "moe", "out of memory");
+    q->model = p->model;
+    snprintf(q->model.name, sizeof q->model.name, "small");
+    q->model.hidden = 256;
+    q->model.moe_width = 192; /* not a multiple of 128: exercises the partial blocks and groups */
+    q->model.n_experts = 8;
+    q->model.top_k = 2;
+    q->dtype = p->dtype;
+    q->tokens[0] = 1;
+    q->tokens[1] = 7;
+    q->n_tokens = 2;
+    q->tp = 1;
+    q->routing = p->routing;
+    q->seed = p->seed;
+    q->n_shared = p->n_shared ? 1 : 0;
+    tl_moe_shape s = {1, 256, 192, 8, 2, q->n_shared, p->dtype};
+    q->shape = s;
+    *out = q;
+    return 0;
+}
+
+static int moe_tolerance(const void *vp, tl_tolerance *t) { return tl_moe_tolerance(&((const moe_problem *)vp)->shape, t); }
+
+#ifdef TILELAB_HAVE_GPU
+/* The GPU's worklist against tl_worklist_build's, entry by entry. */
+static int moe_compare_worklist(moe_problem *p)
+{
+    const tl_worklist *wl = &p->wl;
+    size_t rows = (size_t)wl->n_rows_padded;
+    int32_t *ids = malloc((rows ? rows : 1) * sizeof(int32_t));
+    int32_t *te = malloc(((size_t)wl->n_tiles + 1) * sizeof(int32_t)), *tr = malloc(((size_t)wl->n_tiles + 1) * sizeof(int32_t));
+    int nt = -1, rc = (ids && te && tr) ? 0 : tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = tl_moe_gpu_read(p->g, NULL, ids, rows, te, tr, (size_t)wl->n_tiles, &nt);
+    if (!rc && nt != wl->n_tiles) rc = tl_error(TL_EFAIL, "moe sort", "GPU made %d tiles, the worklist %d", nt, wl->n_tiles);
+    for (size_t i = 0; !rc && i < rows; i++)
+        if (ids[i] != wl->sorted_ids[i])
+            rc = tl_error(TL_EFAIL, "moe sort", "sorted_ids[%zu]: GPU %d, worklist %d", i, ids[i], wl->sorted_ids[i]);
+    for (int t = 0; !rc && t < nt; t++)
+        if (te[t] != wl->tile_expert[t] || tr[t] != wl->tile_rows[t])
+            rc = tl_error(TL_EFAIL, "moe sort", "tile %d: GPU expert %d rows %d, worklist expert %d rows %d", t, te[t],
+                          tr[t], wl->tile_expert[t], wl->tile_rows[t]);
+    free(ids);
+    free(te);
+    free(tr);
+    return rc;
+}
+
+static int moe_gpu(void *vp, tl_op_output *out)
+{
+    moe_problem *p = vp;
+    int rc = 0;
+    if (!p->g) {
+        long max_tokens = 0;
+        for (int c = 0; c < p->n_tokens; c++) max_tokens = p->tokens[c] > max_tokens ? p->tokens[c] : max_tokens;
+        rc = tl_moe_gpu_open(&p->in, (int)max_tokens, &p->g);
+        if (rc) return rc;
+    }
+    size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    float *again = malloc(n * sizeof(float));
+    free(p->other);
+    p->other = malloc(n * sizeof(float));
+    if (!again || !p->other) rc = tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = tl_moe_gpu_set_tokens(p->g, &p->in);
+    for (int run = 0; run < 2 && !rc; run++) { /* twice: deterministic means bit-identical */
+        rc = tl_moe_gpu_poison(p->g);
+        if (!rc) rc = tl_moe_gpu_run(p->g, TL_MOE_PART_ALL);
+        if (!rc) rc = tl_moe_gpu_read(p->g, run ? again : p->other, NULL, 0, NULL, NULL, 0, NULL);
+        if (!rc && run == 0) rc = moe_compare_worklist(p);
+    }
+    if (!rc && memcmp(again, p->other, n * sizeof(float)) != 0)
+        rc = tl_error(TL_EFAIL, "moe", "two runs on the same inputs differ (the combine must be deterministic)");
+    free(again);
+    out->data = p->other;
+    out->n = n;
+    snprintf(out->note, sizeof out->note, "worklist identical (%d tiles); 2 runs bit-identical", p->wl.n_tiles);
+    return rc;
+}
+
+/* bytes of one expert's matrix (codes + scales) */
+static double moe_mat_bytes(const tl_moe_weights *w)
+{
+    double sb = w->scales ? 4.0 : w->e8m0 ? 1.0 : 0.0;
+    return (double)w->mat_code_bytes + sb * (double)w->mat_scales;
+}
+
+static int moe_bench(void *vp, int c, tl_table *t)
+{
+    moe_problem *p = vp;
+    int rc = 0;
+    if (!p->g) {
+        long max_tokens = 0;
+        for (int i = 0; i < p->n_tokens; i++) max_tokens = p->tokens[i] > max_tokens ? p->tokens[i] : max_tokens;
+        rc = tl_moe_gpu_open(&p->in, (int)max_tokens, &p->g);
+        if (rc) return rc;
+    }
+    tl_gpu_info info;
+    char label[512], date[64];
+    if ((rc = tl_gpu_query(0, &info))) return rc;
+    tl_bench_date(date, sizeof date);
+    snprintf(label, sizeof label, "measured on %s %s", info.name, date);
+    tl_hw hw;
+    if ((rc = tl_hw_load(p->hw, &hw))) return rc;
+    if ((rc = tl_moe_gpu_set_tokens(p->g, &p->in))) return rc;
+    if ((rc = tl_moe_gpu_run(p->g, TL_MOE_PART_ALL))) return rc;
+    const tl_moe_shape *s = &p->shape;
+    const double edges = (double)s->tokens * s->top_k, abytes = s->dtype == TL_MOE_FP8 ? 1.0 + 4.0 / 128 : 2.0;
+    for (int stage = 1; stage <= 2; stage++) {
+        if (p->stage && p->stage != stage) continue;
+        tl_bench_opts o;
+        tl_bench_default_opts(&o);
+        o.use_graph = 1;
+        tl_bench_result r;
+        rc = tl_moe_gpu_time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
+        if (rc) return rc;
+        double us = r.median_ms * 1e3;
+        double wbytes = p->wl.active_experts * moe_mat_bytes(stage == 1 ? &p->in.w1 : &p->in.w2);
+        double flops = 2.0 * edges * s->hidden * (stage == 1 ? 2.0 * s->width : s->width);
+        double io = stage == 1 ? s->tokens * s->hidden * abytes + edges * s->width * 2.0
+                               : edges * s->width * abytes + edges * s->hidden * 4.0 * 2 + s->tokens * s->hidden * 4.0;
+        double hbm = wbytes + io;
+        tl_model m = p->model;
+        m.moe_width = p->model.moe_width;
+        tl_moe_problem sp = {0};
+        sp.hw = &hw;
+        sp.model = &m;
+        sp.dtype = s->dtype;
+        sp.tokens = s->tokens;
+        sp.stage = stage;
+        sp.routing = p->routing;
+        sp.seed = p->seed;
+        sp.tile_m = 16;
+        sp.tile_n = 32; /* gate+up columns in stage 1 (16 activations), hidden columns in stage 2 */
+        sp.tp = p->tp;
+        tl_moe_result sr;
+        memset(&sr, 0, sizeof sr);
+        int src = tl_moe_sim(&sp, &sr);
+        char name[96];
+        snprintf(name, sizeof name, "moe %s s%d M=%d%s", tl_moe_dtype_name(s->dtype), stage, s->tokens,
+                 p->tp > 1 ? " tp" : "");
+        tl_table_row(t);
+        tl_table_str(t, name);
+        tl_table_int(t, stage);
+        tl_table_int(t, s->tokens);
+        tl_table_str(t, tl_moe_dtype_name(s->dtype));
+        tl_table_numf(t, "%.4g", flops);
+        tl_table_numf(t, "%.4g", hbm);
+        tl_table_numf(t, "%.2f", us);
+        tl_table_numf(t, "%.3g", flops / hbm);
+        tl_table_numf(t, "%.2f", flops / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.3f", wbytes / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.3f", hbm / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.2f", src ? NAN : sr.time_us);
+        tl_table_numf(t, "%.1f", src ? NAN : 100.0 * (sr.time_us - us) / us);
+        tl_table_str(t, src ? "?" : sr.limiter);
+        tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
+        tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
+        tl_table_str(t, label);
+        if (src) tl_clear_error();
+        tl_moe_result_free(&sr);
+    }
+    return 0;
+}
+#endif
+
+static const tl_op moe_op = {
+    .name = "moe",
+    .summary = "fused MoE: sort, gate+up+SwiGLU, down+weighted combine",
+    .check_usage = moe_check_usage,
+    .bench_usage = moe_bench_usage,
+    .parse = moe_parse,
+    .free_problem = moe_free,
+    .describe = moe_describe,
+    .n_cases = moe_n_cases,
+    .make_inputs = moe_make_inputs,
+    .reference = moe_reference,
+    .naive = moe_naive,
+    .naive_cheap = moe_naive_cheap,
+    .small_problem = moe_small,
+#ifdef TILELAB_HAVE_GPU
+    .gpu = moe_gpu,
+    .bench = moe_bench,
+#endif
+    .tolerance = moe_tolerance,
+    .bench_header = "name,stage,tokens,dtype,flops,hbm_bytes,time_us,intensity,tflops,weight_tbps,hbm_tbps,"
+                    "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,source",
+};
+
+/* =============================================================================================
+ * The table
+ * =========================================================================================== */
+const tl_op *const tl_ops[] = {&moe_op, NULL};
+
+const tl_op *tl_op_find(const char *name)
+{
+    for (int i = 0; tl_ops[i]; i++)
+        if (strcmp(tl_ops[i]->name, name) == 0) return tl_ops[i];
+    return NULL;
+}

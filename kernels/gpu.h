@@ -1,0 +1,221 @@
+/* kernels/gpu.h: the one place where GPU platforms differ.
+ *
+ * Every .hip file under kernels/ includes this header first and then writes plain HIP:
+ *   - on AMD (hipcc, or clang -x hip: __HIP__ / __HIP_PLATFORM_AMD__) it includes
+ *     <hip/hip_runtime.h> and adds nothing but the helpers below;
+ *   - under nvcc (__CUDACC__ without __HIP__) it includes <cuda_runtime.h> and maps the HIP
+ *     names the kernels use onto CUDA. Debian's HIP 5.2 headers for the NVIDIA platform do not
+ *     build with CUDA 13, so this mapping is the project's own and covers only what is used:
+ *     add a name here when a kernel needs one, never in a .hip file.
+ *
+ * Wave size. Device code uses TL_WAVE, a compile-time constant: 64 on gfx9 (CDNA), 32 on NVIDIA.
+ * Host code never uses TL_WAVE (in HIP's host pass it is only defined so that device function
+ * bodies parse); host launch geometry asks the device: tl_gpu_wave_size() in kernels/bench.h.
+ *
+ * Checked calls. Host code in .hip files is C++ but reports errors through the C API of
+ * core/tl.h:
+ *   TL_GPU_CHECK(hipMalloc(&p, n));           -> on failure records "hipMalloc: out of memory
+ *                                                (kernels/x.hip:12)" and returns TL_EFAIL
+ *   TL_GPU_CHECK_GOTO(call, status, label);   -> same record, sets status = TL_EFAIL, goto label
+ *                                                (for functions that must free what they hold)
+ *   kern<<<g, b, 0, s>>>(...); TL_GPU_CHECK_LAUNCH("kern");  -> after EVERY launch
+ *   TL_GPU_CHECK_LAUNCH_GOTO("kern", status, label);
+ * The enclosing function must return int (the tl status contract).
+ */
+#ifndef TL_KERNELS_GPU_H
+#define TL_KERNELS_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "../core/tl.h"
+#ifdef __cplusplus
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Platform selection
+ * ------------------------------------------------------------------------------------------- */
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#define TL_GPU_AMD 1
+#include <hip/hip_runtime.h>
+#elif defined(__CUDACC__)
+#define TL_GPU_NVIDIA 1
+#include <cuda_runtime.h>
+#else
+#error "kernels/gpu.h: compile .hip files with hipcc, clang -x hip, or nvcc -x cu"
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * HIP names on CUDA (only those the kernels use)
+ * ------------------------------------------------------------------------------------------- */
+#ifdef TL_GPU_NVIDIA
+typedef cudaError_t hipError_t;
+typedef cudaStream_t hipStream_t;
+typedef cudaEvent_t hipEvent_t;
+typedef cudaGraph_t hipGraph_t;
+typedef cudaGraphExec_t hipGraphExec_t;
+typedef cudaDeviceProp hipDeviceProp_t;
+typedef cudaDeviceAttr hipDeviceAttribute_t;
+#define hipSuccess cudaSuccess
+#define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInvalidDevice cudaErrorInvalidDevice
+#define hipGetErrorString cudaGetErrorString
+#define hipGetErrorName cudaGetErrorName
+#define hipGetLastError cudaGetLastError
+#define hipPeekAtLastError cudaPeekAtLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipGetDevice cudaGetDevice
+#define hipSetDevice cudaSetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDeviceAttributeClockRate cudaDevAttrClockRate
+#define hipDeviceAttributeMemoryClockRate cudaDevAttrMemoryClockRate
+#define hipDeviceAttributeMemoryBusWidth cudaDevAttrGlobalMemoryBusWidth
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipDeviceAttributeL2CacheSize cudaDevAttrL2CacheSize
+#define hipDeviceAttributeMaxSharedMemoryPerBlock cudaDevAttrMaxSharedMemoryPerBlockOptin
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc(p, n, flags) cudaMallocHost(p, n)
+#define hipHostFree cudaFreeHost
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipMemset cudaMemset
+#define hipMemsetAsync cudaMemsetAsync
+#define hipMemGetInfo cudaMemGetInfo
+#define hipStreamCreate cudaStreamCreate
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define hipEventCreate cudaEventCreate
+#define hipEventDestroy cudaEventDestroy
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphDestroy cudaGraphDestroy
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+/* hipLaunchKernelGGL(kernel, grid, block, shmem, stream, args...) */
+#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
+    kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Device-side helpers that differ between the platforms
+ * ------------------------------------------------------------------------------------------- */
+#if defined(TL_GPU_AMD)
+#if defined(__HIP_DEVICE_COMPILE__)
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define TL_WAVE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define TL_WAVE 64
+#endif
+#else
+#define TL_WAVE 64 /* host pass: lets device bodies parse; host code must call tl_gpu_wave_size() */
+#endif
+#else
+#define TL_WAVE 32 /* every NVIDIA GPU: warpSize is 32 */
+#endif
+
+/* Lane index inside the wave. Requires blockDim.x to be a multiple of TL_WAVE. */
+#define tl_lane() ((int)(threadIdx.x % TL_WAVE))
+/* Wave index inside the block. */
+#define tl_wave_id() ((int)(threadIdx.x / TL_WAVE))
+
+/* Butterfly shuffle across the whole wave: the value of lane (lane ^ mask). */
+#if defined(TL_GPU_AMD)
+#define tl_shfl_xor(v, mask) __shfl_xor((v), (mask))
+#define tl_shfl(v, src) __shfl((v), (src))
+#else
+#define tl_shfl_xor(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
+#define tl_shfl(v, src) __shfl_sync(0xffffffffu, (v), (src))
+#endif
+
+/* Sum over the wave; every lane gets the result. Cost: log2(TL_WAVE) shuffles. */
+#define TL_DEFINE_WAVE_SUM(T)                                                                  \
+    static __device__ __forceinline__ T tl_wave_sum_##T(T v)                                   \
+    {                                                                                          \
+        for (int m = TL_WAVE / 2; m > 0; m >>= 1) v += tl_shfl_xor(v, m);                      \
+        return v;                                                                              \
+    }
+TL_DEFINE_WAVE_SUM(float)
+TL_DEFINE_WAVE_SUM(double)
+
+/* ---------------------------------------------------------------------------------------------
+ * Checked calls (host code)
+ * ------------------------------------------------------------------------------------------- */
+/* Records "<call name>: <why> (<file>:<line>)" where <call name> is the text of the call up to
+ * its first '(' ("hipMalloc"), and returns TL_EFAIL. */
+static inline int tl_gpu_fail(const char *call_text, const char *why, const char *file, int line)
+{
+    char name[96];
+    size_t n = strcspn(call_text, "( ");
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, call_text, n);
+    name[n] = '\0';
+    const char *base = strrchr(file, '/');
+    if (base) { /* keep "kernels/x.hip" */
+        const char *p = base;
+        while (p > file && p[-1] != '/') p--;
+        base = p;
+    } else {
+        base = file;
+    }
+    return tl_error(TL_EFAIL, name, "%s (%s:%d)", why, base, line);
+}
+
+#define TL_GPU_CHECK(call)                                                                    \
+    do {                                                                                      \
+        hipError_t tl_gpu_e_ = (call);                                                        \
+        if (tl_gpu_e_ != hipSuccess)                                                          \
+            return tl_gpu_fail(#call, hipGetErrorString(tl_gpu_e_), __FILE__, __LINE__);      \
+    } while (0)
+
+#define TL_GPU_CHECK_GOTO(call, status, label)                                                \
+    do {                                                                                      \
+        hipError_t tl_gpu_e_ = (call);                                                        \
+        if (tl_gpu_e_ != hipSuccess) {                                                        \
+            (status) = tl_gpu_fail(#call, hipGetErrorString(tl_gpu_e_), __FILE__, __LINE__);  \
+            goto label;                                                                       \
+        }                                                                                     \
+    } while (0)
+
+/* After every kernel launch: a bad configuration (too many threads, too much shared memory)
+ * shows up here; a fault inside the kernel shows up at the next synchronizing call. */
+#define TL_GPU_CHECK_LAUNCH(kernel_name)                                                      \
+    do {                                                                                      \
+        hipError_t tl_gpu_e_ = hipGetLastError();                                             \
+        if (tl_gpu_e_ != hipSuccess)                                                          \
+            return tl_gpu_fail(kernel_name, hipGetErrorString(tl_gpu_e_), __FILE__, __LINE__); \
+    } while (0)
+
+#define TL_GPU_CHECK_LAUNCH_GOTO(kernel_name, status, label)                                  \
+    do {                                                                                      \
+        hipError_t tl_gpu_e_ = hipGetLastError();                                             \
+        if (tl_gpu_e_ != hipSuccess) {                                                        \
+            (status) = tl_gpu_fail(kernel_name, hipGetErrorString(tl_gpu_e_), __FILE__,       \
+                                   __LINE__);                                                 \
+            goto label;                                                                       \
+        }                                                                                     \
+    } while (0)
+
+#endif

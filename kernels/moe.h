@@ -1,0 +1,101 @@
+/* kernels/moe.h: the fused MoE kernel's C launcher API (implemented in kernels/moe.hip, GPU builds
+ * only: TILELAB_HAVE_GPU=1) and its shape contract (a static inline function, usable anywhere).
+ *
+ * What runs on the GPU, in order (one stream):
+ *   sort      two small kernels: count edges per expert and prefix-sum the tiles (one block), then
+ *             one wave per expert writes its edges in ascending edge id into its tiles, pads the
+ *             last tile with TL_WL_PAD and writes tile_expert / tile_rows; n_tiles is the number
+ *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
+ *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of NB output columns);
+ *             the wave's lanes each own a 16-byte run of K per chunk (weights streamed straight from
+ *             HBM to registers, two chunks in flight per wave, 8 waves per block splitting K), the
+ *             block reduces the waves' partial sums in shared memory and applies SwiGLU there; the
+ *             activation is written as bf16, one row per worklist row (padding rows 0).
+ *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN) down GEMM over
+ *             the worklist with the top-k weight applied in the epilogue; each edge's weighted row
+ *             goes to its own slot of a float32 buffer, then a combine kernel sums each token's k
+ *             slots in slot order: deterministic, no atomics. Output: float32 [tokens][hidden].
+ * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
+ * host synchronization sits between the sort and the stages.
+ *
+ * Matrix work goes through kernels/mma.h (mma.sync on sm_80+/sm_90, MFMA on gfx942/gfx950). The
+ * lanes load K in a permuted order (a 16-byte run each, instead of the fragments' 4-byte pairs);
+ * the same permutation applies to A and B, so every dot product is unchanged.
+ * NVIDIA: bf16 and fp8 use the bf16 and e4m3 instructions; a16w4, mxfp4 and mxfp8 weights are
+ * dequantized to bf16 in registers (exact for MX; INT4 multiplies the integer codes and applies
+ * the group scale to each 128-deep partial sum). AMD: fp8 is decoded to bf16 (gfx942's FP8 is
+ * FNUZ, not the OCP E4M3FN of these inputs), the rest as on NVIDIA.
+ */
+#ifndef TL_KERNELS_MOE_H
+#define TL_KERNELS_MOE_H
+
+#include "../reference/moe.h"
+#include "bench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TL_MOE_TILE_M 16   /* rows per tile: one 16-row matrix instruction */
+#define TL_MOE_K_ALIGN 128 /* hidden and width must be multiples of this (block, group, chunk) */
+
+/* The kernel's shape contract, checked before anything is uploaded: hidden and width must be
+ * multiples of 128 (the FP8 block and INT4 group, and the deepest K chunk a wave reads: 4 lanes x
+ * 32 INT4 values); E <= 4096. Widths such as 96 or 192 are refused with this message rather than
+ * padded (pad the weights with zero rows/columns to 128 and pass the padded width); the CPU
+ * reference handles any width. Returns 0 or TL_EUSAGE (recorded). */
+static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
+{
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    if (s->hidden % TL_MOE_K_ALIGN)
+        return tl_error(TL_EUSAGE, "moe kernel", "hidden size %d is not a multiple of %d (the FP8 block, "
+                        "INT4 group and K chunk); pad it", s->hidden, TL_MOE_K_ALIGN);
+    if (s->width % TL_MOE_K_ALIGN)
+        return tl_error(TL_EUSAGE, "moe kernel", "expert width %d is not a multiple of %d (the FP8 block, "
+                        "INT4 group and K chunk); pad the expert to %d", s->width, TL_MOE_K_ALIGN,
+                        (s->width + TL_MOE_K_ALIGN - 1) / TL_MOE_K_ALIGN * TL_MOE_K_ALIGN);
+    if (s->n_shared)
+        return tl_error(TL_EUSAGE, "moe kernel", "shared experts are not fused into this kernel (run them as a "
+                        "dense GEMM); use --shared 0 for the GPU check");
+    return 0;
+}
+
+/* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */
+static inline long long tl_moe_max_tiles(int tokens, int k, int n_experts)
+{
+    long long edges = (long long)tokens * k;
+    return edges / TL_MOE_TILE_M + (edges < n_experts ? edges : n_experts);
+}
+
+typedef struct tl_moe_gpu tl_moe_gpu;
+
+/* Uploads the routed experts' weights of `in` (its token-side arrays are not read) and allocates
+ * room for up to max_tokens tokens. The kernel shape contract is checked first (TL_EUSAGE).
+ * TL_EFAIL on a GPU error (out of memory: the message says how much was asked). */
+int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out);
+/* Uploads x (or its FP8 form), topk_ids and topk_w of `in`, whose shape must match the weights
+ * (tokens <= max_tokens). */
+int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in);
+/* Writes NaN into every output and intermediate buffer (activations, per-edge rows, output) and
+ * 0x80000000 into the worklist arrays, so that anything the kernels fail to write shows. */
+int tl_moe_gpu_poison(tl_moe_gpu *g);
+
+enum { TL_MOE_PART_SORT = 1, TL_MOE_PART_STAGE1 = 2, TL_MOE_PART_STAGE2 = 4, TL_MOE_PART_ALL = 7 };
+/* Runs the parts in `parts` (stage 1 needs a sort before it, stage 2 a stage 1), then synchronizes. */
+int tl_moe_gpu_run(tl_moe_gpu *g, int parts);
+/* Reads back the output (tokens x hidden floats), the worklist (sorted_ids: cap_rows entries at
+ * most, tile_expert and tile_rows: cap_tiles at most) and the number of valid tiles. Any pointer
+ * may be NULL. TL_EFAIL when the device's n_tiles exceeds the caps (a sort bug). */
+int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_rows,
+                    int32_t *tile_expert, int32_t *tile_rows, size_t cap_tiles, int *n_tiles);
+/* Times one part (one of TL_MOE_PART_*) with kernels/bench.h's method (L2 flushed, warm-up,
+ * median; graph replay). The sort must have run for the stages. */
+int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r);
+void tl_moe_gpu_close(tl_moe_gpu *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

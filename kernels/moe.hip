@@ -1,0 +1,835 @@
+/* kernels/moe.hip: the fused MoE kernel (sort, stage 1 gate+up+SwiGLU, stage 2 down+combine) and
+ * its host launcher. The contract, layouts and what runs where: kernels/moe.h and reference/moe.h.
+ *
+ * Why the loops look the way they do: at low M the kernel is a weight stream (DeepSeek-V3.2 stage 1
+ * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
+ * matters is bytes in flight: every lane issues 16-byte loads of weights straight into registers,
+ * U chunks per wave at once, 8 waves per block each on its own slice of K, 2+ blocks per SM, and a
+ * grid of (tile, n-block) items that covers every SM even at M = 1 (8 tiles x 128 n-blocks).
+ */
+#include "gpu.h"
+#include "mma.h"
+#include "moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- compile-time layout of one wave's fragments (see kernels/mma.h for the registers) ------- */
+#if defined(TL_MMA_TARGET_SM80)
+#define LANE_ROWS 2  /* A rows a lane holds: g and g + 8 */
+#define FRAG_N 8     /* columns of one fragment */
+#define BF16_VPL 4   /* k values per lane per bf16 instruction */
+#define NATIVE_FP8 TL_MMA_HAS_FP8
+#elif defined(TL_MMA_TARGET_GFX942)
+#define LANE_ROWS 1
+#define FRAG_N 16
+#define BF16_VPL 4
+#define NATIVE_FP8 0 /* gfx942 FP8 is FNUZ: decode the OCP E4M3FN inputs to bf16 instead */
+#elif defined(TL_MMA_TARGET_GFX950)
+#define LANE_ROWS 1
+#define FRAG_N 16
+#define BF16_VPL 8
+#define NATIVE_FP8 0 /* TODO(gfx950): f8f6f4 with hardware scales; decoded to bf16 for now */
+#else /* host pass (and unsupported device targets): bodies must parse, never run */
+#define LANE_ROWS 1
+#define FRAG_N 16
+#define BF16_VPL 4
+#define NATIVE_FP8 0
+#define MOE_NO_DEVICE 1
+#endif
+
+#define BLOCK_THREADS 256
+#define NW (BLOCK_THREADS / TL_WAVE) /* waves per block */
+#define NCOLS 32                     /* columns a block reduces: stage 1 16 gate + 16 up, stage 2 32 */
+#define NF (NCOLS / FRAG_N)          /* fragments per wave */
+#define S1_NB 16                     /* stage-1 output columns per work item */
+#define S2_NB 32                     /* stage-2 output columns per work item */
+
+enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
+       DT_MXFP8 = TL_MOE_MXFP8 };
+
+/* Per dtype: KRUN = K values one lane reads per chunk (always 16 bytes of weight codes), U = chunks
+ * in flight per wave, A_FP8 = activations are E4M3 codes (else bf16). */
+template <int DT> struct Fmt;
+template <> struct Fmt<DT_BF16> { enum { KRUN = 8, U = 2, A_FP8 = 0 }; };
+template <> struct Fmt<DT_FP8> { enum { KRUN = 16, U = 2, A_FP8 = 1 }; };
+template <> struct Fmt<DT_A16W4> { enum { KRUN = 32, U = 1, A_FP8 = 0 }; };
+template <> struct Fmt<DT_MXFP4> { enum { KRUN = 32, U = 1, A_FP8 = 0 }; };
+template <> struct Fmt<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0 }; };
+
+#if defined(TL_GPU_AMD) /* -nogpulib builds have no device math library: builtins only */
+#define moe_expf __builtin_expf
+#define moe_fabsf __builtin_fabsf
+#define moe_fmaxf __builtin_fmaxf
+#define moe_rintf __builtin_rintf
+#define wave_ballot(p) ((unsigned long long)__ballot(p))
+#define wave_popc(m) __popcll(m)
+typedef unsigned long long wave_mask;
+#else
+#define moe_expf expf
+#define moe_fabsf fabsf
+#define moe_fmaxf fmaxf
+#define moe_rintf rintf
+#define wave_ballot(p) __ballot_sync(0xffffffffu, (p))
+#define wave_popc(m) __popc(m)
+typedef unsigned int wave_mask;
+#endif
+
+/* ---- small device helpers -------------------------------------------------------------------- */
+static __device__ __forceinline__ float bits_f32(uint32_t u) { return __uint_as_float(u); }
+static __device__ __forceinline__ uint32_t f32_bits(float f) { return __float_as_uint(f); }
+
+/* float -> bf16, round to nearest even (inputs here are finite). */
+static __device__ __forceinline__ uint32_t bf16_rne(float f)
+{
+    uint32_t u = f32_bits(f);
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+static __device__ __forceinline__ float bf16_f32(uint32_t h) { return bits_f32(h << 16); }
+
+/* E4M3FN code -> float, exact (0x7F/0xFF NaN). */
+static __device__ __forceinline__ float e4m3_f32(uint32_t b)
+{
+    uint32_t s = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+    if ((b & 0x7Fu) == 0x7Fu) return bits_f32(0x7FC00000u);
+    if (e) return bits_f32(s | ((e + 120u) << 23) | (m << 20));
+    float v = (float)m * (1.0f / 512.0f);
+    return s ? -v : v;
+}
+/* E2M1 code (4 bits) -> float, exact. */
+static __device__ __forceinline__ float e2m1_f32(uint32_t c)
+{
+    uint32_t s = (c & 8u) << 28, e = (c >> 1) & 3u, m = c & 1u;
+    if (e == 0) return bits_f32(s | (m ? 0x3F000000u : 0u)); /* 0 or 0.5 */
+    return bits_f32(s | ((e + 126u) << 23) | (m << 22));
+}
+/* E8M0 code -> 2^(code - 127) as a float (0xFF NaN). */
+static __device__ __forceinline__ float e8m0_f32(uint32_t c)
+{
+    if (c == 255u) return bits_f32(0x7FC00000u);
+    return c ? bits_f32(c << 23) : bits_f32(0x00400000u);
+}
+/* float -> E4M3FN code, RNE, saturating at 448 (numerics/formats.h's rule for finite inputs). */
+static __device__ __forceinline__ uint32_t f32_e4m3(float x)
+{
+    uint32_t sign = (f32_bits(x) >> 24) & 0x80u;
+    float a = moe_fabsf(x);
+    if (!(a < 448.0f)) return sign | 0x7Eu;
+    if (a < 0.015625f) return sign | (uint32_t)moe_rintf(a * 512.0f); /* subnormal; 8 -> 0x08 = 2^-6 */
+    uint32_t u = f32_bits(a);
+    u += 0x7FFFFu + ((u >> 20) & 1u); /* RNE to 3 mantissa bits */
+    uint32_t e = (u >> 23) - 120u, m = (u >> 20) & 7u;
+    if (e > 15u || (e == 15u && m == 7u)) return sign | 0x7Eu;
+    return sign | (e << 3) | m;
+}
+static __device__ __forceinline__ uint32_t pack2(uint32_t lo, uint32_t hi) { return lo | (hi << 16); }
+
+
+/* ---- fragments from a lane's K run (the permuted-K trick) ----------------------------------
+ * A lane holds `KRUN` consecutive k values of its rows/column as 32-bit pairs of bf16 (or quads
+ * of e4m3). Instruction step s takes the s-th group of values in order; on every target each lane
+ * thereby feeds its own k-group (kgrp) of every instruction, A and B alike. */
+static __device__ __forceinline__ void fill_a_bf16(tl_frag_a_bf16 *a, const uint32_t *r0, const uint32_t *r1, int s)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    a->r[0] = r0[2 * s];
+    a->r[1] = r1[2 * s];
+    a->r[2] = r0[2 * s + 1];
+    a->r[3] = r1[2 * s + 1];
+#elif defined(TL_MMA_TARGET_GFX942)
+    (void)r1;
+    uint32_t w0 = r0[2 * s], w1 = r0[2 * s + 1];
+    a->v = (tl_i16x4){(short)(w0 & 0xFFFF), (short)(w0 >> 16), (short)(w1 & 0xFFFF), (short)(w1 >> 16)};
+#elif defined(TL_MMA_TARGET_GFX950)
+    (void)r1;
+    typedef short s8 __attribute__((ext_vector_type(8)));
+    s8 t;
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = (short)(r0[4 * s + i] & 0xFFFF);
+        t[2 * i + 1] = (short)(r0[4 * s + i] >> 16);
+    }
+    a->v = __builtin_bit_cast(tl_bf16x8, t);
+#else
+    (void)a, (void)r0, (void)r1, (void)s;
+#endif
+}
+static __device__ __forceinline__ void fill_b_bf16(tl_frag_b_bf16 *b, const uint32_t *c, int s)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    b->r[0] = c[2 * s];
+    b->r[1] = c[2 * s + 1];
+#else
+    fill_a_bf16((tl_frag_a_bf16 *)b, c, c, s);
+#endif
+}
+
+/* ---- the two GEMM stages ------------------------------------------------------------------- */
+struct GemmArgs {
+    const uint8_t *A;        /* stage 1: x (bf16 or e4m3 codes); stage 2: activation rows */
+    const float *a_scale;    /* fp8: A's 1x128 group scales */
+    const uint8_t *W;        /* codes of all experts */
+    const float *w_scale;    /* fp8 block scales, a16w4 group scales */
+    const uint8_t *w_e8m0;   /* mx scales */
+    size_t w_mat_bytes, w_mat_scales;
+    int K;                   /* reduction length (hidden, then width) */
+    int n_out;               /* output columns (width, then hidden) */
+    const int32_t *sorted_ids, *tile_expert, *n_tiles;
+    int max_tiles, top_k;
+    const float *topk_w;
+    uint16_t *act;           /* stage 1 output [rows][width] bf16 */
+    float *ybuf;             /* stage 2 output [edges][hidden] */
+};
+
+/* One chunk of one wave: loads (phase 1) then multiplies (phase 2). */
+template <int DT> struct Chunk {
+    enum { KRUN = Fmt<DT>::KRUN, A_VEC = Fmt<DT>::A_FP8 ? 1 : KRUN / 8 };
+    uint4 w[NF];
+    uint4 a[LANE_ROWS][A_VEC];
+};
+
+template <int DT>
+static __device__ __forceinline__ void load_chunk(Chunk<DT> &ch, const GemmArgs &p, const uint8_t *const *wrow,
+                                                  const int *arow, int k)
+{
+    enum { KRUN = Fmt<DT>::KRUN, ABYTES = Fmt<DT>::A_FP8 ? 1 : 2 };
+    const int wb = DT == DT_BF16 ? 2 * k : (DT == DT_FP8 || DT == DT_MXFP8) ? k : k / 2;
+#pragma unroll
+    for (int f = 0; f < NF; f++) ch.w[f] = *(const uint4 *)(wrow[f] + wb);
+#pragma unroll
+    for (int r = 0; r < LANE_ROWS; r++)
+#pragma unroll
+        for (int v = 0; v < Chunk<DT>::A_VEC; v++) {
+            if (arow[r] >= 0)
+                ch.a[r][v] = *(const uint4 *)(p.A + ((size_t)arow[r] * p.K + k) * ABYTES + 16 * v);
+            else
+                ch.a[r][v] = make_uint4(0, 0, 0, 0);
+        }
+}
+
+/* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied (exact). */
+template <int DT>
+static __device__ __forceinline__ void weights_bf16(const Chunk<DT> &ch, int f, float mx_scale, uint32_t *out)
+{
+    const uint32_t *q = (const uint32_t *)&ch.w[f];
+    if (DT == DT_BF16) {
+        for (int i = 0; i < 4; i++) out[i] = q[i];
+    } else if (DT == DT_FP8 || DT == DT_MXFP8) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
+            float v0 = e4m3_f32(b0), v1 = e4m3_f32(b1);
+            if (DT == DT_MXFP8) v0 *= mx_scale, v1 *= mx_scale;
+            out[i] = pack2(bf16_rne(v0), bf16_rne(v1));
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t byte = (q[i / 4] >> (8 * (i % 4))) & 0xFF, lo = byte & 15u, hi = byte >> 4;
+            float v0, v1;
+            if (DT == DT_A16W4) {
+                v0 = (float)((int)lo - 8);
+                v1 = (float)((int)hi - 8);
+            } else {
+                v0 = e2m1_f32(lo) * mx_scale;
+                v1 = e2m1_f32(hi) * mx_scale;
+            }
+            out[i] = pack2(bf16_rne(v0), bf16_rne(v1));
+        }
+    }
+}
+
+/* A run of one row as bf16 pairs. */
+template <int DT>
+static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint32_t *out)
+{
+    if (Fmt<DT>::A_FP8) {
+        const uint32_t *q = (const uint32_t *)&ch.a[r][0];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
+            out[i] = pack2(bf16_rne(e4m3_f32(b0)), bf16_rne(e4m3_f32(b1)));
+        }
+    } else {
+        const uint32_t *q = (const uint32_t *)&ch.a[r][0];
+#pragma unroll
+        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) out[i] = q[i];
+    }
+}
+
+template <int DT, int STAGE>
+__global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
+{
+#if defined(MOE_NO_DEVICE)
+    (void)p;
+#else
+    enum { KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN, NB = STAGE == 1 ? S1_NB : S2_NB };
+    __shared__ int s_idx[TL_MOE_TILE_M], s_edge[TL_MOE_TILE_M];
+    __shared__ float red[NW * TL_MOE_TILE_M * NCOLS];
+
+    const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
+    if (tile >= *p.n_tiles) return;
+    const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
+    if (tid < TL_MOE_TILE_M) {
+        int id = p.sorted_ids[tile * TL_MOE_TILE_M + tid];
+        s_edge[tid] = id;
+        s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : tile * TL_MOE_TILE_M + tid);
+    }
+    __syncthreads();
+    const int e = p.tile_expert[tile], n0 = nb * NB;
+
+#if defined(TL_MMA_TARGET_SM80)
+    const int kgrp = lane % 4, bcol = lane / 4;
+    int arow[LANE_ROWS] = {s_idx[lane / 4], s_idx[lane / 4 + 8]};
+#else
+    const int kgrp = lane / 16, bcol = lane % 16;
+    int arow[LANE_ROWS] = {s_idx[lane % 16]};
+#endif
+    const size_t row_bytes = DT == DT_BF16 ? 2 * (size_t)p.K : (DT == DT_FP8 || DT == DT_MXFP8) ? p.K : p.K / 2;
+    const uint8_t *wrow[NF];
+    int wn[NF]; /* the weight row of this lane in fragment f */
+#pragma unroll
+    for (int f = 0; f < NF; f++) {
+        int n;
+        if (STAGE == 1) /* gate fragments first, then up */
+            n = f < NF / 2 ? n0 + f * FRAG_N : p.n_out + n0 + (f - NF / 2) * FRAG_N;
+        else
+            n = n0 + f * FRAG_N;
+        wn[f] = n + bcol;
+        wrow[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
+    }
+
+    tl_frag_c acc[NF];
+#pragma unroll
+    for (int f = 0; f < NF; f++) tl_frag_zero(&acc[f]);
+
+    const int nchunks = p.K / CK, kgroups = p.K / 128;
+    for (int c0 = wave; c0 < nchunks; c0 += NW * U) {
+        Chunk<DT> ch[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + u * NW;
+            if (c < nchunks) load_chunk<DT>(ch[u], p, wrow, arow, c * CK + kgrp * KRUN);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int c = c0 + u * NW;
+            if (c >= nchunks) break;
+            const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / 128;
+            const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
+            tl_frag_c part[NF];
+#pragma unroll
+            for (int f = 0; f < NF; f++) tl_frag_zero(&part[f]);
+#if NATIVE_FP8
+            if (DT == DT_FP8) {
+                const uint32_t *a0 = (const uint32_t *)&ch[u].a[0][0];
+                const uint32_t *a1 = (const uint32_t *)&ch[u].a[LANE_ROWS - 1][0];
+#pragma unroll
+                for (int s = 0; s < KRUN / 8; s++) {
+                    tl_frag_a_fp8 fa;
+                    fa.r[0] = a0[2 * s];
+                    fa.r[1] = a1[2 * s];
+                    fa.r[2] = a0[2 * s + 1];
+                    fa.r[3] = a1[2 * s + 1];
+#pragma unroll
+                    for (int f = 0; f < NF; f++) {
+                        const uint32_t *b = (const uint32_t *)&ch[u].w[f];
+                        tl_frag_b_fp8 fb;
+                        fb.r[0] = b[2 * s];
+                        fb.r[1] = b[2 * s + 1];
+                        tl_mma_fp8(&part[f], &fa, &fb);
+                    }
+                }
+            } else
+#endif
+            {
+                uint32_t ab[LANE_ROWS][KRUN / 2];
+#pragma unroll
+                for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[u], r, ab[r]);
+#pragma unroll
+                for (int f = 0; f < NF; f++) {
+                    float mxs = 1.0f;
+                    if (DT == DT_MXFP4 || DT == DT_MXFP8)
+                        mxs = e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / 32) + k / 32]);
+                    uint32_t wbf[KRUN / 2];
+                    weights_bf16<DT>(ch[u], f, mxs, wbf);
+#pragma unroll
+                    for (int s = 0; s < KRUN / BF16_VPL; s++) {
+                        tl_frag_a_bf16 fa;
+                        tl_frag_b_bf16 fb;
+                        fill_a_bf16(&fa, ab[0], ab[LANE_ROWS - 1], s);
+                        fill_b_bf16(&fb, wbf, s);
+                        tl_mma_bf16(scaled_after ? &part[f] : &acc[f], &fa, &fb);
+                    }
+                }
+            }
+            if (scaled_after) {
+                float rs[TL_FRAG_C_COUNT]; /* fp8: the A scale of each C row this lane holds */
+#pragma unroll
+                for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+                    rs[r] = 1.0f;
+                    if (DT == DT_FP8) {
+                        const int ai = s_idx[tl_frag_c_row(lane, r)];
+                        rs[r] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g128];
+                    }
+                }
+#pragma unroll
+                for (int f = 0; f < NF; f++) {
+                    const int wrow0 = wn[f] - bcol; /* the fragment's first weight row */
+                    const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
+                    const float wsb = DT == DT_FP8 ? ws[(size_t)(wrow0 / 128) * kgroups + g128] : 1.0f;
+#pragma unroll
+                    for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+                        float sc = DT == DT_FP8 ? rs[r] * wsb /* one 128x128 block per fragment */
+                                                : ws[(size_t)(wrow0 + tl_frag_c_col(lane, r)) * kgroups + g128];
+                        acc[f].v[r] += part[f].v[r] * sc;
+                    }
+                }
+            }
+        }
+    }
+
+    /* reduce the waves' partial sums, then the epilogue */
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+        for (int r = 0; r < TL_FRAG_C_COUNT; r++)
+            red[(wave * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * NCOLS + f * FRAG_N + tl_frag_c_col(lane, r)] =
+                acc[f].v[r];
+    __syncthreads();
+    if (STAGE == 1) {
+        for (int i = tid; i < TL_MOE_TILE_M * S1_NB; i += BLOCK_THREADS) {
+            const int row = i / S1_NB, c = i % S1_NB;
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < NW; w++) {
+                gs += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
+                us += red[(w * TL_MOE_TILE_M + row) * NCOLS + S1_NB + c];
+            }
+            float v = gs / (1.0f + moe_expf(-gs)) * us;
+            p.act[(size_t)(tile * TL_MOE_TILE_M + row) * p.n_out + n0 + c] =
+                (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
+        }
+    } else {
+        for (int i = tid; i < TL_MOE_TILE_M * S2_NB; i += BLOCK_THREADS) {
+            const int row = i / S2_NB, c = i % S2_NB, edge = s_edge[row];
+            if (edge < 0) continue;
+            float y = 0.0f;
+            for (int w = 0; w < NW; w++) y += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
+            p.ybuf[(size_t)edge * p.n_out + n0 + c] = p.topk_w[edge] * y;
+        }
+    }
+#endif
+}
+
+/* ---- stage 2's FP8 input: activation rows re-quantized in 1x128 groups ----------------------- */
+__global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int width,
+                              uint8_t *act_q, float *act_s)
+{
+    __shared__ float amax[128];
+    const int row = blockIdx.x, t = threadIdx.x;
+    if (row / TL_MOE_TILE_M >= *n_tiles || sorted_ids[row] < 0) return; /* padding rows are never read */
+    for (int g = 0; g < width / 128; g++) {
+        size_t at = (size_t)row * width + g * 128 + t;
+        float x = bf16_f32(act[at]);
+        amax[t] = moe_fabsf(x);
+        __syncthreads();
+        for (int s = 64; s > 0; s >>= 1) {
+            if (t < s) amax[t] = moe_fmaxf(amax[t], amax[t + s]);
+            __syncthreads();
+        }
+        float scale = moe_fmaxf(amax[0], 1e-4f) / 448.0f;
+        act_q[at] = (uint8_t)f32_e4m3(x / scale);
+        if (t == 0) act_s[(size_t)row * (width / 128) + g] = scale;
+        __syncthreads();
+    }
+}
+
+/* ---- the combine: each token sums its k weighted rows in slot order ------------------------- */
+__global__ void moe_combine(const float *ybuf, int tokens, int k, int hidden, float *out)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, n4 = (size_t)tokens * hidden / 4;
+    if (i >= n4) return;
+    size_t t = i / (hidden / 4), c = (i % (hidden / 4)) * 4;
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int sl = 0; sl < k; sl++) {
+        float4 y = *(const float4 *)(ybuf + ((size_t)t * k + sl) * hidden + c);
+        s.x += y.x;
+        s.y += y.y;
+        s.z += y.z;
+        s.w += y.w;
+    }
+    *(float4 *)(out + t * hidden + c) = s;
+}
+
+/* ---- the sort ------------------------------------------------------------------------------- */
+#define SORT_MAX_E 4096
+__global__ void moe_sort_count(const int32_t *ids, int edges, int n_experts, int32_t *expert_count,
+                               int32_t *tile_off, int32_t *n_tiles)
+{
+    __shared__ int cnt[SORT_MAX_E];
+    __shared__ int part[1024];
+    const int t = threadIdx.x;
+    for (int e = t; e < n_experts; e += 1024) cnt[e] = 0;
+    __syncthreads();
+    for (int i = t; i < edges; i += 1024) {
+        int e = ids[i];
+        if (e >= 0 && e < n_experts) atomicAdd(&cnt[e], 1);
+    }
+    __syncthreads();
+    const int per = (n_experts + 1023) / 1024, lo = t * per;
+    int local = 0;
+    for (int e = lo; e < lo + per && e < n_experts; e++) local += (cnt[e] + TL_MOE_TILE_M - 1) / TL_MOE_TILE_M;
+    part[t] = local;
+    __syncthreads();
+    for (int off = 1; off < 1024; off <<= 1) { /* inclusive scan of the threads' tile counts */
+        int v = t >= off ? part[t - off] : 0;
+        __syncthreads();
+        part[t] += v;
+        __syncthreads();
+    }
+    int run = part[t] - local;
+    for (int e = lo; e < lo + per && e < n_experts; e++) {
+        tile_off[e] = run;
+        expert_count[e] = cnt[e];
+        run += (cnt[e] + TL_MOE_TILE_M - 1) / TL_MOE_TILE_M;
+    }
+    if (t == 1023) *n_tiles = part[1023];
+}
+
+/* One wave per expert: its edges in ascending id (ballot + popcount ranks), then the padding. */
+__global__ void moe_sort_scatter(const int32_t *ids, int edges, int n_experts, const int32_t *expert_count,
+                                 const int32_t *tile_off, int32_t *sorted_ids, int32_t *tile_expert,
+                                 int32_t *tile_rows)
+{
+    const int lane = tl_lane(), e = blockIdx.x * (blockDim.x / TL_WAVE) + tl_wave_id();
+    if (e >= n_experts) return;
+    const int count = expert_count[e];
+    if (count == 0) return;
+    const int t0 = tile_off[e], base = t0 * TL_MOE_TILE_M;
+    const wave_mask below = (wave_mask)(((unsigned long long)1 << lane) - 1);
+    int found = 0;
+    for (int i0 = 0; i0 < edges && found < count; i0 += TL_WAVE) {
+        int i = i0 + lane;
+        bool mine = i < edges && ids[i] == e;
+        wave_mask m = wave_ballot(mine);
+        if (mine) sorted_ids[base + found + wave_popc(m & below)] = i;
+        found += wave_popc(m);
+    }
+    const int tiles = (count + TL_MOE_TILE_M - 1) / TL_MOE_TILE_M;
+    for (int r = count + lane; r < tiles * TL_MOE_TILE_M; r += TL_WAVE) sorted_ids[base + r] = TL_WL_PAD;
+    for (int j = lane; j < tiles; j += TL_WAVE) {
+        tile_expert[t0 + j] = e;
+        int rows = count - j * TL_MOE_TILE_M;
+        tile_rows[t0 + j] = rows < TL_MOE_TILE_M ? rows : TL_MOE_TILE_M;
+    }
+}
+
+__global__ void moe_fill_f32(float *p, size_t n, float v)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}
+__global__ void moe_fill_u32(uint32_t *p, size_t n, uint32_t v)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}
+
+/* =============================================================================================
+ * Host side
+ * =========================================================================================== */
+struct tl_moe_gpu {
+    tl_moe_shape s; /* tokens = the current tokens */
+    int max_tokens;
+    long long cap_tiles;
+    uint8_t *w1, *w2, *w1e, *w2e;
+    float *w1s, *w2s;
+    size_t w1_mat_bytes, w2_mat_bytes, w1_mat_scales, w2_mat_scales;
+    uint16_t *x;
+    uint8_t *xq;
+    float *xs, *topw;
+    int32_t *ids, *sorted, *tile_expert, *tile_rows, *expert_count, *tile_off, *n_tiles;
+    uint16_t *act;
+    uint8_t *act_q;
+    float *act_s, *ybuf, *out;
+};
+
+static int gpu_alloc(void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    if (bytes == 0) return 0;
+    hipError_t e = hipMalloc(p, bytes);
+    if (e != hipSuccess) {
+        *p = NULL;
+        (void)hipGetLastError();
+        return tl_error(TL_EFAIL, "moe gpu", "cannot allocate %.3f GB for %s: %s", bytes / 1e9, what,
+                        hipGetErrorString(e));
+    }
+    return 0;
+}
+#define GALLOC(ptr, bytes, what) gpu_alloc((void **)&(ptr), (bytes), (what))
+
+static int upload(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return 0;
+    TL_GPU_CHECK(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice));
+    return 0;
+}
+
+extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
+{
+    if (!g) return;
+    void *ptrs[] = {g->w1, g->w2, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xs, g->topw, g->ids, g->sorted,
+                    g->tile_expert, g->tile_rows, g->expert_count, g->tile_off, g->n_tiles, g->act, g->act_q,
+                    g->act_s, g->ybuf, g->out};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) (void)hipFree(ptrs[i]);
+    free(g);
+}
+
+extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out)
+{
+    *out = NULL;
+    tl_moe_shape s = in->s;
+    s.tokens = max_tokens;
+    int rc = tl_moe_kernel_supports(&s);
+    if (rc) return rc;
+    tl_moe_gpu *g = (tl_moe_gpu *)calloc(1, sizeof *g);
+    if (!g) return tl_error(TL_EFAIL, "moe gpu", "out of memory");
+    g->s = s;
+    g->max_tokens = max_tokens;
+    const int E = s.n_experts, H = s.hidden, WI = s.width, k = s.top_k;
+    const size_t edges = (size_t)max_tokens * k;
+    g->cap_tiles = tl_moe_max_tiles(max_tokens, k, E);
+    const size_t rows = (size_t)g->cap_tiles * TL_MOE_TILE_M;
+    g->w1_mat_bytes = in->w1.mat_code_bytes;
+    g->w2_mat_bytes = in->w2.mat_code_bytes;
+    g->w1_mat_scales = in->w1.mat_scales;
+    g->w2_mat_scales = in->w2.mat_scales;
+    const bool fs = in->w1.scales != NULL, es = in->w1.e8m0 != NULL, fp8 = s.dtype == TL_MOE_FP8;
+    rc = GALLOC(g->w1, g->w1_mat_bytes * E, "W1");
+    if (!rc) rc = GALLOC(g->w2, g->w2_mat_bytes * E, "W2");
+    if (!rc && fs) rc = GALLOC(g->w1s, g->w1_mat_scales * E * sizeof(float), "W1 scales");
+    if (!rc && fs) rc = GALLOC(g->w2s, g->w2_mat_scales * E * sizeof(float), "W2 scales");
+    if (!rc && es) rc = GALLOC(g->w1e, g->w1_mat_scales * E, "W1 scales");
+    if (!rc && es) rc = GALLOC(g->w2e, g->w2_mat_scales * E, "W2 scales");
+    if (!rc) rc = GALLOC(g->x, (size_t)max_tokens * H * 2, "x");
+    if (!rc && fp8) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
+    if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / 128) * sizeof(float), "x scales");
+    if (!rc) rc = GALLOC(g->ids, edges * sizeof(int32_t), "topk ids");
+    if (!rc) rc = GALLOC(g->topw, edges * sizeof(float), "topk weights");
+    if (!rc) rc = GALLOC(g->sorted, rows * sizeof(int32_t), "sorted ids");
+    if (!rc) rc = GALLOC(g->tile_expert, (size_t)g->cap_tiles * sizeof(int32_t), "tile experts");
+    if (!rc) rc = GALLOC(g->tile_rows, (size_t)g->cap_tiles * sizeof(int32_t), "tile rows");
+    if (!rc) rc = GALLOC(g->expert_count, (size_t)E * sizeof(int32_t), "expert counts");
+    if (!rc) rc = GALLOC(g->tile_off, (size_t)E * sizeof(int32_t), "tile offsets");
+    if (!rc) rc = GALLOC(g->n_tiles, sizeof(int32_t), "tile count");
+    if (!rc) rc = GALLOC(g->act, rows * WI * 2, "activations");
+    if (!rc && fp8) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
+    if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / 128) * sizeof(float), "activation scales");
+    if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
+    if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
+    if (!rc) rc = upload(g->w1, in->w1.codes, g->w1_mat_bytes * E);
+    if (!rc) rc = upload(g->w2, in->w2.codes, g->w2_mat_bytes * E);
+    if (!rc && fs) rc = upload(g->w1s, in->w1.scales, g->w1_mat_scales * E * sizeof(float));
+    if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
+    if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
+    if (!rc && es) rc = upload(g->w2e, in->w2.e8m0, g->w2_mat_scales * E);
+    if (rc) {
+        tl_moe_gpu_close(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
+{
+    const tl_moe_shape *s = &in->s;
+    if (s->hidden != g->s.hidden || s->width != g->s.width || s->n_experts != g->s.n_experts ||
+        s->top_k != g->s.top_k || s->dtype != g->s.dtype)
+        return tl_error(TL_EUSAGE, "moe gpu", "the tokens' shape does not match the uploaded weights");
+    if (s->tokens < 1 || s->tokens > g->max_tokens)
+        return tl_error(TL_EUSAGE, "moe gpu", "%d tokens, room for %d", s->tokens, g->max_tokens);
+    const size_t edges = (size_t)s->tokens * s->top_k;
+    for (size_t i = 0; i < edges; i++)
+        if (in->topk_ids[i] < 0 || in->topk_ids[i] >= s->n_experts)
+            return tl_error(TL_EUSAGE, "moe gpu", "topk id %d outside [0, %d)", in->topk_ids[i], s->n_experts);
+    g->s.tokens = s->tokens;
+    int rc = upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
+    if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
+    if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / 128) * sizeof(float));
+    if (!rc) rc = upload(g->ids, in->topk_ids, edges * sizeof(int32_t));
+    if (!rc) rc = upload(g->topw, in->topk_w, edges * sizeof(float));
+    return rc;
+}
+
+static int fill_f32(float *p, size_t n, float v)
+{
+    if (!p || !n) return 0;
+    moe_fill_f32<<<(unsigned)((n + 255) / 256), 256>>>(p, n, v);
+    TL_GPU_CHECK_LAUNCH("moe_fill_f32");
+    return 0;
+}
+static int fill_u32(void *p, size_t n, uint32_t v)
+{
+    if (!p || !n) return 0;
+    moe_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>((uint32_t *)p, n, v);
+    TL_GPU_CHECK_LAUNCH("moe_fill_u32");
+    return 0;
+}
+
+extern "C" int tl_moe_gpu_poison(tl_moe_gpu *g)
+{
+    const size_t rows = (size_t)g->cap_tiles * TL_MOE_TILE_M, edges = (size_t)g->max_tokens * g->s.top_k;
+    const float nan = __builtin_nanf("");
+    int rc = fill_u32(g->act, rows * g->s.width / 2, 0x7FC07FC0u); /* bf16 NaN pairs */
+    if (!rc && g->act_q) rc = fill_u32(g->act_q, rows * g->s.width / 4, 0x7F7F7F7Fu); /* e4m3 NaN */
+    if (!rc && g->act_s) rc = fill_f32(g->act_s, rows * (g->s.width / 128), nan);
+    if (!rc) rc = fill_f32(g->ybuf, edges * g->s.hidden, nan);
+    if (!rc) rc = fill_f32(g->out, (size_t)g->max_tokens * g->s.hidden, nan);
+    if (!rc) rc = fill_u32(g->sorted, rows, 0x80000000u);
+    if (!rc) rc = fill_u32(g->tile_expert, (size_t)g->cap_tiles, 0x80000000u);
+    if (!rc) rc = fill_u32(g->tile_rows, (size_t)g->cap_tiles, 0x80000000u);
+    if (!rc) rc = fill_u32(g->n_tiles, 1, 0x80000000u);
+    if (!rc) TL_GPU_CHECK(hipDeviceSynchronize());
+    (void)edges;
+    return rc;
+}
+
+/* ---- enqueueing the parts ---- */
+static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
+{
+    const int edges = g->s.tokens * g->s.top_k, E = g->s.n_experts;
+    moe_sort_count<<<1, 1024, 0, st>>>(g->ids, edges, E, g->expert_count, g->tile_off, g->n_tiles);
+    TL_GPU_CHECK_LAUNCH("moe_sort_count");
+    const int waves_per_block = 256 / tl_gpu_wave_size();
+    moe_sort_scatter<<<(E + waves_per_block - 1) / waves_per_block, 256, 0, st>>>(
+        g->ids, edges, E, g->expert_count, g->tile_off, g->sorted, g->tile_expert, g->tile_rows);
+    TL_GPU_CHECK_LAUNCH("moe_sort_scatter");
+    return 0;
+}
+
+template <int DT>
+static int launch_gemm(const GemmArgs &a, int stage, hipStream_t st)
+{
+    const int nb = a.n_out / (stage == 1 ? S1_NB : S2_NB);
+    dim3 grid((unsigned)((long long)a.max_tiles * nb));
+    if (stage == 1) {
+        moe_gemm<DT, 1><<<grid, BLOCK_THREADS, 0, st>>>(a);
+        TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
+    } else {
+        moe_gemm<DT, 2><<<grid, BLOCK_THREADS, 0, st>>>(a);
+        TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
+    }
+    return 0;
+}
+
+static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
+{
+    const tl_moe_shape *s = &g->s;
+    const int max_tiles = (int)tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
+    GemmArgs a;
+    memset(&a, 0, sizeof a);
+    a.sorted_ids = g->sorted;
+    a.tile_expert = g->tile_expert;
+    a.n_tiles = g->n_tiles;
+    a.max_tiles = max_tiles;
+    a.top_k = s->top_k;
+    a.topk_w = g->topw;
+    const bool fp8 = s->dtype == TL_MOE_FP8;
+    if (stage == 1) {
+        a.A = fp8 ? g->xq : (const uint8_t *)g->x;
+        a.a_scale = g->xs;
+        a.W = g->w1;
+        a.w_scale = g->w1s;
+        a.w_e8m0 = g->w1e;
+        a.w_mat_bytes = g->w1_mat_bytes;
+        a.w_mat_scales = g->w1_mat_scales;
+        a.K = s->hidden;
+        a.n_out = s->width;
+        a.act = g->act;
+    } else {
+        if (fp8) {
+            moe_quant_act<<<max_tiles * TL_MOE_TILE_M, 128, 0, st>>>(g->act, g->sorted, g->n_tiles, s->width,
+                                                                      g->act_q, g->act_s);
+            TL_GPU_CHECK_LAUNCH("moe_quant_act");
+        }
+        a.A = fp8 ? g->act_q : (const uint8_t *)g->act;
+        a.a_scale = g->act_s;
+        a.W = g->w2;
+        a.w_scale = g->w2s;
+        a.w_e8m0 = g->w2e;
+        a.w_mat_bytes = g->w2_mat_bytes;
+        a.w_mat_scales = g->w2_mat_scales;
+        a.K = s->width;
+        a.n_out = s->hidden;
+        a.ybuf = g->ybuf;
+    }
+    int rc;
+    switch (s->dtype) {
+    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, st); break;
+    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, stage, st); break;
+    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, stage, st); break;
+    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, stage, st); break;
+    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, stage, st); break;
+    default: return tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
+    }
+    if (rc || stage == 1) return rc;
+    const size_t n4 = (size_t)s->tokens * s->hidden / 4;
+    moe_combine<<<(unsigned)((n4 + 255) / 256), 256, 0, st>>>(g->ybuf, s->tokens, s->top_k, s->hidden, g->out);
+    TL_GPU_CHECK_LAUNCH("moe_combine");
+    return 0;
+}
+
+static int enqueue(tl_moe_gpu *g, int parts, hipStream_t st)
+{
+    int rc = 0;
+    if (parts & TL_MOE_PART_SORT) rc = enqueue_sort(g, st);
+    if (!rc && (parts & TL_MOE_PART_STAGE1)) rc = enqueue_stage(g, 1, st);
+    if (!rc && (parts & TL_MOE_PART_STAGE2)) rc = enqueue_stage(g, 2, st);
+    return rc;
+}
+
+extern "C" int tl_moe_gpu_run(tl_moe_gpu *g, int parts)
+{
+    int rc = enqueue(g, parts, 0);
+    if (rc) return rc;
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+extern "C" int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_rows,
+                               int32_t *tile_expert, int32_t *tile_rows, size_t cap_tiles, int *n_tiles)
+{
+    int32_t nt = 0;
+    TL_GPU_CHECK(hipMemcpy(&nt, g->n_tiles, sizeof nt, hipMemcpyDeviceToHost));
+    if (n_tiles) *n_tiles = nt;
+    if (nt < 0 || nt > g->cap_tiles)
+        return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles (at most %lld possible)", nt, g->cap_tiles);
+    if ((sorted_ids && (size_t)nt * TL_MOE_TILE_M > cap_rows) || ((tile_expert || tile_rows) && (size_t)nt > cap_tiles))
+        return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles, more than the caller's worklist holds", nt);
+    if (out) TL_GPU_CHECK(hipMemcpy(out, g->out, (size_t)g->s.tokens * g->s.hidden * sizeof(float), hipMemcpyDeviceToHost));
+    if (sorted_ids && nt)
+        TL_GPU_CHECK(hipMemcpy(sorted_ids, g->sorted, (size_t)nt * TL_MOE_TILE_M * sizeof(int32_t), hipMemcpyDeviceToHost));
+    if (tile_expert && nt) TL_GPU_CHECK(hipMemcpy(tile_expert, g->tile_expert, (size_t)nt * sizeof(int32_t), hipMemcpyDeviceToHost));
+    if (tile_rows && nt) TL_GPU_CHECK(hipMemcpy(tile_rows, g->tile_rows, (size_t)nt * sizeof(int32_t), hipMemcpyDeviceToHost));
+    return 0;
+}
+
+struct time_ctx {
+    tl_moe_gpu *g;
+    int part;
+};
+static int time_fn(void *ctx, void *stream)
+{
+    time_ctx *c = (time_ctx *)ctx;
+    return enqueue(c->g, c->part, (hipStream_t)stream);
+}
+
+extern "C" int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r)
+{
+    if (part != TL_MOE_PART_SORT && part != TL_MOE_PART_STAGE1 && part != TL_MOE_PART_STAGE2)
+        return tl_error(TL_EUSAGE, "moe gpu", "time one part at a time");
+    time_ctx c = {g, part};
+    return tl_bench_run(opts, time_fn, &c, r);
+}

@@ -1,0 +1,634 @@
+/* The fused MoE's CPU reference and its naive twin (see moe.h for the function and the formats). */
+#include "moe.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../numerics/blockfp8.h"
+#include "../numerics/int4.h"
+#include "../numerics/mx.h"
+
+#define BLOCK 128   /* fp8 weight block, fp8 activation group, int4 group */
+#define MX_BLOCK 32 /* MX scale block */
+
+/* ---- sizes ---------------------------------------------------------------------------------- */
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols)
+{
+    size_t r = (size_t)rows, c = (size_t)cols;
+    switch (d) {
+    case TL_MOE_BF16: return r * c * 2;
+    case TL_MOE_FP8:
+    case TL_MOE_MXFP8: return r * c;
+    case TL_MOE_A16W4: return r * tl_int4_row_bytes(c);
+    case TL_MOE_MXFP4: return r * tl_mx_code_bytes(TL_NF_E2M1, c);
+    default: return 0;
+    }
+}
+
+size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols)
+{
+    size_t r = (size_t)rows, c = (size_t)cols;
+    switch (d) {
+    case TL_MOE_FP8: return ceil_div(r, BLOCK) * ceil_div(c, BLOCK);
+    case TL_MOE_A16W4: return r * tl_int4_groups(c, BLOCK);
+    case TL_MOE_MXFP4:
+    case TL_MOE_MXFP8: return r * tl_mx_num_blocks(c, MX_BLOCK);
+    default: return 0;
+    }
+}
+
+double tl_moe_weight_bytes_per_elem(tl_moe_dtype d)
+{
+    switch (d) {
+    case TL_MOE_BF16: return 2.0;
+    case TL_MOE_FP8: return 1.0 + 4.0 / (BLOCK * BLOCK);
+    case TL_MOE_A16W4: return 0.5 + 4.0 / BLOCK;
+    case TL_MOE_MXFP4: return 0.5 + 1.0 / MX_BLOCK;
+    case TL_MOE_MXFP8: return 1.0 + 1.0 / MX_BLOCK;
+    default: return 0;
+    }
+}
+
+tl_numfmt tl_moe_act_format(tl_moe_dtype d) { return d == TL_MOE_FP8 ? TL_NF_E4M3FN : TL_NF_BF16; }
+
+int tl_moe_shape_check(const tl_moe_shape *s)
+{
+    if (!s) return tl_error(TL_EUSAGE, "moe", "no shape");
+    if (s->tokens < 1 || s->tokens > (1 << 20))
+        return tl_error(TL_EUSAGE, "moe", "tokens %d outside [1, 1048576]", s->tokens);
+    if (s->hidden < 1 || s->hidden > 65536)
+        return tl_error(TL_EUSAGE, "moe", "hidden size %d outside [1, 65536]", s->hidden);
+    if (s->width < 1 || s->width > 65536)
+        return tl_error(TL_EUSAGE, "moe", "expert width %d outside [1, 65536]", s->width);
+    if (s->n_experts < 1 || s->n_experts > 4096)
+        return tl_error(TL_EUSAGE, "moe", "experts %d outside [1, 4096]", s->n_experts);
+    if (s->top_k < 1 || s->top_k > s->n_experts)
+        return tl_error(TL_EUSAGE, "moe", "top-k %d outside [1, experts = %d]", s->top_k, s->n_experts);
+    if (s->n_shared < 0 || s->n_shared > 16)
+        return tl_error(TL_EUSAGE, "moe", "shared experts %d outside [0, 16]", s->n_shared);
+    if ((int)s->dtype < 0 || s->dtype >= TL_MOE_NDTYPES)
+        return tl_error(TL_EUSAGE, "moe", "unknown dtype %d", (int)s->dtype);
+    return 0;
+}
+
+/* ---- random codes ----------------------------------------------------------------------------
+ * A counter-based generator: every row of every matrix gets its own stream seeded from (seed,
+ * matrix, row), so the result does not depend on how OpenMP splits the rows. */
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Approximately N(0, 1): the sum of four 16-bit uniforms, centred and scaled (Irwin-Hall), never
+ * exactly zero. Cheap enough for billions of weights. */
+static float normal4(uint64_t h)
+{
+    uint32_t a = (uint32_t)(h & 0xffff), b = (uint32_t)((h >> 16) & 0xffff);
+    uint32_t c = (uint32_t)((h >> 32) & 0xffff), d = (uint32_t)(h >> 48);
+    float s = ((float)(a + b + c + d) + 2.0f) * (1.0f / 65536.0f) - 2.0f; /* in (-2, 2) */
+    return s * 1.7320508f;                                               /* variance 1 */
+}
+
+static int alloc_weights(tl_moe_dtype d, int n_mat, int rows, int cols, tl_moe_weights *w)
+{
+    memset(w, 0, sizeof *w);
+    w->dtype = d;
+    w->n_mat = n_mat;
+    w->rows = rows;
+    w->cols = cols;
+    w->mat_code_bytes = tl_moe_code_bytes(d, rows, cols);
+    w->mat_scales = tl_moe_scale_count(d, rows, cols);
+    if (n_mat == 0) return 0;
+    w->codes = malloc(w->mat_code_bytes * (size_t)n_mat);
+    if (d == TL_MOE_FP8 || d == TL_MOE_A16W4) w->scales = malloc(w->mat_scales * (size_t)n_mat * sizeof(float));
+    if (d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8) w->e8m0 = malloc(w->mat_scales * (size_t)n_mat);
+    if (!w->codes || (w->mat_scales && !w->scales && !w->e8m0)) {
+        tl_moe_weights_free(w);
+        return tl_error(TL_EFAIL, "moe", "out of memory for %d x %d x %d weights", n_mat, rows, cols);
+    }
+    return 0;
+}
+
+/* One row of codes and its per-row scales (a16w4, mx) from its own stream. fp8 block scales are
+ * drawn separately (they span 128 rows). sigma is the target RMS of the dequantized values. */
+static void make_row(tl_moe_weights *w, int mat, int row, uint64_t seed, float *tmp)
+{
+    const int cols = w->cols;
+    const float sigma = 1.0f / sqrtf((float)cols);
+    uint64_t base = mix64(seed ^ mix64(((uint64_t)mat << 32) | (uint32_t)row));
+    size_t row_bytes = w->mat_code_bytes / (size_t)w->rows;
+    uint8_t *codes = w->codes + (size_t)mat * w->mat_code_bytes + (size_t)row * row_bytes;
+    switch (w->dtype) {
+    case TL_MOE_BF16:
+        for (int c = 0; c < cols; c++) tmp[c] = sigma * normal4(mix64(base + (uint64_t)c));
+        tl_encode_array16(TL_NF_BF16, tmp, (size_t)cols, 1, (uint16_t *)(void *)codes);
+        break;
+    case TL_MOE_FP8:   /* codes carry N(0, 64): the block scale brings them to sigma */
+    case TL_MOE_MXFP8: /* likewise, with a power-of-two scale per 32 */
+        for (int c = 0; c < cols; c++) tmp[c] = 64.0f * normal4(mix64(base + (uint64_t)c));
+        tl_encode_array8(TL_NF_E4M3FN, tmp, (size_t)cols, 1, codes);
+        break;
+    case TL_MOE_A16W4:
+    case TL_MOE_MXFP4: /* uniform nibbles: every INT4 / E2M1 code occurs */
+        for (size_t b = 0; b < row_bytes; b++) codes[b] = (uint8_t)(mix64(base + b) >> 56);
+        if (cols % 2) codes[row_bytes - 1] &= 0x0f; /* the unused high nibble stays 0 */
+        break;
+    default: break;
+    }
+    size_t per_row = w->dtype == TL_MOE_FP8 ? 0 : w->mat_scales / (size_t)w->rows;
+    for (size_t g = 0; g < per_row; g++) {
+        uint64_t h = mix64(base ^ 0x5ca1e5ca1e000000ull ^ g);
+        float u = (float)(h >> 40) * (1.0f / 16777216.0f); /* [0, 1) */
+        size_t at = (size_t)mat * w->mat_scales + (size_t)row * per_row + g;
+        if (w->dtype == TL_MOE_A16W4) /* uniform INT4 codes have RMS 4.6 */
+            w->scales[at] = sigma / 4.6f * (0.5f + u);
+        else { /* E2M1 uniform codes have RMS 2.9; E4M3 here 64. Exponent jitter -1, 0, +1 */
+            float rms = w->dtype == TL_MOE_MXFP4 ? 2.9f : 64.0f;
+            int e = 127 + (int)lrintf(log2f(sigma / rms)) + (int)(h % 3) - 1;
+            w->e8m0[at] = (uint8_t)(e < 0 ? 0 : e > 254 ? 254 : e);
+        }
+    }
+}
+
+int tl_moe_weights_make(tl_moe_dtype d, int n_mat, int rows, int cols, uint64_t seed,
+                        tl_moe_weights *w)
+{
+    if (n_mat < 0 || rows < 1 || cols < 1 || (int)d < 0 || d >= TL_MOE_NDTYPES)
+        return tl_error(TL_EUSAGE, "moe", "bad weight shape %d x %d x %d", n_mat, rows, cols);
+    int rc = alloc_weights(d, n_mat, rows, cols, w);
+    if (rc) return rc;
+    long long total = (long long)n_mat * rows;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *tmp = malloc((size_t)cols * sizeof(float));
+        if (!tmp) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (long long i = 0; i < total; i++)
+            if (tmp) make_row(w, (int)(i / rows), (int)(i % rows), seed, tmp);
+        free(tmp);
+    }
+    if (failed) {
+        tl_moe_weights_free(w);
+        return tl_error(TL_EFAIL, "moe", "out of memory");
+    }
+    if (d == TL_MOE_FP8) { /* block scales: sigma / 64 times a factor in [0.5, 1.5) */
+        const float sigma = 1.0f / sqrtf((float)cols);
+        for (size_t i = 0; i < w->mat_scales * (size_t)n_mat; i++) {
+            uint64_t h = mix64(seed ^ 0xb10cb10c00000000ull ^ i);
+            w->scales[i] = sigma / 64.0f * (0.5f + (float)(h >> 40) * (1.0f / 16777216.0f));
+        }
+    }
+    return 0;
+}
+
+void tl_moe_weights_free(tl_moe_weights *w)
+{
+    if (!w) return;
+    free(w->codes);
+    free(w->scales);
+    free(w->e8m0);
+    tl_moe_dtype d = w->dtype;
+    memset(w, 0, sizeof *w);
+    w->dtype = d;
+}
+
+int tl_moe_weights_dequant(const tl_moe_weights *w, int mat, float *y)
+{
+    if (mat < 0 || mat >= w->n_mat) return tl_error(TL_EUSAGE, "moe", "matrix %d outside [0, %d)", mat, w->n_mat);
+    const uint8_t *codes = w->codes + (size_t)mat * w->mat_code_bytes;
+    size_t rows = (size_t)w->rows, cols = (size_t)w->cols;
+    switch (w->dtype) {
+    case TL_MOE_BF16:
+        return tl_decode_array16(TL_NF_BF16, (const uint16_t *)(const void *)codes, rows * cols, y);
+    case TL_MOE_FP8:
+        return tl_bfp8_dequantize_weight(TL_NF_E4M3FN, BLOCK, codes, w->scales + (size_t)mat * w->mat_scales,
+                                         rows, cols, y);
+    case TL_MOE_A16W4:
+        return tl_int4_dequantize(BLOCK, codes, w->scales + (size_t)mat * w->mat_scales, NULL, rows, cols, y);
+    case TL_MOE_MXFP4:
+    case TL_MOE_MXFP8: {
+        tl_numfmt f = w->dtype == TL_MOE_MXFP4 ? TL_NF_E2M1 : TL_NF_E4M3FN;
+        size_t rb = tl_mx_code_bytes(f, cols), sb = tl_mx_num_blocks(cols, MX_BLOCK);
+        const uint8_t *sc = w->e8m0 + (size_t)mat * w->mat_scales;
+        for (size_t r = 0; r < rows; r++) {
+            int rc = tl_mx_dequantize(f, MX_BLOCK, codes + r * rb, sc + r * sb, cols, y + r * cols);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    default: return tl_error(TL_EUSAGE, "moe", "unknown dtype");
+    }
+}
+
+float tl_moe_weight_at(const tl_moe_weights *w, int mat, int row, int col)
+{
+    const uint8_t *codes = w->codes + (size_t)mat * w->mat_code_bytes;
+    size_t r = (size_t)row, c = (size_t)col, cols = (size_t)w->cols;
+    switch (w->dtype) {
+    case TL_MOE_BF16: {
+        const uint8_t *p = codes + 2 * (r * cols + c);
+        return tl_decode(TL_NF_BF16, (uint16_t)(p[0] | (p[1] << 8)));
+    }
+    case TL_MOE_FP8: {
+        size_t nb = ceil_div(cols, BLOCK);
+        float s = w->scales[(size_t)mat * w->mat_scales + (r / BLOCK) * nb + c / BLOCK];
+        return tl_decode(TL_NF_E4M3FN, codes[r * cols + c]) * s;
+    }
+    case TL_MOE_A16W4: {
+        uint8_t b = codes[r * tl_int4_row_bytes(cols) + c / 2];
+        int u = (c % 2) ? b >> 4 : b & 15;
+        float s = w->scales[(size_t)mat * w->mat_scales + r * ceil_div(cols, BLOCK) + c / BLOCK];
+        return (float)(u - 8) * s;
+    }
+    case TL_MOE_MXFP4:
+    case TL_MOE_MXFP8: {
+        size_t nb = ceil_div(cols, MX_BLOCK);
+        uint8_t sc = w->e8m0[(size_t)mat * w->mat_scales + r * nb + c / MX_BLOCK];
+        float x;
+        if (w->dtype == TL_MOE_MXFP4) {
+            uint8_t b = codes[r * ceil_div(cols, 2) + c / 2];
+            x = tl_decode(TL_NF_E2M1, (uint16_t)((c % 2) ? b >> 4 : b & 15));
+        } else {
+            x = tl_decode(TL_NF_E4M3FN, codes[r * cols + c]);
+        }
+        return x * tl_decode(TL_NF_E8M0, sc);
+    }
+    default: return NAN;
+    }
+}
+
+/* ---- token-side inputs --------------------------------------------------------------------- */
+
+static void free_tokens(tl_moe_inputs *in)
+{
+    free(in->x);
+    free(in->xq);
+    free(in->xs);
+    free(in->topk_ids);
+    free(in->topk_w);
+    in->x = NULL;
+    in->xq = NULL;
+    in->xs = NULL;
+    in->topk_ids = NULL;
+    in->topk_w = NULL;
+}
+
+int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r, uint64_t seed)
+{
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    free_tokens(in);
+    in->s = *s;
+    in->seed = seed;
+    size_t n = (size_t)s->tokens * (size_t)s->hidden, edges = (size_t)s->tokens * (size_t)s->top_k;
+    float *xf = malloc(n * sizeof(float));
+    in->x = malloc(n * sizeof(uint16_t));
+    in->topk_ids = malloc(edges * sizeof(int32_t));
+    in->topk_w = malloc(edges * sizeof(float));
+    if (s->dtype == TL_MOE_FP8) {
+        in->xq = malloc(n);
+        in->xs = malloc((size_t)s->tokens * ceil_div((size_t)s->hidden, BLOCK) * sizeof(float));
+    }
+    if (!xf || !in->x || !in->topk_ids || !in->topk_w || (s->dtype == TL_MOE_FP8 && (!in->xq || !in->xs))) {
+        free(xf);
+        free_tokens(in);
+        return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
+    }
+    tl_rng g;
+    tl_rng_seed(&g, seed ^ 0x70c3e5ull);
+    for (size_t i = 0; i < n; i++) xf[i] = (float)tl_rng_normal(&g);
+    tl_encode_array16(TL_NF_BF16, xf, n, 1, in->x);
+    tl_decode_array16(TL_NF_BF16, in->x, n, xf); /* fp8 quantizes the bf16 values */
+    if (s->dtype == TL_MOE_FP8)
+        rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
+    free(xf);
+    if (!rc) rc = tl_route(r, s->tokens, s->n_experts, s->top_k, seed, in->topk_ids, in->topk_w);
+    if (rc) free_tokens(in);
+    return rc;
+}
+
+int tl_moe_inputs_make(const tl_moe_shape *s, const tl_routing *r, uint64_t seed, tl_moe_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    in->s = *s;
+    uint64_t ws = mix64(seed ^ 0x3e16b75ull);
+    rc = tl_moe_weights_make(s->dtype, s->n_experts, 2 * s->width, s->hidden, ws, &in->w1);
+    if (!rc) rc = tl_moe_weights_make(s->dtype, s->n_experts, s->hidden, s->width, ws + 1, &in->w2);
+    if (!rc) rc = tl_moe_weights_make(s->dtype, s->n_shared, 2 * s->width, s->hidden, ws + 2, &in->ws1);
+    if (!rc) rc = tl_moe_weights_make(s->dtype, s->n_shared, s->hidden, s->width, ws + 3, &in->ws2);
+    if (!rc) rc = tl_moe_tokens_make(in, s, r, seed);
+    if (rc) tl_moe_inputs_free(in);
+    return rc;
+}
+
+void tl_moe_inputs_free(tl_moe_inputs *in)
+{
+    if (!in) return;
+    free_tokens(in);
+    tl_moe_weights_free(&in->w1);
+    tl_moe_weights_free(&in->w2);
+    tl_moe_weights_free(&in->ws1);
+    tl_moe_weights_free(&in->ws2);
+}
+
+/* ---- shared pieces of both paths ------------------------------------------------------------ */
+
+static float silu(float g) { return g / (1.0f + expf(-g)); }
+
+/* x of token t as the kernel reads it: bf16 values, or the block-FP8 values for fp8. */
+static void token_row(const tl_moe_inputs *in, int t, float *row)
+{
+    size_t H = (size_t)in->s.hidden;
+    if (in->s.dtype == TL_MOE_FP8)
+        tl_bfp8_dequantize_act(TL_NF_E4M3FN, BLOCK, in->xq + (size_t)t * H,
+                               in->xs + (size_t)t * ceil_div(H, BLOCK), 1, H, row);
+    else
+        tl_decode_array16(TL_NF_BF16, in->x + (size_t)t * H, H, row);
+}
+
+/* Stage 1's epilogue and Q2 on one row: h (2*width: gate then up, float32) -> a (width floats, the
+ * values stage 2 reads) and, if code is not NULL, the bf16 codes stage 1 writes. */
+static void swiglu_q2(tl_moe_dtype d, int width, const float *h, float *a, uint16_t *code)
+{
+    uint16_t tmp_code[1024];
+    for (int j0 = 0; j0 < width; j0 += 1024) {
+        int n = width - j0 < 1024 ? width - j0 : 1024;
+        float v[1024];
+        for (int j = 0; j < n; j++) v[j] = silu(h[j0 + j]) * h[width + j0 + j];
+        tl_encode_array16(TL_NF_BF16, v, (size_t)n, 0, tmp_code);
+        tl_decode_array16(TL_NF_BF16, tmp_code, (size_t)n, a + j0);
+        if (code) memcpy(code + j0, tmp_code, (size_t)n * sizeof(uint16_t));
+    }
+    if (d == TL_MOE_FP8) {
+        size_t groups = ceil_div((size_t)width, BLOCK);
+        uint8_t *q = malloc((size_t)width);
+        float *s = malloc(groups * sizeof(float));
+        if (q && s) {
+            tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, a, 1, (size_t)width, q, s);
+            tl_bfp8_dequantize_act(TL_NF_E4M3FN, BLOCK, q, s, 1, (size_t)width, a);
+        } else {
+            for (int j = 0; j < width; j++) a[j] = NAN; /* never passes a check */
+        }
+        free(q);
+        free(s);
+    }
+}
+
+/* ---- the reference ---------------------------------------------------------------------------- */
+
+typedef struct {
+    float *w1, *w2;     /* dequantized weights of one expert */
+    float *a, *h, *y;   /* gathered x rows, gate|up, output rows */
+    int cap;            /* rows a/h/y can hold */
+} ref_scratch;
+
+static void scratch_free(ref_scratch *s)
+{
+    free(s->w1);
+    free(s->w2);
+    free(s->a);
+    free(s->h);
+    free(s->y);
+    memset(s, 0, sizeof *s);
+}
+
+static int scratch_rows(ref_scratch *s, int rows, int H, int WI)
+{
+    if (rows <= s->cap) return 0;
+    free(s->a);
+    free(s->h);
+    free(s->y);
+    s->a = malloc((size_t)rows * (size_t)H * sizeof(float));
+    s->h = malloc((size_t)rows * 2 * (size_t)WI * sizeof(float));
+    s->y = malloc((size_t)rows * (size_t)H * sizeof(float));
+    s->cap = (s->a && s->h && s->y) ? rows : 0;
+    return s->cap ? 0 : TL_EFAIL;
+}
+
+/* One expert's MLP on `rows` gathered rows: a (rows x H) -> y (rows x H); act codes per row. */
+static int expert_mlp(const tl_moe_inputs *in, const tl_moe_weights *w1, const tl_moe_weights *w2,
+                      int e, int rows, ref_scratch *s, uint16_t *const *act_rows)
+{
+    const int H = in->s.hidden, WI = in->s.width;
+    if (tl_moe_weights_dequant(w1, e, s->w1) || tl_moe_weights_dequant(w2, e, s->w2)) return TL_EFAIL;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, 2 * WI, H, 1.0f, s->a, H, s->w1, H, 0.0f,
+                s->h, 2 * WI);
+    float *act = malloc((size_t)rows * (size_t)WI * sizeof(float));
+    if (!act) return TL_EFAIL;
+    for (int r = 0; r < rows; r++)
+        swiglu_q2(in->s.dtype, WI, s->h + (size_t)r * 2 * WI, act + (size_t)r * WI, act_rows ? act_rows[r] : NULL);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H, WI, 1.0f, act, WI, s->w2, WI, 0.0f, s->y, H);
+    free(act);
+    return 0;
+}
+
+static int worklist_matches(const tl_moe_inputs *in, const tl_worklist *wl)
+{
+    const tl_moe_shape *s = &in->s;
+    if (!wl || wl->n_experts != s->n_experts || wl->tile_m < 1 || !wl->sorted_ids)
+        return tl_error(TL_EUSAGE, "moe reference", "the worklist was not built for these inputs");
+    long long edges = (long long)s->tokens * s->top_k, seen = 0;
+    for (int t = 0; t < wl->n_tiles; t++) {
+        int e = wl->tile_expert[t];
+        if (e < 0 || e >= s->n_experts) return tl_error(TL_EUSAGE, "moe reference", "tile %d has expert %d", t, e);
+        for (int r = 0; r < wl->tile_m; r++) {
+            int32_t id = wl->sorted_ids[(size_t)t * wl->tile_m + r];
+            if (id == TL_WL_PAD) continue;
+            if (id < 0 || id >= edges || in->topk_ids[id] != e)
+                return tl_error(TL_EUSAGE, "moe reference", "worklist row %d of tile %d does not match the routing", r, t);
+            seen++;
+        }
+    }
+    if (seen != edges)
+        return tl_error(TL_EUSAGE, "moe reference", "worklist holds %lld edges, routing %lld", seen, edges);
+    return 0;
+}
+
+/* Shared experts: every token through each, weight 1, added after the routed combine. */
+static int shared_experts(const tl_moe_inputs *in, float *out)
+{
+    const int H = in->s.hidden, M = in->s.tokens;
+    ref_scratch s = {0};
+    int rc = 0;
+    s.w1 = malloc((size_t)2 * in->s.width * (size_t)H * sizeof(float));
+    s.w2 = malloc((size_t)in->s.width * (size_t)H * sizeof(float));
+    if (!s.w1 || !s.w2 || scratch_rows(&s, M, H, in->s.width)) rc = TL_EFAIL;
+    for (int t = 0; !rc && t < M; t++) token_row(in, t, s.a + (size_t)t * H);
+    for (int e = 0; !rc && e < in->s.n_shared; e++) {
+        rc = expert_mlp(in, &in->ws1, &in->ws2, e, M, &s, NULL);
+        for (size_t i = 0; !rc && i < (size_t)M * H; i++) out[i] += s.y[i];
+    }
+    scratch_free(&s);
+    return rc ? tl_error(TL_EFAIL, "moe reference", "out of memory (shared experts)") : 0;
+}
+
+int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act)
+{
+    int rc = worklist_matches(in, wl);
+    if (rc) return rc;
+    const int H = in->s.hidden, WI = in->s.width, k = in->s.top_k, M = in->s.tokens;
+    const size_t edges = (size_t)M * (size_t)k;
+    float *ybuf = malloc(edges * (size_t)H * sizeof(float));
+    /* first tile of each expert (tiles of one expert are consecutive) */
+    int *first = malloc(((size_t)in->s.n_experts + 1) * sizeof(int));
+    if (!ybuf || !first) {
+        free(ybuf);
+        free(first);
+        return tl_error(TL_EFAIL, "moe reference", "out of memory");
+    }
+    for (int e = 0; e <= in->s.n_experts; e++) first[e] = -1;
+    for (int t = wl->n_tiles - 1; t >= 0; t--) first[wl->tile_expert[t]] = t;
+    if (act) memset(act, 0, (size_t)wl->n_rows_padded * (size_t)WI * sizeof(uint16_t));
+
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1); /* parallel over experts instead */
+    int failed = 0;
+#pragma omp parallel
+    {
+        ref_scratch s = {0};
+        s.w1 = malloc((size_t)2 * WI * (size_t)H * sizeof(float));
+        s.w2 = malloc((size_t)WI * (size_t)H * sizeof(float));
+        int ok = s.w1 && s.w2;
+#pragma omp for schedule(dynamic, 1)
+        for (int e = 0; e < in->s.n_experts; e++) {
+            if (!ok || first[e] < 0) continue;
+            int n = wl->expert_count[e], t0 = first[e];
+            if (scratch_rows(&s, n, H, WI)) {
+                ok = 0;
+                continue;
+            }
+            int32_t *ids = malloc((size_t)n * sizeof(int32_t));
+            uint16_t **act_rows = act ? malloc((size_t)n * sizeof(uint16_t *)) : NULL;
+            if (!ids || (act && !act_rows)) {
+                free(ids);
+                ok = 0;
+                continue;
+            }
+            int r = 0; /* gather in worklist order */
+            for (int t = t0; t < wl->n_tiles && wl->tile_expert[t] == e; t++)
+                for (int j = 0; j < wl->tile_m; j++) {
+                    size_t row = (size_t)t * wl->tile_m + j;
+                    int32_t id = wl->sorted_ids[row];
+                    if (id == TL_WL_PAD || r >= n) continue;
+                    ids[r] = id;
+                    if (act_rows) act_rows[r] = act + row * (size_t)WI;
+                    token_row(in, id / k, s.a + (size_t)r * H);
+                    r++;
+                }
+            if (r != n || expert_mlp(in, &in->w1, &in->w2, e, n, &s, act_rows)) ok = 0;
+            for (int j = 0; ok && j < n; j++) {
+                float wgt = in->topk_w[ids[j]];
+                float *dst = ybuf + (size_t)ids[j] * H, *src = s.y + (size_t)j * H;
+                for (int c = 0; c < H; c++) dst[c] = wgt * src[c];
+            }
+            free(ids);
+            free(act_rows);
+        }
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        scratch_free(&s);
+    }
+    openblas_set_num_threads(blas_threads);
+    free(first);
+    if (failed) {
+        free(ybuf);
+        return tl_error(TL_EFAIL, "moe reference", "out of memory or a bad worklist");
+    }
+    /* the combine, in slot order: each token sums its own k rows (no two threads share a token) */
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < M; t++) {
+        float *o = out + (size_t)t * H;
+        for (int c = 0; c < H; c++) o[c] = 0.0f;
+        for (int sl = 0; sl < k; sl++) {
+            const float *y = ybuf + ((size_t)t * k + sl) * H;
+            for (int c = 0; c < H; c++) o[c] += y[c];
+        }
+    }
+    free(ybuf);
+    return in->s.n_shared ? shared_experts(in, out) : 0;
+}
+
+/* ---- the naive loop ------------------------------------------------------------------------ */
+
+static void naive_expert(const tl_moe_inputs *in, const tl_moe_weights *w1, const tl_moe_weights *w2,
+                         int e, const float *x, float *h, float *a, double *y)
+{
+    const int H = in->s.hidden, WI = in->s.width;
+    for (int j = 0; j < 2 * WI; j++) {
+        double acc = 0;
+        for (int c = 0; c < H; c++) acc += (double)x[c] * tl_moe_weight_at(w1, e, j, c);
+        h[j] = (float)acc;
+    }
+    swiglu_q2(in->s.dtype, WI, h, a, NULL);
+    for (int n = 0; n < H; n++) {
+        double acc = 0;
+        for (int j = 0; j < WI; j++) acc += (double)a[j] * tl_moe_weight_at(w2, e, n, j);
+        y[n] = acc;
+    }
+}
+
+int tl_moe_naive(const tl_moe_inputs *in, float *out)
+{
+    const int H = in->s.hidden, WI = in->s.width, k = in->s.top_k;
+    float *x = malloc((size_t)H * sizeof(float)), *h = malloc((size_t)2 * WI * sizeof(float));
+    float *a = malloc((size_t)WI * sizeof(float));
+    double *y = malloc((size_t)H * sizeof(double)), *o = malloc((size_t)H * sizeof(double));
+    int rc = (x && h && a && y && o) ? 0 : tl_error(TL_EFAIL, "moe naive", "out of memory");
+    for (int t = 0; !rc && t < in->s.tokens; t++) {
+        token_row(in, t, x);
+        for (int c = 0; c < H; c++) o[c] = 0;
+        for (int sl = 0; sl < k; sl++) {
+            int e = in->topk_ids[(size_t)t * k + sl];
+            double wgt = in->topk_w[(size_t)t * k + sl];
+            naive_expert(in, &in->w1, &in->w2, e, x, h, a, y);
+            for (int c = 0; c < H; c++) o[c] += wgt * y[c];
+        }
+        for (int e = 0; e < in->s.n_shared; e++) {
+            naive_expert(in, &in->ws1, &in->ws2, e, x, h, a, y);
+            for (int c = 0; c < H; c++) o[c] += y[c];
+        }
+        for (int c = 0; c < H; c++) out[(size_t)t * H + c] = (float)o[c];
+    }
+    free(x);
+    free(h);
+    free(a);
+    free(y);
+    free(o);
+    return rc;
+}
+
+/* ---- tolerance ------------------------------------------------------------------------------ */
+
+int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
+{
+    /* stage 1: same quantized inputs, float32 accumulation over hidden, output rounded to bf16 */
+    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_NF_BF16, s->hidden, 1, 4.0};
+    /* stage 2: its input may round differently on each side, float32 accumulation over width */
+    tl_tol_spec s2 = {(int)tl_moe_act_format(s->dtype), TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 0, 4.0};
+    tl_tolerance t1, t2;
+    int rc = tl_tolerance_make(&s1, &t1);
+    if (!rc) rc = tl_tolerance_make(&s2, &t2);
+    if (rc) return rc;
+    t->predicted = sqrt(t1.predicted * t1.predicted + t2.predicted * t2.predicted);
+    t->rel_rms = 4.0 * t->predicted;
+    t->check_max_abs = 1;
+    return 0;
+}

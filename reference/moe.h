@@ -1,0 +1,148 @@
+/* The fused MoE's CPU reference: the same function the GPU kernel computes, on the same quantized
+ * inputs, plus an independent naive loop to check the reference itself.
+ *
+ * The function (one MoE FFN layer, routed experts, optional shared experts):
+ *   for each token t and slot s < k:  e = topk_ids[t*k+s], w = topk_w[t*k+s]
+ *     g, u  = x_t . W1[e][gate rows]^T,  x_t . W1[e][up rows]^T      (stage 1, K = hidden)
+ *     a     = Q2(bf16(silu(g) * u))                                    (the stage-1 output)
+ *     y_ts  = a . W2[e]^T                                              (stage 2, K = width)
+ *   out_t = sum_{s = 0..k-1, in slot order} (w * y_ts)  [+ sum over shared experts of y_t]
+ * in float32 (the naive loop accumulates in double).
+ *
+ * Where the intermediate is quantized, and how (the kernel does exactly this):
+ *   - stage 1 rounds silu(g) * u (float32) to bf16, RNE: the activation buffer it writes is bf16;
+ *   - for dtype fp8, stage 2 reads that buffer re-quantized per row in 1x128 groups to E4M3FN with
+ *     float32 scales (amax clamped to 1e-4, scale = amax / 448, RNE, saturating: numerics/blockfp8.h),
+ *     so Q2 = dequantize(quantize_act(.)); for every other dtype Q2 is the identity (bf16 feeds the
+ *     bf16 matrix instructions).
+ *
+ * Data types (weights; activations x are bf16 except fp8, where x is block-FP8 as below):
+ *   bf16   weights bf16
+ *   fp8    DeepSeek-V3 block FP8: weights E4M3FN in 128x128 blocks with float32 scales
+ *          [ceil(rows/128)][ceil(cols/128)], activations E4M3FN in 1x128 groups with float32 scales
+ *   a16w4  INT4 weights, symmetric, groups of 128 along K, float32 scales [rows][ceil(cols/128)],
+ *          packed two per byte (numerics/int4.h); activations bf16
+ *   mxfp4  OCP MXFP4: E2M1 weights packed two per byte, one E8M0 scale per 32 along K
+ *          [rows][ceil(cols/32)] (numerics/mx.h); activations bf16
+ *   mxfp8  OCP MXFP8: E4M3FN weights, one E8M0 scale per 32 along K; activations bf16
+ *
+ * Layouts (row-major, K contiguous): W1 is [E][2*width][hidden]: rows 0..width-1 are the gate
+ * projection, rows width..2*width-1 the up projection; W2 is [E][hidden][width]; x is [tokens][hidden].
+ * The GPU kernel (kernels/moe.h) reads these very arrays.
+ *
+ * Inputs are random and seeded, never all zeros: weights are drawn as codes of their own format
+ * (normal values encoded, or uniform codes for INT4/FP4) with random positive scales, so no
+ * quantization of big weight arrays is needed and every code of the format can occur.
+ */
+#ifndef TL_REFERENCE_MOE_H
+#define TL_REFERENCE_MOE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../core/tl.h"
+#include "../numerics/formats.h"
+#include "../numerics/metrics.h"
+#include "../simulator/moe.h"
+#include "../simulator/worklist.h"
+
+/* One problem's shape. width is the per-GPU expert width (the model's width / tp). */
+typedef struct {
+    int tokens;    /* M >= 1 */
+    int hidden;    /* H */
+    int width;     /* I per GPU */
+    int n_experts; /* E (routed) */
+    int top_k;     /* k <= E */
+    int n_shared;  /* shared experts (width each), 0 = none */
+    tl_moe_dtype dtype;
+} tl_moe_shape;
+
+/* n_mat matrices of rows x cols in one of the formats above. */
+typedef struct {
+    tl_moe_dtype dtype;
+    int n_mat, rows, cols;
+    uint8_t *codes;         /* n_mat * mat_code_bytes */
+    size_t mat_code_bytes;  /* bytes of one matrix's codes */
+    float *scales;          /* fp8, a16w4: n_mat * mat_scales floats; else NULL */
+    uint8_t *e8m0;          /* mxfp4, mxfp8: n_mat * mat_scales bytes; else NULL */
+    size_t mat_scales;      /* scale entries of one matrix */
+} tl_moe_weights;
+
+typedef struct {
+    tl_moe_shape s;
+    uint64_t seed;
+    uint16_t *x;          /* bf16 codes [tokens][hidden] (fp8: the values before quantization) */
+    uint8_t *xq;          /* fp8 only: E4M3FN codes [tokens][hidden] */
+    float *xs;            /* fp8 only: scales [tokens][ceil(hidden/128)] */
+    int32_t *topk_ids;    /* [tokens * k] */
+    float *topk_w;        /* [tokens * k], positive, summing to 1 per token */
+    tl_moe_weights w1, w2;   /* routed experts */
+    tl_moe_weights ws1, ws2; /* shared experts (n_mat = n_shared; empty when 0) */
+} tl_moe_inputs;
+
+/* Bytes of one rows x cols matrix's codes and number of its scale entries in this dtype. */
+size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols);
+size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols);
+/* Bytes of weights (codes and scales) per element, for bandwidth figures. */
+double tl_moe_weight_bytes_per_elem(tl_moe_dtype d);
+/* The format stage 2 reads its activations in: TL_NF_E4M3FN for fp8, else TL_NF_BF16. */
+tl_numfmt tl_moe_act_format(tl_moe_dtype d);
+
+/* Checks a shape: all sizes >= 1 (n_shared >= 0), k <= E, hidden and width <= 65536, tokens <= 2^20,
+ * tokens * k and the weight sizes within size_t. TL_EUSAGE with a message otherwise. */
+int tl_moe_shape_check(const tl_moe_shape *s);
+
+/* Random weights: n_mat matrices rows x cols of dtype d, values of RMS about 1/sqrt(cols).
+ * Deterministic for (seed, d, n_mat, rows, cols) whatever the thread count (a counter-based
+ * generator per row). TL_EFAIL on allocation failure (then *w is left empty). Cost: O(n_mat * rows
+ * * cols), parallel over rows with OpenMP; DeepSeek-V3.2's 256 experts (11.3 G elements) take
+ * seconds on 16 cores and 22.5 GB (bf16) of memory. */
+int tl_moe_weights_make(tl_moe_dtype d, int n_mat, int rows, int cols, uint64_t seed,
+                        tl_moe_weights *w);
+void tl_moe_weights_free(tl_moe_weights *w);
+/* Dequantizes matrix `mat` into y (rows * cols floats), exactly (numerics' dequantizers). */
+int tl_moe_weights_dequant(const tl_moe_weights *w, int mat, float *y);
+/* The value of one element, decoded on its own (no bulk path): what the naive loop uses. */
+float tl_moe_weight_at(const tl_moe_weights *w, int mat, int row, int col);
+
+/* Token-side inputs for s->tokens tokens: x ~ N(0, 1) in bf16 (and its block-FP8 form for fp8),
+ * routing by r with this seed (topk weights from tl_route). Frees any token-side arrays *in
+ * already holds; leaves the weights alone. */
+int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r,
+                       uint64_t seed);
+/* Everything: weights (seeded from seed) and token-side inputs. On error *in is freed. */
+int tl_moe_inputs_make(const tl_moe_shape *s, const tl_routing *r, uint64_t seed,
+                       tl_moe_inputs *in);
+void tl_moe_inputs_free(tl_moe_inputs *in);
+
+/* The reference: walks the worklist (built by the caller with tl_worklist_build from in->topk_ids;
+ * its tile_m is irrelevant to the result), per expert gathers its rows, dequantizes its weights,
+ * cblas_sgemm for both stages (OpenMP over experts, BLAS single-threaded inside), SwiGLU, Q2, and
+ * writes per-edge weighted rows that a serial pass sums in slot order (no races, deterministic).
+ * out: tokens * hidden floats. act, if not NULL, gets the stage-1 output as bf16 codes, one row per
+ * worklist row ([wl->n_rows_padded][width], padding rows 0). Errors: TL_EUSAGE for a worklist that
+ * does not match the inputs, TL_EFAIL on allocation failure. Cost: 2 * tokens * k * 3 * width *
+ * hidden FLOPs plus dequantizing every active expert (its rows x cols) once; memory per thread
+ * 3 * width * hidden floats. */
+int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act);
+
+/* The naive loop: the definition above as straight loops over tokens, slots, outputs and K, in
+ * double, decoding every weight element on its own (tl_moe_weight_at); no BLAS, no worklist.
+ * out: tokens * hidden floats. Cost: the same FLOPs as the reference but 10-100x slower: for small
+ * shapes only. */
+int tl_moe_naive(const tl_moe_inputs *in, float *out);
+
+/* The tolerance of the final output against the reference for this shape: two chained float32
+ * reductions (K = hidden, then K = width) with the intermediate in the stage-2 input format,
+ * which the kernel may round differently from the reference (ref_same_inputs = 0 for it). */
+int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

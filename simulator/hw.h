@@ -1,0 +1,113 @@
+/* Hardware presets: one GPU's compute units, caches, memory, ceilings and matrix instructions.
+ *
+ * A preset is a JSON file under presets/hw/ (compiled into the binary) or a user's own file of the
+ * same shape. Every hardware number the simulator uses comes from here; nothing is typed into code.
+ *
+ * JSON shape (keys the loader reads; unknown keys are ignored):
+ *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
+ *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
+ *   hbm_per_cu_gbps, description (optional),
+ *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
+ *                 "hbm_copy_gbps": {"measured": 6068.8},
+ *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
+ *     (a ceiling an arch lacks is omitted; either of datasheet/measured may be absent),
+ *   "matrix_instructions": [ {"name": "v_mfma_f32_16x16x32_bf16", "m": 16, "n": 16, "k": 32,
+ *                             "a": "bf16", "b": "bf16", "cycles": 16}, ... ]
+ *     dtype names: "bf16", "f16", "fp8", "fp6", "fp4", "f32", "f64" ("fp8" covers e4m3/e5m2 and
+ *     their FNUZ forms on gfx942); "cycles" = cycles one matrix core is busy per instruction.
+ *   Overlay files (written by `tilelab bench roofline --save`) also carry "device", "date",
+ *   "source"; they may hold only "ceilings".
+ *
+ * Units: clock in MHz, bandwidth in GB/s (10^9 B/s), compute in TFLOP/s (10^12), times in
+ * microseconds, capacities as named (KiB, MiB, GB).
+ */
+#ifndef TL_SIM_HW_H
+#define TL_SIM_HW_H
+
+#include "../core/tl.h"
+
+#define TL_HW_MAX_INSTR 32
+#define TL_HW_NAME_LEN 64
+
+/* One ceiling; 0 means "not known". */
+typedef struct {
+    double datasheet;
+    double measured;
+} tl_ceiling;
+
+typedef struct {
+    tl_ceiling hbm_read_gbps;
+    tl_ceiling hbm_copy_gbps;
+    tl_ceiling bf16_tflops;
+    tl_ceiling fp8_tflops;
+    tl_ceiling fp6_tflops;
+    tl_ceiling fp4_tflops;
+} tl_hw_ceilings;
+
+/* One matrix-core instruction: D[m x n] += A[m x k] * B[k x n] on one matrix core. */
+typedef struct {
+    char name[TL_HW_NAME_LEN];
+    int m, n, k;
+    char a[8], b[8]; /* input dtypes, see above */
+    int cycles;      /* matrix-core cycles per instruction */
+} tl_instr;
+
+typedef struct {
+    char name[TL_HW_NAME_LEN];  /* "mi355x" */
+    char description[128];
+    char arch[16];              /* "gfx950" | "gfx942" | "sm_90" */
+    int cus;                    /* compute units (AMD) or SMs (NVIDIA) */
+    int xcds;                   /* chiplets whose L2 is private; 1 on a monolithic GPU */
+    double clock_mhz;           /* the engine clock the datasheet peaks assume */
+    int wave_size;              /* 64 on CDNA, 32 (warp) on NVIDIA */
+    int matrix_cores_per_cu;
+    double lds_kib;             /* per CU */
+    double l2_mib_per_xcd;
+    double llc_mib;             /* MALL / Infinity Cache; 0 when none */
+    double hbm_gb;
+    double launch_us;           /* fixed cost of one kernel launch (plus its first wave's ramp) */
+    double item_fixed_us;       /* fixed cost per work item of a GEMM-like kernel: pipeline fill
+                                   (first loads' latency) and epilogue; an estimate */
+    double hbm_per_cu_gbps;     /* the most one CU/SM streams from HBM on its own (Little's law:
+                                   bytes in flight / latency); an estimate until measured */
+    tl_hw_ceilings ceilings;
+    tl_instr instr[TL_HW_MAX_INSTR];
+    int n_instr;
+    /* from the last overlay that carried them ("" when none) */
+    char device[128];
+    char date[64];
+    char source[1024];
+} tl_hw;
+
+/* Loads spec into *out. spec is a preset name ("mi355x"), a path to a JSON file, or a
+ * comma-separated list whose first item is the base (name or path) and whose other items are
+ * overlay files merged over it key by key (objects merge recursively; arrays and scalars replace).
+ * Errors (TL_EUSAGE, one line): unknown preset (the message lists the known ones), unreadable
+ * file, malformed JSON (file, line and column), missing or out-of-range field (names it).
+ * Cost: parses each file once; microseconds. *out is plain data: nothing to free. */
+int tl_hw_load(const char *spec, tl_hw *out);
+
+/* The preset names compiled into the binary, NULL-terminated, sorted ("h200", "mi300x", "mi355x").
+ * Static storage; do not free. */
+const char *const *tl_hw_list(void);
+
+/* The ceiling's best-known value: measured when present, else datasheet, else 0. */
+double tl_ceiling_value(tl_ceiling c);
+
+/* Peak rate of one instruction over the whole GPU in TFLOP/s:
+ * 2*m*n*k * matrix_cores_per_cu * cus * clock / cycles. */
+double tl_hw_instr_tflops(const tl_hw *hw, const tl_instr *in);
+
+/* Picks the instruction for inputs a_dtype x b_dtype and a tile of tile_m rows: among the
+ * instructions whose (a, b) match and whose m divides tile_m, the fastest per FLOP, ties broken by
+ * the larger m, then the smaller k. Mixed FP8/FP6/FP4 pairs on gfx950 match the f8f6f4
+ * instructions (listed there with a = b = the slower of the two; "fp8" x "fp4" looks up "fp8").
+ * Returns TL_EUSAGE with a message when no instruction fits ("gfx942 has no fp4 instruction",
+ * "tile height 8 is not a multiple of any bf16 instruction's M (16, 32)"). */
+int tl_hw_pick_instr(const tl_hw *hw, const char *a_dtype, const char *b_dtype, int tile_m,
+                     tl_instr *out);
+
+/* True when hw has any instruction with inputs of this dtype. */
+int tl_hw_has_dtype(const tl_hw *hw, const char *dtype);
+
+#endif

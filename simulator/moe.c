@@ -1,0 +1,281 @@
+/* The fused MoE cost model (contract and what it ignores: moe.h). */
+#include "moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TILE_N 128
+
+typedef struct {
+    const char *name;
+    double weight_bytes; /* per weight element, scales included */
+    double act_bytes;    /* per stage-1 input element, scales included */
+} dtype_info;
+
+/* As the project's kernel and reference define the types (reference/moe.h): fp8 = DeepSeek block
+ * FP8 (one fp32 scale per 128x128 weight block, per 1x128 activation group); a16w4 = INT4 weights
+ * with one fp32 scale per 128 along K; mxfp4/mxfp8 = E2M1/E4M3 weights with one E8M0 byte per 32.
+ * Activations are bf16 except for fp8. The stage-1 output buffer is bf16 for every type (fp8's stage
+ * 2 re-quantizes it as it loads it). */
+static const dtype_info dtypes[TL_MOE_NDTYPES] = {
+    [TL_MOE_BF16] = {"bf16", 2.0, 2.0},
+    [TL_MOE_FP8] = {"fp8", 1.0 + 4.0 / (128.0 * 128.0), 1.0 + 4.0 / 128.0},
+    [TL_MOE_A16W4] = {"a16w4", 0.5 + 4.0 / 128.0, 2.0},
+    [TL_MOE_MXFP4] = {"mxfp4", 0.5 + 1.0 / 32.0, 2.0},
+    [TL_MOE_MXFP8] = {"mxfp8", 1.0 + 1.0 / 32.0, 2.0},
+};
+
+int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out)
+{
+    for (int d = 0; d < TL_MOE_NDTYPES; d++)
+        if (s && strcmp(s, dtypes[d].name) == 0) {
+            *out = (tl_moe_dtype)d;
+            return 0;
+        }
+    return tl_error(TL_EUSAGE, "--dtype", "unknown dtype '%s' (bf16, fp8, a16w4, mxfp4, mxfp8)", s ? s : "");
+}
+
+const char *tl_moe_dtype_name(tl_moe_dtype d)
+{
+    return (d >= 0 && d < TL_MOE_NDTYPES) ? dtypes[d].name : "?";
+}
+
+void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
+{
+    /* only fp8 has 8-bit activations; the weight-only types dequantize to bf16 in registers */
+    const char *t = (d == TL_MOE_FP8 && tl_hw_has_dtype(hw, "fp8")) ? "fp8" : "bf16";
+    *a = *b = t;
+}
+
+/* The matrix ceiling that goes with an instruction's input type. */
+static tl_ceiling matrix_ceiling(const tl_hw *hw, const char *dtype)
+{
+    if (strcmp(dtype, "fp8") == 0) return hw->ceilings.fp8_tflops;
+    if (strcmp(dtype, "fp6") == 0) return hw->ceilings.fp6_tflops;
+    if (strcmp(dtype, "fp4") == 0) return hw->ceilings.fp4_tflops;
+    return hw->ceilings.bf16_tflops;
+}
+
+static int validate(const tl_moe_problem *p)
+{
+    if (!p || !p->hw || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing hardware or model");
+    if (p->tokens < 1) return tl_error(TL_EUSAGE, "--tokens", "tokens = %d must be at least 1", p->tokens);
+    if (p->stage != 1 && p->stage != 2) return tl_error(TL_EUSAGE, "--stage", "stage %d is not 1 or 2", p->stage);
+    if (p->tp < 1 || p->tp > 1024) return tl_error(TL_EUSAGE, "--tp", "tp = %d outside [1, 1024]", p->tp);
+    if (p->tile_m < 1 || p->tile_m > 4096)
+        return tl_error(TL_EUSAGE, "--tile-m", "tile height %d outside [1, 4096]", p->tile_m);
+    if (p->tile_n < 0 || p->tile_n > 65536)
+        return tl_error(TL_EUSAGE, "--tile-n", "tile width %d outside [1, 65536]", p->tile_n);
+    if (p->dtype < 0 || p->dtype >= TL_MOE_NDTYPES) return tl_error(TL_EUSAGE, "--dtype", "unknown dtype");
+    return 0;
+}
+
+int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl)
+{
+    memset(wl, 0, sizeof *wl);
+    if (validate(p)) return TL_EUSAGE;
+    int E, k, width;
+    tl_model_moe_shape(p->model, &E, &k, &width);
+    if ((int64_t)p->tokens * k > INT32_MAX)
+        return tl_error(TL_EUSAGE, "--tokens", "tokens x k = %lld edges exceed 2^31 - 1", (long long)p->tokens * k);
+    if (k < 1 || E < 1 || k > E) return tl_error(TL_EUSAGE, "--model", "bad MoE shape E = %d, k = %d", E, k);
+    int32_t *ids = malloc((size_t)p->tokens * (size_t)k * sizeof *ids);
+    if (!ids) return tl_error(TL_EFAIL, "sim moe", "out of memory for %d x %d routing ids", p->tokens, k);
+    int rc = tl_route(&p->routing, p->tokens, E, k, p->seed, ids, NULL);
+    if (!rc) rc = tl_worklist_build(ids, p->tokens, k, E, p->tile_m, wl);
+    free(ids);
+    return rc;
+}
+
+void tl_moe_result_free(tl_moe_result *r)
+{
+    if (!r) return;
+    free(r->items);
+    r->items = NULL;
+}
+
+/* What the work items of one tile's n-blocks [nb0, nb1) move to and from HBM. Bytes are charged
+ * to the item that first touches them: an expert's weight columns to its first tile, a tile's
+ * activations and metadata to its first n-block, outputs to every item. */
+typedef struct {
+    const tl_worklist *wl;
+    int N, K, tile_n, n_blocks, tile_m, stage;
+    double w_elem, in_elem, out_elem, act_share;
+} cost_ctx;
+
+typedef struct {
+    double w, a, o, m;
+} byte_parts;
+
+static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
+{
+    byte_parts b = {0, 0, 0, 0};
+    int rows = c->wl->tile_rows[tile];
+    int last_cols = c->N - (c->n_blocks - 1) * c->tile_n;
+    int full = nb1 - nb0 - (nb1 == c->n_blocks ? 1 : 0);
+    double cols = (double)full * c->tile_n + (nb1 == c->n_blocks ? last_cols : 0);
+    /* stage 1's SwiGLU epilogue writes half of the gate+up columns */
+    double out_cols = c->stage == 1 ? (double)full * (c->tile_n / 2) + (nb1 == c->n_blocks ? last_cols / 2 : 0) : cols;
+    int first_of_expert = tile == 0 || c->wl->tile_expert[tile - 1] != c->wl->tile_expert[tile];
+    if (first_of_expert) b.w = cols * c->K * c->w_elem;
+    if (nb0 == 0) {
+        b.a = rows * (double)c->K * c->in_elem * c->act_share;
+        b.m = c->tile_m * 4.0 + 4.0 + rows * 4.0;
+    }
+    b.o = rows * out_cols * c->out_elem;
+    return b;
+}
+
+
+int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (validate(p)) return TL_EUSAGE;
+    const tl_hw *hw = p->hw;
+    int E, k, width;
+    tl_model_moe_shape(p->model, &E, &k, &width);
+    if (E < 1 || k < 1) return tl_error(TL_EUSAGE, "--model", "E = %d and k = %d must be at least 1", E, k);
+    if (k > E) return tl_error(TL_EUSAGE, "--model", "top-k = %d is larger than the %d experts", k, E);
+    if (width < 1 || p->model->hidden < 1)
+        return tl_error(TL_EUSAGE, "--model", "hidden size %d and FFN width %d must be at least 1", p->model->hidden, width);
+    if (width % p->tp != 0)
+        return tl_error(TL_EUSAGE, "--tp", "tp = %d does not divide the expert width %d", p->tp, width);
+    int wtp = width / p->tp;
+    int N = p->stage == 1 ? 2 * wtp : p->model->hidden;
+    int K = p->stage == 1 ? p->model->hidden : wtp;
+
+    const char *ad, *bd;
+    tl_moe_instr_dtypes(hw, p->dtype, &ad, &bd);
+    tl_instr in;
+    if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in)) return TL_EUSAGE;
+    int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
+
+    tl_worklist wl;
+    int rc = tl_moe_worklist(p, &wl);
+    if (rc) return rc;
+
+    const dtype_info *di = &dtypes[p->dtype];
+    int64_t edges = (int64_t)p->tokens * k;
+    int n_blocks = (N + tile_n - 1) / tile_n;
+    int K_pad = (K + in.k - 1) / in.k * in.k;
+    long long items = (long long)wl.n_tiles * n_blocks;
+
+    r->tokens = p->tokens;
+    r->stage = p->stage;
+    r->n_experts = E;
+    r->top_k = k;
+    r->N = N;
+    r->K = K;
+    r->K_padded = K_pad;
+    r->tile_m = p->tile_m;
+    r->tile_n = tile_n;
+    r->instr = in;
+    r->active_experts = wl.active_experts;
+    r->tiles = wl.n_tiles;
+    r->n_blocks = n_blocks;
+    r->work_items = items;
+    r->padding = (double)wl.n_rows_padded / (double)edges;
+    r->k_padding = (double)K_pad / K;
+    r->flops_useful = 2.0 * (double)edges * N * K;
+    r->flops_issued = 2.0 * (double)wl.n_rows_padded * ((double)n_blocks * tile_n) * K_pad;
+
+    if (p->want_schedule) {
+        r->items = calloc((size_t)items, sizeof *r->items);
+        if (!r->items) {
+            tl_worklist_free(&wl);
+            return tl_error(TL_EFAIL, "sim moe", "out of memory for %lld work items", items);
+        }
+    }
+
+    /* compute time of one work item (every item computes a full padded tile) */
+    double instrs = (double)(p->tile_m / in.m) * ((tile_n + in.n - 1) / in.n) * ((double)K_pad / in.k);
+    double item_cycles = instrs * in.cycles / hw->matrix_cores_per_cu;
+    tl_ceiling mc = matrix_ceiling(hw, in.a);
+    double slow = (mc.measured > 0 && mc.datasheet > 0) ? mc.datasheet / mc.measured : 1.0;
+    double item_compute_us = item_cycles / hw->clock_mhz * slow;
+    r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
+    double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps); /* GB/s = 1e3 B/us */
+    r->bw_gbps = bw;
+
+    /* bytes per element class */
+    double in_elem = p->stage == 1 ? di->act_bytes : 2.0; /* stage 2 reads the bf16 buffer */
+    double out_elem = 2.0;                                /* bf16 out of both stages */
+    double act_share = p->stage == 1 ? 1.0 / k : 1.0;     /* stage 1 reads each token once */
+
+    cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
+                  .stage = p->stage, .w_elem = di->weight_bytes, .in_elem = in_elem, .out_elem = out_elem,
+                  .act_share = act_share};
+    double t = hw->launch_us;
+    double mem_bound_us = 0, cmp_bound_us = 0;
+    int cus = hw->cus, per_xcd = hw->cus / hw->xcds;
+    long long waves = (items + cus - 1) / cus;
+    r->waves = (int)(waves > INT32_MAX ? INT32_MAX : waves);
+    int tile = 0, nb = 0; /* next work item: idx = tile * n_blocks + nb */
+    double fixed_total = hw->launch_us;
+    for (long long w = 0; w < waves; w++) {
+        long long first = w * cus, last = first + cus < items ? first + cus : items;
+        int a = (int)(last - first);
+        /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall */
+        double wave_bytes = 0;
+        for (long long left = a; left > 0;) {
+            int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
+            byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
+            r->weight_bytes += b.w;
+            r->act_bytes += b.a;
+            r->out_bytes += b.o;
+            r->meta_bytes += b.m;
+            wave_bytes += b.w + b.a + b.o + b.m;
+            left -= take;
+            nb += take;
+            if (nb == n_blocks) nb = 0, tile++;
+        }
+        double wave_bw = bw < a * hw->hbm_per_cu_gbps ? bw : a * hw->hbm_per_cu_gbps;
+        double mem_us = wave_bytes / (wave_bw * 1e3);
+        double body = mem_us > item_compute_us ? mem_us : item_compute_us;
+        if (mem_us > item_compute_us) mem_bound_us += body;
+        else cmp_bound_us += body;
+        r->memory_us += mem_us;
+        r->compute_us += item_compute_us;
+        /* the first wave pays the per-item fixed cost in full; later waves overlap it with the work
+         * of the wave before (a second resident block per CU) and pay only what exceeds their body */
+        double fixed_w = w == 0 ? hw->item_fixed_us : (hw->item_fixed_us > body ? hw->item_fixed_us - body : 0);
+        fixed_total += fixed_w;
+        double wave_us = body + fixed_w;
+        if (r->items) { /* each item: its own bytes at its share of the wave's bandwidth */
+            double per_item_bw = wave_bw / a * 1e3;
+            for (long long idx = first; idx < last; idx++) {
+                tl_moe_item *it = &r->items[idx];
+                int pos = (int)(idx - first);
+                it->tile = (int)(idx / n_blocks);
+                it->n_block = (int)(idx % n_blocks);
+                it->xcd = pos % hw->xcds;
+                it->cu = it->xcd * per_xcd + pos / hw->xcds;
+                it->wave = (int)w;
+                it->expert = wl.tile_expert[it->tile];
+                it->rows = wl.tile_rows[it->tile];
+                byte_parts b = chunk_bytes(&c, it->tile, it->n_block, it->n_block + 1);
+                double own = (b.w + b.a + b.o + b.m) / per_item_bw;
+                double dur = (own > item_compute_us ? own : item_compute_us) + fixed_w;
+                it->start_us = t;
+                it->end_us = t + (dur < wave_us ? dur : wave_us);
+            }
+        }
+        if (w == waves - 1) r->tail_us = wave_us;
+        t += wave_us;
+    }
+    tl_worklist_free(&wl);
+
+    r->fixed_us = fixed_total;
+    r->time_us = t;
+    r->hbm_bytes = r->weight_bytes + r->act_bytes + r->out_bytes + r->meta_bytes;
+    r->intensity = r->flops_useful / r->hbm_bytes;
+
+    long long last_items = items - (waves - 1) * cus;
+    if (r->fixed_us > 0.5 * r->time_us) r->limiter = "fixed";
+    else if (waves >= 2 && last_items * 2 < cus && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
+    else if (mem_bound_us >= cmp_bound_us) r->limiter = "hbm";
+    else if (r->flops_issued >= 2.0 * r->flops_useful) r->limiter = "padding";
+    else r->limiter = "matrix";
+    return 0;
+}

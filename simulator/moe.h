@@ -1,0 +1,128 @@
+/* The fused MoE cost model: the tile schedule of a two-stage fused MoE kernel on a hardware preset,
+ * with padding, bytes, FLOPs, time and what bounds it.
+ *
+ * The kernel modelled: stage 1 computes, for each tile of tile_m routed rows of one expert and each
+ * block of tile_n output columns, gate+up = X[rows] * W1[e] (N = 2 * width / tp, K = hidden) with a
+ * SwiGLU epilogue that writes width/tp activations per row; stage 2 computes down = H[rows] * W2[e]
+ * (N = hidden, K = width / tp) and scatters rows back with their top-k weights (weighted combine).
+ * A work item is one (tile, n-block) pair; work items are dealt to CUs in waves, round robin over
+ * XCDs first (item i -> XCD i % xcds), so one wave holds cus items.
+ *
+ * Counted:
+ *  - tiles from the worklist (worklist.h) for the chosen routing; padding = rows computed / real rows
+ *  - k_padding = K rounded up to the instruction's K-depth / K (e.g. width 96 under FP8's K = 128)
+ *  - flops_useful = 2 * real rows * N * K; flops_issued = 2 * padded rows * N_padded * K_padded
+ *  - HBM bytes: each active expert's weights (all of N x K, with scales) read once however many of
+ *    its rows use them; activations in (stage 1: each token's hidden vector once; stage 2: each
+ *    routed row), outputs out (stage 1: width/tp per routed row; stage 2: hidden per routed row);
+ *    routing metadata (sorted ids, tile expert, top-k weights) too.
+ *  - Data types as the project's kernel and reference define them (reference/moe.h). Weight bytes
+ *    per element incl. scales: bf16 2; fp8 (block-scaled) 1 + 4/(128*128); a16w4 0.5 + 4/128 (fp32
+ *    scale per group of 128 along K); mxfp4 0.5 + 1/32; mxfp8 1 + 1/32 (E8M0 per 32). Stage-1 input
+ *    activations: fp8 1 + 4/128 (1x128 groups), all others bf16 2. The stage-1 output (stage-2
+ *    input) is bf16 for every type; stage 2 writes each routed row's weighted result in bf16
+ *    (tokens * k * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
+ *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones); bf16, a16w4,
+ *    mxfp4 and mxfp8 run bf16 x bf16 (weights dequantized in registers).
+ *  - compute time of a work item = instructions issued (padded rows / m) * (N_blk / n) * (K_pad / k)
+ *    * cycles, spread over the CU's matrix cores, at the preset clock, scaled by measured/datasheet
+ *    of the dtype's matrix ceiling when a measured value is known.
+ *  - memory: a full wave streams its bytes at the measured HBM read ceiling BW (datasheet when none
+ *    is measured). Small grids do not fill the GPU: one CU can only keep so many bytes in flight,
+ *    so a wave with a active work items gets min(BW, a * hw->hbm_per_cu_gbps) (the preset's per-CU
+ *    limit, Little's law: bytes in flight per CU / DRAM latency; measured on the H200 here: 16, 32
+ *    and 64 KiB in flight per SM stream 19, 38 and 76 GB/s, flat up to a quarter of the SMs, so
+ *    the preset's 76 GB/s assumes a kernel that keeps 64 KiB of loads in flight per CU). Bytes are charged to the work item
+ *    that first touches them: an expert's weight block (tile_n x K) to its first tile, a tile's
+ *    activations to its first n-block, outputs to every item; later touches hit L2/MALL.
+ *  - time per wave = max(compute of one item, memory of the wave) + fixed, where fixed is
+ *    hw->item_fixed_us (pipeline fill and epilogue) for the first wave; later waves overlap it with
+ *    the wave before (a second resident block per CU) and pay only what exceeds their body. The
+ *    kernel adds hw->launch_us once.
+ *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
+ *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
+ *    memory-bound waves take at least as long as compute-bound ones; "padding" when compute bounds
+ *    and flops_issued >= 2 x flops_useful (padding at least halves the useful rate); else "matrix".
+ *
+ * Ignored by the model (and stated so): L2/MALL reuse of activations across n-blocks beyond one
+ * read per tile; LDS capacity and occupancy; instruction issue, address arithmetic and waits; the
+ * SwiGLU and combine math; clock throttling under load; atomic contention in the combine; routing
+ * (top-k/softmax) and the sort kernel's own time; TP all-reduce; shared experts (a separate dense
+ * GEMM); imbalance inside a CU (all matrix cores of a CU are assumed busy).
+ */
+#ifndef TL_SIM_MOE_H
+#define TL_SIM_MOE_H
+
+#include "hw.h"
+#include "model.h"
+#include "worklist.h"
+
+typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8, TL_MOE_NDTYPES } tl_moe_dtype;
+
+/* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise. */
+int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);
+const char *tl_moe_dtype_name(tl_moe_dtype d);
+/* Instruction input dtypes this data type runs on for hw: "fp8" for fp8 where the arch has FP8
+ * instructions, otherwise "bf16" (a16w4, mxfp4 and mxfp8 have bf16 activations and dequantize their
+ * weights to bf16; see reference/moe.h). */
+void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b);
+
+typedef struct {
+    const tl_hw *hw;
+    const tl_model *model;
+    tl_moe_dtype dtype;
+    int tokens;          /* M >= 1 */
+    int stage;           /* 1 or 2 */
+    tl_routing routing;
+    uint64_t seed;       /* for random / zipf routing */
+    int tile_m;          /* 16, 32, 64 or 128 (any multiple of the instruction's M is accepted) */
+    int tile_n;          /* output columns per work item; 0 = default (128) */
+    int tp;              /* tensor-parallel split of the expert width, >= 1, must divide it */
+    int want_schedule;   /* nonzero: fill result->items (costs memory per work item) */
+} tl_moe_problem;
+
+/* One work item of the schedule (for the timeline picture). */
+typedef struct {
+    int tile, n_block;
+    int cu, xcd, wave;
+    int expert;
+    int rows;            /* real rows of the tile */
+    double start_us, end_us;
+} tl_moe_item;
+
+typedef struct {
+    int tokens, stage;
+    int n_experts, top_k, N, K, K_padded; /* the GEMM each tile computes */
+    int tile_m, tile_n;
+    tl_instr instr;      /* the instruction chosen */
+    int active_experts;
+    int tiles;
+    int n_blocks;        /* n-blocks per tile */
+    long long work_items;
+    int waves;
+    double padding;      /* rows computed / real rows (tokens * k) */
+    double k_padding;    /* K_padded / K */
+    double flops_useful, flops_issued;
+    double weight_bytes, act_bytes, out_bytes, meta_bytes, hbm_bytes;
+    double intensity;    /* flops_useful / hbm_bytes */
+    double compute_us, memory_us, fixed_us, time_us;
+    double tail_us;      /* time of the last wave */
+    double bw_gbps;      /* the full-GPU bandwidth used */
+    double matrix_tflops;/* the instruction rate used (measured-scaled) */
+    const char *limiter; /* "hbm", "matrix", "padding", "fixed", "tail" (static string) */
+    tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
+} tl_moe_result;
+
+/* Runs the model. Errors (TL_EUSAGE): NULL hw/model, tokens < 1 or > 2^31 - 1, stage not 1 or 2,
+ * tp < 1 or not dividing the width, tile_m the instruction cannot use, E or k = 0, k > E, a dtype the
+ * hw cannot run at all, tokens * k too large. TL_EFAIL on allocation failure. On success the caller
+ * frees with tl_moe_result_free. Cost: O(M*k + E + work items when want_schedule), otherwise O(M*k
+ * + E + tiles); DeepSeek-V3.2 at M = 8192 runs in well under a millisecond. */
+int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r);
+void tl_moe_result_free(tl_moe_result *r);
+
+/* Routes and builds the worklist the simulation uses for p (same seed, same order): for pictures
+ * that draw tiles. Caller frees with tl_worklist_free. */
+int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl);
+
+#endif

@@ -1,0 +1,142 @@
+/* Preset JSON reading: embedded presets or files, with errors that name file, line and column. */
+#include "presets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/embedded.h"
+
+#define MAX_NAMES 64
+
+static int is_path(const char *spec)
+{
+    size_t n = strlen(spec);
+    return strchr(spec, '/') != NULL || (n > 5 && strcmp(spec + n - 5, ".json") == 0);
+}
+
+static void list_names(const char *kind, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (const char *const *n = tl_preset_names(kind); *n; n++) {
+        if (buf[0]) strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, *n, len - strlen(buf) - 1);
+    }
+}
+
+int tl_preset_read(const char *kind, const char *spec, const char *what, json_t **out, char *label,
+                   size_t label_len)
+{
+    *out = NULL;
+    if (!spec || !spec[0]) return tl_error(TL_EUSAGE, what, "empty name");
+    json_error_t err;
+    json_t *root;
+    if (is_path(spec)) {
+        snprintf(label, label_len, "%s", spec);
+        FILE *f = fopen(spec, "rb");
+        if (!f) return tl_error(TL_EUSAGE, what, "cannot open '%s'", spec);
+        root = json_loadf(f, 0, &err);
+        fclose(f);
+    } else {
+        char name[256];
+        snprintf(name, sizeof name, "%s/%s.json", kind, spec);
+        snprintf(label, label_len, "presets/%s", name);
+        const tl_embedded_file *e = tl_embedded_find(name);
+        if (!e) {
+            char names[1024];
+            list_names(kind, names, sizeof names);
+            return tl_error(TL_EUSAGE, what, "unknown preset '%s' (one of %s, or a path to a .json file)",
+                            spec, names);
+        }
+        root = json_loadb(e->data, e->size, 0, &err);
+    }
+    if (!root)
+        return tl_error(TL_EUSAGE, what, "%s:%d:%d: malformed JSON: %s", label, err.line, err.column,
+                        err.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, what, "%s: the top level must be a JSON object", label);
+    }
+    *out = root;
+    return 0;
+}
+
+typedef struct {
+    const char *names[MAX_NAMES];
+    char store[MAX_NAMES][64];
+    int done;
+} name_cache;
+
+static name_cache hw_cache, model_cache;
+
+const char *const *tl_preset_names(const char *kind)
+{
+    name_cache *c = strcmp(kind, "hw") == 0 ? &hw_cache : &model_cache;
+    if (c->done) return c->names;
+    size_t plen = strlen(kind);
+    int n = 0;
+    for (const tl_embedded_file *e = tl_embedded_files; e->name && n < MAX_NAMES - 1; e++) {
+        if (strncmp(e->name, kind, plen) != 0 || e->name[plen] != '/') continue;
+        const char *base = e->name + plen + 1;
+        size_t bl = strlen(base);
+        if (bl <= 5 || strcmp(base + bl - 5, ".json") != 0 || strchr(base, '/')) continue;
+        if (bl - 5 >= sizeof c->store[0]) continue;
+        memcpy(c->store[n], base, bl - 5);
+        c->store[n][bl - 5] = '\0';
+        c->names[n] = c->store[n];
+        n++;
+    }
+    c->names[n] = NULL;
+    c->done = 1; /* the embedded table is sorted by name, so names come out sorted */
+    return c->names;
+}
+
+int tl_json_get_int(json_t *obj, const char *key, const char *label, int required, long lo, long hi,
+                    int *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", key);
+        return 0;
+    }
+    double d;
+    if (json_is_integer(v)) d = (double)json_integer_value(v);
+    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))) d = json_real_value(v);
+    else return tl_error(TL_EUSAGE, label, "field '%s' must be an integer", key);
+    if (d < (double)lo || d > (double)hi)
+        return tl_error(TL_EUSAGE, label, "field '%s' = %.0f is outside [%ld, %ld]", key, d, lo, hi);
+    *out = (int)d;
+    return 0;
+}
+
+int tl_json_get_num(json_t *obj, const char *key, const char *label, int required, double lo,
+                    double hi, double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", key);
+        return 0;
+    }
+    if (!json_is_number(v)) return tl_error(TL_EUSAGE, label, "field '%s' must be a number", key);
+    double d = json_number_value(v);
+    if (!isfinite(d) || d < lo || d > hi)
+        return tl_error(TL_EUSAGE, label, "field '%s' = %g is outside [%g, %g]", key, d, lo, hi);
+    *out = d;
+    return 0;
+}
+
+int tl_json_get_str(json_t *obj, const char *key, const char *label, int required, char *out,
+                    size_t len)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", key);
+        return 0;
+    }
+    if (!json_is_string(v)) return tl_error(TL_EUSAGE, label, "field '%s' must be a string", key);
+    const char *s = json_string_value(v);
+    if (strlen(s) >= len) return tl_error(TL_EUSAGE, label, "field '%s' is too long", key);
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}

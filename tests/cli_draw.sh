@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `tilelab draw ...`: every picture command writes a valid PNG (SVG/PDF by extension); bad input
+# (unknown preset, bad extension, malformed points file, missing -o, bad numbers) exits 2 with one
+# 'tilelab: error:' line and leaves no file (not even a temporary one) behind.
+set -u
+tl=$1
+src=$2
+fail=0; pass=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
+no_leftovers() { [ -z "$(ls -A "$tmp/out" 2>/dev/null)" ]; }
+
+# ok DESCRIPTION FILE -- command...   (exit 0, FILE is a PNG/SVG/PDF by its extension)
+ok() {
+  local what=$1 file=$2; shift 3
+  "$@" >"$tmp/stdout" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" -ne 0 ]; then echo "FAIL: $what: exit $rc"; cat "$tmp/err"; fail=$((fail+1)); return; fi
+  case "$file" in
+    *.png) is_png "$file" || { echo "FAIL: $what: $file is not a PNG"; fail=$((fail+1)); return; } ;;
+    *.svg) grep -q '<svg' "$file" || { echo "FAIL: $what: $file is not an SVG"; fail=$((fail+1)); return; } ;;
+    *.pdf) [ "$(head -c 5 "$file")" = "%PDF-" ] || { echo "FAIL: $what: $file is not a PDF"; fail=$((fail+1)); return; } ;;
+  esac
+  if ls "$tmp"/*.tmp.* >/dev/null 2>&1; then echo "FAIL: $what: temporary file left"; fail=$((fail+1)); return; fi
+  pass=$((pass+1))
+}
+
+# bad DESCRIPTION -- command...   (exit 2, one error line, nothing written under $tmp/out)
+bad() {
+  local what=$1; shift 2
+  rm -rf "$tmp/out"; mkdir -p "$tmp/out"
+  "$@" >"$tmp/stdout" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" -ne 2 ]; then echo "FAIL: $what: exit $rc, wanted 2"; cat "$tmp/err"; fail=$((fail+1)); return; fi
+  if [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q '^tilelab: error: ' "$tmp/err"; then
+    echo "FAIL: $what: wanted one 'tilelab: error:' line, got:"; cat "$tmp/err"; fail=$((fail+1)); return; fi
+  no_leftovers || { echo "FAIL: $what: left files:"; ls -A "$tmp/out"; fail=$((fail+1)); return; }
+  pass=$((pass+1))
+}
+
+d=$src/tests/data
+ok "roofline preset only" "$tmp/r0.png" -- "$tl" draw roofline --hw mi355x -o "$tmp/r0.png"
+ok "roofline rocprofv3 + band" "$tmp/r1.png" -- "$tl" draw roofline --hw mi355x \
+  --points "$d/rocprofv3_mi355x_counter_collection.csv" --band 26:137 -o "$tmp/r1.png"
+ok "roofline ncu + tilelab csv on h200" "$tmp/r2.svg" -- "$tl" draw roofline --hw h200 \
+  --points "$d/ncu_h200_probe.csv" --points="$d/points_h200_torch.csv" -o "$tmp/r2.svg"
+if "$tl" sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,32,512 --format csv >"$tmp/sim.csv" 2>/dev/null; then
+  ok "roofline with simulated points" "$tmp/r3.pdf" -- "$tl" draw roofline --hw mi355x --points "$tmp/sim.csv" -o "$tmp/r3.pdf"
+fi
+ok "moe-tiles" "$tmp/t.png" -- "$tl" draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 --tile-m 16 -o "$tmp/t.png"
+ok "moe-tiles kimi random" "$tmp/t2.png" -- "$tl" draw moe-tiles --model kimi-k2.6 --tokens 64 --routing random --seed 7 -o "$tmp/t2.png"
+ok "padding" "$tmp/p.png" -- "$tl" draw padding --hw mi355x --experts 256,384 --topk 8 --tile-m 16,32 -o "$tmp/p.png"
+ok "timeline" "$tmp/tl.png" -- "$tl" draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 --stage 1 -o "$tmp/tl.png"
+ok "timeline stage 2 on mi300x" "$tmp/tl2.png" -- "$tl" draw timeline --hw mi300x --dtype bf16 --tokens 100 --stage 2 -o "$tmp/tl2.png"
+ok "mfma gfx950" "$tmp/m.png" -- "$tl" draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/m.png"
+ok "mfma gfx942" "$tmp/m2.png" -- "$tl" draw mfma --arch gfx942 --instr v_mfma_f32_32x32x8_bf16 -o "$tmp/m2.png"
+ok "help" "" -- "$tl" draw roofline --help
+
+printf 'name,flops,hbm_bytes,time_us\nk,12x,5,6\n' >"$tmp/bad_points.csv"
+printf 'what,ever\n1,2\n' >"$tmp/odd_points.csv"
+bad "unknown preset" -- "$tl" draw roofline --hw nosuchgpu -o "$tmp/out/r.png"
+bad "bad extension" -- "$tl" draw roofline --hw mi355x -o "$tmp/out/r.jpg"
+bad "no extension" -- "$tl" draw padding -o "$tmp/out/r"
+bad "malformed points" -- "$tl" draw roofline --points "$tmp/bad_points.csv" -o "$tmp/out/r.png"
+bad "unknown points header" -- "$tl" draw roofline --points "$tmp/odd_points.csv" -o "$tmp/out/r.png"
+bad "missing points file" -- "$tl" draw roofline --points "$tmp/nope.csv" -o "$tmp/out/r.png"
+bad "bad band" -- "$tl" draw roofline --band 137:26 -o "$tmp/out/r.png"
+bad "missing -o (roofline)" -- "$tl" draw roofline --hw mi355x
+bad "missing -o (moe-tiles)" -- "$tl" draw moe-tiles
+bad "missing -o (padding)" -- "$tl" draw padding
+bad "missing -o (timeline)" -- "$tl" draw timeline
+bad "missing -o (mfma)" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16
+bad "unknown option" -- "$tl" draw padding --colour red -o "$tmp/out/p.png"
+bad "unknown model" -- "$tl" draw moe-tiles --model nosuchmodel -o "$tmp/out/t.png"
+bad "tokens zero" -- "$tl" draw moe-tiles --tokens 0,32 -o "$tmp/out/t.png"
+bad "tokens not a number" -- "$tl" draw timeline --tokens 6x4 -o "$tmp/out/tl.png"
+bad "negative tile" -- "$tl" draw padding --tile-m -16 -o "$tmp/out/p.png"
+bad "k larger than E" -- "$tl" draw padding --experts 4 --topk 8 -o "$tmp/out/p.png"
+bad "unknown routing" -- "$tl" draw timeline --routing sideways -o "$tmp/out/tl.png"
+bad "unknown mfma instruction" -- "$tl" draw mfma --arch gfx942 --instr v_mfma_nope -o "$tmp/out/m.png"
+bad "unknown arch" -- "$tl" draw mfma --arch gfx1100 --instr v_mfma_f32_16x16x16_bf16 -o "$tmp/out/m.png"
+# An output folder that does not exist is an I/O failure (exit 1), still with one line and no file.
+rm -rf "$tmp/out"; mkdir -p "$tmp/out"
+"$tl" draw padding -o "$tmp/out/no/such/dir/p.png" >/dev/null 2>"$tmp/err"; rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && no_leftovers; then pass=$((pass+1)); else
+  echo "FAIL: missing folder: exit $rc"; cat "$tmp/err"; fail=$((fail+1)); fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# tilelab hw / models / sim moe / sim paged-decode / bench sim: outputs, CSV columns, and bad input
+# (one 'tilelab: error:' line, exit 2).
+set -u
+tl=$1
+src=${2:-.}
+fail=0; pass=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect() { # expect CODE DESCRIPTION -- command...
+  local want=$1 what=$2; shift 3
+  local out err rc
+  err=$(mktemp); out=$("$@" 2>"$err"); rc=$?
+  if [ "$rc" -ne "$want" ]; then echo "FAIL: $what: exit $rc, wanted $want"; cat "$err"; fail=$((fail+1))
+  elif [ "$want" -eq 2 ] && { [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q '^tilelab: error: ' "$err"; }; then
+    echo "FAIL: $what: wanted one 'tilelab: error:' line, got:"; cat "$err"; fail=$((fail+1))
+  else pass=$((pass+1)); fi
+  LAST_ERR=$(cat "$err"); rm -f "$err"; LAST_OUT=$out
+}
+check() { # check DESCRIPTION -- command (a test on LAST_OUT / LAST_ERR)
+  local what=$1; shift 2
+  if "$@"; then pass=$((pass+1)); else echo "FAIL: $what"; echo "$LAST_OUT" | head -5; fail=$((fail+1)); fi
+}
+
+# ---- presets ----
+expect 0 "hw list" -- "$tl" hw list --format csv
+check "hw list has three presets" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "h200 mi300x mi355x "
+expect 0 "hw show mi355x" -- "$tl" hw show mi355x
+check "hw show lists the f8f6f4 instruction" -- grep -q "v_mfma_scale_f32_16x16x128_f8f6f4" <<<"$LAST_OUT"
+expect 0 "hw show json" -- "$tl" hw show h200 --format json
+check "hw show json parses" -- python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["matrix_instructions"]' <<<"$LAST_OUT"
+expect 0 "hw show FILE" -- "$tl" hw show "$src/presets/hw/mi300x.json"
+expect 2 "hw show unknown" -- "$tl" hw show mi999
+check "unknown preset lists the known ones" -- grep -q "mi355x" <<<"$LAST_ERR"
+expect 2 "hw show nothing" -- "$tl" hw show
+expect 2 "hw unknown subcommand" -- "$tl" hw frob
+printf '{\n  "name": "x",\n  "cus": 12,,\n}\n' >"$tmp/bad.json"
+expect 2 "malformed hw JSON" -- "$tl" hw show "$tmp/bad.json"
+check "malformed JSON names file, line and column" -- grep -q "bad.json:3:[0-9]*: malformed JSON" <<<"$LAST_ERR"
+printf '{"device": "test H200", "date": "2026-11-29", "ceilings": {"hbm_read_gbps": {"measured": 4500}}}\n' >"$tmp/ov.json"
+expect 0 "hw overlay" -- "$tl" hw show "h200,$tmp/ov.json" --format csv
+check "overlay applied" -- grep -q "measured 4500" <<<"$LAST_OUT"
+expect 0 "models" -- "$tl" models --format csv
+check "seven models" -- test "$(echo "$LAST_OUT" | tail -n +2 | wc -l)" -eq 7
+check "glm-5 has 75 MoE layers" -- grep -q "^glm-5,6144,256,8,2048,1,78,75," <<<"$LAST_OUT"
+expect 2 "models unknown" -- "$tl" models gpt-9
+printf '{"hidden_size": 64, "num_hidden_layers": 2}\n' >"$tmp/cfg.json"
+expect 2 "config without width" -- "$tl" models "$tmp/cfg.json"
+check "missing field is named" -- grep -q "intermediate_size" <<<"$LAST_ERR"
+
+# ---- sim moe ----
+expect 0 "sim moe defaults csv" -- "$tl" sim moe --format csv
+hdr=$(echo "$LAST_OUT" | head -1)
+for col in tokens active_experts tiles padding k_padding flops_useful flops_issued hbm_bytes intensity time_us limiter; do
+  check "csv column $col" -- grep -Eq "(^|,)$col(,|$)" <<<"$hdr"
+done
+check "14 rows (7 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -n +2 | wc -l)" -eq 14
+col() { echo "$hdr" | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
+row1=$(echo "$LAST_OUT" | awk -F, 'NR==2')
+check "M=1: 8 tiles, padding 16" -- test "$(echo "$row1" | cut -d, -f"$(col tiles)"),$(echo "$row1" | cut -d, -f"$(col padding)")" = "8,16"
+expect 0 "sim moe M=32,512" -- "$tl" sim moe --tokens 32,512 --stage 1 --format csv
+check "M=32 all 256 experts, M=512 padding 1" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f"$(col active_experts)",$(col padding) | tr '\n' ' ')" = "256,16 256,1 "
+expect 0 "kimi fills at 768" -- "$tl" sim moe --model kimi-k2.6 --dtype a16w4 --tokens 768 --stage 2 --format csv
+check "kimi padding 1 at 768" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col padding)")" = "1"
+expect 0 "sim moe json" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1,64 --tp 8 --format json
+check "json parses, numbers are numbers" -- python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==4 and isinstance(d[0]["time_us"], (int,float))' <<<"$LAST_OUT"
+expect 0 "sim moe table" -- "$tl" sim moe --routing zipf:1.1 --seed 3 --tokens 16
+expect 0 "sim moe user config" -- "$tl" sim moe --model "$src/presets/models/glm-5.json" --tokens 1
+printf '3,1\n0,2\n' >"$tmp/trace.csv"
+printf '{"hidden_size": 512, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256}\n' >"$tmp/small.json"
+expect 0 "trace routing" -- "$tl" sim moe --model "$tmp/small.json" --routing "trace:$tmp/trace.csv" --tokens 2 --stage 1 --format csv
+check "trace: 4 experts active" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col active_experts)")" = "4"
+
+expect 2 "tokens 0" -- "$tl" sim moe --tokens 0
+expect 2 "tokens negative" -- "$tl" sim moe --tokens -5
+expect 2 "tokens 2^31" -- "$tl" sim moe --tokens 2147483648
+expect 2 "tokens too many edges" -- "$tl" sim moe --tokens 2147483647
+expect 2 "tokens garbage" -- "$tl" sim moe --tokens 1,x
+expect 2 "unknown hw" -- "$tl" sim moe --hw mi999
+expect 2 "unknown model" -- "$tl" sim moe --model gpt-9
+expect 2 "unknown dtype" -- "$tl" sim moe --dtype fp16
+expect 2 "unknown routing" -- "$tl" sim moe --routing hot
+expect 2 "bad zipf" -- "$tl" sim moe --routing zipf:-1
+expect 2 "missing trace" -- "$tl" sim moe --routing "trace:$tmp/none.csv"
+expect 2 "stage 3" -- "$tl" sim moe --stage 3
+expect 2 "tile height 8" -- "$tl" sim moe --tile-m 8
+check "tile height message" -- grep -q "tile height 8" <<<"$LAST_ERR"
+expect 2 "tile height 24" -- "$tl" sim moe --tile-m 24
+expect 2 "tp 3" -- "$tl" sim moe --tp 3
+expect 2 "tp 0" -- "$tl" sim moe --tp 0
+expect 2 "unknown option" -- "$tl" sim moe --frob 1
+expect 2 "option without value" -- "$tl" sim moe --tokens
+expect 2 "bad format" -- "$tl" sim moe --format xml
+printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 0, "moe_intermediate_size": 32}\n' >"$tmp/k0.json"
+expect 2 "k = 0" -- "$tl" sim moe --model "$tmp/k0.json"
+printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 32}\n' >"$tmp/kE.json"
+expect 2 "k > E" -- "$tl" sim moe --model "$tmp/kE.json"
+printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 0}\n' >"$tmp/e0.json"
+expect 2 "E = 0" -- "$tl" sim moe --model "$tmp/e0.json"
+printf '{"hidden_size": 64,\n "num_hidden_layers": 2\n "n_routed_experts": 4}\n' >"$tmp/mal.json"
+expect 2 "malformed model JSON" -- "$tl" sim moe --model "$tmp/mal.json"
+check "model error has line and column" -- grep -q "mal.json:3:[0-9]*:" <<<"$LAST_ERR"
+
+# ---- sim paged-decode ----
+expect 0 "paged-decode" -- "$tl" sim paged-decode --kv-dtype fp8 --gqa 4 --batch 32 --seq 65536 --kv-heads 8 --format csv
+dh=$(echo "$LAST_OUT" | head -1)
+for c in flops hbm_bytes intensity time_us limiter; do check "decode column $c" -- grep -Eq "(^|,)$c(,|$)" <<<"$dh"; done
+ic=$(echo "$dh" | tr ',' '\n' | grep -nx intensity | cut -d: -f1)
+check "FP8 gqa4 intensity ~7.8" -- awk -F, -v c="$ic" 'NR==2{exit !($c>7.41 && $c<8.19)}' <<<"$LAST_OUT"
+expect 2 "decode missing --gqa" -- "$tl" sim paged-decode --batch 1 --seq 1 --kv-heads 1
+expect 2 "decode bad kv dtype" -- "$tl" sim paged-decode --kv-dtype fp4 --gqa 1 --batch 1 --seq 1 --kv-heads 1
+expect 2 "decode seq 0" -- "$tl" sim paged-decode --gqa 1 --batch 1 --seq 0 --kv-heads 1
+expect 2 "sim unknown" -- "$tl" sim frob
+
+# ---- bench sim ----
+expect 0 "bench sim" -- "$tl" bench sim --format csv
+check "bench sim ran every combination" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f6)" -eq 2940
+# ---- the seed's GLM-5.3 decode arithmetic (examples/glm5_decode_bytes.sh) ----
+expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
+check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"
+check "MXFP4 about halves it" -- awk '$1=="fp8"{f=$4} $1=="mxfp4"{m=$4} END{exit !(m/f > 0.5 && m/f < 0.56)}' <<<"$LAST_OUT"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,259 @@
+/* The fused MoE's CPU side (no GPU needed): the reference against the naive loop for every data
+ * type, on small shapes, on a realistic width cut down in experts, and on awkward widths; the
+ * worklist's consumption for every routing; the kernel's shape contract; the tolerance catching a
+ * real error; the inputs' determinism. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/moe.h"
+#include "numerics/metrics.h"
+#include "reference/moe.h"
+#include "simulator/worklist.h"
+
+static const tl_moe_dtype all_dtypes[] = {TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8};
+
+/* Makes inputs, runs the reference (worklist with tile_m) and the naive loop; returns the
+ * metrics and whether they pass the derived tolerance. */
+static int ref_vs_naive(const tl_moe_shape *s, const char *routing, uint64_t seed, int tile_m, tl_err_metrics *m)
+{
+    tl_routing r;
+    assert_int_equal(tl_routing_parse(routing, &r), 0);
+    tl_moe_inputs in;
+    assert_int_equal(tl_moe_inputs_make(s, &r, seed, &in), 0);
+    tl_worklist wl;
+    assert_int_equal(tl_worklist_build(in.topk_ids, s->tokens, s->top_k, s->n_experts, tile_m, &wl), 0);
+    size_t n = (size_t)s->tokens * s->hidden;
+    float *ref = malloc(n * sizeof(float)), *nv = malloc(n * sizeof(float));
+    assert_non_null(ref);
+    assert_non_null(nv);
+    assert_int_equal(tl_moe_reference(&in, &wl, ref, NULL), 0);
+    assert_int_equal(tl_moe_naive(&in, nv), 0);
+    assert_int_equal(tl_compare(ref, nv, n, m), 0);
+    tl_tolerance tol;
+    assert_int_equal(tl_moe_tolerance(s, &tol), 0);
+    int pass = tl_check_pass(m, &tol);
+    if (!pass)
+        fprintf(stderr, "dtype %s H %d W %d: rel_rms %g (bound %g), nan %zu\n", tl_moe_dtype_name(s->dtype), s->hidden,
+                s->width, m->rel_rms, tol.rel_rms, m->nan_count);
+    free(ref);
+    free(nv);
+    tl_worklist_free(&wl);
+    tl_moe_inputs_free(&in);
+    return pass;
+}
+
+static void test_small_every_dtype(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 5; d++)
+        for (int shared = 0; shared <= 1; shared++) {
+            tl_moe_shape s = {7, 256, 128, 8, 2, shared, all_dtypes[d]};
+            tl_err_metrics m;
+            assert_true(ref_vs_naive(&s, "random", 11 + d, 16, &m));
+            /* the two paths share only the inputs: they must agree far below the tolerance */
+            assert_true(m.rel_rms < 1e-5);
+            assert_int_equal(m.nan_count, 0);
+        }
+}
+
+/* DeepSeek-V3.2's hidden size with the TP8 expert width, experts cut to 16 and top-4. */
+static void test_realistic_width(void **state)
+{
+    (void)state;
+    const tl_moe_dtype ds[] = {TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4};
+    for (int d = 0; d < 3; d++) {
+        tl_moe_shape s = {2, 7168, 256, 16, 4, 0, ds[d]};
+        tl_err_metrics m;
+        assert_true(ref_vs_naive(&s, "random", 5, 16, &m));
+        assert_true(m.rel_rms < 1e-5);
+    }
+}
+
+/* Widths that do not divide the 128 block (96, 192) and one that does (384): the reference
+ * handles partial blocks and groups; the kernel's contract refuses the first two. */
+static void test_awkward_widths(void **state)
+{
+    (void)state;
+    const int widths[] = {96, 192, 384};
+    for (int w = 0; w < 3; w++)
+        for (int d = 0; d < 5; d++) {
+            tl_moe_shape s = {3, 160, widths[w], 4, 2, 0, all_dtypes[d]};
+            tl_err_metrics m;
+            assert_true(ref_vs_naive(&s, "balanced", 3, 16, &m));
+            assert_true(m.rel_rms < 1e-5);
+            tl_moe_shape k = {3, 7168, widths[w], 256, 8, 0, all_dtypes[d]};
+            int rc = tl_moe_kernel_supports(&k);
+            assert_int_equal(rc, widths[w] % 128 ? TL_EUSAGE : 0);
+            if (rc) assert_non_null(strstr(tl_last_error(), "not a multiple of 128"));
+        }
+    tl_moe_shape h = {1, 7000, 256, 8, 2, 0, TL_MOE_BF16};
+    assert_int_equal(tl_moe_kernel_supports(&h), TL_EUSAGE);
+    tl_moe_shape sh = {1, 7168, 256, 8, 2, 1, TL_MOE_BF16};
+    assert_int_equal(tl_moe_kernel_supports(&sh), TL_EUSAGE);
+}
+
+/* The reference walks the worklist; its result must not depend on the tile height, for every
+ * routing (balanced, random, zipf, trace), and a worklist of other inputs is refused. */
+static void test_worklist_every_routing(void **state)
+{
+    (void)state;
+    char trace[256];
+    snprintf(trace, sizeof trace, "%s/test_moe_trace.csv", TL_BINARY_DIR);
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    fprintf(f, "# token's experts\n0,3\n5,1\n\n2,7\n");
+    fclose(f);
+    char trace_spec[300];
+    snprintf(trace_spec, sizeof trace_spec, "trace:%s", trace);
+    const char *routings[] = {"balanced", "random", "zipf:1.2", trace_spec};
+    for (int r = 0; r < 4; r++) {
+        tl_moe_shape s = {9, 128, 128, 8, 2, 0, TL_MOE_BF16};
+        tl_routing ro;
+        assert_int_equal(tl_routing_parse(routings[r], &ro), 0);
+        tl_moe_inputs in;
+        assert_int_equal(tl_moe_inputs_make(&s, &ro, 77, &in), 0);
+        size_t n = (size_t)s.tokens * s.hidden;
+        float *o16 = malloc(n * sizeof(float)), *o1 = malloc(n * sizeof(float)), *o64 = malloc(n * sizeof(float));
+        tl_worklist w16, w1, w64;
+        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &w16), 0);
+        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 1, &w1), 0);
+        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 64, &w64), 0);
+        uint16_t *act = malloc((size_t)w16.n_rows_padded * s.width * sizeof(uint16_t));
+        assert_int_equal(tl_moe_reference(&in, &w16, o16, act), 0);
+        assert_int_equal(tl_moe_reference(&in, &w1, o1, NULL), 0);
+        assert_int_equal(tl_moe_reference(&in, &w64, o64, NULL), 0);
+        assert_memory_equal(o16, o1, n * sizeof(float));
+        assert_memory_equal(o16, o64, n * sizeof(float));
+        /* act rows: real rows nonzero somewhere, padding rows all zero */
+        for (int row = 0; row < w16.n_rows_padded; row++) {
+            int nz = 0;
+            for (int j = 0; j < s.width; j++) nz |= act[(size_t)row * s.width + j] != 0;
+            assert_int_equal(nz, w16.sorted_ids[row] != TL_WL_PAD);
+        }
+        /* a worklist built from other routing is refused */
+        int32_t *ids2 = malloc((size_t)s.tokens * s.top_k * sizeof(int32_t));
+        for (int i = 0; i < s.tokens * s.top_k; i++) ids2[i] = (in.topk_ids[i] + 1) % s.n_experts;
+        tl_worklist bad;
+        assert_int_equal(tl_worklist_build(ids2, s.tokens, s.top_k, s.n_experts, 16, &bad), 0);
+        assert_int_equal(tl_moe_reference(&in, &bad, o1, NULL), TL_EUSAGE);
+        tl_worklist_free(&bad);
+        free(ids2);
+        free(act);
+        free(o16);
+        free(o1);
+        free(o64);
+        tl_worklist_free(&w16);
+        tl_worklist_free(&w1);
+        tl_worklist_free(&w64);
+        tl_moe_inputs_free(&in);
+    }
+    remove(trace);
+}
+
+/* The check can fail: routing one token's slot to a different expert is caught. */
+static void test_tolerance_catches_errors(void **state)
+{
+    (void)state;
+    tl_moe_shape s = {4, 256, 128, 8, 2, 0, TL_MOE_FP8};
+    tl_routing r;
+    assert_int_equal(tl_routing_parse("random", &r), 0);
+    tl_moe_inputs in;
+    assert_int_equal(tl_moe_inputs_make(&s, &r, 9, &in), 0);
+    size_t n = (size_t)s.tokens * s.hidden;
+    float *ref = malloc(n * sizeof(float)), *bad = malloc(n * sizeof(float));
+    tl_worklist wl;
+    assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+    assert_int_equal(tl_moe_reference(&in, &wl, ref, NULL), 0);
+    int32_t e0 = in.topk_ids[0], other = (e0 + 1) % s.n_experts;
+    if (other == in.topk_ids[1]) other = (other + 1) % s.n_experts;
+    in.topk_ids[0] = other;
+    assert_int_equal(tl_moe_naive(&in, bad), 0);
+    tl_err_metrics m;
+    tl_tolerance tol;
+    assert_int_equal(tl_compare(ref, bad, n, &m), 0);
+    assert_int_equal(tl_moe_tolerance(&s, &tol), 0);
+    assert_false(tl_check_pass(&m, &tol));
+    /* and a NaN never passes */
+    memcpy(bad, ref, n * sizeof(float));
+    bad[n / 2] = NAN;
+    assert_int_equal(tl_compare(ref, bad, n, &m), 0);
+    assert_false(tl_check_pass(&m, &tol));
+    free(ref);
+    free(bad);
+    tl_worklist_free(&wl);
+    tl_moe_inputs_free(&in);
+}
+
+/* Same seed, same bytes; another seed, other bytes; never all zero. */
+static void test_inputs_seeded(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 5; d++) {
+        tl_moe_weights a, b, c;
+        assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 42, &a), 0);
+        assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 42, &b), 0);
+        assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 43, &c), 0);
+        size_t bytes = a.mat_code_bytes * 3;
+        assert_memory_equal(a.codes, b.codes, bytes);
+        assert_memory_not_equal(a.codes, c.codes, bytes);
+        size_t zeros = 0;
+        for (size_t i = 0; i < bytes; i++) zeros += a.codes[i] == 0;
+        assert_true(zeros < bytes / 4);
+        float *y = malloc((size_t)256 * 384 * sizeof(float));
+        assert_int_equal(tl_moe_weights_dequant(&a, 2, y), 0);
+        double ss = 0;
+        for (size_t i = 0; i < (size_t)256 * 384; i++) {
+            assert_true(isfinite(y[i]));
+            ss += (double)y[i] * y[i];
+        }
+        double rms = sqrt(ss / (256.0 * 384)), want = 1.0 / sqrt(384.0);
+        assert_true(rms > 0.3 * want && rms < 3.0 * want);
+        /* the per-element decoder agrees with the bulk one */
+        for (int i = 0; i < 1000; i++) {
+            int row = (i * 37) % 256, col = (i * 101) % 384;
+            assert_true(tl_moe_weight_at(&a, 2, row, col) == y[(size_t)row * 384 + col]);
+        }
+        free(y);
+        tl_moe_weights_free(&a);
+        tl_moe_weights_free(&b);
+        tl_moe_weights_free(&c);
+    }
+}
+
+static void test_bad_shapes(void **state)
+{
+    (void)state;
+    tl_moe_shape s = {0, 128, 128, 8, 2, 0, TL_MOE_BF16};
+    assert_int_equal(tl_moe_shape_check(&s), TL_EUSAGE);
+    s.tokens = 1;
+    s.top_k = 9;
+    assert_int_equal(tl_moe_shape_check(&s), TL_EUSAGE);
+    s.top_k = 2;
+    s.width = -5;
+    assert_int_equal(tl_moe_shape_check(&s), TL_EUSAGE);
+    s.width = 128;
+    s.dtype = (tl_moe_dtype)17;
+    assert_int_equal(tl_moe_shape_check(&s), TL_EUSAGE);
+    s.dtype = TL_MOE_BF16;
+    assert_int_equal(tl_moe_shape_check(&s), 0);
+    assert_int_equal(tl_moe_max_tiles(1, 8, 256), 8);
+    assert_int_equal(tl_moe_max_tiles(256, 8, 256), 128 + 256);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_every_dtype),      cmocka_unit_test(test_realistic_width),
+        cmocka_unit_test(test_awkward_widths),         cmocka_unit_test(test_worklist_every_routing),
+        cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_inputs_seeded),
+        cmocka_unit_test(test_bad_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,243 @@
+/* Hardware and model presets: every preset loads, instruction peaks agree with the datasheet,
+ * instruction choice per arch, overlays, and malformed or incomplete files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simulator/hw.h"
+#include "simulator/model.h"
+
+static const char *write_tmp(const char *name, const char *text)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", TL_BINARY_DIR, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_hw_presets_load(void **state)
+{
+    (void)state;
+    const char *const *names = tl_hw_list();
+    const char *want[] = {"h200", "mi300x", "mi355x"};
+    for (int i = 0; i < 3; i++) assert_string_equal(names[i], want[i]);
+    assert_null(names[3]);
+    for (int i = 0; names[i]; i++) {
+        tl_hw hw;
+        assert_int_equal(tl_hw_load(names[i], &hw), 0);
+        assert_string_equal(hw.name, names[i]);
+        assert_true(hw.cus > 0 && hw.n_instr > 0 && hw.clock_mhz > 0);
+        assert_true(tl_ceiling_value(hw.ceilings.hbm_read_gbps) > 0);
+        assert_int_equal(hw.cus % hw.xcds, 0);
+    }
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    assert_string_equal(hw.arch, "gfx950");
+    assert_int_equal(hw.cus, 256);
+    assert_int_equal(hw.xcds, 8);
+    assert_int_equal(hw.wave_size, 64);
+    assert_true(hw.ceilings.hbm_read_gbps.measured == 6271.2);
+    assert_true(tl_ceiling_value(hw.ceilings.hbm_read_gbps) == 6271.2);
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    assert_int_equal(hw.wave_size, 32);
+    assert_true(hw.ceilings.bf16_tflops.measured == 795);
+}
+
+/* The fastest instruction of each dtype reproduces the datasheet peak (FACTS.md's rule). */
+static void check_peak(const tl_hw *hw, const char *dtype, double datasheet)
+{
+    tl_instr in;
+    assert_int_equal(tl_hw_pick_instr(hw, dtype, dtype, 16, &in), 0);
+    double peak = tl_hw_instr_tflops(hw, &in);
+    assert_true(fabs(peak - datasheet) / datasheet < 0.002);
+}
+
+static void test_peaks_match_datasheet(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    check_peak(&hw, "bf16", hw.ceilings.bf16_tflops.datasheet);
+    check_peak(&hw, "fp8", hw.ceilings.fp8_tflops.datasheet);
+    check_peak(&hw, "fp4", hw.ceilings.fp4_tflops.datasheet);
+    check_peak(&hw, "fp6", hw.ceilings.fp6_tflops.datasheet);
+    assert_int_equal(tl_hw_load("mi300x", &hw), 0);
+    check_peak(&hw, "bf16", 1307.4);
+    check_peak(&hw, "fp8", 2614.9);
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    check_peak(&hw, "bf16", 989.4);
+    check_peak(&hw, "fp8", 1978.9);
+}
+
+static void test_pick_instr(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    tl_instr in;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    /* CDNA4 FP8 at tile height 16 uses the f8f6f4 instruction: K-depth 128, not the CDNA3 one */
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp8", "fp8", 16, &in), 0);
+    assert_string_equal(in.name, "v_mfma_scale_f32_16x16x128_f8f6f4");
+    assert_int_equal(in.k, 128);
+    assert_int_equal(in.cycles, 32);
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp8", "fp8", 32, &in), 0);
+    assert_string_equal(in.name, "v_mfma_scale_f32_32x32x64_f8f6f4");
+    assert_int_equal(tl_hw_pick_instr(&hw, "bf16", "bf16", 16, &in), 0);
+    assert_string_equal(in.name, "v_mfma_f32_16x16x32_bf16");
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp8", "fp4", 16, &in), 0); /* mixed: the FP8 rate */
+    assert_int_equal(in.cycles, 32);
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp4", "fp4", 16, &in), 0);
+    assert_int_equal(in.cycles, 16);
+    assert_int_equal(tl_hw_pick_instr(&hw, "bf16", "bf16", 8, &in), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "tile height 8"));
+    assert_int_equal(tl_hw_pick_instr(&hw, "bf16", "bf16", 24, &in), TL_EUSAGE);
+    assert_int_equal(tl_hw_pick_instr(&hw, "int3", "bf16", 16, &in), TL_EUSAGE);
+    assert_int_equal(tl_hw_load("mi300x", &hw), 0);
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp8", "fp8", 16, &in), 0);
+    assert_string_equal(in.name, "v_mfma_f32_16x16x32_fp8_fp8");
+    assert_int_equal(tl_hw_pick_instr(&hw, "bf16", "bf16", 64, &in), 0);
+    assert_string_equal(in.name, "v_mfma_f32_32x32x8_bf16"); /* same rate: the larger M */
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp4", "fp4", 16, &in), TL_EUSAGE); /* gfx942 has no FP4 */
+    assert_non_null(strstr(tl_last_error(), "no fp4"));
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    assert_int_equal(tl_hw_pick_instr(&hw, "fp8", "fp8", 16, &in), 0);
+    assert_int_equal(in.k, 32);
+    assert_int_equal(in.n, 8);
+}
+
+static void test_overlay(void **state)
+{
+    (void)state;
+    const char *path = write_tmp("test_presets_overlay.json",
+                                 "{\"device\": \"NVIDIA H200 (test)\", \"date\": \"2026-11-29\", \"source\": \"test\",\n"
+                                 " \"ceilings\": {\"hbm_read_gbps\": {\"measured\": 4512.5}, \"fp8_tflops\": {\"measured\": 1500}}}\n");
+    char spec[1200];
+    snprintf(spec, sizeof spec, "h200,%s", path);
+    tl_hw hw;
+    assert_int_equal(tl_hw_load(spec, &hw), 0);
+    assert_true(hw.ceilings.hbm_read_gbps.measured == 4512.5);
+    assert_true(hw.ceilings.hbm_read_gbps.datasheet == 4800); /* kept from the base */
+    assert_true(hw.ceilings.fp8_tflops.measured == 1500);
+    assert_true(hw.ceilings.bf16_tflops.measured == 795);
+    assert_string_equal(hw.device, "NVIDIA H200 (test)");
+    assert_string_equal(hw.date, "2026-11-29");
+    assert_int_equal(hw.cus, 132);
+    remove(path);
+    assert_int_equal(tl_hw_load(spec, &hw), TL_EUSAGE); /* overlay gone */
+}
+
+static void test_hw_errors(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi999", &hw), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "mi355x")); /* lists the known presets */
+    assert_int_equal(tl_hw_load("", &hw), TL_EUSAGE);
+    assert_int_equal(tl_hw_load("/nonexistent/x.json", &hw), TL_EUSAGE);
+    const char *path = write_tmp("test_presets_bad.json", "{\n  \"name\": \"x\",\n  \"cus\": 12,,\n}\n");
+    assert_int_equal(tl_hw_load(path, &hw), TL_EUSAGE);
+    char want[1200];
+    snprintf(want, sizeof want, "%s:3:", path); /* file, line and column */
+    assert_non_null(strstr(tl_last_error(), want));
+    path = write_tmp("test_presets_missing.json", "{\"name\": \"x\", \"arch\": \"gfx950\"}\n");
+    assert_int_equal(tl_hw_load(path, &hw), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "'cus'"));
+    path = write_tmp("test_presets_neg.json", "{\"name\": \"x\", \"arch\": \"gfx950\", \"cus\": -4}\n");
+    assert_int_equal(tl_hw_load(path, &hw), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "'cus'"));
+    path = write_tmp("test_presets_array.json", "[1, 2]\n");
+    assert_int_equal(tl_hw_load(path, &hw), TL_EUSAGE);
+    remove(path);
+}
+
+static void test_models(void **state)
+{
+    (void)state;
+    const char *const *names = tl_model_list();
+    const char *want[] = {"deepseek-v2-lite", "deepseek-v3.2", "glm-5", "kimi-k2.6", "mistral-7b", "qwen3-8b", "zaya1"};
+    for (int i = 0; i < 7; i++) {
+        assert_non_null(names[i]);
+        assert_string_equal(names[i], want[i]);
+        tl_model m;
+        assert_int_equal(tl_model_load(names[i], &m), 0);
+        assert_string_equal(m.name, names[i]);
+    }
+    assert_null(names[7]);
+    tl_model m;
+    int E, k, w;
+    assert_int_equal(tl_model_load("deepseek-v3.2", &m), 0);
+    assert_int_equal(m.hidden, 7168);
+    assert_int_equal(m.n_experts, 256);
+    assert_int_equal(m.top_k, 8);
+    assert_int_equal(m.moe_width, 2048);
+    assert_int_equal(m.index_n_heads, 64);
+    assert_int_equal(m.index_topk, 2048);
+    assert_int_equal(tl_model_load("glm-5", &m), 0);
+    assert_int_equal(m.hidden, 6144);
+    assert_int_equal(m.moe_layers, 75);
+    assert_int_equal(m.index_n_heads, 32);
+    assert_int_equal(tl_model_load("kimi-k2.6", &m), 0);
+    assert_int_equal(m.n_experts, 384);
+    assert_int_equal(tl_model_load("zaya1", &m), 0); /* num_experts / moe_router_topk aliases */
+    assert_int_equal(m.n_experts, 16);
+    assert_int_equal(m.top_k, 1);
+    assert_int_equal(tl_model_load("mistral-7b", &m), 0);
+    tl_model_moe_shape(&m, &E, &k, &w);
+    assert_int_equal(E, 1);
+    assert_int_equal(k, 1);
+    assert_int_equal(w, 14336);
+}
+
+static void test_model_errors(void **state)
+{
+    (void)state;
+    tl_model m;
+    assert_int_equal(tl_model_load("gpt-9", &m), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "deepseek-v3.2"));
+    const char *path = write_tmp("test_presets_cfg.json",
+                                 "{\"hidden_size\": 4096, \"num_hidden_layers\": 4, \"n_routed_experts\": 8,\n"
+                                 " \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 96}\n");
+    assert_int_equal(tl_model_load(path, &m), 0); /* a user's config.json */
+    assert_string_equal(m.name, "test_presets_cfg");
+    assert_int_equal(m.moe_width, 96);
+    path = write_tmp("test_presets_cfg.json", "{\"num_hidden_layers\": 4}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "'hidden_size'"));
+    path = write_tmp("test_presets_cfg.json",
+                     "{\"hidden_size\": 64, \"num_hidden_layers\": 4, \"n_routed_experts\": 4, \"num_experts_per_tok\": 5, "
+                     "\"moe_intermediate_size\": 32}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE); /* k > E */
+    path = write_tmp("test_presets_cfg.json",
+                     "{\"hidden_size\": 64, \"num_hidden_layers\": 4, \"n_routed_experts\": 4, \"num_experts_per_tok\": 0, "
+                     "\"moe_intermediate_size\": 32}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE); /* k = 0 */
+    path = write_tmp("test_presets_cfg.json", "{\"hidden_size\": 64, \"num_hidden_layers\": 4, \"n_routed_experts\": 0}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE); /* E = 0 and no dense width */
+    assert_non_null(strstr(tl_last_error(), "intermediate_size"));
+    path = write_tmp("test_presets_cfg.json", "{\"hidden_size\": 64,\n \"num_hidden_layers\": \"four\"}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE);
+    path = write_tmp("test_presets_cfg.json", "{\"hidden_size\": 64\n \"num_hidden_layers\": 4}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "test_presets_cfg.json:2:"));
+    remove(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hw_presets_load), cmocka_unit_test(test_peaks_match_datasheet),
+        cmocka_unit_test(test_pick_instr),      cmocka_unit_test(test_overlay),
+        cmocka_unit_test(test_hw_errors),       cmocka_unit_test(test_models),
+        cmocka_unit_test(test_model_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,275 @@
+/* The fused MoE cost model: the seed's tile and padding numbers, K padding, FLOPs and bytes by hand,
+ * limiters, the schedule, measured ceilings, and bad input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simulator/moe.h"
+
+static tl_hw hw355, hw300, hw200;
+static tl_model ds, kimi, glm, qwen;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (tl_hw_load("mi355x", &hw355) || tl_hw_load("mi300x", &hw300) || tl_hw_load("h200", &hw200) ||
+        tl_model_load("deepseek-v3.2", &ds) || tl_model_load("kimi-k2.6", &kimi) || tl_model_load("glm-5", &glm) ||
+        tl_model_load("qwen3-8b", &qwen))
+        return -1;
+    return 0;
+}
+
+static tl_moe_problem problem(const tl_hw *hw, const tl_model *m, tl_moe_dtype d, int tokens, int stage)
+{
+    tl_moe_problem p;
+    memset(&p, 0, sizeof p);
+    p.hw = hw;
+    p.model = m;
+    p.dtype = d;
+    p.tokens = tokens;
+    p.stage = stage;
+    tl_routing_parse("balanced", &p.routing);
+    p.seed = 1;
+    p.tile_m = 16;
+    p.tile_n = 128;
+    p.tp = 1;
+    return p;
+}
+
+static tl_moe_result run(tl_moe_problem p)
+{
+    tl_moe_result r;
+    assert_int_equal(tl_moe_sim(&p, &r), 0);
+    return r;
+}
+
+static void test_seed_tiles_and_padding(void **state)
+{
+    (void)state;
+    tl_moe_result r = run(problem(&hw355, &ds, TL_MOE_FP8, 1, 1));
+    assert_int_equal(r.tiles, 8);
+    assert_true(r.padding == 16.0);
+    assert_int_equal(r.active_experts, 8);
+    r = run(problem(&hw355, &ds, TL_MOE_FP8, 32, 1));
+    assert_int_equal(r.active_experts, 256);
+    r = run(problem(&hw355, &ds, TL_MOE_FP8, 512, 2));
+    assert_true(r.padding == 1.0);
+    assert_int_equal(r.tiles, 256);
+    r = run(problem(&hw355, &kimi, TL_MOE_A16W4, 768, 1));
+    assert_true(r.padding == 1.0);
+    r = run(problem(&hw355, &kimi, TL_MOE_A16W4, 512, 1));
+    assert_true(r.padding == 1.5);
+    /* balanced: min(16 E / (M k), 16) up to the fill point */
+    for (int M = 1; M <= 512; M *= 2) {
+        r = run(problem(&hw200, &glm, TL_MOE_BF16, M, 2));
+        assert_true(fabs(r.padding - fmin(16.0 * 256 / (M * 8.0), 16.0)) < 1e-12);
+    }
+}
+
+static void test_flops_and_bytes_by_hand(void **state)
+{
+    (void)state;
+    /* DeepSeek-V3.2 stage 1, M = 1, FP8 on MI355X: N = 4096, K = 7168 */
+    tl_moe_result r = run(problem(&hw355, &ds, TL_MOE_FP8, 1, 1));
+    assert_int_equal(r.N, 4096);
+    assert_int_equal(r.K, 7168);
+    assert_true(r.flops_useful == 2.0 * 8 * 4096 * 7168);
+    assert_true(r.flops_issued == 16.0 * r.flops_useful); /* 16 rows computed per real row */
+    double w = 8.0 * 4096 * 7168 * (1.0 + 4.0 / (128 * 128)); /* 8 experts, fp8 + block scales */
+    assert_true(fabs(r.weight_bytes - w) < 1e-6 * w);
+    assert_true(fabs(r.act_bytes - 7168.0 * (1 + 4.0 / 128)) < 1e-6); /* one token, read once */
+    assert_true(fabs(r.out_bytes - 8.0 * 2048 * 2) < 1e-9);             /* bf16 SwiGLU output per row */
+    assert_true(r.hbm_bytes >= r.weight_bytes + r.act_bytes + r.out_bytes);
+    assert_true(fabs(r.intensity - r.flops_useful / r.hbm_bytes) < 1e-12);
+    assert_string_equal(r.limiter, "hbm");
+    assert_int_equal(r.instr.k, 128);
+    /* stage 2, tp 8: N = 7168, K = 256 */
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_BF16, 64, 2);
+    p.tp = 8;
+    r = run(p);
+    assert_int_equal(r.N, 7168);
+    assert_int_equal(r.K, 256);
+    w = 256.0 * 7168 * 256 * 2;
+    assert_true(fabs(r.weight_bytes - w) < 1e-6 * w);
+    /* each expert's weights are read once however many tiles use them */
+    tl_moe_result big = run(problem(&hw355, &ds, TL_MOE_BF16, 4096, 1));
+    tl_moe_result mid = run(problem(&hw355, &ds, TL_MOE_BF16, 512, 1));
+    assert_true(big.weight_bytes == mid.weight_bytes);
+    /* weight-only types move fewer weight bytes, in the ratio of their element sizes */
+    tl_moe_result w4 = run(problem(&hw355, &ds, TL_MOE_A16W4, 512, 1));
+    tl_moe_result m4 = run(problem(&hw355, &ds, TL_MOE_MXFP4, 512, 1));
+    tl_moe_result m8 = run(problem(&hw355, &ds, TL_MOE_MXFP8, 512, 1));
+    assert_true(fabs(w4.weight_bytes / mid.weight_bytes - (0.5 + 4.0 / 128) / 2) < 1e-9);
+    assert_true(fabs(m4.weight_bytes / mid.weight_bytes - (0.5 + 1.0 / 32) / 2) < 1e-9);
+    assert_true(fabs(m8.weight_bytes / mid.weight_bytes - (1.0 + 1.0 / 32) / 2) < 1e-9);
+}
+
+static void test_k_padding(void **state)
+{
+    (void)state;
+    /* an expert width of 192: under FP8's K = 128 stage 2 computes K = 256 (pad 4/3); bf16's 32 fits */
+    tl_model m = ds;
+    m.moe_width = 192;
+    tl_moe_result r = run(problem(&hw355, &m, TL_MOE_FP8, 64, 2));
+    assert_int_equal(r.K, 192);
+    assert_int_equal(r.K_padded, 256);
+    assert_true(fabs(r.k_padding - 256.0 / 192) < 1e-12);
+    r = run(problem(&hw355, &m, TL_MOE_BF16, 64, 2));
+    assert_true(r.k_padding == 1.0);
+    m.moe_width = 96 * 8; /* 96 per GPU at tp 8 */
+    tl_moe_problem p = problem(&hw355, &m, TL_MOE_FP8, 64, 2);
+    p.tp = 8;
+    r = run(p);
+    assert_int_equal(r.K, 96);
+    assert_true(fabs(r.k_padding - 128.0 / 96) < 1e-12);
+    /* on gfx942 the FP8 instruction has K = 32: no K padding for 96 */
+    p.hw = &hw300;
+    r = run(p);
+    assert_true(r.k_padding == 1.0);
+}
+
+static void test_limiters(void **state)
+{
+    (void)state;
+    /* small M: weights dominate */
+    assert_string_equal(run(problem(&hw355, &ds, TL_MOE_BF16, 1, 1)).limiter, "hbm");
+    /* a dense FFN at large M is compute-bound */
+    assert_string_equal(run(problem(&hw355, &qwen, TL_MOE_BF16, 8192, 1)).limiter, "matrix");
+    /* tall tiles with 4-bit weights at M = 1: the matrix cores grind padding */
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_A16W4, 1, 1);
+    p.tile_m = 128;
+    tl_moe_result r = run(p);
+    assert_string_equal(r.limiter, "padding");
+    assert_true(r.padding == 128.0);
+    /* two waves, the second small and slow: the tail */
+    p = problem(&hw355, &ds, TL_MOE_BF16, 1, 1);
+    p.tile_n = 112; /* 37 n-blocks x 8 tiles = 296 items on 256 CUs */
+    r = run(p);
+    assert_int_equal(r.waves, 2);
+    assert_string_equal(r.limiter, "tail");
+    /* a tiny GEMM is all launch and fixed cost */
+    tl_model tiny = qwen;
+    tiny.hidden = 256;
+    tiny.dense_width = 256;
+    assert_string_equal(run(problem(&hw355, &tiny, TL_MOE_BF16, 1, 1)).limiter, "fixed");
+}
+
+static void test_schedule(void **state)
+{
+    (void)state;
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_FP8, 64, 2);
+    tl_moe_result plain = run(p);
+    p.want_schedule = 1;
+    tl_moe_result r = run(p);
+    assert_non_null(r.items);
+    assert_true(r.time_us == plain.time_us); /* the schedule does not change the answer */
+    assert_true(r.hbm_bytes == plain.hbm_bytes);
+    assert_int_equal(r.work_items, (long long)r.tiles * r.n_blocks);
+    int waves = 0;
+    for (long long i = 0; i < r.work_items; i++) {
+        const tl_moe_item *it = &r.items[i];
+        assert_true(it->cu >= 0 && it->cu < hw355.cus);
+        assert_int_equal(it->xcd, it->cu / (hw355.cus / hw355.xcds));
+        assert_int_equal(it->xcd, (int)(i % hw355.cus) % hw355.xcds); /* round robin over XCDs */
+        assert_int_equal(it->wave, (int)(i / hw355.cus));
+        assert_true(it->end_us > it->start_us);
+        assert_true(it->end_us <= r.time_us + 1e-9);
+        assert_true(it->rows >= 1 && it->rows <= 16);
+        if (i > 0 && it->wave == r.items[i - 1].wave) assert_true(it->start_us == r.items[i - 1].start_us);
+        if (it->wave + 1 > waves) waves = it->wave + 1;
+    }
+    assert_int_equal(waves, r.waves);
+    /* no two items of one wave on one CU */
+    for (long long i = 0; i + 1 < r.work_items && i < hw355.cus; i++)
+        for (long long j = i + 1; j < hw355.cus && j < r.work_items; j++) assert_int_not_equal(r.items[i].cu, r.items[j].cu);
+    tl_moe_result_free(&r);
+    tl_moe_result_free(&r);
+}
+
+static void test_measured_ceilings_matter(void **state)
+{
+    (void)state;
+    tl_hw ds_only = hw200;
+    ds_only.ceilings.hbm_read_gbps.measured = 0; /* datasheet only: faster memory */
+    tl_moe_result a = run(problem(&hw200, &ds, TL_MOE_BF16, 256, 1));
+    tl_moe_result b = run(problem(&ds_only, &ds, TL_MOE_BF16, 256, 1));
+    assert_true(a.bw_gbps == 4398 && b.bw_gbps == 4800);
+    assert_true(b.time_us < a.time_us);
+    /* full waves scale with the ceiling; the small last wave is held by the per-SM limit */
+    assert_true(a.memory_us / b.memory_us > 1.05 && a.memory_us / b.memory_us <= 4800.0 / 4398.0 + 1e-9);
+    /* a small grid cannot pull the full bandwidth: 8 tiles x 4 n-blocks = 32 items at tp 8 */
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_FP8, 1, 1);
+    p.tp = 8;
+    tl_moe_result s = run(p);
+    assert_int_equal(s.work_items, 32);
+    assert_true(s.hbm_bytes / (s.memory_us * 1e3) <= 32 * hw355.hbm_per_cu_gbps + 1e-6);
+}
+
+static void test_dtype_names(void **state)
+{
+    (void)state;
+    const char *names[] = {"bf16", "fp8", "a16w4", "mxfp4", "mxfp8"};
+    for (int i = 0; i < 5; i++) {
+        tl_moe_dtype d;
+        assert_int_equal(tl_moe_dtype_parse(names[i], &d), 0);
+        assert_string_equal(tl_moe_dtype_name(d), names[i]);
+    }
+    tl_moe_dtype d;
+    assert_int_equal(tl_moe_dtype_parse("fp16", &d), TL_EUSAGE);
+    const char *a, *b;
+    tl_moe_instr_dtypes(&hw355, TL_MOE_FP8, &a, &b);
+    assert_string_equal(a, "fp8");
+    tl_moe_instr_dtypes(&hw355, TL_MOE_A16W4, &a, &b);
+    assert_string_equal(a, "bf16");
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    tl_moe_result r;
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_FP8, 0, 1);
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE); /* tokens 0 */
+    p.tokens = 8;
+    p.stage = 3;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    p.stage = 1;
+    p.tile_m = 8; /* no MFMA with M = 8 */
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    p.tile_m = 16;
+    p.tp = 3; /* 2048 not divisible by 3 */
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    p.tp = 1;
+    p.tokens = 1 << 30; /* tokens x k over 2^31 - 1 */
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    p.tokens = 8;
+    tl_model bad = ds;
+    bad.top_k = 300; /* k > E */
+    p.model = &bad;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    bad.top_k = 0;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    bad = ds;
+    bad.n_experts = 0; /* dense with no width */
+    bad.dense_width = 0;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    p.model = NULL;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+    assert_null(r.items);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed_tiles_and_padding), cmocka_unit_test(test_flops_and_bytes_by_hand),
+        cmocka_unit_test(test_k_padding),              cmocka_unit_test(test_limiters),
+        cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
+        cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

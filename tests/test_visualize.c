@@ -1,0 +1,437 @@
+/* Tests of visualize/: surfaces (PNG/SVG/PDF, atomic files, bad extensions), axes, number
+ * formatting, the three points parsers on the sample files in tests/data/, and every figure. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/tl.h"
+#include "simulator/hw.h"
+#include "simulator/model.h"
+#include "visualize/figures.h"
+#include "visualize/gfx.h"
+#include "visualize/points.h"
+
+static char out_dir[1024];
+
+static void out_path(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s/%s", out_dir, name);
+}
+
+/* Counts files in out_dir whose name contains ".tmp." (left-over temporaries). */
+static int tmp_files_left(void)
+{
+    DIR *d = opendir(out_dir);
+    int n = 0;
+    if (!d) return -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Reads the first n bytes of a file into buf; returns how many were read. */
+static size_t head(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    return got;
+}
+
+static int is_png(const char *path)
+{
+    char b[8];
+    return head(path, b, 8) == 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(out_dir, sizeof out_dir, "%s/test_visualize_out", TL_BINARY_DIR);
+    return tl_mkdirs(out_dir) == 0 ? 0 : -1;
+}
+
+/* ---- surfaces ---- */
+
+static void draw_something(tl_gfx *g)
+{
+    tl_plot pl;
+    tl_plot_init(&pl, 60, 30, 200, 120, 0.1, 1000, 1, 1, 100, 0);
+    tl_plot_axes(g, &pl, "x (unit)", "y (unit)");
+    double xs[3] = {60, 160, 260}, ys[3] = {150, 40, 90};
+    tl_gfx_polyline(g, xs, ys, 3, 1.5, tl_gfx_palette(5), 4);
+    tl_gfx_marker(g, 160, 40, 2, 8, tl_gfx_palette(6));
+    tl_legend_entry le[1] = {{"a line", tl_gfx_palette(5), TL_KEY_LINE, 4, 0}};
+    tl_gfx_legend(g, 280, 30, le, 1, 1);
+    tl_gfx_footer(g, "simulated on preset test");
+}
+
+static void check_surface(const char *name, const char *magic, size_t magic_len, size_t search)
+{
+    char path[1200];
+    out_path(path, sizeof path, name);
+    remove(path);
+    tl_gfx *g = tl_gfx_open(path, 320, 200);
+    assert_non_null(g);
+    draw_something(g);
+    assert_int_equal(tl_gfx_close(g), 0);
+    assert_true(file_size(path) > 100);
+    char buf[512] = {0};
+    size_t got = head(path, buf, search < sizeof buf - 1 ? search : sizeof buf - 1);
+    assert_true(got >= magic_len);
+    int found = 0;
+    for (size_t i = 0; i + magic_len <= got && !found; i++) found = memcmp(buf + i, magic, magic_len) == 0;
+    assert_true(found);
+    assert_int_equal(tmp_files_left(), 0);
+}
+
+static void test_png_surface(void **state)
+{
+    (void)state;
+    check_surface("s.png", "\x89PNG\r\n\x1a\n", 8, 8);
+}
+
+static void test_svg_surface(void **state)
+{
+    (void)state;
+    check_surface("s.svg", "<svg", 4, 300);
+}
+
+static void test_pdf_surface(void **state)
+{
+    (void)state;
+    check_surface("s.PDF", "%PDF-", 5, 5); /* the extension is case-insensitive */
+}
+
+static void test_bad_extension_writes_nothing(void **state)
+{
+    (void)state;
+    const char *bad[] = {"x.jpg", "x", "x.png.bak", "dir.png/x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[1200];
+        out_path(path, sizeof path, bad[i]);
+        tl_clear_error();
+        tl_gfx *g = tl_gfx_open(path, 320, 200);
+        assert_null(g);
+        assert_int_equal(tl_gfx_open_status(), TL_EUSAGE);
+        assert_true(strlen(tl_last_error()) > 0);
+        assert_int_equal(file_size(path), -1);
+    }
+    assert_int_equal(tmp_files_left(), 0);
+}
+
+static void test_bad_size_and_folder(void **state)
+{
+    (void)state;
+    char path[1200];
+    out_path(path, sizeof path, "size.png");
+    assert_null(tl_gfx_open(path, 0, 200));
+    assert_int_equal(tl_gfx_open_status(), TL_EUSAGE);
+    assert_null(tl_gfx_open(path, NAN, 200));
+    assert_null(tl_gfx_open(path, 320, 1e9));
+    out_path(path, sizeof path, "no/such/folder/x.png");
+    assert_null(tl_gfx_open(path, 320, 200));
+    assert_int_equal(tl_gfx_open_status(), TL_EFAIL);
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    const char *names[] = {"ab.png", "ab.svg", "ab.pdf"};
+    for (int i = 0; i < 3; i++) {
+        char path[1200];
+        out_path(path, sizeof path, names[i]);
+        remove(path);
+        tl_gfx *g = tl_gfx_open(path, 320, 200);
+        assert_non_null(g);
+        draw_something(g);
+        tl_gfx_abort(g);
+        assert_int_equal(file_size(path), -1);
+    }
+    assert_int_equal(tmp_files_left(), 0);
+    tl_gfx_abort(NULL);
+}
+
+/* ---- axes, numbers, colours ---- */
+
+static void test_axis_map(void **state)
+{
+    (void)state;
+    tl_axis lin = {0, 10, 0, 100, 200};
+    assert_float_equal(tl_axis_map(&lin, 5), 150, 1e-9);
+    tl_axis lg = {1, 1000, 1, 0, 300};
+    assert_float_equal(tl_axis_map(&lg, 10), 100, 1e-9);
+    assert_float_equal(tl_axis_map(&lg, 1000), 300, 1e-9);
+    assert_true(isinf(tl_axis_map(&lg, 0)));
+    tl_plot pl;
+    tl_plot_init(&pl, 10, 20, 100, 50, 0.1, 10, 1, 0, 1, 0);
+    assert_float_equal(tl_plot_y(&pl, 0), 70, 1e-9); /* y grows upward */
+    assert_float_equal(tl_plot_x(&pl, 1), 60, 1e-9);
+}
+
+static void test_fmt_and_colours(void **state)
+{
+    (void)state;
+    char b[32];
+    tl_gfx_fmt(0.1, b, sizeof b);
+    assert_string_equal(b, "0.1");
+    tl_gfx_fmt(1000, b, sizeof b);
+    assert_string_equal(b, "1000");
+    tl_gfx_fmt(10000, b, sizeof b);
+    assert_string_equal(b, "10k");
+    tl_gfx_fmt(1e7, b, sizeof b);
+    assert_string_equal(b, "10M");
+    tl_rgba c = tl_gfx_palette(1); /* Okabe-Ito orange (230, 159, 0) */
+    assert_float_equal(c.r, 230 / 255.0, 1e-9);
+    assert_float_equal(c.g, 159 / 255.0, 1e-9);
+    assert_float_equal(tl_gfx_palette(9).r, c.r, 1e-12);
+    tl_rgba lo = tl_gfx_ramp(0), hi = tl_gfx_ramp(1), nan = tl_gfx_ramp(NAN);
+    assert_true(hi.r + hi.g > lo.r + lo.g + 1.0); /* dark purple to bright yellow */
+    assert_float_equal(nan.r, lo.r, 1e-12);
+    assert_float_equal(tl_gfx_contrast(hi).r, 0, 1e-12);
+    assert_float_equal(tl_gfx_contrast(lo).r, 1, 1e-12);
+}
+
+/* ---- points ---- */
+
+static const tl_point *find_point(const tl_points *p, const char *label)
+{
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->pts[i].label, label) == 0) return &p->pts[i];
+    return NULL;
+}
+
+static void test_points_ncu(void **state)
+{
+    (void)state;
+    tl_points p;
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/ncu_h200_probe.csv", &p), 0);
+    assert_int_equal(p.format, TL_POINTS_NCU);
+    assert_int_equal(p.n, 3);
+    const tl_point *mma = find_point(&p, "mma_bf16_loop");
+    assert_non_null(mma);
+    /* tensor-path ops (2112 warps x 4096 mma.sync m16n8k16 x 4096 FLOPs) + 202,752 FADDs */
+    assert_float_equal(mma->flops, 35433480192.0 + 202752.0, 0.5);
+    assert_float_equal(mma->bytes, 4608, 1e-9);
+    assert_float_equal(mma->time_us, 82.944, 1e-9);
+    assert_int_equal(mma->measured, 1);
+    const tl_point *rd = find_point(&p, "read_sum");
+    assert_non_null(rd);
+    assert_float_equal(rd->flops, 268435456.0 + 2 * 270336.0, 0.5); /* FADD + 2 x HFMA */
+    assert_float_equal(rd->bytes, 1073751040.0 + 2440704.0, 0.5);
+    assert_float_equal(rd->time_us, 703.552, 1e-9);
+    assert_float_equal(rd->intensity, rd->flops / rd->bytes, 1e-12);
+    assert_non_null(strstr(p.source, "Nsight Compute"));
+    tl_points_free(&p);
+}
+
+static void test_points_rocprof(void **state)
+{
+    (void)state;
+    tl_points p;
+    assert_int_equal(
+        tl_points_read(TL_SOURCE_DIR "/tests/data/rocprofv3_mi355x_counter_collection.csv", &p), 0);
+    assert_int_equal(p.format, TL_POINTS_ROCPROF);
+    assert_int_equal(p.n, 3);
+    const tl_point *gemm = find_point(&p, "gemm_fp8_nt<256, 256, 128>");
+    assert_non_null(gemm);
+    assert_int_equal(gemm->launches, 2);
+    assert_float_equal(gemm->flops, 2 * 2147483648.0 * 512, 1);       /* 2 x 2 x 8192^3 */
+    assert_float_equal(gemm->bytes, 2 * (131072.0 + 131072.0) * 1024, 1); /* FETCH + WRITE, KiB */
+    assert_float_equal(gemm->time_us, 240.0 + 241.0, 1e-6);
+    const tl_point *rd = find_point(&p, "hbm_read_reduce");
+    assert_non_null(rd);
+    assert_float_equal(rd->flops, 64.0 * 16777216, 1);
+    assert_float_equal(rd->bytes, (4194304.0 + 1) * 1024, 1);
+    assert_float_equal(rd->time_us, 684.9, 1e-6);
+    tl_points_free(&p);
+}
+
+static void test_points_tilelab(void **state)
+{
+    (void)state;
+    tl_points p;
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/points_h200_torch.csv", &p), 0);
+    assert_int_equal(p.format, TL_POINTS_TILELAB);
+    assert_int_equal(p.n, 3);
+    const tl_point *bf = find_point(&p, "bf16 matmul 8192^3");
+    assert_non_null(bf);
+    assert_int_equal(bf->measured, 1);
+    assert_float_equal(bf->tflops, 1099511627776.0 / 1383.0e6, 1e-6);
+    assert_string_equal(p.source, "measured on NVIDIA H200, 2026-11-29");
+    tl_points_free(&p);
+
+    /* simulator output: tokens + stage label, simulated on the hw column's preset */
+    const char *sim = "stage,hw,tokens,flops_useful,hbm_bytes,intensity,time_us,limiter\n"
+                      "1,mi355x,64,3.0e10,7.5e9,4.0,1204.0,hbm\n";
+    assert_int_equal(tl_points_parse(sim, "sim.csv", &p), 0);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.pts[0].label, "M=64 s1");
+    assert_int_equal(p.pts[0].measured, 0);
+    assert_string_equal(p.source, "simulated on preset mi355x");
+    tl_points_free(&p);
+
+    const char *by_rate = "# simulated on preset h200\nname,intensity,tflops\nk,12.5,40\n";
+    assert_int_equal(tl_points_parse(by_rate, "r.csv", &p), 0);
+    assert_float_equal(p.pts[0].intensity, 12.5, 1e-12);
+    assert_int_equal(p.pts[0].measured, 0);
+    tl_points_free(&p);
+}
+
+static void test_points_malformed(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "",
+        "a,b,c\n1,2,3\n",                                       /* unknown header */
+        "name,flops,hbm_bytes,time_us\nk,1.2.3,5,6\n",          /* malformed number */
+        "name,flops,hbm_bytes,time_us\nk,-1,5,6\n",             /* negative */
+        "name,flops,hbm_bytes,time_us\nk,1,5,0\n",              /* zero time */
+        "name,flops,hbm_bytes,time_us\nk,1,5\n",                /* short row */
+        "name,flops,hbm_bytes,time_us\n\"k,1,5,6\n",           /* unterminated quote */
+        "name,flops,hbm_bytes,time_us\n",                       /* no rows */
+        "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+        "\"0\",\"k\",\"gpu__time_duration.sum\",\"fortnight\",\"3\"\n", /* unknown unit */
+        "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+        "\"0\",\"k\",\"gpu__time_duration.sum\",\"ns\",\"3\"\n",         /* no FLOPs, no bytes */
+        "\"Correlation_Id\",\"Dispatch_Id\",\"Kernel_Name\",\"Counter_Name\",\"Counter_Value\","
+        "\"Start_Timestamp\",\"End_Timestamp\"\n1,1,\"k\",\"FETCH_SIZE\",12,200,100\n", /* t1 < t0 */
+        "\"Kind\",\"Kernel_Name\",\"Start_Timestamp\",\"End_Timestamp\"\n\"K\",\"k\",1,2\n", /* trace only */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tl_points p;
+        tl_clear_error();
+        int rc = tl_points_parse(bad[i], "bad.csv", &p);
+        if (rc != TL_EUSAGE) fprintf(stderr, "case %zu: rc %d\n", i, rc);
+        assert_int_equal(rc, TL_EUSAGE);
+        assert_non_null(strstr(tl_last_error(), "bad.csv"));
+        assert_null(p.pts);
+        assert_int_equal(p.n, 0);
+    }
+    tl_points p;
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/no_such_file.csv", &p), TL_EUSAGE);
+}
+
+/* ---- figures ---- */
+
+static void test_fig_roofline(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    tl_points sets[2];
+    assert_int_equal(
+        tl_points_read(TL_SOURCE_DIR "/tests/data/rocprofv3_mi355x_counter_collection.csv", &sets[0]), 0);
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/points_h200_torch.csv", &sets[1]), 0);
+    char path[1200];
+    out_path(path, sizeof path, "roofline.png");
+    tl_band band = {1, 26, 137};
+    assert_int_equal(tl_fig_roofline(path, &hw, sets, 2, band), 0);
+    assert_true(is_png(path));
+    /* a bad band fails before anything is written */
+    out_path(path, sizeof path, "roofline_bad.png");
+    tl_band inverted = {1, 137, 26};
+    assert_int_equal(tl_fig_roofline(path, &hw, sets, 2, inverted), TL_EUSAGE);
+    assert_int_equal(file_size(path), -1);
+    tl_points_free(&sets[0]);
+    tl_points_free(&sets[1]);
+}
+
+static void test_fig_moe(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    tl_model model;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    assert_int_equal(tl_model_load("deepseek-v3.2", &model), 0);
+    tl_routing r;
+    assert_int_equal(tl_routing_parse("balanced", &r), 0);
+    char path[1200];
+    int tokens[3] = {1, 32, 512};
+    out_path(path, sizeof path, "tiles.svg");
+    assert_int_equal(tl_fig_moe_tiles(path, &hw, &model, TL_MOE_FP8, tokens, 3, 16, &r, 1), 0);
+    assert_true(file_size(path) > 1000);
+
+    int e[2] = {256, 384}, k[1] = {8}, m[2] = {16, 32};
+    out_path(path, sizeof path, "padding.png");
+    assert_int_equal(tl_fig_padding(path, "mi355x", e, 2, k, 1, m, 2, 8192), 0);
+    assert_true(is_png(path));
+    int kbig[1] = {300};
+    out_path(path, sizeof path, "padding_bad.png");
+    assert_int_equal(tl_fig_padding(path, "mi355x", e, 2, kbig, 1, m, 2, 8192), TL_EUSAGE);
+    assert_int_equal(file_size(path), -1);
+
+    tl_moe_problem p = {0};
+    p.hw = &hw;
+    p.model = &model;
+    p.dtype = TL_MOE_FP8;
+    p.tokens = 64;
+    p.stage = 1;
+    p.routing = r;
+    p.seed = 1;
+    p.tile_m = 16;
+    p.tp = 1;
+    out_path(path, sizeof path, "timeline.png");
+    assert_int_equal(tl_fig_timeline(path, &p), 0);
+    assert_true(is_png(path));
+    p.tokens = 0; /* the simulator refuses it; nothing is written */
+    out_path(path, sizeof path, "timeline_bad.png");
+    assert_int_equal(tl_fig_timeline(path, &p), TL_EUSAGE);
+    assert_int_equal(file_size(path), -1);
+    assert_int_equal(tmp_files_left(), 0);
+}
+
+static void test_fig_mfma(void **state)
+{
+    (void)state;
+    char path[1200];
+    out_path(path, sizeof path, "mfma.pdf");
+    assert_int_equal(tl_fig_mfma(path, "gfx950", "v_mfma_f32_16x16x32_bf16"), 0);
+    char b[5];
+    assert_int_equal(head(path, b, 5), 5);
+    assert_memory_equal(b, "%PDF-", 5);
+    out_path(path, sizeof path, "mfma_bad.png");
+    assert_int_equal(tl_fig_mfma(path, "gfx942", "v_mfma_f32_16x16x128_f8f6f4"), TL_EUSAGE);
+    assert_int_equal(tl_fig_mfma(path, "gfx1100", "v_mfma_f32_16x16x16_bf16"), TL_EUSAGE);
+    assert_int_equal(file_size(path), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_png_surface),
+        cmocka_unit_test(test_svg_surface),
+        cmocka_unit_test(test_pdf_surface),
+        cmocka_unit_test(test_bad_extension_writes_nothing),
+        cmocka_unit_test(test_bad_size_and_folder),
+        cmocka_unit_test(test_abort_leaves_nothing),
+        cmocka_unit_test(test_axis_map),
+        cmocka_unit_test(test_fmt_and_colours),
+        cmocka_unit_test(test_points_ncu),
+        cmocka_unit_test(test_points_rocprof),
+        cmocka_unit_test(test_points_tilelab),
+        cmocka_unit_test(test_points_malformed),
+        cmocka_unit_test(test_fig_roofline),
+        cmocka_unit_test(test_fig_moe),
+        cmocka_unit_test(test_fig_mfma),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

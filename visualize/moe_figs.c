@@ -1,0 +1,381 @@
+/* The fused-MoE figures: tiles (seed Figure 6 as a still), padding against tokens, timeline.
+ * See figures.h. */
+#include "figures.h"
+#include "gfx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tl_rgba real_colour(void) { return tl_gfx_palette(5); }                     /* blue */
+static tl_rgba pad_colour(void) { return tl_gfx_rgb(0.97, 0.75, 0.45); }          /* light orange */
+
+static void moe_problem(tl_moe_problem *p, const tl_hw *hw, const tl_model *model,
+                        tl_moe_dtype dtype, int tokens, int tile_m, const tl_routing *routing,
+                        uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->hw = hw;
+    p->model = model;
+    p->dtype = dtype;
+    p->tokens = tokens;
+    p->stage = 1;
+    p->routing = *routing;
+    p->seed = seed;
+    p->tile_m = tile_m;
+    p->tp = 1;
+}
+
+/* ---- moe-tiles ---- */
+
+/* Rows of the tallest expert stack (in rows, a whole number of tiles). */
+static int tallest_stack(const tl_worklist *wl)
+{
+    int best = 0;
+    for (int e = 0; e < wl->n_experts; e++) {
+        int c = wl->expert_count[e];
+        int rows = (c + wl->tile_m - 1) / wl->tile_m * wl->tile_m;
+        if (rows > best) best = rows;
+    }
+    return best;
+}
+
+static void draw_tiles_panel(tl_gfx *g, const tl_worklist *wl, int tokens, int top_k,
+                             double x, double y, double w, double h)
+{
+    int E = wl->n_experts;
+    int stack = tallest_stack(wl);
+    if (stack < wl->tile_m) stack = wl->tile_m;
+    tl_plot pl;
+    tl_plot_init(&pl, x, y, w, h, 0, E, 0, 0, stack, 0);
+    char title[200];
+    double pad = (double)wl->n_rows_padded / ((double)tokens * top_k);
+    snprintf(title, sizeof title, "M = %d: %d tiles, %d experts active, padding %.2fx", tokens,
+             wl->n_tiles, wl->active_experts, pad);
+    tl_text_style ts = tl_gfx_style(9.5);
+    ts.bold = 1;
+    ts.ha = TL_CENTER;
+    ts.va = TL_BOTTOM;
+    tl_gfx_text(g, x + w / 2, y - 5, title, ts);
+
+    tl_plot_axes(g, &pl, "expert", "rows (tiles stacked)");
+    double col_w = w / E;
+    double row_h = h / stack;
+    /* Per-expert running height; tiles are listed in expert order. */
+    int *height = calloc((size_t)E, sizeof *height);
+    if (!height) return;
+    tl_rgba sep = tl_gfx_rgb(1, 1, 1);
+    for (int t = 0; t < wl->n_tiles; t++) {
+        int e = wl->tile_expert[t], real = wl->tile_rows[t];
+        double cx = x + e * col_w, base = height[e];
+        double gap = col_w > 2.5 ? 0.35 : 0; /* white gap between columns when there is room */
+        double y_real0 = tl_plot_y(&pl, base), y_real1 = tl_plot_y(&pl, base + real);
+        double y_tile1 = tl_plot_y(&pl, base + wl->tile_m);
+        tl_gfx_rect(g, cx + gap, y_real1, col_w - 2 * gap, y_real0 - y_real1, real_colour(), 0, sep);
+        if (real < wl->tile_m)
+            tl_gfx_rect(g, cx + gap, y_tile1, col_w - 2 * gap, y_real1 - y_tile1, pad_colour(), 0, sep);
+        /* Tile boundary: a thin white line on top of each tile when rows are tall enough. */
+        if (row_h * wl->tile_m > 3)
+            tl_gfx_line(g, cx, y_tile1, cx + col_w, y_tile1, 0.6, sep, 0);
+        height[e] += wl->tile_m;
+    }
+    free(height);
+    tl_gfx_rect(g, x, y, w, h, (tl_rgba){0, 0, 0, 0}, 0.8, tl_gfx_rgb(0.2, 0.2, 0.2));
+}
+
+int tl_fig_moe_tiles(const char *out, const tl_hw *hw, const tl_model *model, tl_moe_dtype dtype,
+                     const int *tokens, int ntok, int tile_m, const tl_routing *routing,
+                     uint64_t seed)
+{
+    if (ntok < 1 || ntok > 8) return tl_error(TL_EUSAGE, "--tokens", "give 1 to 8 token counts");
+    int E, k, width;
+    tl_model_moe_shape(model, &E, &k, &width);
+    tl_worklist wl[8];
+    memset(wl, 0, sizeof wl);
+    int rc = TL_OK;
+    for (int i = 0; i < ntok && rc == TL_OK; i++) {
+        tl_moe_problem p;
+        moe_problem(&p, hw, model, dtype, tokens[i], tile_m, routing, seed);
+        rc = tl_moe_worklist(&p, &wl[i]);
+    }
+    tl_gfx *g = NULL;
+    if (rc == TL_OK) {
+        double panel_w = ntok == 1 ? 620 : ntok <= 3 ? 330 : 240;
+        double W = 60 + ntok * (panel_w + 62), H = 460;
+        g = tl_gfx_open(out, W, H);
+        if (!g) rc = tl_gfx_open_status();
+        else {
+            char title[256];
+            char rdesc[64];
+            tl_routing_describe(routing, rdesc, sizeof rdesc);
+            snprintf(title, sizeof title,
+                     "Fused MoE tiles: %s (E = %d, top-k = %d), tiles of %d rows, %s routing", model->name,
+                     E, k, tile_m, rdesc);
+            tl_text_style ts = tl_gfx_style(13);
+            ts.bold = 1;
+            tl_gfx_text(g, 16, 10, title, ts);
+            tl_legend_entry le[2] = {
+                {"real rows (token-expert pairs)", real_colour(), TL_KEY_BOX, 0, 0},
+                {"padding rows", pad_colour(), TL_KEY_BOX, 0, 0},
+            };
+            tl_gfx_legend(g, W - 12, 32, le, 2, 1);
+            for (int i = 0; i < ntok; i++)
+                draw_tiles_panel(g, &wl[i], tokens[i], k, 70 + i * (panel_w + 62), 92, panel_w,
+                                 H - 92 - 44 - TL_GFX_FOOTER_PT);
+            char foot[400];
+            snprintf(foot, sizeof foot,
+                     "simulated on preset %s: worklist of tl_worklist_build (stage 1, %s routing, seed %llu); "
+                     "padding = rows computed / (M x k)",
+                     hw->name, rdesc, (unsigned long long)seed);
+            tl_gfx_footer(g, foot);
+            rc = tl_gfx_close(g);
+        }
+    }
+    for (int i = 0; i < ntok; i++) tl_worklist_free(&wl[i]);
+    return rc;
+}
+
+/* ---- padding ---- */
+
+static int simulated_padding(int tokens, int E, int k, int tile_m, double *pad)
+{
+    int32_t *ids = malloc((size_t)tokens * k * sizeof *ids);
+    if (!ids) return tl_error(TL_EFAIL, "padding", "out of memory");
+    tl_routing r = {TL_ROUTE_BALANCED, 0, ""};
+    tl_worklist wl = {0};
+    int rc = tl_route(&r, tokens, E, k, 1, ids, NULL);
+    if (rc == TL_OK) rc = tl_worklist_build(ids, tokens, k, E, tile_m, &wl);
+    if (rc == TL_OK) *pad = (double)wl.n_rows_padded / ((double)tokens * k);
+    tl_worklist_free(&wl);
+    free(ids);
+    return rc;
+}
+
+int tl_fig_padding(const char *out, const char *preset, const int *experts, int ne,
+                   const int *topk, int nk, const int *tile_m, int nm, int max_tokens)
+{
+    int ncurves = ne * nk * nm;
+    if (ncurves < 1 || ncurves > 12)
+        return tl_error(TL_EUSAGE, "padding", "%d curves (experts x topk x tile-m); draw 1 to 12", ncurves);
+    for (int a = 0; a < ne; a++)
+        for (int b = 0; b < nk; b++)
+            if (topk[b] > experts[a])
+                return tl_error(TL_EUSAGE, "--topk", "k = %d is larger than E = %d", topk[b], experts[a]);
+    if ((double)max_tokens * 1024 > 2e8)
+        return tl_error(TL_EUSAGE, "--max-tokens", "%d is too large to simulate here", max_tokens);
+    /* Token counts: 1, 1.5, 2, 3, 4, 6, 8, ... up to max_tokens. */
+    int ms[64], nms = 0;
+    for (long p = 1; p <= max_tokens && nms < 62; p *= 2) {
+        ms[nms++] = (int)p;
+        if (p * 3 / 2 <= max_tokens && p >= 2) ms[nms++] = (int)(p * 3 / 2);
+    }
+    double ymax = 1;
+    for (int c = 0; c < nm; c++) ymax = fmax(ymax, tile_m[c]);
+    const double W = 760, H = 500;
+    tl_gfx *g = tl_gfx_open(out, W, H);
+    if (!g) return tl_gfx_open_status();
+    tl_plot pl;
+    tl_plot_init(&pl, 70, 40, W - 70 - 24, H - 40 - 46 - TL_GFX_FOOTER_PT, 1,
+                 pow(10, ceil(log10(max_tokens))), 1, 0.8, ymax * 1.6, 1);
+    tl_text_style ts = tl_gfx_style(13);
+    ts.bold = 1;
+    tl_gfx_text(g, pl.x, 12, "MoE tile padding against batch size (balanced routing)", ts);
+    tl_plot_axes(g, &pl, "tokens in the batch M (log scale)", "padding factor (rows computed / real rows)");
+
+    static const int colours[7] = {5, 6, 3, 1, 7, 2, 0};
+    tl_legend_entry le[14];
+    char labels[12][64];
+    int nle = 0, curve = 0, rc = TL_OK;
+    double xs[64], ys[64], yc[64];
+    tl_plot_clip(g, &pl);
+    for (int a = 0; a < ne && rc == TL_OK; a++)
+        for (int b = 0; b < nk && rc == TL_OK; b++)
+            for (int c = 0; c < nm && rc == TL_OK; c++, curve++) {
+                int E = experts[a], k = topk[b], tm = tile_m[c];
+                tl_rgba col = tl_gfx_palette(colours[curve % 7]);
+                for (int i = 0; i < nms && rc == TL_OK; i++) {
+                    double pad = 1;
+                    rc = simulated_padding(ms[i], E, k, tm, &pad);
+                    xs[i] = tl_plot_x(&pl, ms[i]);
+                    ys[i] = tl_plot_y(&pl, pad);
+                    double closed = fmax(1.0, fmin((double)tm * E / ((double)ms[i] * k), tm));
+                    yc[i] = tl_plot_y(&pl, closed);
+                }
+                if (rc) break;
+                /* Simulated: a wide translucent band with markers; the closed form dashed on top,
+                 * so both stay visible where they agree. */
+                tl_gfx_polyline(g, xs, ys, nms, 3.2, tl_gfx_alpha(col, 0.55), 0);
+                for (int i = 0; i < nms; i++) tl_gfx_marker(g, xs[i], ys[i], curve / 7, 5.5, col);
+                tl_gfx_polyline(g, xs, yc, nms, 1.1, tl_gfx_rgb(0.1, 0.1, 0.1), 3.5);
+                snprintf(labels[curve], sizeof labels[curve], "E = %d, k = %d, tile %d rows", E, k, tm);
+                le[nle++] = (tl_legend_entry){labels[curve], col, TL_KEY_MARKER, 0, curve / 7};
+            }
+    tl_gfx_unclip(g);
+    if (rc) {
+        tl_gfx_abort(g);
+        return rc;
+    }
+    le[nle++] = (tl_legend_entry){"simulated worklist (wide, markers)", tl_gfx_alpha(tl_gfx_rgb(0.3, 0.3, 0.3), 0.55), TL_KEY_LINE, 0, 0};
+    le[nle++] = (tl_legend_entry){"closed form max(1, min(tile E / (M k), tile))", tl_gfx_rgb(0.1, 0.1, 0.1), TL_KEY_LINE, 3.5, 0};
+    tl_gfx_legend(g, pl.x + pl.w - 8, pl.y + 8, le, nle, 1);
+    char foot[300];
+    snprintf(foot, sizeof foot,
+             "simulated on preset %s: tl_route (balanced) + tl_worklist_build at each M; padding does not depend on the hardware",
+             preset);
+    tl_gfx_footer(g, foot);
+    return tl_gfx_close(g);
+}
+
+/* ---- timeline ---- */
+
+typedef struct {
+    int cu, xcd;
+} cu_key;
+
+static int cmp_cu(const void *a, const void *b)
+{
+    const cu_key *x = a, *y = b;
+    if (x->xcd != y->xcd) return x->xcd < y->xcd ? -1 : 1;
+    return (x->cu > y->cu) - (x->cu < y->cu);
+}
+
+int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
+{
+    tl_moe_problem p = *p0;
+    p.want_schedule = 1;
+    tl_moe_result r;
+    memset(&r, 0, sizeof r);
+    int rc = tl_moe_sim(&p, &r);
+    if (rc) return rc;
+    if (!r.items || r.work_items < 1) {
+        tl_moe_result_free(&r);
+        return tl_error(TL_EFAIL, "timeline", "the simulator returned no schedule");
+    }
+    const tl_hw *hw = p.hw;
+    int ncu = hw->cus, nx = hw->xcds > 0 ? hw->xcds : 1;
+    /* Row of each CU: grouped by XCD (as the simulator assigned them), then by CU number. */
+    cu_key *keys = calloc((size_t)ncu, sizeof *keys);
+    int *row_of = malloc((size_t)ncu * sizeof *row_of);
+    double *wave_t0 = malloc((size_t)(r.waves + 1) * sizeof *wave_t0);
+    int *wave_n = calloc((size_t)(r.waves + 1), sizeof *wave_n);
+    if (!keys || !row_of || !wave_t0 || !wave_n) {
+        free(keys), free(row_of), free(wave_t0), free(wave_n);
+        tl_moe_result_free(&r);
+        return tl_error(TL_EFAIL, "timeline", "out of memory");
+    }
+    for (int c = 0; c < ncu; c++) keys[c] = (cu_key){c, c % nx};
+    for (long long i = 0; i < r.work_items; i++) {
+        const tl_moe_item *it = &r.items[i];
+        if (it->cu >= 0 && it->cu < ncu) keys[it->cu].xcd = it->xcd;
+    }
+    qsort(keys, (size_t)ncu, sizeof *keys, cmp_cu);
+    for (int i = 0; i < ncu; i++) row_of[keys[i].cu] = i;
+    double tmax = 0;
+    for (int w = 0; w <= r.waves; w++) wave_t0[w] = INFINITY;
+    for (long long i = 0; i < r.work_items; i++) {
+        const tl_moe_item *it = &r.items[i];
+        tmax = fmax(tmax, it->end_us);
+        if (it->wave >= 0 && it->wave <= r.waves) {
+            wave_t0[it->wave] = fmin(wave_t0[it->wave], it->start_us);
+            wave_n[it->wave]++;
+        }
+    }
+    tmax = fmax(tmax, r.time_us);
+
+    const double W = 900, H = 660;
+    tl_gfx *g = tl_gfx_open(out, W, H);
+    if (!g) rc = tl_gfx_open_status();
+    if (g) {
+        tl_plot pl;
+        tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, 0, tmax * 1.02, 0,
+                     0, ncu, 0);
+        pl.y_ticks_off = 1;
+        char title[300];
+        snprintf(title, sizeof title, "MoE stage %d timeline: %s, %s, M = %d on %s", p.stage,
+                 p.model->name, tl_moe_dtype_name(p.dtype), p.tokens, hw->name);
+        tl_text_style ts = tl_gfx_style(13);
+        ts.bold = 1;
+        tl_gfx_text(g, pl.x, 8, title, ts);
+        snprintf(title, sizeof title,
+                 "%lld work items (%d tiles x %d n-blocks of %d) in %d wave%s of %d CUs; %.1f us, limiter: %s",
+                 r.work_items, r.tiles, r.n_blocks, r.tile_n, r.waves, r.waves == 1 ? "" : "s", ncu,
+                 r.time_us, r.limiter ? r.limiter : "?");
+        tl_text_style st = tl_gfx_style(9.5);
+        tl_gfx_text(g, pl.x, 27, title, st);
+
+        /* Axes without y tick labels (CUs are labelled per XCD instead). */
+        tl_plot_axes(g, &pl, "time (us)", NULL);
+        tl_gfx_rect(g, pl.x, pl.y, pl.w, pl.h, tl_gfx_rgb(1, 1, 1), 0, tl_gfx_rgb(0, 0, 0));
+        double row_h = pl.h / ncu;
+        int tail = r.waves - 1;
+        int tail_partial = tail >= 0 && wave_n[tail] < ncu;
+        for (long long i = 0; i < r.work_items; i++) {
+            const tl_moe_item *it = &r.items[i];
+            if (it->cu < 0 || it->cu >= ncu) continue;
+            double x0 = tl_plot_x(&pl, it->start_us), x1 = tl_plot_x(&pl, it->end_us);
+            double y = pl.y + row_of[it->cu] * row_h;
+            tl_rgba c = (tail_partial && it->wave == tail) ? tl_gfx_palette(6)
+                        : (it->wave % 2 == 0)               ? tl_gfx_palette(5)
+                                                            : tl_gfx_palette(2);
+            double gap = row_h > 4 ? 0.25 : 0;
+            tl_gfx_rect(g, x0, y + gap, fmax(x1 - x0 - 0.3, 0.4), row_h - 2 * gap, c, 0, c);
+        }
+        /* XCD bands. */
+        tl_text_style xs = tl_gfx_style(8.5);
+        xs.ha = TL_RIGHT;
+        xs.va = TL_MIDDLE;
+        int start = 0;
+        for (int i = 1; i <= ncu; i++) {
+            if (i < ncu && keys[i].xcd == keys[start].xcd) continue;
+            double y0 = pl.y + start * row_h, y1 = pl.y + i * row_h;
+            char lab[48];
+            snprintf(lab, sizeof lab, "XCD %d (%d CUs)", keys[start].xcd, i - start);
+            if (nx > 1) tl_gfx_text(g, pl.x - 6, (y0 + y1) / 2, lab, xs);
+            if (i < ncu) tl_gfx_line(g, pl.x, y1, pl.x + pl.w, y1, 0.6, tl_gfx_rgb(0.35, 0.35, 0.35), 0);
+            start = i;
+        }
+        if (nx <= 1) {
+            char lab[48];
+            snprintf(lab, sizeof lab, "%d SMs/CUs", ncu);
+            xs.angle_deg = 90;
+            xs.ha = TL_CENTER;
+            xs.va = TL_BOTTOM;
+            tl_gfx_text(g, pl.x - 8, pl.y + pl.h / 2, lab, xs);
+        }
+        /* Wave boundaries, labelled at the top (thinned out when there are many waves). */
+        int every = r.waves <= 16 ? 1 : (r.waves + 15) / 16;
+        tl_text_style wl = tl_gfx_style(8);
+        wl.ha = TL_LEFT;
+        wl.va = TL_BOTTOM;
+        wl.color = tl_gfx_rgb(0.2, 0.2, 0.2);
+        for (int w = 0; w < r.waves; w++) {
+            if (!isfinite(wave_t0[w])) continue;
+            double x = tl_plot_x(&pl, wave_t0[w]);
+            tl_gfx_line(g, x, pl.y - 4, x, pl.y + pl.h, 0.7, tl_gfx_rgb(0.1, 0.1, 0.1), 3);
+            if (w % every == 0 || w == r.waves - 1) {
+                char lab[32];
+                snprintf(lab, sizeof lab, w == tail && tail_partial ? "tail %d" : "w%d", w);
+                if (w % every == 0 || w == tail) tl_gfx_text(g, x + 2, pl.y - 2, lab, wl);
+            }
+        }
+        tl_legend_entry le[3] = {
+            {"even waves", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
+            {"odd waves", tl_gfx_palette(2), TL_KEY_BOX, 0, 0},
+            {"tail wave (partly filled)", tl_gfx_palette(6), TL_KEY_BOX, 0, 0},
+        };
+        tl_gfx_legend(g, W - 12, 4, le, tail_partial ? 3 : 2, 1);
+        char foot[300];
+        snprintf(foot, sizeof foot,
+                 "simulated on preset %s: tl_moe_sim schedule (items dealt round robin over XCDs; launch %.1f us included in the total)",
+                 hw->name, hw->launch_us);
+        tl_gfx_footer(g, foot);
+        rc = tl_gfx_close(g);
+    }
+    free(keys);
+    free(row_of);
+    free(wave_t0);
+    free(wave_n);
+    tl_moe_result_free(&r);
+    return rc;
+}

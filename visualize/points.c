@@ -1,0 +1,656 @@
+/* Roofline points from tilelab CSV, ncu --csv and rocprofv3 counter CSV. See points.h. */
+#include "points.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MAX_FILE_BYTES (64L << 20)
+
+/* ---- a small RFC 4180 reader: quoted fields may hold commas, "" and newlines ---- */
+
+typedef struct {
+    char *buf;      /* the row's fields, NUL-separated */
+    size_t len, cap;
+    size_t *off;    /* field start offsets into buf */
+    int n, ncap;
+    int line;       /* line number of the row's first line (1-based) */
+} csv_row;
+
+static int row_putc(csv_row *r, char c)
+{
+    if (r->len + 1 >= r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 256;
+        char *nb = realloc(r->buf, nc);
+        if (!nb) return -1;
+        r->buf = nb;
+        r->cap = nc;
+    }
+    r->buf[r->len++] = c;
+    return 0;
+}
+
+static int row_field(csv_row *r)
+{
+    if (r->n == r->ncap) {
+        int nc = r->ncap ? r->ncap * 2 : 32;
+        size_t *no = realloc(r->off, nc * sizeof *no);
+        if (!no) return -1;
+        r->off = no;
+        r->ncap = nc;
+    }
+    r->off[r->n++] = r->len;
+    return 0;
+}
+
+static const char *fld(const csv_row *r, int i) { return i >= 0 && i < r->n ? r->buf + r->off[i] : ""; }
+
+static void row_free(csv_row *r)
+{
+    free(r->buf);
+    free(r->off);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reads the next record at *pp. Returns 1 with a row, 0 at the end, -1 on an unterminated quote
+ * or allocation failure. *line counts lines. */
+static int csv_next(const char **pp, csv_row *r, int *line)
+{
+    const char *p = *pp;
+    if (!*p) return 0;
+    r->len = 0;
+    r->n = 0;
+    r->line = *line;
+    if (row_field(r)) return -1;
+    int quoted = 0;
+    for (;;) {
+        char c = *p;
+        if (quoted) {
+            if (!c) return -1;
+            p++;
+            if (c == '"') {
+                if (*p == '"') {
+                    if (row_putc(r, '"')) return -1;
+                    p++;
+                } else {
+                    quoted = 0;
+                }
+            } else {
+                if (c == '\n') (*line)++;
+                if (row_putc(r, c)) return -1;
+            }
+            continue;
+        }
+        if (!c || c == '\n' || (c == '\r' && (p[1] == '\n' || !p[1]))) {
+            if (c == '\r') p++;
+            if (*p == '\n') p++;
+            (*line)++;
+            break;
+        }
+        p++;
+        if (c == '"') quoted = 1;
+        else if (c == ',') {
+            if (row_putc(r, '\0') || row_field(r)) return -1;
+        } else if (row_putc(r, c)) return -1;
+    }
+    if (row_putc(r, '\0')) return -1;
+    *pp = p;
+    return 1;
+}
+
+static int col_index(const csv_row *h, const char *name)
+{
+    for (int i = 0; i < h->n; i++)
+        if (strcasecmp(fld(h, i), name) == 0) return i;
+    return -1;
+}
+
+static int is_blank(const csv_row *r)
+{
+    for (int i = 0; i < r->n; i++)
+        for (const char *s = fld(r, i); *s; s++)
+            if (!isspace((unsigned char)*s)) return 0;
+    return 1;
+}
+
+/* ---- numbers ---- */
+
+/* Parses a non-negative finite number, ignoring thousands separators and surrounding spaces.
+ * Returns 1 on success, 0 for "n/a" or empty (missing), -1 when malformed. */
+static int parse_num(const char *s, double *out)
+{
+    char buf[128];
+    size_t n = 0;
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s || strcasecmp(s, "n/a") == 0 || strcmp(s, "(!) n/a") == 0) return 0;
+    for (; *s && n + 1 < sizeof buf; s++)
+        if (*s != ',') buf[n++] = *s;
+    while (n > 0 && isspace((unsigned char)buf[n - 1])) n--;
+    buf[n] = '\0';
+    if (*s) return -1;
+    char *end;
+    double v = strtod(buf, &end);
+    if (end == buf || *end || !isfinite(v) || v < 0) return -1;
+    *out = v;
+    return 1;
+}
+
+/* Scale of an ncu unit to base units (bytes, microseconds, counts); 0 when unknown. */
+static double unit_scale(const char *u, int is_time)
+{
+    if (is_time) {
+        static const struct { const char *u; double s; } t[] = {
+            {"ns", 1e-3}, {"nsecond", 1e-3}, {"us", 1}, {"usecond", 1}, {"ms", 1e3},
+            {"msecond", 1e3}, {"s", 1e6}, {"second", 1e6},
+        };
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+            if (strcmp(u, t[i].u) == 0) return t[i].s;
+        return 0;
+    }
+    static const struct { const char *u; double s; } b[] = {
+        {"", 1},        {"byte", 1},      {"inst", 1},    {"Kbyte", 1e3},   {"Mbyte", 1e6},
+        {"Gbyte", 1e9}, {"Tbyte", 1e12},  {"KiB", 1024.}, {"MiB", 1048576.}, {"GiB", 1073741824.},
+        {"Kinst", 1e3}, {"Minst", 1e6},   {"Ginst", 1e9}, {"K", 1e3},       {"M", 1e6},
+        {"G", 1e9},
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        if (strcmp(u, b[i].u) == 0) return b[i].s;
+    return 0;
+}
+
+/* ---- launches, folded by kernel name into points ---- */
+
+enum { HAVE_TENSOR = 1, HAVE_SCALAR = 2, HAVE_RW = 4, HAVE_DRAM = 8, HAVE_TIME = 16,
+       HAVE_FETCH = 32, HAVE_WRITE = 64, HAVE_RD = 128, HAVE_WR = 256 };
+
+typedef struct {
+    char id[48];
+    char name[256];
+    double flops, bytes_rw, bytes_dram, time_us;
+    double fetch_kb, write_kb, rd, rd32, wr, wr64;
+    unsigned have;
+} launch;
+
+typedef struct {
+    launch *l;
+    int n, cap, last;
+} launch_set;
+
+static launch *launch_get(launch_set *s, const char *id, const char *name)
+{
+    if (s->last >= 0 && s->last < s->n && strcmp(s->l[s->last].id, id) == 0) return &s->l[s->last];
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->l[i].id, id) == 0) return &s->l[s->last = i];
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 16;
+        launch *nl = realloc(s->l, nc * sizeof *nl);
+        if (!nl) return NULL;
+        s->l = nl;
+        s->cap = nc;
+    }
+    launch *l = &s->l[s->n];
+    memset(l, 0, sizeof *l);
+    snprintf(l->id, sizeof l->id, "%s", id);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    s->last = s->n++;
+    return l;
+}
+
+/* "void foo<128>(float*, int)" -> "foo<128>"; long names are cut with "...". */
+static void short_label(const char *name, char *out, size_t n)
+{
+    if (strncmp(name, "void ", 5) == 0) name += 5;
+    size_t len = strcspn(name, "(");
+    while (len > 0 && isspace((unsigned char)name[len - 1])) len--;
+    if (len == 0) len = strlen(name);
+    const size_t maxlen = 40;
+    if (len > maxlen && n > maxlen + 4) snprintf(out, n, "%.*s...", (int)maxlen - 3, name);
+    else snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), name);
+}
+
+static int add_point(tl_points *out, const tl_point *pt)
+{
+    tl_point *np = realloc(out->pts, (out->n + 1) * sizeof *np);
+    if (!np) return tl_error(TL_EFAIL, "points", "out of memory");
+    out->pts = np;
+    out->pts[out->n++] = *pt;
+    return TL_OK;
+}
+
+/* Folds launches into one point per kernel name (in order of first appearance). */
+static int fold_launches(const launch_set *s, const char *file, tl_points *out)
+{
+    for (int i = 0; i < s->n; i++) {
+        const launch *l = &s->l[i];
+        if (!(l->have & HAVE_TIME))
+            return tl_error(TL_EUSAGE, file, "kernel '%s' has no duration", l->name);
+        if (!(l->have & (HAVE_TENSOR | HAVE_SCALAR)))
+            return tl_error(TL_EUSAGE, file, "kernel '%s' has no FLOP counter (see tilelab help draw roofline)", l->name);
+        if (!(l->have & (HAVE_RW | HAVE_DRAM | HAVE_FETCH | HAVE_RD)))
+            return tl_error(TL_EUSAGE, file, "kernel '%s' has no DRAM byte counter", l->name);
+    }
+    for (int i = 0; i < s->n; i++) {
+        const launch *l = &s->l[i];
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            if (strcmp(s->l[j].name, l->name) == 0) seen = 1;
+        if (seen) continue;
+        tl_point pt = {0};
+        short_label(l->name, pt.label, sizeof pt.label);
+        pt.measured = 1;
+        for (int j = i; j < s->n; j++) {
+            const launch *m = &s->l[j];
+            if (strcmp(m->name, l->name) != 0) continue;
+            double bytes;
+            if (m->have & HAVE_RW) bytes = m->bytes_rw;
+            else if (m->have & HAVE_DRAM) bytes = m->bytes_dram;
+            else if (m->have & HAVE_FETCH) bytes = 1024.0 * (m->fetch_kb + m->write_kb);
+            else bytes = 32 * m->rd32 + 64 * (m->rd - m->rd32) + 64 * m->wr64 + 32 * (m->wr - m->wr64);
+            pt.flops += m->flops;
+            pt.bytes += bytes;
+            pt.time_us += m->time_us;
+            pt.launches++;
+        }
+        if (!(pt.bytes > 0) || !(pt.time_us > 0) || !(pt.flops > 0))
+            return tl_error(TL_EUSAGE, file, "kernel '%s' has zero FLOPs, bytes or time", l->name);
+        pt.intensity = pt.flops / pt.bytes;
+        pt.tflops = pt.flops / (pt.time_us * 1e6);
+        if (add_point(out, &pt)) return TL_EFAIL;
+    }
+    return TL_OK;
+}
+
+/* ---- Nsight Compute ---- */
+
+static int ncu_tensor_metric(const char *m)
+{
+    static const char *ok[] = {
+        "bf16_dst_fp32", "fp16", "fp16_dst_fp16", "fp16_dst_fp32", "tf32_dst_fp32", "fp8", "fp64",
+        "int8",
+    };
+    char want[96];
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(want, sizeof want, "sm__ops_path_tensor_src_%s.sum", ok[i]);
+        if (strcmp(m, want) == 0) return 1;
+    }
+    return 0;
+}
+
+/* FLOPs per CUDA-core instruction for sass_thread_inst_executed_op_* metrics; 0 when not one. */
+static double ncu_scalar_flops(const char *m)
+{
+    const char *p = strstr(m, "__sass_thread_inst_executed_op_");
+    if (!p || (strncmp(m, "sm__", 4) != 0 && strncmp(m, "smsp__", 6) != 0)) return 0;
+    p += strlen("__sass_thread_inst_executed_op_");
+    if (*p != 'f' && *p != 'h' && *p != 'd') return 0;
+    p++;
+    if (strcmp(p, "add_pred_on.sum") == 0 || strcmp(p, "mul_pred_on.sum") == 0) return 1;
+    if (strcmp(p, "fma_pred_on.sum") == 0) return 2;
+    return 0;
+}
+
+static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *file,
+                     tl_points *out)
+{
+    int c_id = col_index(h, "ID"), c_name = col_index(h, "Kernel Name"),
+        c_metric = col_index(h, "Metric Name"), c_unit = col_index(h, "Metric Unit"),
+        c_val = col_index(h, "Metric Value"), c_cc = col_index(h, "CC");
+    launch_set s = {NULL, 0, 0, -1};
+    csv_row r = {0};
+    int rc = TL_OK, got;
+    char cc[16] = "";
+    while ((got = csv_next(pp, &r, line)) == 1) {
+        if (is_blank(&r) || strncmp(fld(&r, 0), "==", 2) == 0) continue;
+        if (r.n < h->n) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
+            break;
+        }
+        const char *metric = fld(&r, c_metric), *unit = fld(&r, c_unit);
+        double scalar = ncu_scalar_flops(metric);
+        int tensor = ncu_tensor_metric(metric);
+        int is_time = strcmp(metric, "gpu__time_duration.sum") == 0;
+        int is_rd = strcmp(metric, "dram__bytes_read.sum") == 0;
+        int is_wr = strcmp(metric, "dram__bytes_write.sum") == 0;
+        int is_dram = strcmp(metric, "dram__bytes.sum") == 0;
+        if (!scalar && !tensor && !is_time && !is_rd && !is_wr && !is_dram) continue;
+        double v;
+        int ok = parse_num(fld(&r, c_val), &v);
+        if (ok < 0) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: malformed value '%s' for %s", r.line,
+                          fld(&r, c_val), metric);
+            break;
+        }
+        if (ok == 0) continue; /* n/a: the metric is not available on this GPU */
+        double scale = unit_scale(unit, is_time);
+        if (scale == 0) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: unknown unit '%s' for %s", r.line, unit, metric);
+            break;
+        }
+        v *= scale;
+        launch *l = launch_get(&s, fld(&r, c_id), fld(&r, c_name));
+        if (!l) {
+            rc = tl_error(TL_EFAIL, file, "out of memory");
+            break;
+        }
+        if (c_cc >= 0 && !cc[0]) snprintf(cc, sizeof cc, "%s", fld(&r, c_cc));
+        if (tensor) l->flops += v, l->have |= HAVE_TENSOR;
+        else if (scalar) l->flops += v * scalar, l->have |= HAVE_SCALAR;
+        else if (is_time) l->time_us += v, l->have |= HAVE_TIME;
+        else if (is_dram) l->bytes_dram += v, l->have |= HAVE_DRAM;
+        else l->bytes_rw += v, l->have |= HAVE_RW;
+    }
+    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
+    if (rc == TL_OK) rc = fold_launches(&s, file, out);
+    if (rc == TL_OK)
+        snprintf(out->source, sizeof out->source, "measured with Nsight Compute%s%s", cc[0] ? " on compute capability " : "", cc);
+    free(s.l);
+    row_free(&r);
+    return rc;
+}
+
+/* ---- rocprofv3 ---- */
+
+/* Counter name without a "_sum" suffix, into buf. */
+static void strip_sum(const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", name);
+    size_t l = strlen(buf);
+    if (l > 4 && strcmp(buf + l - 4, "_sum") == 0) buf[l - 4] = '\0';
+}
+
+static double rocprof_flops_per_count(const char *c)
+{
+    if (strncmp(c, "SQ_INSTS_VALU_MFMA_MOPS_", 24) == 0) return 512;
+    static const char *vec[] = {"SQ_INSTS_VALU_ADD_F16", "SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_ADD_F64",
+                                "SQ_INSTS_VALU_MUL_F16", "SQ_INSTS_VALU_MUL_F32", "SQ_INSTS_VALU_MUL_F64"};
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+        if (strcmp(c, vec[i]) == 0) return 64;
+    if (strcmp(c, "SQ_INSTS_VALU_FMA_F16") == 0 || strcmp(c, "SQ_INSTS_VALU_FMA_F32") == 0 ||
+        strcmp(c, "SQ_INSTS_VALU_FMA_F64") == 0)
+        return 128;
+    return 0;
+}
+
+static int parse_rocprof(const char **pp, int *line, const csv_row *h, const char *file,
+                         tl_points *out)
+{
+    int c_disp = col_index(h, "Dispatch_Id"), c_name = col_index(h, "Kernel_Name"),
+        c_cn = col_index(h, "Counter_Name"), c_cv = col_index(h, "Counter_Value"),
+        c_t0 = col_index(h, "Start_Timestamp"), c_t1 = col_index(h, "End_Timestamp"),
+        c_agent = col_index(h, "Agent_Id");
+    if (c_t0 < 0 || c_t1 < 0)
+        return tl_error(TL_EUSAGE, file, "rocprofv3 counter file without Start_Timestamp/End_Timestamp (collect with a kernel trace)");
+    launch_set s = {NULL, 0, 0, -1};
+    csv_row r = {0};
+    int rc = TL_OK, got;
+    while ((got = csv_next(pp, &r, line)) == 1) {
+        if (is_blank(&r)) continue;
+        if (r.n < h->n) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
+            break;
+        }
+        char id[48], cname[96];
+        snprintf(id, sizeof id, "%.20s/%.20s", fld(&r, c_agent), fld(&r, c_disp));
+        strip_sum(fld(&r, c_cn), cname, sizeof cname);
+        double v, t0, t1;
+        int ok = parse_num(fld(&r, c_cv), &v);
+        if (ok <= 0) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: malformed counter value '%s'", r.line, fld(&r, c_cv));
+            break;
+        }
+        if (parse_num(fld(&r, c_t0), &t0) <= 0 || parse_num(fld(&r, c_t1), &t1) <= 0 || t1 < t0) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: malformed timestamps '%s', '%s'", r.line,
+                          fld(&r, c_t0), fld(&r, c_t1));
+            break;
+        }
+        launch *l = launch_get(&s, id, fld(&r, c_name));
+        if (!l) {
+            rc = tl_error(TL_EFAIL, file, "out of memory");
+            break;
+        }
+        l->time_us = (t1 - t0) * 1e-3; /* the same dispatch repeats its timestamps on every row */
+        l->have |= HAVE_TIME;
+        double fpc = rocprof_flops_per_count(cname);
+        if (fpc > 0) l->flops += fpc * v, l->have |= HAVE_SCALAR;
+        else if (strcmp(cname, "FETCH_SIZE") == 0) l->fetch_kb += v, l->have |= HAVE_FETCH;
+        else if (strcmp(cname, "WRITE_SIZE") == 0) l->write_kb += v, l->have |= HAVE_WRITE;
+        else if (strcmp(cname, "TCC_EA0_RDREQ") == 0) l->rd += v, l->have |= HAVE_RD;
+        else if (strcmp(cname, "TCC_EA0_RDREQ_32B") == 0) l->rd32 += v;
+        else if (strcmp(cname, "TCC_EA0_WRREQ") == 0) l->wr += v, l->have |= HAVE_WR;
+        else if (strcmp(cname, "TCC_EA0_WRREQ_64B") == 0) l->wr64 += v;
+    }
+    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no dispatch rows");
+    for (int i = 0; rc == TL_OK && i < s.n; i++) {
+        launch *l = &s.l[i];
+        /* FETCH_SIZE alone still counts (a read-only kernel); requests need both directions. */
+        if ((l->have & HAVE_RD) && !(l->have & HAVE_WR)) l->have &= ~HAVE_RD;
+        if (l->rd32 > l->rd || l->wr64 > l->wr)
+            rc = tl_error(TL_EUSAGE, file, "kernel '%s': sized requests exceed all requests", l->name);
+    }
+    if (rc == TL_OK) rc = fold_launches(&s, file, out);
+    if (rc == TL_OK) snprintf(out->source, sizeof out->source, "measured with rocprofv3");
+    free(s.l);
+    row_free(&r);
+    return rc;
+}
+
+/* ---- tilelab CSV ---- */
+
+static int first_col(const csv_row *h, const char *const *names)
+{
+    for (; *names; names++) {
+        int c = col_index(h, *names);
+        if (c >= 0) return c;
+    }
+    return -1;
+}
+
+static int provenance_of(const char *s)
+{
+    if (strcasestr(s, "measured")) return 1;
+    if (strcasestr(s, "simulated")) return 0;
+    return -1;
+}
+
+static int parse_tilelab(const char **pp, int *line, const csv_row *h, const char *file,
+                         const char *comment, tl_points *out)
+{
+    static const char *const flops_n[] = {"flops", "flops_useful", NULL};
+    static const char *const bytes_n[] = {"hbm_bytes", "bytes", "dram_bytes", NULL};
+    static const char *const time_n[] = {"time_us", NULL};
+    static const char *const label_n[] = {"name", "kernel", "label", "op", NULL};
+    int c_f = first_col(h, flops_n), c_b = first_col(h, bytes_n), c_t = first_col(h, time_n);
+    int c_i = col_index(h, "intensity"), c_tf = col_index(h, "tflops");
+    int c_l = first_col(h, label_n), c_tok = col_index(h, "tokens"), c_st = col_index(h, "stage");
+    int c_src = col_index(h, "source"), c_lim = col_index(h, "limiter"), c_hw = col_index(h, "hw");
+    char hw_name[64] = "";
+    int by_counts = c_f >= 0 && c_b >= 0 && c_t >= 0;
+    if (!by_counts && !(c_i >= 0 && c_tf >= 0))
+        return tl_error(TL_EUSAGE, file, "header needs flops,hbm_bytes,time_us or intensity,tflops "
+                                         "(or is an ncu --csv / rocprofv3 counter export)");
+    int def_measured = comment ? provenance_of(comment) : -1;
+    if (def_measured < 0 && c_lim >= 0) def_measured = 0;
+    csv_row r = {0};
+    int rc = TL_OK, got;
+    char first_src[200] = "";
+    while ((got = csv_next(pp, &r, line)) == 1) {
+        if (is_blank(&r) || fld(&r, 0)[0] == '#') continue;
+        if (r.n < h->n) {
+            rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
+            break;
+        }
+        tl_point pt = {0};
+        pt.launches = 1;
+        double v[3];
+        int cols[3] = {by_counts ? c_f : c_i, by_counts ? c_b : c_tf, by_counts ? c_t : c_tf};
+        for (int k = 0; k < 3; k++) {
+            if (parse_num(fld(&r, cols[k]), &v[k]) <= 0) {
+                rc = tl_error(TL_EUSAGE, file, "line %d: malformed number '%s' in column %s", r.line,
+                              fld(&r, cols[k]), fld(h, cols[k]));
+                break;
+            }
+        }
+        if (rc) break;
+        if (by_counts) {
+            pt.flops = v[0];
+            pt.bytes = v[1];
+            pt.time_us = v[2];
+            if (!(pt.bytes > 0) || !(pt.time_us > 0) || !(pt.flops > 0)) {
+                rc = tl_error(TL_EUSAGE, file, "line %d: flops, bytes and time must be > 0", r.line);
+                break;
+            }
+            pt.intensity = pt.flops / pt.bytes;
+            pt.tflops = pt.flops / (pt.time_us * 1e6);
+        } else {
+            pt.intensity = v[0];
+            pt.tflops = v[1];
+            if (!(pt.intensity > 0) || !(pt.tflops > 0)) {
+                rc = tl_error(TL_EUSAGE, file, "line %d: intensity and tflops must be > 0", r.line);
+                break;
+            }
+        }
+        if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", fld(&r, c_l));
+        else if (c_tok >= 0 && c_st >= 0) snprintf(pt.label, sizeof pt.label, "M=%s s%s", fld(&r, c_tok), fld(&r, c_st));
+        else if (c_tok >= 0) snprintf(pt.label, sizeof pt.label, "M=%s", fld(&r, c_tok));
+        else snprintf(pt.label, sizeof pt.label, "#%d", out->n + 1);
+        pt.measured = def_measured;
+        if (c_src >= 0 && fld(&r, c_src)[0]) {
+            int m = provenance_of(fld(&r, c_src));
+            if (m >= 0) pt.measured = m;
+            if (!first_src[0]) snprintf(first_src, sizeof first_src, "%s", fld(&r, c_src));
+        }
+        if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", fld(&r, c_hw));
+        if ((rc = add_point(out, &pt))) break;
+    }
+    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && out->n == 0) rc = tl_error(TL_EUSAGE, file, "no data rows");
+    if (rc == TL_OK) {
+        if (first_src[0]) snprintf(out->source, sizeof out->source, "%s", first_src);
+        else if (comment && provenance_of(comment) >= 0) snprintf(out->source, sizeof out->source, "%s", comment);
+        else if (def_measured == 0 && hw_name[0])
+            snprintf(out->source, sizeof out->source, "simulated on preset %s", hw_name);
+        else if (def_measured == 0) snprintf(out->source, sizeof out->source, "simulated");
+        else snprintf(out->source, sizeof out->source, "source not stated");
+    }
+    row_free(&r);
+    return rc;
+}
+
+/* ---- entry points ---- */
+
+int tl_points_parse(const char *text, const char *name, tl_points *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    int line = 1, got, rc = TL_OK;
+    csv_row h = {0};
+    char comment[200] = "";
+    /* The header is the first row that is not a comment, a profiler message or program output. */
+    for (;;) {
+        got = csv_next(&p, &h, &line);
+        if (got <= 0) break;
+        const char *f0 = fld(&h, 0);
+        if (f0[0] == '#') {
+            if (!comment[0] && provenance_of(f0) >= 0) {
+                const char *c = f0 + 1;
+                while (*c == ' ' || *c == '#') c++;
+                snprintf(comment, sizeof comment, "%s", c);
+            }
+            continue;
+        }
+        if (is_blank(&h) || strncmp(f0, "==", 2) == 0) continue;
+        if (h.n >= 2) break;
+        /* ncu mixes the program's own stdout into its report: skip short non-CSV lines. */
+    }
+    if (got < 0) rc = tl_error(TL_EUSAGE, name, "line %d: unterminated quote", line);
+    else if (got == 0) rc = tl_error(TL_EUSAGE, name, "no header row");
+    else if (col_index(&h, "Kernel Name") >= 0 && col_index(&h, "Metric Name") >= 0 &&
+             col_index(&h, "Metric Value") >= 0 && col_index(&h, "ID") >= 0) {
+        out->format = TL_POINTS_NCU;
+        rc = parse_ncu(&p, &line, &h, name, out);
+    } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Counter_Name") >= 0 &&
+               col_index(&h, "Counter_Value") >= 0 && col_index(&h, "Dispatch_Id") >= 0) {
+        out->format = TL_POINTS_ROCPROF;
+        rc = parse_rocprof(&p, &line, &h, name, out);
+    } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Start_Timestamp") >= 0) {
+        rc = tl_error(TL_EUSAGE, name, "a rocprofv3 kernel trace without counters: collect with "
+                                       "--pmc (FLOP and byte counters) and pass the counter_collection.csv");
+    } else if (col_index(&h, "Kernel Name") >= 0) {
+        rc = tl_error(TL_EUSAGE, name, "an ncu export that is not the long --csv form "
+                                       "(need \"Metric Name\",\"Metric Unit\",\"Metric Value\")");
+    } else {
+        out->format = TL_POINTS_TILELAB;
+        rc = parse_tilelab(&p, &line, &h, name, comment[0] ? comment : NULL, out);
+    }
+    row_free(&h);
+    if (rc) tl_points_free(out);
+    return rc;
+}
+
+int tl_points_read(const char *path, tl_points *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tl_error(TL_EUSAGE, path, "cannot read the points file");
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 0 || size > MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return tl_error(TL_EUSAGE, path, size > MAX_FILE_BYTES ? "file larger than 64 MiB"
+                                                                : "not a regular file");
+    }
+    char *buf = malloc((size_t)size + 1);
+    if (!buf) {
+        fclose(f);
+        return tl_error(TL_EFAIL, path, "out of memory");
+    }
+    size_t n = fread(buf, 1, (size_t)size, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return tl_error(TL_EUSAGE, path, "read error");
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        free(buf);
+        return tl_error(TL_EUSAGE, path, "not a text file");
+    }
+    int rc = tl_points_parse(buf, path, out);
+    free(buf);
+    if (rc == TL_OK && out->format != TL_POINTS_TILELAB) {
+        /* Profiler exports carry no date: the file's modification day stands in for it. */
+        struct stat st;
+        char day[16] = "";
+        if (stat(path, &st) == 0) {
+            struct tm tm;
+            gmtime_r(&st.st_mtime, &tm);
+            strftime(day, sizeof day, "%Y-%m-%d", &tm);
+        }
+        size_t l = strlen(out->source);
+        if (day[0]) snprintf(out->source + l, sizeof out->source - l, ", file of %s", day);
+    }
+    return rc;
+}
+
+void tl_points_free(tl_points *p)
+{
+    free(p->pts);
+    memset(p, 0, sizeof *p);
+}
+
+const char *tl_points_format_name(tl_points_format f)
+{
+    switch (f) {
+    case TL_POINTS_TILELAB: return "tilelab csv";
+    case TL_POINTS_NCU: return "ncu --csv";
+    case TL_POINTS_ROCPROF: return "rocprofv3 counters";
+    }
+    return "?";
+}
