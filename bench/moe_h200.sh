@@ -54,6 +54,7 @@ if [[ " $parts " == *" quick "* ]]; then # every dtype on DeepSeek's hidden size
     echo "== quick check $d"
     $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype "$d" --tokens 1,5,64 --seed 7 || rc=1
   done 2>&1 | tee "$OUT/moe_quick.txt"
+  grep -q "FAIL\|error:" "$OUT/moe_quick.txt" && { echo "quick check failed: stopping"; exit 1; }
 fi
 if [[ " $parts " == *" check "* ]]; then
   for d in ${MOE_CHECK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do

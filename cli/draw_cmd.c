@@ -84,19 +84,22 @@ static int parse_int_list(const char *s, long lo, long hi, const char *what, int
 /* ---- roofline ---- */
 
 static const char roofline_usage[] =
-    "usage: tilelab draw roofline [--hw mi355x] [--points FILE.csv ...] [--band LO:HI] -o FILE\n"
+    "usage: tilelab draw roofline [--hw mi355x] [--points FILE.csv ...] [--band LO:HI]\n"
+    "                             [--measured-on \"DEVICE, DATE\"] -o FILE\n"
     "  Log-log roofline of a hardware preset: x = arithmetic intensity (FLOP/byte), y = TFLOP/s;\n"
     "  datasheet ceilings dashed, measured ceilings solid, per data type; the HBM read slope;\n"
     "  ridge points labelled. --points (repeatable, up to 8) places kernels from:\n"
     "    tilelab CSV   (flops,hbm_bytes,time_us or intensity,tflops; name/kernel/tokens label;\n"
     "                   a source column or '# measured ...' / '# simulated ...' comment line)\n"
-    "    ncu --csv     (long form; FLOPs = sm__ops_path_tensor_src_*.sum + CUDA-core\n"
+    "    ncu --csv     (details or --page raw form; FLOPs = sm__ops_path_tensor_src_*.sum + CUDA-core\n"
     "                   sm__sass_thread_inst_executed_op_{f,h,d}{add,mul,fma}_pred_on.sum (fma x2);\n"
     "                   bytes = dram__bytes_read.sum + dram__bytes_write.sum; gpu__time_duration.sum)\n"
     "    rocprofv3     (counter_collection.csv; FLOPs = 512 x SQ_INSTS_VALU_MFMA_MOPS_* + VALU\n"
     "                   add/mul x64, fma x128; bytes = FETCH_SIZE + WRITE_SIZE (KiB) or TCC_EA0\n"
     "                   requests; time = End_Timestamp - Start_Timestamp)\n"
     "  --band LO:HI shades an intensity band (e.g. 26:137, the seed's MoE range).\n"
+    "  --measured-on names the device and date of profiler exports (ncu, rocprofv3), which do not\n"
+    "  carry them, for the footer.\n"
     "  --hw takes a preset name, a JSON path, or BASE,OVERLAY.json (measured ceilings).\n";
 
 static int parse_band(const char *s, tl_band *b)
@@ -131,7 +134,8 @@ static void name_simulated_source(tl_points *p, const char *path)
 int tl_draw_roofline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, roofline_usage)) return 0;
-    draw_opt opts[] = {{.name = "hw"}, {.name = "points", .repeatable = 1}, {.name = "band"}, {.name = "o"}, {.name = NULL}};
+    draw_opt opts[] = {{.name = "hw"}, {.name = "points", .repeatable = 1}, {.name = "band"}, {.name = "o"},
+                       {.name = "measured-on"}, {.name = NULL}};
     const char *out;
     int rc = read_opts(argc, argv, "roofline", opts);
     if (rc || (rc = need_output(opts, "roofline", &out))) return rc;
@@ -144,6 +148,9 @@ int tl_draw_roofline(int argc, char **argv)
     for (int i = 0; i < opts[1].count; i++) {
         if ((rc = tl_points_read(opts[1].many[i], &sets[nsets]))) break;
         name_simulated_source(&sets[nsets], opts[1].many[i]);
+        if (opts[4].value && sets[nsets].format != TL_POINTS_TILELAB)
+            snprintf(sets[nsets].source, sizeof sets[nsets].source, "measured on %.180s (%s)",
+                     opts[4].value, tl_points_format_name(sets[nsets].format));
         nsets++;
     }
     if (rc == TL_OK) rc = tl_fig_roofline(out, &hw, sets, nsets, band);

@@ -10,9 +10,7 @@
 #include "../core/table.h"
 #include "../simulator/hw.h"
 #include "../simulator/mfma.h"
-#ifdef TILELAB_HAVE_GPU
-#include "../kernels/roofline.h"
-#endif
+#include "../kernels/roofline.h" /* plain C types; its functions exist only in GPU builds */
 
 /* =============================================================================================
  * bench roofline
@@ -33,10 +31,11 @@ static const char ROOFLINE_USAGE[] =
     "                 hbm_bytes, time_us, intensity, tflops, gbps, source): `draw roofline --points`\n"
     "  --quick        one configuration per ceiling (for profilers such as ncu)\n"
     "  --iters N, --warmup N   timing iterations (default 200, 20)\n"
-    "  --hbm-gib X    read buffer in GiB (default 4; the copy moves X/2 each way)\n"
+    "  --hbm-gib X    read buffer in GiB (default 8; the copy moves X/2 each way)\n"
+    "  --from FILE    measure nothing: print (and with --save rewrite) a result saved earlier by\n"
+    "                 --save, against --hw (default: the preset of the device it names); no GPU needed\n"
     "Without a GPU (a build without -DTILELAB_GPU, or no device) it says so and exits 1.\n";
 
-#ifdef TILELAB_HAVE_GPU
 static const char *preset_for_device(const char *name)
 {
     if (strstr(name, "H200")) return "h200";
@@ -72,6 +71,7 @@ static int save_overlay(const char *path, const tl_roofline_report *r, const cha
     json_object_set_new(root, "source", json_string("tilelab bench roofline"));
     json_object_set_new(root, "label", json_string(label));
     json_object_set_new(root, "mma", json_string(r->mma_target));
+    if (r->memcpy_gbps > 0) json_object_set_new(root, "memcpy_gbps", json_real(round(r->memcpy_gbps * 10.0) / 10.0));
     json_t *c = json_object();
     add_ceiling(c, "hbm_read_gbps", r->hbm_read_gbps);
     add_ceiling(c, "hbm_copy_gbps", r->hbm_copy_gbps);
@@ -87,8 +87,10 @@ static int save_overlay(const char *path, const tl_roofline_report *r, const cha
         json_object_set_new(o, "ceiling", json_string(p->ceiling));
         json_object_set_new(o, "kernel", json_string(p->kernel));
         json_object_set_new(o, "config", json_string(p->config));
-        json_object_set_new(o, "median_ms", json_real(p->median_ms));
-        json_object_set_new(o, "value", json_real(p->value));
+        json_object_set_new(o, "median_ms", json_real(round(p->median_ms * 1e6) / 1e6));
+        json_object_set_new(o, "value", json_real(round(p->value * 10.0) / 10.0));
+        json_object_set_new(o, "flops", json_real(p->flops));
+        json_object_set_new(o, "bytes", json_real(p->bytes));
         json_object_set_new(o, "best", json_boolean(p->best));
         json_array_append_new(pts, o);
     }
@@ -100,7 +102,7 @@ static int save_overlay(const char *path, const tl_roofline_report *r, const cha
         json_decref(root);
         return st;
     }
-    if (json_dump_file(root, a.tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+    if (json_dump_file(root, a.tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) != 0) {
         json_decref(root);
         tl_atomic_abort(&a);
         return tl_error(TL_EFAIL, path, "cannot write the overlay");
@@ -158,6 +160,7 @@ static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const c
         {"fp8_tflops", "TFLOP/s", r->fp8_tflops, hw->ceilings.fp8_tflops},
         {"fp6_tflops", "TFLOP/s", r->fp6_tflops, hw->ceilings.fp6_tflops},
         {"fp4_tflops", "TFLOP/s", r->fp4_tflops, hw->ceilings.fp4_tflops},
+        {"memcpy_gbps", "GB/s", r->memcpy_gbps, {0.0, 0.0}}, /* the runtime's copy: a reference */
     };
     tl_table *t = tl_table_new("ceiling,measured,unit,datasheet,pct_of_datasheet,preset_measured,"
                                "pct_of_preset_measured,kernel,config");
@@ -193,22 +196,112 @@ static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const c
     tl_table_print(t, fmt, title, stdout);
     tl_table_free(t);
 }
-#endif
+
+static double number_at(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static void copy_string(char *dst, size_t cap, json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    snprintf(dst, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* Reads a file written by --save back into *r (and its label). TL_EUSAGE for an unreadable or
+ * malformed file, or one without "ceilings". */
+static int load_overlay(const char *path, tl_roofline_report *r, char *label, size_t label_cap)
+{
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root) return tl_error(TL_EUSAGE, path, "line %d, column %d: %s", err.line, err.column, err.text);
+    json_t *c = json_object_get(root, "ceilings");
+    if (!json_is_object(root) || !json_is_object(c)) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, path, "not a roofline result: no \"ceilings\" object");
+    }
+    memset(r, 0, sizeof *r);
+    copy_string(r->gpu.name, sizeof r->gpu.name, root, "device");
+    copy_string(r->gpu.arch, sizeof r->gpu.arch, root, "arch");
+    copy_string(r->date, sizeof r->date, root, "date");
+    copy_string(r->mma_target, sizeof r->mma_target, root, "mma");
+    json_t *clk = json_object_get(root, "clocks");
+    r->gpu.clock_mhz = (int)number_at(clk, "sm_mhz");
+    r->gpu.mem_clock_mhz = (int)number_at(clk, "mem_mhz");
+    r->memcpy_gbps = number_at(root, "memcpy_gbps");
+    copy_string(label, label_cap, root, "label");
+    if (!label[0]) snprintf(label, label_cap, "%s, %s", r->gpu.name, r->date);
+    struct { const char *key; double *dst; } keys[] = {
+        {"hbm_read_gbps", &r->hbm_read_gbps}, {"hbm_copy_gbps", &r->hbm_copy_gbps},
+        {"bf16_tflops", &r->bf16_tflops},     {"fp8_tflops", &r->fp8_tflops},
+        {"fp6_tflops", &r->fp6_tflops},       {"fp4_tflops", &r->fp4_tflops},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        double v = number_at(json_object_get(c, keys[i].key), "measured");
+        if (!(v >= 0.0 && v < 1e9)) {
+            json_decref(root);
+            return tl_error(TL_EUSAGE, path, "ceiling %s has a bad measured value", keys[i].key);
+        }
+        *keys[i].dst = v;
+    }
+    json_t *pts = json_object_get(root, "configurations");
+    size_t i;
+    json_t *o;
+    json_array_foreach(pts, i, o) {
+        if (r->npoints >= TL_ROOFLINE_MAX_POINTS) break;
+        tl_roofline_point *p = &r->points[r->npoints++];
+        copy_string(p->ceiling, sizeof p->ceiling, o, "ceiling");
+        copy_string(p->kernel, sizeof p->kernel, o, "kernel");
+        copy_string(p->config, sizeof p->config, o, "config");
+        p->median_ms = number_at(o, "median_ms");
+        p->value = number_at(o, "value");
+        p->flops = number_at(o, "flops");
+        p->bytes = number_at(o, "bytes");
+        p->best = json_is_true(json_object_get(o, "best"));
+    }
+    json_decref(root);
+    return 0;
+}
+
+/* --hw given, or the preset of the device the result names ("none" when there is no such). */
+static int load_preset(const char *hw_spec, const char *device, tl_hw *hw)
+{
+    memset(hw, 0, sizeof *hw);
+    if (hw_spec) return tl_hw_load(hw_spec, hw);
+    const char *p = preset_for_device(device);
+    if (p) return tl_hw_load(p, hw);
+    snprintf(hw->name, sizeof hw->name, "none");
+    return 0;
+}
+
+static int report(const tl_roofline_report *r, const char *hw_spec, const char *label, tl_format fmt,
+                  const char *save, const char *points)
+{
+    tl_hw hw;
+    int st = load_preset(hw_spec, r->gpu.name, &hw);
+    if (st) return st;
+    print_ceilings(r, &hw, label, fmt);
+    if (save && (st = save_overlay(save, r, label))) return st;
+    if (points && (st = save_points(points, r, label))) return st;
+    return 0;
+}
 
 int tl_bench_roofline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, ROOFLINE_USAGE)) return 0;
-    const char *hw_spec = NULL, *save = NULL, *points = NULL;
+    const char *hw_spec = NULL, *save = NULL, *points = NULL, *from = NULL;
     tl_format fmt = TL_FMT_TABLE;
     int quick = 0;
     long iters = 200, warmup = 20;
-    double gib = 4.0;
+    double gib = 8.0;
     int st;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (strcmp(a, "--hw") == 0 && has) hw_spec = argv[++i];
         else if (strcmp(a, "--save") == 0 && has) save = argv[++i];
+        else if (strcmp(a, "--from") == 0 && has) from = argv[++i];
         else if (strcmp(a, "--format") == 0 && has) {
             if ((st = tl_parse_format(argv[++i], &fmt))) return st;
         } else if (strcmp(a, "--iters") == 0 && has) {
@@ -223,11 +316,21 @@ int tl_bench_roofline(int argc, char **argv)
         else if (strcmp(a, "--quick") == 0) quick = 1;
         else return tl_error(TL_EUSAGE, "bench roofline", "unknown or incomplete option '%s'", a);
     }
-    tl_hw hw;
-    memset(&hw, 0, sizeof hw);
-    if (hw_spec && (st = tl_hw_load(hw_spec, &hw))) return st;
+    if (hw_spec) { /* a bad --hw is a usage error before anything runs */
+        tl_hw probe;
+        if ((st = tl_hw_load(hw_spec, &probe))) return st;
+    }
+    char label[512];
+    if (from) {
+        tl_roofline_report *r = calloc(1, sizeof *r);
+        if (!r) return tl_error(TL_EFAIL, "bench roofline", "out of memory");
+        st = load_overlay(from, r, label, sizeof label);
+        if (!st) st = report(r, hw_spec, label, fmt, save, points);
+        free(r);
+        return st;
+    }
 #ifndef TILELAB_HAVE_GPU
-    (void)fmt, (void)points, (void)quick, (void)iters, (void)warmup, (void)gib, (void)save;
+    (void)quick, (void)iters, (void)warmup, (void)gib;
     return tl_error(TL_EFAIL, "bench roofline",
                     "no GPU: this tilelab was built without one (configure with -DTILELAB_GPU=cuda or hip)");
 #else
@@ -240,23 +343,11 @@ int tl_bench_roofline(int argc, char **argv)
     o.quick = quick;
     tl_roofline_report *r = calloc(1, sizeof *r);
     if (!r) return tl_error(TL_EFAIL, "bench roofline", "out of memory");
-    if ((st = tl_roofline_run(0, &o, r))) {
-        free(r);
-        return st;
+    st = tl_roofline_run(0, &o, r);
+    if (!st) {
+        tl_bench_label(&r->gpu, label, sizeof label);
+        st = report(r, hw_spec, label, fmt, save, points);
     }
-    if (!hw_spec) {
-        const char *p = preset_for_device(r->gpu.name);
-        if (p && (st = tl_hw_load(p, &hw))) {
-            free(r);
-            return st;
-        }
-        if (!p) snprintf(hw.name, sizeof hw.name, "none");
-    }
-    char label[512];
-    tl_bench_label(&r->gpu, label, sizeof label);
-    print_ceilings(r, &hw, label, fmt);
-    if (save && !st) st = save_overlay(save, r, label);
-    if (points && !st) st = save_points(points, r, label);
     free(r);
     return st;
 #endif

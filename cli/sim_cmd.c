@@ -161,6 +161,7 @@ static int hw_show(int argc, char **argv)
     kvnum(p, "launch_us", hw.launch_us);
     kvnum(p, "item_fixed_us", hw.item_fixed_us);
     kvnum(p, "hbm_per_cu_gbps", hw.hbm_per_cu_gbps);
+    kvnum(p, "l2_per_cu_gbps", hw.l2_per_cu_gbps);
     kvceil(p, "hbm_read_gbps", hw.ceilings.hbm_read_gbps);
     kvceil(p, "hbm_copy_gbps", hw.ceilings.hbm_copy_gbps);
     kvceil(p, "bf16_tflops", hw.ceilings.bf16_tflops);
@@ -270,7 +271,7 @@ int tl_cmd_models(int argc, char **argv)
 static const char moe_usage[] =
     "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
     "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
-    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--format table|csv|json]\n"
+    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--format table|csv|json]\n"
     "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
     "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
     "  --model    preset or a model's config.json\n"
@@ -279,6 +280,8 @@ static const char moe_usage[] =
     "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
     "  --tp       tensor-parallel split of the expert width\n"
     "  --seed     routing seed for random and zipf (default 1)\n"
+    "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
+    "             default: the preset's hbm_per_cu_gbps)\n"
     "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
     "limiter: hbm, matrix, padding, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
 
@@ -287,11 +290,12 @@ static int sim_moe(int argc, char **argv)
     if (tl_wants_help(argc, argv, moe_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8",
                *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
-               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL;
+               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL;
     opt_spec opts[] = {{"--hw", &hw_s},       {"--model", &model_s},     {"--dtype", &dtype_s},
                        {"--tokens", &tokens_s}, {"--stage", &stage_s},   {"--routing", &routing_s},
                        {"--tile-m", &tile_m_s}, {"--tile-n", &tile_n_s}, {"--tp", &tp_s},
-                       {"--seed", &seed_s},     {"--format", &fmt_s},    {NULL, NULL}};
+                       {"--seed", &seed_s},     {"--format", &fmt_s},    {"--cu-gbps", &cu_s},
+                       {NULL, NULL}};
     tl_format fmt;
     if (parse_opts(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     tl_moe_problem p;
@@ -304,6 +308,8 @@ static int sim_moe(int argc, char **argv)
         parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
         parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
         return TL_EUSAGE;
+    if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps <= 0 || p.cu_gbps > 1e6))
+        return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in (0, 1e6] GB/s", cu_s);
     if (strcmp(stage_s, "both") == 0) stage_lo = 1, stage_hi = 2;
     else if (strcmp(stage_s, "1") == 0) stage_lo = stage_hi = 1;
     else if (strcmp(stage_s, "2") == 0) stage_lo = stage_hi = 2;

@@ -138,7 +138,7 @@ int tl_cmd_tour(int argc, char **argv)
     tour_step(&t, tl_cmd_sim, "Fused MoE on MI355X, DeepSeek-V3.2 FP8, stage 1 (simulated)",
               "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,32,64,256,512,1024 --stage 1");
     tour_step(&t, tl_cmd_sim, "Split-KV decode attention, seed Table 2's first configuration (simulated)",
-              "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 64 --seq 8192 --kv-heads 8");
+              "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 32 --seq 16384 --kv-heads 16");
 
     /* 4. pictures */
     tour_step(&t, tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",

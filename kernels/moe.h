@@ -55,6 +55,8 @@ static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
         return tl_error(TL_EUSAGE, "moe kernel", "expert width %d is not a multiple of %d (the FP8 block, "
                         "INT4 group and K chunk); pad the expert to %d", s->width, TL_MOE_K_ALIGN,
                         (s->width + TL_MOE_K_ALIGN - 1) / TL_MOE_K_ALIGN * TL_MOE_K_ALIGN);
+    if (s->dtype == TL_MOE_FP8 && (s->hidden > 8192 || s->width > 8192))
+        return tl_error(TL_EUSAGE, "moe kernel", "fp8 keeps at most 64 scale groups per row (K <= 8192)");
     if (s->n_shared)
         return tl_error(TL_EUSAGE, "moe kernel", "shared experts are not fused into this kernel (run them as a "
                         "dense GEMM); use --shared 0 for the GPU check");

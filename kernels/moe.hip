@@ -38,12 +38,15 @@
 #define MOE_NO_DEVICE 1
 #endif
 
-#define BLOCK_THREADS 256
-#define NW (BLOCK_THREADS / TL_WAVE) /* waves per block */
-#define NCOLS 32                     /* columns a block reduces: stage 1 16 gate + 16 up, stage 2 32 */
-#define NF (NCOLS / FRAG_N)          /* fragments per wave */
-#define S1_NB 16                     /* stage-1 output columns per work item */
-#define S2_NB 32                     /* stage-2 output columns per work item */
+/* Stage 1 (K = hidden is long, N per item small): 8 waves split K and reduce in shared memory.
+ * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
+ * no reduction and a block's fixed costs are spread over 4 x 32 columns. */
+#define S1_THREADS 256
+#define S2_THREADS 128
+#define MOE_MAX_KG 64 /* fp8: K / 128 groups a block keeps scales for (K <= 8192) */
+#define NCOLS 32      /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
+#define NF (NCOLS / FRAG_N) /* fragments per wave */
+#define S1_NB 16      /* stage-1 activation columns per work item */
 
 enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
        DT_MXFP8 = TL_MOE_MXFP8 };
@@ -51,11 +54,16 @@ enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_M
 /* Per dtype: KRUN = K values one lane reads per chunk (always 16 bytes of weight codes), U = chunks
  * in flight per wave, A_FP8 = activations are E4M3 codes (else bf16). */
 template <int DT> struct Fmt;
-template <> struct Fmt<DT_BF16> { enum { KRUN = 8, U = 2, A_FP8 = 0 }; };
-template <> struct Fmt<DT_FP8> { enum { KRUN = 16, U = 2, A_FP8 = 1 }; };
-template <> struct Fmt<DT_A16W4> { enum { KRUN = 32, U = 1, A_FP8 = 0 }; };
-template <> struct Fmt<DT_MXFP4> { enum { KRUN = 32, U = 1, A_FP8 = 0 }; };
-template <> struct Fmt<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0 }; };
+template <> struct Fmt<DT_BF16> { enum { KRUN = 8, U = 2, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt<DT_FP8> { /* KRUN 32: a chunk is one 128 group */
+    enum { KRUN = 32, U = 1, A_FP8 = 1, W_VEC = 2 };
+};
+template <> struct Fmt<DT_A16W4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt<DT_MXFP4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0, W_VEC = 1 }; };
+
+/* Bytes of one weight element (INT4 / FP4: half a byte, written as the divisor 2). */
+#define W_BYTES(DT, k) ((DT) == DT_BF16 ? 2 * (k) : ((DT) == DT_FP8 || (DT) == DT_MXFP8) ? (k) : (k) / 2)
 
 #if defined(TL_GPU_AMD) /* -nogpulib builds have no device math library: builtins only */
 #define moe_expf __builtin_expf
@@ -182,8 +190,8 @@ struct GemmArgs {
 
 /* One chunk of one wave: loads (phase 1) then multiplies (phase 2). */
 template <int DT> struct Chunk {
-    enum { KRUN = Fmt<DT>::KRUN, A_VEC = Fmt<DT>::A_FP8 ? 1 : KRUN / 8 };
-    uint4 w[NF];
+    enum { KRUN = Fmt<DT>::KRUN, A_VEC = Fmt<DT>::A_FP8 ? KRUN / 16 : KRUN / 8, W_VEC = Fmt<DT>::W_VEC };
+    uint4 w[NF][W_VEC];
     uint4 a[LANE_ROWS][A_VEC];
 };
 
@@ -192,9 +200,11 @@ static __device__ __forceinline__ void load_chunk(Chunk<DT> &ch, const GemmArgs 
                                                   const int *arow, int k)
 {
     enum { KRUN = Fmt<DT>::KRUN, ABYTES = Fmt<DT>::A_FP8 ? 1 : 2 };
-    const int wb = DT == DT_BF16 ? 2 * k : (DT == DT_FP8 || DT == DT_MXFP8) ? k : k / 2;
+    const int wb = W_BYTES(DT, k);
 #pragma unroll
-    for (int f = 0; f < NF; f++) ch.w[f] = *(const uint4 *)(wrow[f] + wb);
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+        for (int v = 0; v < Chunk<DT>::W_VEC; v++) ch.w[f][v] = *(const uint4 *)(wrow[f] + wb + 16 * v);
 #pragma unroll
     for (int r = 0; r < LANE_ROWS; r++)
 #pragma unroll
@@ -210,12 +220,12 @@ static __device__ __forceinline__ void load_chunk(Chunk<DT> &ch, const GemmArgs 
 template <int DT>
 static __device__ __forceinline__ void weights_bf16(const Chunk<DT> &ch, int f, float mx_scale, uint32_t *out)
 {
-    const uint32_t *q = (const uint32_t *)&ch.w[f];
+    const uint32_t *q = (const uint32_t *)&ch.w[f][0];
     if (DT == DT_BF16) {
         for (int i = 0; i < 4; i++) out[i] = q[i];
     } else if (DT == DT_FP8 || DT == DT_MXFP8) {
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
             float v0 = e4m3_f32(b0), v1 = e4m3_f32(b1);
             if (DT == DT_MXFP8) v0 *= mx_scale, v1 *= mx_scale;
@@ -245,7 +255,7 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint
     if (Fmt<DT>::A_FP8) {
         const uint32_t *q = (const uint32_t *)&ch.a[r][0];
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
             out[i] = pack2(bf16_rne(e4m3_f32(b0)), bf16_rne(e4m3_f32(b1)));
         }
@@ -257,14 +267,22 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint
 }
 
 template <int DT, int STAGE>
-__global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
+__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE == 1 ? 2 : 4) moe_gemm(GemmArgs p)
 {
 #if defined(MOE_NO_DEVICE)
     (void)p;
 #else
-    enum { KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN, NB = STAGE == 1 ? S1_NB : S2_NB };
+    enum {
+        KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN, THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
+        NW = THREADS / TL_WAVE,               /* waves per block */
+        NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
+        SPLIT_K = STAGE == 1                  /* waves split K (else they split N) */
+    };
     __shared__ int s_idx[TL_MOE_TILE_M], s_edge[TL_MOE_TILE_M];
-    __shared__ float red[NW * TL_MOE_TILE_M * NCOLS];
+    __shared__ float red[SPLIT_K ? NW * TL_MOE_TILE_M * NCOLS : 1];
+    /* fp8: the tile rows' activation scales and the item's weight-block scales, per 128 group */
+    __shared__ float s_as[DT == DT_FP8 ? TL_MOE_TILE_M * MOE_MAX_KG : 1];
+    __shared__ float s_ws[DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1];
 
     const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
     if (tile >= *p.n_tiles) return;
@@ -275,7 +293,22 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
         s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : tile * TL_MOE_TILE_M + tid);
     }
     __syncthreads();
-    const int e = p.tile_expert[tile], n0 = nb * NB;
+    const int e = p.tile_expert[tile], n0 = nb * NB, kgroups = p.K / 128;
+    const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
+    if (DT == DT_FP8) {
+        for (int i = tid; i < TL_MOE_TILE_M * kgroups; i += THREADS) {
+            const int r = i / kgroups, g = i % kgroups, ai = s_idx[r];
+            s_as[r * MOE_MAX_KG + g] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g];
+        }
+        const int nh = SPLIT_K ? 2 : NW;
+        for (int i = tid; i < nh * kgroups; i += THREADS) {
+            const int h = i / kgroups, g = i % kgroups;
+            /* stage 1: h = 1 is the up projection's block; stage 2: wave h's block */
+            const int rb = (SPLIT_K ? (h ? p.n_out + n0 : n0) : n0 + h * NCOLS) / 128;
+            s_ws[h * MOE_MAX_KG + g] = p.w_scale[(size_t)e * p.w_mat_scales + (size_t)rb * kgroups + g];
+        }
+        __syncthreads();
+    }
 
 #if defined(TL_MMA_TARGET_SM80)
     const int kgrp = lane % 4, bcol = lane / 4;
@@ -284,7 +317,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
     const int kgrp = lane / 16, bcol = lane % 16;
     int arow[LANE_ROWS] = {s_idx[lane % 16]};
 #endif
-    const size_t row_bytes = DT == DT_BF16 ? 2 * (size_t)p.K : (DT == DT_FP8 || DT == DT_MXFP8) ? p.K : p.K / 2;
+    const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
     const uint8_t *wrow[NF];
     int wn[NF]; /* the weight row of this lane in fragment f */
 #pragma unroll
@@ -293,7 +326,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
         if (STAGE == 1) /* gate fragments first, then up */
             n = f < NF / 2 ? n0 + f * FRAG_N : p.n_out + n0 + (f - NF / 2) * FRAG_N;
         else
-            n = n0 + f * FRAG_N;
+            n = nw0 + f * FRAG_N;
         wn[f] = n + bcol;
         wrow[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
     }
@@ -302,17 +335,17 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
 #pragma unroll
     for (int f = 0; f < NF; f++) tl_frag_zero(&acc[f]);
 
-    const int nchunks = p.K / CK, kgroups = p.K / 128;
-    for (int c0 = wave; c0 < nchunks; c0 += NW * U) {
+    const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
+    for (int c0 = c_first; c0 < nchunks; c0 += c_step * U) {
         Chunk<DT> ch[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            int c = c0 + u * NW;
+            int c = c0 + u * c_step;
             if (c < nchunks) load_chunk<DT>(ch[u], p, wrow, arow, c * CK + kgrp * KRUN);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int c = c0 + u * NW;
+            const int c = c0 + u * c_step;
             if (c >= nchunks) break;
             const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / 128;
             const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
@@ -332,7 +365,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
                     fa.r[3] = a1[2 * s + 1];
 #pragma unroll
                     for (int f = 0; f < NF; f++) {
-                        const uint32_t *b = (const uint32_t *)&ch[u].w[f];
+                        const uint32_t *b = (const uint32_t *)&ch[u].w[f][0];
                         tl_frag_b_fp8 fb;
                         fb.r[0] = b[2 * s];
                         fb.r[1] = b[2 * s + 1];
@@ -365,18 +398,14 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
             if (scaled_after) {
                 float rs[TL_FRAG_C_COUNT]; /* fp8: the A scale of each C row this lane holds */
 #pragma unroll
-                for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
-                    rs[r] = 1.0f;
-                    if (DT == DT_FP8) {
-                        const int ai = s_idx[tl_frag_c_row(lane, r)];
-                        rs[r] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g128];
-                    }
-                }
+                for (int r = 0; r < TL_FRAG_C_COUNT; r++)
+                    rs[r] = DT == DT_FP8 ? s_as[tl_frag_c_row(lane, r) * MOE_MAX_KG + g128] : 1.0f;
 #pragma unroll
                 for (int f = 0; f < NF; f++) {
                     const int wrow0 = wn[f] - bcol; /* the fragment's first weight row */
                     const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
-                    const float wsb = DT == DT_FP8 ? ws[(size_t)(wrow0 / 128) * kgroups + g128] : 1.0f;
+                    const int h = SPLIT_K ? (f >= NF / 2) : wave;
+                    const float wsb = DT == DT_FP8 ? s_ws[h * MOE_MAX_KG + g128] : 1.0f;
 #pragma unroll
                     for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
                         float sc = DT == DT_FP8 ? rs[r] * wsb /* one 128x128 block per fragment */
@@ -388,7 +417,19 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
         }
     }
 
-    /* reduce the waves' partial sums, then the epilogue */
+    if (!SPLIT_K) { /* stage 2: this wave's columns are complete; weight them into their edge's row */
+#pragma unroll
+        for (int f = 0; f < NF; f++)
+#pragma unroll
+            for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+                const int row = tl_frag_c_row(lane, r), edge = s_edge[row];
+                if (edge >= 0)
+                    p.ybuf[(size_t)edge * p.n_out + nw0 + f * FRAG_N + tl_frag_c_col(lane, r)] =
+                        p.topk_w[edge] * acc[f].v[r];
+            }
+        return;
+    }
+    /* stage 1: reduce the waves' partial sums, then SwiGLU */
 #pragma unroll
     for (int f = 0; f < NF; f++)
 #pragma unroll
@@ -396,26 +437,15 @@ __global__ void __launch_bounds__(BLOCK_THREADS, 2) moe_gemm(GemmArgs p)
             red[(wave * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * NCOLS + f * FRAG_N + tl_frag_c_col(lane, r)] =
                 acc[f].v[r];
     __syncthreads();
-    if (STAGE == 1) {
-        for (int i = tid; i < TL_MOE_TILE_M * S1_NB; i += BLOCK_THREADS) {
-            const int row = i / S1_NB, c = i % S1_NB;
-            float gs = 0.0f, us = 0.0f;
-            for (int w = 0; w < NW; w++) {
-                gs += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
-                us += red[(w * TL_MOE_TILE_M + row) * NCOLS + S1_NB + c];
-            }
-            float v = gs / (1.0f + moe_expf(-gs)) * us;
-            p.act[(size_t)(tile * TL_MOE_TILE_M + row) * p.n_out + n0 + c] =
-                (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
+    for (int i = tid; i < TL_MOE_TILE_M * S1_NB; i += THREADS) {
+        const int row = i / S1_NB, c = i % S1_NB;
+        float gs = 0.0f, us = 0.0f;
+        for (int w = 0; w < NW; w++) {
+            gs += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
+            us += red[(w * TL_MOE_TILE_M + row) * NCOLS + S1_NB + c];
         }
-    } else {
-        for (int i = tid; i < TL_MOE_TILE_M * S2_NB; i += BLOCK_THREADS) {
-            const int row = i / S2_NB, c = i % S2_NB, edge = s_edge[row];
-            if (edge < 0) continue;
-            float y = 0.0f;
-            for (int w = 0; w < NW; w++) y += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
-            p.ybuf[(size_t)edge * p.n_out + n0 + c] = p.topk_w[edge] * y;
-        }
+        float v = gs / (1.0f + moe_expf(-gs)) * us;
+        p.act[(size_t)(tile * TL_MOE_TILE_M + row) * p.n_out + n0 + c] = (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
     }
 #endif
 }
@@ -712,13 +742,14 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
 template <int DT>
 static int launch_gemm(const GemmArgs &a, int stage, hipStream_t st)
 {
-    const int nb = a.n_out / (stage == 1 ? S1_NB : S2_NB);
-    dim3 grid((unsigned)((long long)a.max_tiles * nb));
     if (stage == 1) {
-        moe_gemm<DT, 1><<<grid, BLOCK_THREADS, 0, st>>>(a);
+        dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / S1_NB)));
+        moe_gemm<DT, 1><<<grid, S1_THREADS, 0, st>>>(a);
         TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
     } else {
-        moe_gemm<DT, 2><<<grid, BLOCK_THREADS, 0, st>>>(a);
+        const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
+        dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
+        moe_gemm<DT, 2><<<grid, S2_THREADS, 0, st>>>(a);
         TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
     }
     return 0;

@@ -8,6 +8,7 @@
  *   bf16_tflops     matrix-core loop through kernels/mma.h, operands in registers
  *   fp8_tflops      the same for E4M3 (FNUZ on gfx942)
  *   fp6_tflops, fp4_tflops  gfx950 only (f8f6f4 with E2M3 / E2M1); 0 elsewhere
+ *   memcpy_gbps     the runtime's device-to-device memcpy, a reference point (not a ceiling)
  * Available only in GPU builds (TILELAB_HAVE_GPU).
  */
 #ifndef TL_KERNELS_ROOFLINE_H
@@ -37,7 +38,7 @@ typedef struct {
 
 typedef struct {
     int warmup, iters;    /* timing (defaults 20, 200) */
-    double hbm_gib;       /* read buffer size in GiB (default 4); the copy moves half each way */
+    double hbm_gib;       /* read buffer size in GiB (default 8); the copy moves half each way */
     int quick;            /* 1: one configuration per ceiling (for profilers) */
 } tl_roofline_opts;
 
@@ -45,6 +46,7 @@ typedef struct {
     tl_gpu_info gpu;
     char date[32];
     double hbm_read_gbps, hbm_copy_gbps, bf16_tflops, fp8_tflops, fp6_tflops, fp4_tflops;
+    double memcpy_gbps; /* hipMemcpyAsync device to device (read + write), for comparison only */
     char mma_target[32]; /* "mma.sync m16n8k16 / m16n8k32" or the MFMA names */
     int npoints;
     tl_roofline_point points[TL_ROOFLINE_MAX_POINTS];

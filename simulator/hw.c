@@ -81,10 +81,12 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
         tl_json_get_num(root, "launch_us", label, 1, 0, 1e6, &hw->launch_us) ||
         tl_json_get_num(root, "item_fixed_us", label, 1, 0, 1e6, &hw->item_fixed_us) ||
         tl_json_get_num(root, "hbm_per_cu_gbps", label, 1, 1e-3, 1e7, &hw->hbm_per_cu_gbps) ||
+        tl_json_get_num(root, "l2_per_cu_gbps", label, 0, 1e-3, 1e7, &hw->l2_per_cu_gbps) ||
         tl_json_get_str(root, "device", label, 0, hw->device, sizeof hw->device) ||
         tl_json_get_str(root, "date", label, 0, hw->date, sizeof hw->date) ||
         tl_json_get_str(root, "source", label, 0, hw->source, sizeof hw->source))
         return TL_EUSAGE;
+    if (hw->l2_per_cu_gbps <= 0) hw->l2_per_cu_gbps = hw->hbm_per_cu_gbps;
     if (hw->cus % hw->xcds != 0)
         return tl_error(TL_EUSAGE, label, "cus = %d is not a multiple of xcds = %d", hw->cus, hw->xcds);
     json_t *ceil = json_object_get(root, "ceilings");

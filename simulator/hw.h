@@ -6,7 +6,7 @@
  * JSON shape (keys the loader reads; unknown keys are ignored):
  *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
- *   hbm_per_cu_gbps, description (optional),
+ *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -69,7 +69,9 @@ typedef struct {
     double item_fixed_us;       /* fixed cost per work item of a GEMM-like kernel: pipeline fill
                                    (first loads' latency) and epilogue; an estimate */
     double hbm_per_cu_gbps;     /* the most one CU/SM streams from HBM on its own (Little's law:
-                                   bytes in flight / latency); an estimate until measured */
+                                   bytes in flight / latency) */
+    double l2_per_cu_gbps;      /* the same for loads that hit L2 (shorter latency, same bytes in
+                                   flight); defaults to hbm_per_cu_gbps when absent */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

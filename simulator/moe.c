@@ -68,6 +68,8 @@ static int validate(const tl_moe_problem *p)
     if (p->tile_n < 0 || p->tile_n > 65536)
         return tl_error(TL_EUSAGE, "--tile-n", "tile width %d outside [1, 65536]", p->tile_n);
     if (p->dtype < 0 || p->dtype >= TL_MOE_NDTYPES) return tl_error(TL_EUSAGE, "--dtype", "unknown dtype");
+    if (!(p->cu_gbps >= 0 && p->cu_gbps <= 1e6))
+        return tl_error(TL_EUSAGE, "--cu-gbps", "per-CU stream %g GB/s outside [0, 1e6]", p->cu_gbps);
     return 0;
 }
 
@@ -105,12 +107,13 @@ typedef struct {
 } cost_ctx;
 
 typedef struct {
-    double w, a, o, m;
+    double w, a, o, m; /* HBM bytes (first touches): weights, activations, outputs, metadata */
+    double streamed;   /* every byte the items load or store, cache hits included */
 } byte_parts;
 
 static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 {
-    byte_parts b = {0, 0, 0, 0};
+    byte_parts b = {0, 0, 0, 0, 0};
     int rows = c->wl->tile_rows[tile];
     int last_cols = c->N - (c->n_blocks - 1) * c->tile_n;
     int full = nb1 - nb0 - (nb1 == c->n_blocks ? 1 : 0);
@@ -124,6 +127,8 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
         b.m = c->tile_m * 4.0 + 4.0 + rows * 4.0;
     }
     b.o = rows * out_cols * c->out_elem;
+    /* each item streams its whole weight block and its tile's activation rows, hit or miss */
+    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * rows * c->K * c->in_elem + b.o + b.m;
     return b;
 }
 
@@ -196,6 +201,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double item_compute_us = item_cycles / hw->clock_mhz * slow;
     r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
     double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps); /* GB/s = 1e3 B/us */
+    double cu_hbm = p->cu_gbps > 0 ? p->cu_gbps : hw->hbm_per_cu_gbps;
+    double cu_l2 = hw->l2_per_cu_gbps * cu_hbm / hw->hbm_per_cu_gbps;
     r->bw_gbps = bw;
 
     /* bytes per element class */
@@ -217,7 +224,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         long long first = w * cus, last = first + cus < items ? first + cus : items;
         int a = (int)(last - first);
         /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall */
-        double wave_bytes = 0;
+        double wave_bytes = 0, wave_streamed = 0;
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
@@ -226,24 +233,32 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             r->out_bytes += b.o;
             r->meta_bytes += b.m;
             wave_bytes += b.w + b.a + b.o + b.m;
+            wave_streamed += b.streamed;
             left -= take;
             nb += take;
             if (nb == n_blocks) nb = 0, tile++;
         }
-        double wave_bw = bw < a * hw->hbm_per_cu_gbps ? bw : a * hw->hbm_per_cu_gbps;
-        double mem_us = wave_bytes / (wave_bw * 1e3);
-        double body = mem_us > item_compute_us ? mem_us : item_compute_us;
-        if (mem_us > item_compute_us) mem_bound_us += body;
-        else cmp_bound_us += body;
+        /* HBM ceiling on first touches; each CU's own stream on everything its item loads: misses at
+         * the per-CU HBM rate, cache hits at the per-CU L2 rate */
+        double hbm_us = wave_bytes / (bw * 1e3);
+        double stream_us = (wave_bytes / cu_hbm + (wave_streamed - wave_bytes) / cu_l2) /
+                           ((double)a * 1e3);
+        double mem_us = hbm_us > stream_us ? hbm_us : stream_us;
+        /* the per-item fixed cost (prologue: dependent loads of sorted ids and gathered rows;
+         * epilogue) sits on each CU's own timeline, after its stream or its compute; HBM is shared
+         * and stays busy with the other CUs' loads meanwhile, so an HBM-bound wave hides it */
+        double fixed_w = hw->item_fixed_us;
+        double own_us = (stream_us > item_compute_us ? stream_us : item_compute_us) + fixed_w;
+        /* the first wave starts in step (every CU in its prologue at once): nothing hides it */
+        double wave_us = w == 0 ? hbm_us + fixed_w : hbm_us;
+        if (own_us > wave_us) wave_us = own_us;
+        if (hbm_us >= own_us - fixed_w || stream_us > item_compute_us) mem_bound_us += wave_us;
+        else cmp_bound_us += wave_us;
+        if (w == 0 || hbm_us < own_us) fixed_total += fixed_w;
         r->memory_us += mem_us;
         r->compute_us += item_compute_us;
-        /* the first wave pays the per-item fixed cost in full; later waves overlap it with the work
-         * of the wave before (a second resident block per CU) and pay only what exceeds their body */
-        double fixed_w = w == 0 ? hw->item_fixed_us : (hw->item_fixed_us > body ? hw->item_fixed_us - body : 0);
-        fixed_total += fixed_w;
-        double wave_us = body + fixed_w;
         if (r->items) { /* each item: its own bytes at its share of the wave's bandwidth */
-            double per_item_bw = wave_bw / a * 1e3;
+            double per_item_hbm = bw / a * 1e3;
             for (long long idx = first; idx < last; idx++) {
                 tl_moe_item *it = &r->items[idx];
                 int pos = (int)(idx - first);
@@ -255,7 +270,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
                 it->expert = wl.tile_expert[it->tile];
                 it->rows = wl.tile_rows[it->tile];
                 byte_parts b = chunk_bytes(&c, it->tile, it->n_block, it->n_block + 1);
-                double own = (b.w + b.a + b.o + b.m) / per_item_bw;
+                double miss = b.w + b.a + b.o + b.m;
+                double own = miss / per_item_hbm;
+                double stream = (miss / cu_hbm + (b.streamed - miss) / cu_l2) / 1e3;
+                if (stream > own) own = stream;
                 double dur = (own > item_compute_us ? own : item_compute_us) + fixed_w;
                 it->start_us = t;
                 it->end_us = t + (dur < wave_us ? dur : wave_us);

@@ -46,6 +46,7 @@ ok "roofline ncu + tilelab csv on h200" "$tmp/r2.svg" -- "$tl" draw roofline --h
 if "$tl" sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,32,512 --format csv >"$tmp/sim.csv" 2>/dev/null; then
   ok "roofline with simulated points" "$tmp/r3.pdf" -- "$tl" draw roofline --hw mi355x --points "$tmp/sim.csv" -o "$tmp/r3.pdf"
 fi
+ok "roofline ncu with --measured-on" "$tmp/r4.png" -- "$tl" draw roofline --hw h200 --points "$d/ncu_h200_probe.csv" --measured-on "NVIDIA H200, 2026-11-29" -o "$tmp/r4.png"
 ok "moe-tiles" "$tmp/t.png" -- "$tl" draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 --tile-m 16 -o "$tmp/t.png"
 ok "moe-tiles kimi random" "$tmp/t2.png" -- "$tl" draw moe-tiles --model kimi-k2.6 --tokens 64 --routing random --seed 7 -o "$tmp/t2.png"
 ok "padding" "$tmp/p.png" -- "$tl" draw padding --hw mi355x --experts 256,384 --topk 8 --tile-m 16,32 -o "$tmp/p.png"

@@ -91,6 +91,9 @@ expect 2 "tp 0" -- "$tl" sim moe --tp 0
 expect 2 "unknown option" -- "$tl" sim moe --frob 1
 expect 2 "option without value" -- "$tl" sim moe --tokens
 expect 2 "bad format" -- "$tl" sim moe --format xml
+expect 2 "cu-gbps 0" -- "$tl" sim moe --cu-gbps 0
+expect 2 "cu-gbps nan" -- "$tl" sim moe --cu-gbps nan
+expect 0 "cu-gbps 36" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --cu-gbps 36 --tokens 1
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 0, "moe_intermediate_size": 32}\n' >"$tmp/k0.json"
 expect 2 "k = 0" -- "$tl" sim moe --model "$tmp/k0.json"
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 32}\n' >"$tmp/kE.json"

@@ -139,8 +139,12 @@ static void test_limiters(void **state)
     (void)state;
     /* small M: weights dominate */
     assert_string_equal(run(problem(&hw355, &ds, TL_MOE_BF16, 1, 1)).limiter, "hbm");
-    /* a dense FFN at large M is compute-bound */
-    assert_string_equal(run(problem(&hw355, &qwen, TL_MOE_BF16, 8192, 1)).limiter, "matrix");
+    /* a dense FFN at large M with 128-row tiles is compute-bound; with 16-row tiles each tile
+     * re-streams its whole weight block for 16 rows and the CU's stream bounds it */
+    tl_moe_problem q = problem(&hw355, &qwen, TL_MOE_BF16, 8192, 1);
+    assert_string_equal(run(q).limiter, "hbm");
+    q.tile_m = 128;
+    assert_string_equal(run(q).limiter, "matrix");
     /* tall tiles with 4-bit weights at M = 1: the matrix cores grind padding */
     tl_moe_problem p = problem(&hw355, &ds, TL_MOE_A16W4, 1, 1);
     p.tile_m = 128;
@@ -211,6 +215,26 @@ static void test_measured_ceilings_matter(void **state)
     assert_true(s.hbm_bytes / (s.memory_us * 1e3) <= 32 * hw355.hbm_per_cu_gbps + 1e-6);
 }
 
+static void test_cu_stream(void **state)
+{
+    (void)state;
+    /* TP8 at M = 1: 32 items cannot fill HBM, so the per-CU stream sets the time */
+    tl_moe_problem p = problem(&hw200, &ds, TL_MOE_BF16, 1, 1);
+    p.tp = 8;
+    tl_moe_result a = run(p);
+    p.cu_gbps = hw200.hbm_per_cu_gbps / 2; /* a kernel with half the bytes in flight */
+    tl_moe_result b = run(p);
+    assert_true(b.time_us > 1.8 * (a.time_us - a.fixed_us));
+    /* a full grid at the HBM ceiling barely notices */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 64, 1);
+    a = run(p);
+    p.cu_gbps = hw200.hbm_per_cu_gbps * 0.8;
+    b = run(p);
+    assert_true(b.time_us < 1.05 * a.time_us);
+    p.cu_gbps = -1;
+    assert_int_equal(tl_moe_sim(&p, &b), TL_EUSAGE);
+}
+
 static void test_dtype_names(void **state)
 {
     (void)state;
@@ -270,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_k_padding),              cmocka_unit_test(test_limiters),
         cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
         cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_cu_stream),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -241,6 +241,20 @@ static void test_points_ncu(void **state)
     assert_float_equal(rd->intensity, rd->flops / rd->bytes, 1e-12);
     assert_non_null(strstr(p.source, "Nsight Compute"));
     tl_points_free(&p);
+
+    /* the wide form of --page raw: metrics as columns, a units row, Mbyte and usecond units */
+    const char *wide =
+        "\"ID\",\"Kernel Name\",\"CC\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\","
+        "\"gpu__time_duration.sum\",\"sm__ops_path_tensor_src_fp16.sum\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+        "\"\",\"\",\"\",\"Mbyte\",\"Kbyte\",\"usecond\",\"\",\"%\"\n"
+        "\"0\",\"gemm(half*)\",\"9.0\",\"2.5\",\"1,000\",\"10.5\",\"4,000,000,000\",\"80\"\n";
+    assert_int_equal(tl_points_parse(wide, "wide.csv", &p), 0);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.pts[0].label, "gemm");
+    assert_float_equal(p.pts[0].flops, 4e9, 1e-3);
+    assert_float_equal(p.pts[0].bytes, 2.5e6 + 1e6, 1e-6);
+    assert_float_equal(p.pts[0].time_us, 10.5, 1e-12);
+    tl_points_free(&p);
 }
 
 static void test_points_rocprof(void **state)

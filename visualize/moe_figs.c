@@ -51,10 +51,15 @@ static void draw_tiles_panel(tl_gfx *g, const tl_worklist *wl, int tokens, int t
     tl_plot_init(&pl, x, y, w, h, 0, E, 0, 0, stack, 0);
     char title[200];
     double pad = (double)wl->n_rows_padded / ((double)tokens * top_k);
-    snprintf(title, sizeof title, "M = %d: %d tiles, %d experts active, padding %.2fx", tokens,
-             wl->n_tiles, wl->active_experts, pad);
-    tl_text_style ts = tl_gfx_style(9.5);
+    snprintf(title, sizeof title, "M = %d token%s", tokens, tokens == 1 ? "" : "s");
+    tl_text_style ts = tl_gfx_style(10);
     ts.bold = 1;
+    ts.ha = TL_CENTER;
+    ts.va = TL_BOTTOM;
+    tl_gfx_text(g, x + w / 2, y - 18, title, ts);
+    snprintf(title, sizeof title, "%d tiles, %d experts active, padding %.2fx", wl->n_tiles,
+             wl->active_experts, pad);
+    ts = tl_gfx_style(9);
     ts.ha = TL_CENTER;
     ts.va = TL_BOTTOM;
     tl_gfx_text(g, x + w / 2, y - 5, title, ts);
@@ -101,8 +106,10 @@ int tl_fig_moe_tiles(const char *out, const tl_hw *hw, const tl_model *model, tl
     }
     tl_gfx *g = NULL;
     if (rc == TL_OK) {
-        double panel_w = ntok == 1 ? 620 : ntok <= 3 ? 330 : 240;
-        double W = 60 + ntok * (panel_w + 62), H = 460;
+        /* Up to four panels in a row; five to eight in two rows. */
+        int nrows = ntok <= 4 ? 1 : 2, ncols = (ntok + nrows - 1) / nrows;
+        double panel_w = ntok == 1 ? 620 : 330, panel_h = 290, top = 112, row_gap = 100;
+        double W = 60 + ncols * (panel_w + 62), H = top + nrows * panel_h + (nrows - 1) * row_gap + 44 + TL_GFX_FOOTER_PT;
         g = tl_gfx_open(out, W, H);
         if (!g) rc = tl_gfx_open_status();
         else {
@@ -120,9 +127,11 @@ int tl_fig_moe_tiles(const char *out, const tl_hw *hw, const tl_model *model, tl
                 {"padding rows", pad_colour(), TL_KEY_BOX, 0, 0},
             };
             tl_gfx_legend(g, W - 12, 32, le, 2, 1);
-            for (int i = 0; i < ntok; i++)
-                draw_tiles_panel(g, &wl[i], tokens[i], k, 70 + i * (panel_w + 62), 92, panel_w,
-                                 H - 92 - 44 - TL_GFX_FOOTER_PT);
+            for (int i = 0; i < ntok; i++) {
+                int r = i / ncols, c = i % ncols;
+                draw_tiles_panel(g, &wl[i], tokens[i], k, 70 + c * (panel_w + 62),
+                                 top + r * (panel_h + row_gap), panel_w, panel_h);
+            }
             char foot[400];
             snprintf(foot, sizeof foot,
                      "simulated on preset %s: worklist of tl_worklist_build (stage 1, %s routing, seed %llu); "

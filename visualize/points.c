@@ -229,7 +229,7 @@ static int fold_launches(const launch_set *s, const char *file, tl_points *out)
         if (!(l->have & HAVE_TIME))
             return tl_error(TL_EUSAGE, file, "kernel '%s' has no duration", l->name);
         if (!(l->have & (HAVE_TENSOR | HAVE_SCALAR)))
-            return tl_error(TL_EUSAGE, file, "kernel '%s' has no FLOP counter (see tilelab help draw roofline)", l->name);
+            return tl_error(TL_EUSAGE, file, "kernel '%s' has no FLOP counter (see tilelab draw roofline --help)", l->name);
         if (!(l->have & (HAVE_RW | HAVE_DRAM | HAVE_FETCH | HAVE_RD)))
             return tl_error(TL_EUSAGE, file, "kernel '%s' has no DRAM byte counter", l->name);
     }
@@ -293,55 +293,69 @@ static double ncu_scalar_flops(const char *m)
     return 0;
 }
 
-static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *file,
+/* Adds one ncu metric value to its launch. Metrics tilelab does not read are ignored; "n/a"
+ * values (a metric the GPU lacks) are skipped. */
+static int ncu_value(launch_set *s, const char *id, const char *kname, const char *metric,
+                     const char *unit, const char *val, int line, const char *file)
+{
+    double scalar = ncu_scalar_flops(metric);
+    int tensor = ncu_tensor_metric(metric);
+    int is_time = strcmp(metric, "gpu__time_duration.sum") == 0;
+    int is_rd = strcmp(metric, "dram__bytes_read.sum") == 0;
+    int is_wr = strcmp(metric, "dram__bytes_write.sum") == 0;
+    int is_dram = strcmp(metric, "dram__bytes.sum") == 0;
+    if (!scalar && !tensor && !is_time && !is_rd && !is_wr && !is_dram) return TL_OK;
+    double v;
+    int ok = parse_num(val, &v);
+    if (ok < 0) return tl_error(TL_EUSAGE, file, "line %d: malformed value '%s' for %s", line, val, metric);
+    if (ok == 0) return TL_OK;
+    double scale = unit_scale(unit, is_time);
+    if (scale == 0) return tl_error(TL_EUSAGE, file, "line %d: unknown unit '%s' for %s", line, unit, metric);
+    v *= scale;
+    launch *l = launch_get(s, id, kname);
+    if (!l) return tl_error(TL_EFAIL, file, "out of memory");
+    if (tensor) l->flops += v, l->have |= HAVE_TENSOR;
+    else if (scalar) l->flops += v * scalar, l->have |= HAVE_SCALAR;
+    else if (is_time) l->time_us += v, l->have |= HAVE_TIME;
+    else if (is_dram) l->bytes_dram += v, l->have |= HAVE_DRAM;
+    else l->bytes_rw += v, l->have |= HAVE_RW;
+    return TL_OK;
+}
+
+/* Long form (--page details, the default): one row per (launch, metric). Wide form (--page raw):
+ * one row per launch, metrics as columns, and a units row (empty ID) under the header. */
+static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *file, int wide,
                      tl_points *out)
 {
     int c_id = col_index(h, "ID"), c_name = col_index(h, "Kernel Name"),
         c_metric = col_index(h, "Metric Name"), c_unit = col_index(h, "Metric Unit"),
         c_val = col_index(h, "Metric Value"), c_cc = col_index(h, "CC");
     launch_set s = {NULL, 0, 0, -1};
-    csv_row r = {0};
-    int rc = TL_OK, got;
+    csv_row r = {0}, units = {0};
+    int rc = TL_OK, got, have_units = 0;
     char cc[16] = "";
-    while ((got = csv_next(pp, &r, line)) == 1) {
+    while (rc == TL_OK && (got = csv_next(pp, &r, line)) == 1) {
         if (is_blank(&r) || strncmp(fld(&r, 0), "==", 2) == 0) continue;
         if (r.n < h->n) {
             rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
             break;
         }
-        const char *metric = fld(&r, c_metric), *unit = fld(&r, c_unit);
-        double scalar = ncu_scalar_flops(metric);
-        int tensor = ncu_tensor_metric(metric);
-        int is_time = strcmp(metric, "gpu__time_duration.sum") == 0;
-        int is_rd = strcmp(metric, "dram__bytes_read.sum") == 0;
-        int is_wr = strcmp(metric, "dram__bytes_write.sum") == 0;
-        int is_dram = strcmp(metric, "dram__bytes.sum") == 0;
-        if (!scalar && !tensor && !is_time && !is_rd && !is_wr && !is_dram) continue;
-        double v;
-        int ok = parse_num(fld(&r, c_val), &v);
-        if (ok < 0) {
-            rc = tl_error(TL_EUSAGE, file, "line %d: malformed value '%s' for %s", r.line,
-                          fld(&r, c_val), metric);
-            break;
-        }
-        if (ok == 0) continue; /* n/a: the metric is not available on this GPU */
-        double scale = unit_scale(unit, is_time);
-        if (scale == 0) {
-            rc = tl_error(TL_EUSAGE, file, "line %d: unknown unit '%s' for %s", r.line, unit, metric);
-            break;
-        }
-        v *= scale;
-        launch *l = launch_get(&s, fld(&r, c_id), fld(&r, c_name));
-        if (!l) {
-            rc = tl_error(TL_EFAIL, file, "out of memory");
-            break;
-        }
         if (c_cc >= 0 && !cc[0]) snprintf(cc, sizeof cc, "%s", fld(&r, c_cc));
-        if (tensor) l->flops += v, l->have |= HAVE_TENSOR;
-        else if (scalar) l->flops += v * scalar, l->have |= HAVE_SCALAR;
-        else if (is_time) l->time_us += v, l->have |= HAVE_TIME;
-        else if (is_dram) l->bytes_dram += v, l->have |= HAVE_DRAM;
-        else l->bytes_rw += v, l->have |= HAVE_RW;
+        if (!wide) {
+            rc = ncu_value(&s, fld(&r, c_id), fld(&r, c_name), fld(&r, c_metric), fld(&r, c_unit),
+                           fld(&r, c_val), r.line, file);
+            continue;
+        }
+        if (!have_units && fld(&r, c_id)[0] == '\0') { /* the units row */
+            units = r;
+            memset(&r, 0, sizeof r);
+            have_units = 1;
+            cc[0] = '\0';
+            continue;
+        }
+        for (int j = 0; j < h->n && rc == TL_OK; j++)
+            rc = ncu_value(&s, fld(&r, c_id), fld(&r, c_name), fld(h, j), have_units ? fld(&units, j) : "",
+                           fld(&r, j), r.line, file);
     }
     if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
@@ -350,6 +364,7 @@ static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *f
         snprintf(out->source, sizeof out->source, "measured with Nsight Compute%s%s", cc[0] ? " on compute capability " : "", cc);
     free(s.l);
     row_free(&r);
+    row_free(&units);
     return rc;
 }
 
@@ -573,7 +588,7 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
     else if (col_index(&h, "Kernel Name") >= 0 && col_index(&h, "Metric Name") >= 0 &&
              col_index(&h, "Metric Value") >= 0 && col_index(&h, "ID") >= 0) {
         out->format = TL_POINTS_NCU;
-        rc = parse_ncu(&p, &line, &h, name, out);
+        rc = parse_ncu(&p, &line, &h, name, 0, out);
     } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Counter_Name") >= 0 &&
                col_index(&h, "Counter_Value") >= 0 && col_index(&h, "Dispatch_Id") >= 0) {
         out->format = TL_POINTS_ROCPROF;
@@ -581,9 +596,9 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
     } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Start_Timestamp") >= 0) {
         rc = tl_error(TL_EUSAGE, name, "a rocprofv3 kernel trace without counters: collect with "
                                        "--pmc (FLOP and byte counters) and pass the counter_collection.csv");
-    } else if (col_index(&h, "Kernel Name") >= 0) {
-        rc = tl_error(TL_EUSAGE, name, "an ncu export that is not the long --csv form "
-                                       "(need \"Metric Name\",\"Metric Unit\",\"Metric Value\")");
+    } else if (col_index(&h, "Kernel Name") >= 0 && col_index(&h, "ID") >= 0) {
+        out->format = TL_POINTS_NCU;
+        rc = parse_ncu(&p, &line, &h, name, 1, out);
     } else {
         out->format = TL_POINTS_TILELAB;
         rc = parse_tilelab(&p, &line, &h, name, comment[0] ? comment : NULL, out);

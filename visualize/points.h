@@ -10,7 +10,8 @@
  *    limiter column and no other hint are simulated (on the preset of the hw column, if any).
  * 2. Nsight Compute: `ncu --csv --metrics ...` (long form: "ID","Kernel Name",...,"Metric Name",
  *    "Metric Unit","Metric Value"; any lines before the header, such as ==PROF== lines, are
- *    skipped; values may carry thousands separators). Per launch (ID):
+ *    skipped; values may carry thousands separators), or the wide form of `--page raw` (metrics as
+ *    columns, a units row under the header). Per launch (ID):
  *      FLOPs  = sum of sm__ops_path_tensor_src_{bf16_dst_fp32,fp16,fp16_dst_fp16,fp16_dst_fp32,
  *               tf32_dst_fp32,fp8,fp64,int8}.sum (tensor-path math ops, which count FLOPs: checked
  *               on an H200, where mma.sync m16n8k16 BF16 adds exactly 2*16*8*16 per warp

@@ -213,9 +213,14 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
     /* Legend first (top left of the plot, under the memory slope), so labels avoid it. */
     tl_legend_entry le[16];
     int nle = 0;
+    int any_measured_ceiling = bwc.measured > 0;
+    for (int i = 0; i < ndc; i++) any_measured_ceiling |= dc[i].c.measured > 0;
     le[nle++] = (tl_legend_entry){"datasheet", tl_gfx_rgb(0.3, 0.3, 0.3), TL_KEY_LINE, 5, 0};
-    le[nle++] = (tl_legend_entry){"measured", tl_gfx_rgb(0.3, 0.3, 0.3), TL_KEY_LINE, 0, 0};
-    le[nle++] = (tl_legend_entry){"HBM read (datasheet / measured)", tl_gfx_palette(0), TL_KEY_LINE, 0, 0};
+    if (any_measured_ceiling)
+        le[nle++] = (tl_legend_entry){"measured", tl_gfx_rgb(0.3, 0.3, 0.3), TL_KEY_LINE, 0, 0};
+    le[nle++] = (tl_legend_entry){bwc.datasheet > 0 && bwc.measured > 0 ? "HBM read (datasheet / measured)"
+                                                                        : "HBM read",
+                                  tl_gfx_palette(0), TL_KEY_LINE, bwc.measured > 0 ? 0 : 5, 0};
     for (int i = 0; i < ndc; i++)
         le[nle++] = (tl_legend_entry){dc[i].name, tl_gfx_palette(dc[i].colour), TL_KEY_LINE, 0, 0};
     int any_meas = 0, any_sim = 0, any_unknown = 0;
@@ -258,7 +263,17 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
     }
     tl_gfx_unclip(g);
 
-    /* Reserve the roof lines' neighbourhood near labels: ridge markers first. */
+    /* Kernel markers before any label, so that no label covers a kernel. */
+    int skipped = 0;
+    for (int s = 0; s < nsets; s++)
+        for (int i = 0; i < sets[s].n; i++) {
+            const tl_point *p = &sets[s].pts[i];
+            double px = tl_plot_x(&pl, p->intensity), py = tl_plot_y(&pl, p->tflops);
+            tl_gfx_marker(g, px, py, s % 4, 8, point_colour(p->measured));
+            reserve(&lp, (box){px - 4, py - 4, 8, 8});
+        }
+
+    /* Ridge markers, then the ceiling and ridge labels. */
     tl_text_style ls = tl_gfx_style(8);
     char buf[160];
     for (int i = 0; i < ndc; i++) {
@@ -389,15 +404,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         }
     }
 
-    /* Points: markers first (reserved), then labels. */
-    int skipped = 0;
-    for (int s = 0; s < nsets; s++)
-        for (int i = 0; i < sets[s].n; i++) {
-            const tl_point *p = &sets[s].pts[i];
-            double px = tl_plot_x(&pl, p->intensity), py = tl_plot_y(&pl, p->tflops);
-            tl_gfx_marker(g, px, py, s % 4, 8, point_colour(p->measured));
-            reserve(&lp, (box){px - 4, py - 4, 8, 8});
-        }
+    /* Point labels last, so that they go where ceilings, ridges and markers left room. */
     tl_text_style ps = tl_gfx_style(8);
     ps.color = tl_gfx_rgb(0.1, 0.1, 0.1);
     for (int s = 0; s < nsets; s++)

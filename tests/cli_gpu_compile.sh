@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# GPU checks that need no GPU (ctest runs them everywhere; usage: cli_gpu_compile.sh TILELAB SRC):
+#   1. the command: `bench roofline` without a GPU says so in one line and exits 1; `mfma list`
+#      and `mfma layout` print what they promise and refuse bad input with exit 2;
+#   2. every kernels/ .hip file compiles with nvcc for sm_90 (skipped, saying so, without nvcc);
+#   3. every kernels/ .hip file's device code compiles with clang-19 for gfx942 (FACTS.md's line),
+#      and the gfx942 assembly of the matrix-core microbenchmark holds the intended v_mfma
+#      instructions and spills nothing to scratch (ScratchSize 0, private segment 0).
+# Cost: about 20 s for nvcc and 15 s for clang on two cores.
+set -uo pipefail
+tilelab=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# ---- 1. the command ---------------------------------------------------------------------------
+# (on a machine with a GPU and a GPU build the run is real: then only the bad-input checks apply)
+out=$("$tilelab" bench roofline --hw h200 --iters 1 --warmup 0 --quick 2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+  [ $rc -eq 1 ] || fail "bench roofline without a GPU exited $rc, want 1"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bench roofline without a GPU printed $(wc -l <"$tmp/err") error lines"
+  grep -q "^tilelab: error: bench roofline: no GPU" "$tmp/err" || fail "bench roofline: '$(cat "$tmp/err")'"
+  [ -z "$out" ] || fail "bench roofline without a GPU printed on stdout"
+fi
+"$tilelab" bench roofline --iters 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench roofline --iters 0 must exit 2"
+"$tilelab" bench roofline --hbm-gib nan >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench roofline --hbm-gib nan must exit 2"
+"$tilelab" bench roofline --save >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench roofline --save without a file must exit 2"
+
+"$tilelab" mfma list --arch gfx942 --format csv >"$tmp/l942.csv" || fail "mfma list gfx942"
+"$tilelab" mfma list --arch gfx950 --format csv >"$tmp/l950.csv" || fail "mfma list gfx950"
+for name in v_mfma_f32_16x16x16_bf16 v_mfma_f32_32x32x8_f16 v_mfma_f32_4x4x4_16b_f16 v_mfma_i32_16x16x32_i8 \
+            v_mfma_f32_16x16x8_xf32 v_mfma_f32_16x16x32_bf8_fp8 v_mfma_f64_4x4x4_4b_f64 v_mfma_f32_32x32x1_2b_f32; do
+  grep -q "^$name," "$tmp/l942.csv" || fail "mfma list gfx942 lacks $name"
+done
+for name in v_mfma_f32_16x16x32_bf16 v_mfma_f32_32x32x16_f16 v_mfma_f32_16x16x128_f8f6f4_fp4 \
+            v_mfma_f32_32x32x64_f8f6f4_fp6 v_mfma_f32_16x16x16_bf16; do
+  grep -q "^$name," "$tmp/l950.csv" || fail "mfma list gfx950 lacks $name"
+done
+grep -q "xf32" "$tmp/l950.csv" && fail "gfx950 has no xf32 instructions"
+
+# one row per element, the promised header, distinct slots
+check_layout() { # arch instr matrix rows
+  "$tilelab" mfma layout --arch "$1" --instr "$2" --matrix "$3" --format csv >"$tmp/lay.csv" || { fail "mfma layout $*"; return; }
+  [ "$(head -1 "$tmp/lay.csv")" = "block,i,j,lane,vgpr,bit_lo,bit_hi" ] || fail "mfma layout $*: header '$(head -1 "$tmp/lay.csv")'"
+  local n; n=$(($(wc -l <"$tmp/lay.csv") - 1))
+  [ "$n" -eq "$4" ] || fail "mfma layout $*: $n rows, want $4"
+  local dup; dup=$(tail -n +2 "$tmp/lay.csv" | cut -d, -f4-6 | sort | uniq -d | head -1)
+  [ -z "$dup" ] || fail "mfma layout $*: slot $dup used twice"
+}
+check_layout gfx942 v_mfma_f32_16x16x16_bf16 A 256
+check_layout gfx942 v_mfma_f32_32x32x8_bf16 C 1024
+check_layout gfx942 v_mfma_f32_4x4x4_16b_f16 B 256
+check_layout gfx950 v_mfma_f32_16x16x128_f8f6f4 A 2048
+check_layout gfx950 v_mfma_scale_f32_32x32x64_f8f6f4_fp4 B 2048
+check_layout gfx950 v_mfma_f32_16x16x128_f8f6f4_fp6 A 2048
+# spot check: 16x16x16 bf16 A(3, 5) is in lane 3 + 16 = 19, register 0, high half
+grep -qx "0,3,5,19,0,16,31" <("$tilelab" mfma layout --arch gfx942 --instr v_mfma_f32_16x16x16_bf16 --matrix A) \
+  || fail "16x16x16 bf16 A(3,5) is not lane 19, vgpr 0, bits 16..31"
+for bad in "--arch gfx90a --instr v_mfma_f32_16x16x16_bf16 --matrix A" \
+           "--arch gfx942 --instr v_mfma_f32_16x16x32_bf16 --matrix A" \
+           "--arch gfx942 --instr v_mfma_f32_16x16x16_bf16 --matrix E" \
+           "--arch gfx942 --matrix A" "--arch gfx942 --instr v_mfma_f32_16x16x16_bf16 --matrix A --format xml"; do
+  # shellcheck disable=SC2086
+  "$tilelab" mfma layout $bad >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] || fail "mfma layout $bad exited $rc, want 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "mfma layout $bad: want one error line"
+  [ -s "$tmp/out" ] && fail "mfma layout $bad printed rows"
+done
+
+# ---- 2. nvcc, sm_90 --------------------------------------------------------------------------
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -z "$nvcc" ]; then
+  echo "SKIPPED: nvcc not found"
+else
+  for f in "$src"/kernels/*.hip; do
+    if ! "$nvcc" -std=c++17 -x cu -arch=sm_90 -O3 -I"$src" -c "$f" -o "$tmp/$(basename "$f").o" 2>"$tmp/nvcc.err"; then
+      fail "nvcc sm_90: $(basename "$f")"; head -20 "$tmp/nvcc.err"
+    fi
+  done
+  echo "nvcc sm_90: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
+fi
+
+# ---- 3. clang-19, gfx942 device code ---------------------------------------------------------
+clang=$(command -v clang++-19 || true)
+if [ -z "$clang" ]; then
+  echo "SKIPPED: clang++-19 not found (scripts/setup.sh installs it)"
+elif [ ! -f /usr/include/hip/hip_runtime.h ]; then
+  echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"
+else
+  for f in "$src"/kernels/*.hip; do
+    s="$tmp/$(basename "$f" .hip).s"
+    if ! "$clang" -std=c++17 -x hip --offload-arch=gfx942 --rocm-path=/usr -nogpulib --cuda-device-only \
+         -O3 -S -I"$src" "$f" -o "$s" 2>"$tmp/clang.err"; then
+      fail "clang-19 gfx942: $(basename "$f")"; head -20 "$tmp/clang.err"
+    fi
+  done
+  s="$tmp/roofline.s"
+  if [ -f "$s" ]; then
+    for ins in v_mfma_f32_16x16x16_bf16 v_mfma_f32_16x16x32_fp8_fp8; do
+      n=$(grep -c "^[[:space:]]*$ins " "$s")
+      # the loops keep 4, 8 or 16 accumulators: at least 4 + 8 + 16 instructions of each
+      [ "$n" -ge 28 ] || fail "roofline.s holds $n $ins, want >= 28"
+    done
+    grep -q "v_mfma_f32_16x16x16_f16\|v_mfma_f32_32x32" "$s" && fail "roofline.s uses an unintended MFMA"
+    kernels=$(grep -c "^[[:space:]]*\.amdhsa_kernel " "$s")
+    zero=$(grep -c "^; ScratchSize: 0$" "$s")
+    [ "$kernels" -ge 1 ] || fail "roofline.s holds no kernels"
+    [ "$zero" -ge "$kernels" ] || fail "roofline.s: only $zero of $kernels kernels have ScratchSize 0"
+    grep "\.amdhsa_private_segment_fixed_size" "$s" | grep -qv " 0$" && fail "roofline.s: a kernel has a private segment"
+    echo "clang-19 gfx942: compiled $(ls "$src"/kernels/*.hip | wc -l) files; roofline.s: $kernels kernels, no scratch"
+  fi
+fi
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "cli_gpu_compile: all checks passed"
