@@ -8,7 +8,7 @@
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
 #            moe_env.txt. MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
-#            MOE_BENCH_DTYPES and MOE_TOKENS narrow it.
+#            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
@@ -52,7 +52,7 @@ rc=0
 if [[ " $parts " == *" quick "* ]]; then # every dtype on DeepSeek's hidden size, 16 experts: seconds
   for d in bf16 fp8 a16w4 mxfp4 mxfp8; do
     echo "== quick check $d"
-    $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype "$d" --tokens 1,5,64 --seed 7 || rc=1
+    $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype "$d" --tokens 1,5,64,200 --seed 7 || rc=1
   done 2>&1 | tee "$OUT/moe_quick.txt"
   grep -q "FAIL\|error:" "$OUT/moe_quick.txt" && { echo "quick check failed: stopping"; exit 1; }
 fi
@@ -62,6 +62,10 @@ if [[ " $parts " == *" check "* ]]; then
       echo "== check $d tp $tp"
       $T check moe --model deepseek-v3.2 --dtype "$d" --tokens ${MOE_CHECK_TOKENS:-1,16,256} --tp $tp --seed 20261129 \
         || rc=1
+      if [ -n "${MOE_CHECK_BIG:-}" ] && [ $tp = 1 ]; then # two tiles per item (M = 1024) on full width
+        echo "== check $d tp $tp M=$MOE_CHECK_BIG"
+        $T check moe --model deepseek-v3.2 --dtype "$d" --tokens "$MOE_CHECK_BIG" --seed 20261129 || rc=1
+      fi
     done
   done 2>&1 | tee "$OUT/moe_check.txt"
 fi

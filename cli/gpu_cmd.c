@@ -19,6 +19,7 @@ static const char ROOFLINE_USAGE[] =
     "usage: tilelab bench roofline [--hw PRESET] [--save FILE.json] [--points FILE.csv]\n"
     "                              [--quick] [--iters N] [--warmup N] [--hbm-gib X]\n"
     "                              [--format table|csv|json]\n"
+    "       tilelab bench roofline --from FILE.json [--hw PRESET] [--save FILE.json] [--format ...]\n"
     "Runs the microbenchmarks of kernels/roofline.hip on the first GPU: a matrix-core loop per data\n"
     "type (mma.sync on NVIDIA, MFMA on gfx942/gfx950; FP6/FP4 on gfx950), a read-only HBM reduction\n"
     "and a copy kernel. Each kernel is checked first (fragment layouts against a host product, the\n"
@@ -259,6 +260,7 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
         p->flops = number_at(o, "flops");
         p->bytes = number_at(o, "bytes");
         p->best = json_is_true(json_object_get(o, "best"));
+        if (p->best && r->memcpy_gbps == 0.0 && strcmp(p->ceiling, "memcpy_gbps") == 0) r->memcpy_gbps = p->value;
     }
     json_decref(root);
     return 0;

@@ -8,6 +8,12 @@
  *   TL_MMA_TARGET_GFX942   __gfx942__ (CDNA3): v_mfma_f32_16x16x16_bf16 (the "_1k" builtin),
  *                          v_mfma_f32_16x16x32_fp8_fp8 - FP8 is E4M3 FNUZ (bias 8, max 240) there.
  *   TL_MMA_TARGET_SM80     NVIDIA sm_80+: mma.sync m16n8k16 bf16; sm_89+ also m16n8k32 e4m3.
+ *                          On sm_90 (H100/H200) the e4m3 mma.sync is NOT a hardware instruction:
+ *                          ptxas expands it into F2FP conversions, two f16 HMMAs and FADDs
+ *                          (TL_MMA_FP8_NATIVE 0). Measured on the H200, 2026-11-29 (tilelab bench
+ *                          roofline): bf16 mma.sync 645.7 TFLOP/s, e4m3 mma.sync 391.4 - FP8
+ *                          through this header is slower than BF16 there; Hopper's FP8 rate
+ *                          (cuBLAS 1450) needs wgmma (sm_90a), which this header does not use.
  *   TL_MMA_TARGET_GENERIC  anything else, and every host pass: a plain loop in which one thread
  *                          holds and computes a whole tile (the reference by construction).
  *
@@ -65,6 +71,7 @@
 #define TL_MMA_FP8_N TL_MMA_GFX950_FP8_N
 #define TL_MMA_FP8_K TL_MMA_GFX950_FP8_K
 #define TL_MMA_HAS_FP8 1
+#define TL_MMA_FP8_NATIVE 1
 #define TL_MMA_FP8_FNUZ 0
 #elif defined(__gfx942__) || defined(__gfx941__) || defined(__gfx940__)
 #define TL_MMA_TARGET_GFX942 1
@@ -76,6 +83,7 @@
 #define TL_MMA_FP8_N TL_MMA_GFX942_FP8_N
 #define TL_MMA_FP8_K TL_MMA_GFX942_FP8_K
 #define TL_MMA_HAS_FP8 1
+#define TL_MMA_FP8_NATIVE 1
 #define TL_MMA_FP8_FNUZ 1
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define TL_MMA_TARGET_SM80 1
@@ -88,8 +96,14 @@
 #define TL_MMA_FP8_K TL_MMA_SM89_FP8_K
 #if __CUDA_ARCH__ >= 890
 #define TL_MMA_HAS_FP8 1
+#if __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200
+#define TL_MMA_FP8_NATIVE 1 /* sm_89, sm_120: FP8 behind mma.sync (not measured here) */
+#else
+#define TL_MMA_FP8_NATIVE 0 /* sm_90: emulated by ptxas (measured); sm_100 not checked */
+#endif
 #else
 #define TL_MMA_HAS_FP8 0 /* tl_mma_fp8 falls back to the plain loop per lane: correct, slow */
+#define TL_MMA_FP8_NATIVE 0
 #endif
 #define TL_MMA_FP8_FNUZ 0
 #else
@@ -102,6 +116,7 @@
 #define TL_MMA_FP8_N TL_MMA_GENERIC_FP8_N
 #define TL_MMA_FP8_K TL_MMA_GENERIC_FP8_K
 #define TL_MMA_HAS_FP8 1
+#define TL_MMA_FP8_NATIVE 0
 #define TL_MMA_FP8_FNUZ 0
 #endif
 
@@ -159,6 +174,14 @@ template <int FA, int FB>
 TL_MMA_FN void tl_mma_f8f6f4_16x16x128(tl_frag_c *c, const tl_i32x8 &a, const tl_i32x8 &b)
 {
     c->v = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c->v, FA, FB, 0, 127, 0, 127);
+}
+/* The MX form: scale_a / scale_b are E8M0 exponents (127 = 1.0) that the lane passes for its
+ * row of A / column of B (one scale per 32 values of K, OCP MX blocks). */
+template <int FA, int FB>
+TL_MMA_FN void tl_mma_f8f6f4_16x16x128_scaled(tl_frag_c *c, const tl_i32x8 &a, const tl_i32x8 &b,
+                                              int scale_a, int scale_b)
+{
+    c->v = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c->v, FA, FB, 0, scale_a, 0, scale_b);
 }
 TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_fp8 *b)
 {

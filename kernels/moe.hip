@@ -39,10 +39,17 @@
 #endif
 
 /* Stage 1 (K = hidden is long, N per item small): 8 waves split K and reduce in shared memory.
- * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
- * no reduction and a block's fixed costs are spread over 4 x 32 columns. */
+ * Stage 2 (K = width is short): 2 waves each own NCOLS output columns over the whole K, so there is
+ * no reduction; small blocks (8 per SM) keep the SMs evenly loaded at M = 1. */
 #define S1_THREADS 256
-#define S2_THREADS 128
+#define S2_THREADS 64
+#define S2_MINB 8
+/* blocks per SM the register budget is cut for (NVIDIA); HIP reads the number as waves per EU */
+#if defined(TL_GPU_AMD)
+#define MOE_MINB(n) 1
+#else
+#define MOE_MINB(n) (n)
+#endif
 #define MOE_MAX_KG 64 /* fp8: K / 128 groups a block keeps scales for (K <= 8192) */
 #define NCOLS 32      /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
 #define NF (NCOLS / FRAG_N) /* fragments per wave */
@@ -181,7 +188,7 @@ struct GemmArgs {
     size_t w_mat_bytes, w_mat_scales;
     int K;                   /* reduction length (hidden, then width) */
     int n_out;               /* output columns (width, then hidden) */
-    const int32_t *sorted_ids, *tile_expert, *n_tiles;
+    const int32_t *sorted_ids, *tile_expert, *tile_off, *n_tiles;
     int max_tiles, top_k;
     const float *topk_w;
     uint16_t *act;           /* stage 1 output [rows][width] bf16 */
@@ -197,12 +204,12 @@ template <int DT> struct Chunk {
 
 template <int DT>
 static __device__ __forceinline__ void load_chunk(Chunk<DT> &ch, const GemmArgs &p, const uint8_t *const *wrow,
-                                                  const int *arow, int k)
+                                                  const int *arow, int k, bool with_weights)
 {
     enum { KRUN = Fmt<DT>::KRUN, ABYTES = Fmt<DT>::A_FP8 ? 1 : 2 };
     const int wb = W_BYTES(DT, k);
 #pragma unroll
-    for (int f = 0; f < NF; f++)
+    for (int f = 0; f < NF && with_weights; f++)
 #pragma unroll
         for (int v = 0; v < Chunk<DT>::W_VEC; v++) ch.w[f][v] = *(const uint4 *)(wrow[f] + wb + 16 * v);
 #pragma unroll
@@ -266,37 +273,47 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint
     }
 }
 
-template <int DT, int STAGE>
-__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE == 1 ? 2 : 4) moe_gemm(GemmArgs p)
+template <int DT, int STAGE, int MT>
+__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB(STAGE == 1 ? 2 : S2_MINB)) moe_gemm(GemmArgs p)
 {
 #if defined(MOE_NO_DEVICE)
     (void)p;
 #else
     enum {
-        KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN, THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
+        KRUN = Fmt<DT>::KRUN, U = MT == 2 ? 1 : Fmt<DT>::U, CK = 4 * KRUN,
+        THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
-        SPLIT_K = STAGE == 1                  /* waves split K (else they split N) */
+        SPLIT_K = STAGE == 1,                 /* waves split K (else they split N) */
+        ROWS = MT * TL_MOE_TILE_M             /* rows of an item: one tile, or two of one expert */
     };
-    __shared__ int s_idx[TL_MOE_TILE_M], s_edge[TL_MOE_TILE_M];
-    __shared__ float red[SPLIT_K ? NW * TL_MOE_TILE_M * NCOLS : 1];
-    /* fp8: the tile rows' activation scales and the item's weight-block scales, per 128 group */
-    __shared__ float s_as[DT == DT_FP8 ? TL_MOE_TILE_M * MOE_MAX_KG : 1];
+    __shared__ int s_idx[ROWS], s_edge[ROWS], s_tile[MT];
+    __shared__ float red[SPLIT_K ? NW * ROWS * NCOLS : 1];
+    /* fp8: the item rows' activation scales and the item's weight-block scales, per 128 group */
+    __shared__ float s_as[DT == DT_FP8 ? ROWS * MOE_MAX_KG : 1];
     __shared__ float s_ws[DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1];
 
-    const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
-    if (tile >= *p.n_tiles) return;
+    const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles, n_tiles = *p.n_tiles;
+    if (tile >= n_tiles) return;
+    const int e = p.tile_expert[tile];
+    int tile2 = -1; /* MT = 2: the expert's tiles pair up (0,1), (2,3), ...; odd ones ride along */
+    if (MT == 2) {
+        if ((tile - p.tile_off[e]) & 1) return;
+        if (tile + 1 < n_tiles && p.tile_expert[tile + 1] == e) tile2 = tile + 1;
+    }
     const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
-    if (tid < TL_MOE_TILE_M) {
-        int id = p.sorted_ids[tile * TL_MOE_TILE_M + tid];
+    if (tid < ROWS) {
+        const int m = tid / TL_MOE_TILE_M, t = m ? tile2 : tile;
+        int id = t < 0 ? -1 : p.sorted_ids[t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M];
         s_edge[tid] = id;
-        s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : tile * TL_MOE_TILE_M + tid);
+        s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M);
+        if (tid % TL_MOE_TILE_M == 0) s_tile[m] = t;
     }
     __syncthreads();
-    const int e = p.tile_expert[tile], n0 = nb * NB, kgroups = p.K / 128;
+    const int n0 = nb * NB, kgroups = p.K / 128;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
     if (DT == DT_FP8) {
-        for (int i = tid; i < TL_MOE_TILE_M * kgroups; i += THREADS) {
+        for (int i = tid; i < ROWS * kgroups; i += THREADS) {
             const int r = i / kgroups, g = i % kgroups, ai = s_idx[r];
             s_as[r * MOE_MAX_KG + g] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g];
         }
@@ -312,11 +329,19 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE ==
 
 #if defined(TL_MMA_TARGET_SM80)
     const int kgrp = lane % 4, bcol = lane / 4;
-    int arow[LANE_ROWS] = {s_idx[lane / 4], s_idx[lane / 4 + 8]};
 #else
     const int kgrp = lane / 16, bcol = lane % 16;
-    int arow[LANE_ROWS] = {s_idx[lane % 16]};
 #endif
+    int arow[MT][LANE_ROWS];
+#pragma unroll
+    for (int m = 0; m < MT; m++) {
+#if defined(TL_MMA_TARGET_SM80)
+        arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane / 4];
+        arow[m][LANE_ROWS - 1] = s_idx[m * TL_MOE_TILE_M + lane / 4 + 8];
+#else
+        arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane % 16];
+#endif
+    }
     const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
     const uint8_t *wrow[NF];
     int wn[NF]; /* the weight row of this lane in fragment f */
@@ -331,17 +356,23 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE ==
         wrow[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
     }
 
-    tl_frag_c acc[NF];
+    tl_frag_c acc[MT][NF];
 #pragma unroll
-    for (int f = 0; f < NF; f++) tl_frag_zero(&acc[f]);
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int f = 0; f < NF; f++) tl_frag_zero(&acc[m][f]);
 
     const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
     for (int c0 = c_first; c0 < nchunks; c0 += c_step * U) {
-        Chunk<DT> ch[U];
+        Chunk<DT> ch[U][MT];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int c = c0 + u * c_step;
-            if (c < nchunks) load_chunk<DT>(ch[u], p, wrow, arow, c * CK + kgrp * KRUN);
+            if (c < nchunks) {
+                load_chunk<DT>(ch[u][0], p, wrow, arow[0], c * CK + kgrp * KRUN, true);
+#pragma unroll
+                for (int m = 1; m < MT; m++) load_chunk<DT>(ch[u][m], p, wrow, arow[m], c * CK + kgrp * KRUN, false);
+            }
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -349,68 +380,82 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE ==
             if (c >= nchunks) break;
             const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / 128;
             const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
-            tl_frag_c part[NF];
+            tl_frag_c part[MT][NF];
 #pragma unroll
-            for (int f = 0; f < NF; f++) tl_frag_zero(&part[f]);
+            for (int m = 0; m < MT; m++)
+#pragma unroll
+                for (int f = 0; f < NF; f++) tl_frag_zero(&part[m][f]);
 #if NATIVE_FP8
             if (DT == DT_FP8) {
-                const uint32_t *a0 = (const uint32_t *)&ch[u].a[0][0];
-                const uint32_t *a1 = (const uint32_t *)&ch[u].a[LANE_ROWS - 1][0];
 #pragma unroll
-                for (int s = 0; s < KRUN / 8; s++) {
-                    tl_frag_a_fp8 fa;
-                    fa.r[0] = a0[2 * s];
-                    fa.r[1] = a1[2 * s];
-                    fa.r[2] = a0[2 * s + 1];
-                    fa.r[3] = a1[2 * s + 1];
+                for (int m = 0; m < MT; m++) {
+                    const uint32_t *a0 = (const uint32_t *)&ch[u][m].a[0][0];
+                    const uint32_t *a1 = (const uint32_t *)&ch[u][m].a[LANE_ROWS - 1][0];
 #pragma unroll
-                    for (int f = 0; f < NF; f++) {
-                        const uint32_t *b = (const uint32_t *)&ch[u].w[f][0];
-                        tl_frag_b_fp8 fb;
-                        fb.r[0] = b[2 * s];
-                        fb.r[1] = b[2 * s + 1];
-                        tl_mma_fp8(&part[f], &fa, &fb);
+                    for (int s = 0; s < KRUN / 8; s++) {
+                        tl_frag_a_fp8 fa;
+                        fa.r[0] = a0[2 * s];
+                        fa.r[1] = a1[2 * s];
+                        fa.r[2] = a0[2 * s + 1];
+                        fa.r[3] = a1[2 * s + 1];
+#pragma unroll
+                        for (int f = 0; f < NF; f++) {
+                            const uint32_t *b = (const uint32_t *)&ch[u][0].w[f][0];
+                            tl_frag_b_fp8 fb;
+                            fb.r[0] = b[2 * s];
+                            fb.r[1] = b[2 * s + 1];
+                            tl_mma_fp8(&part[m][f], &fa, &fb);
+                        }
                     }
                 }
             } else
 #endif
             {
-                uint32_t ab[LANE_ROWS][KRUN / 2];
+                uint32_t ab[MT][LANE_ROWS][KRUN / 2];
 #pragma unroll
-                for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[u], r, ab[r]);
+                for (int m = 0; m < MT; m++)
+#pragma unroll
+                    for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[u][m], r, ab[m][r]);
 #pragma unroll
                 for (int f = 0; f < NF; f++) {
                     float mxs = 1.0f;
                     if (DT == DT_MXFP4 || DT == DT_MXFP8)
                         mxs = e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / 32) + k / 32]);
                     uint32_t wbf[KRUN / 2];
-                    weights_bf16<DT>(ch[u], f, mxs, wbf);
+                    weights_bf16<DT>(ch[u][0], f, mxs, wbf);
 #pragma unroll
                     for (int s = 0; s < KRUN / BF16_VPL; s++) {
-                        tl_frag_a_bf16 fa;
                         tl_frag_b_bf16 fb;
-                        fill_a_bf16(&fa, ab[0], ab[LANE_ROWS - 1], s);
                         fill_b_bf16(&fb, wbf, s);
-                        tl_mma_bf16(scaled_after ? &part[f] : &acc[f], &fa, &fb);
+#pragma unroll
+                        for (int m = 0; m < MT; m++) {
+                            tl_frag_a_bf16 fa;
+                            fill_a_bf16(&fa, ab[m][0], ab[m][LANE_ROWS - 1], s);
+                            tl_mma_bf16(scaled_after ? &part[m][f] : &acc[m][f], &fa, &fb);
+                        }
                     }
                 }
             }
             if (scaled_after) {
-                float rs[TL_FRAG_C_COUNT]; /* fp8: the A scale of each C row this lane holds */
 #pragma unroll
-                for (int r = 0; r < TL_FRAG_C_COUNT; r++)
-                    rs[r] = DT == DT_FP8 ? s_as[tl_frag_c_row(lane, r) * MOE_MAX_KG + g128] : 1.0f;
+                for (int m = 0; m < MT; m++) {
+                    float rs[TL_FRAG_C_COUNT]; /* fp8: the A scale of each C row this lane holds */
 #pragma unroll
-                for (int f = 0; f < NF; f++) {
-                    const int wrow0 = wn[f] - bcol; /* the fragment's first weight row */
-                    const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
-                    const int h = SPLIT_K ? (f >= NF / 2) : wave;
-                    const float wsb = DT == DT_FP8 ? s_ws[h * MOE_MAX_KG + g128] : 1.0f;
+                    for (int r = 0; r < TL_FRAG_C_COUNT; r++)
+                        rs[r] = DT == DT_FP8 ? s_as[(m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * MOE_MAX_KG + g128]
+                                             : 1.0f;
 #pragma unroll
-                    for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
-                        float sc = DT == DT_FP8 ? rs[r] * wsb /* one 128x128 block per fragment */
-                                                : ws[(size_t)(wrow0 + tl_frag_c_col(lane, r)) * kgroups + g128];
-                        acc[f].v[r] += part[f].v[r] * sc;
+                    for (int f = 0; f < NF; f++) {
+                        const int wrow0 = wn[f] - bcol; /* the fragment's first weight row */
+                        const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
+                        const int h = SPLIT_K ? (f >= NF / 2) : wave;
+                        const float wsb = DT == DT_FP8 ? s_ws[h * MOE_MAX_KG + g128] : 1.0f;
+#pragma unroll
+                        for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+                            float sc = DT == DT_FP8 ? rs[r] * wsb /* one 128x128 block per fragment */
+                                                    : ws[(size_t)(wrow0 + tl_frag_c_col(lane, r)) * kgroups + g128];
+                            acc[m][f].v[r] += part[m][f].v[r] * sc;
+                        }
                     }
                 }
             }
@@ -419,33 +464,38 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, STAGE ==
 
     if (!SPLIT_K) { /* stage 2: this wave's columns are complete; weight them into their edge's row */
 #pragma unroll
-        for (int f = 0; f < NF; f++)
+        for (int m = 0; m < MT; m++)
 #pragma unroll
-            for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
-                const int row = tl_frag_c_row(lane, r), edge = s_edge[row];
-                if (edge >= 0)
-                    p.ybuf[(size_t)edge * p.n_out + nw0 + f * FRAG_N + tl_frag_c_col(lane, r)] =
-                        p.topk_w[edge] * acc[f].v[r];
+            for (int f = 0; f < NF; f++)
+#pragma unroll
+                for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+                    const int edge = s_edge[m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)];
+                    if (edge >= 0)
+                        p.ybuf[(size_t)edge * p.n_out + nw0 + f * FRAG_N + tl_frag_c_col(lane, r)] =
+                            p.topk_w[edge] * acc[m][f].v[r];
+                }
+    } else { /* stage 1: reduce the waves' partial sums, then SwiGLU */
+    #pragma unroll
+        for (int m = 0; m < MT; m++)
+    #pragma unroll
+            for (int f = 0; f < NF; f++)
+    #pragma unroll
+                for (int r = 0; r < TL_FRAG_C_COUNT; r++)
+                    red[(wave * ROWS + m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * NCOLS + f * FRAG_N +
+                        tl_frag_c_col(lane, r)] = acc[m][f].v[r];
+        __syncthreads();
+        for (int i = tid; i < ROWS * S1_NB; i += THREADS) {
+            const int row = i / S1_NB, c = i % S1_NB, t = s_tile[row / TL_MOE_TILE_M];
+            if (t < 0) continue; /* no partner tile */
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < NW; w++) {
+                gs += red[(w * ROWS + row) * NCOLS + c];
+                us += red[(w * ROWS + row) * NCOLS + S1_NB + c];
             }
-        return;
-    }
-    /* stage 1: reduce the waves' partial sums, then SwiGLU */
-#pragma unroll
-    for (int f = 0; f < NF; f++)
-#pragma unroll
-        for (int r = 0; r < TL_FRAG_C_COUNT; r++)
-            red[(wave * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * NCOLS + f * FRAG_N + tl_frag_c_col(lane, r)] =
-                acc[f].v[r];
-    __syncthreads();
-    for (int i = tid; i < TL_MOE_TILE_M * S1_NB; i += THREADS) {
-        const int row = i / S1_NB, c = i % S1_NB;
-        float gs = 0.0f, us = 0.0f;
-        for (int w = 0; w < NW; w++) {
-            gs += red[(w * TL_MOE_TILE_M + row) * NCOLS + c];
-            us += red[(w * TL_MOE_TILE_M + row) * NCOLS + S1_NB + c];
+            float v = gs / (1.0f + moe_expf(-gs)) * us;
+            p.act[(size_t)(t * TL_MOE_TILE_M + row % TL_MOE_TILE_M) * p.n_out + n0 + c] =
+                (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
         }
-        float v = gs / (1.0f + moe_expf(-gs)) * us;
-        p.act[(size_t)(tile * TL_MOE_TILE_M + row) * p.n_out + n0 + c] = (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
     }
 #endif
 }
@@ -739,20 +789,30 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
-template <int DT>
-static int launch_gemm(const GemmArgs &a, int stage, hipStream_t st)
+template <int DT, int MT>
+static int launch_gemm_mt(const GemmArgs &a, int stage, hipStream_t st)
 {
     if (stage == 1) {
         dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / S1_NB)));
-        moe_gemm<DT, 1><<<grid, S1_THREADS, 0, st>>>(a);
+        moe_gemm<DT, 1, MT><<<grid, S1_THREADS, 0, st>>>(a);
         TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
     } else {
         const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
         dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
-        moe_gemm<DT, 2><<<grid, S2_THREADS, 0, st>>>(a);
+        moe_gemm<DT, 2, MT><<<grid, S2_THREADS, 0, st>>>(a);
         TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
     }
     return 0;
+}
+
+/* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
+ * 1.5 tiles or more; bf16 only. */
+template <int DT>
+static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t st)
+{
+    if constexpr (DT == DT_BF16) /* fp8 would spill with two tiles' partial sums */
+        if (pair_tiles) return launch_gemm_mt<DT, 2>(a, stage, st);
+    return launch_gemm_mt<DT, 1>(a, stage, st);
 }
 
 static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
@@ -763,6 +823,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     memset(&a, 0, sizeof a);
     a.sorted_ids = g->sorted;
     a.tile_expert = g->tile_expert;
+    a.tile_off = g->tile_off;
     a.n_tiles = g->n_tiles;
     a.max_tiles = max_tiles;
     a.top_k = s->top_k;
@@ -796,13 +857,15 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         a.n_out = s->hidden;
         a.ybuf = g->ybuf;
     }
+    /* pair tiles when an expert averages 1.5 tiles or more */
+    const int pair = 2LL * s->tokens * s->top_k >= 3LL * TL_MOE_TILE_M * s->n_experts;
     int rc;
     switch (s->dtype) {
-    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, st); break;
-    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, stage, st); break;
-    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, stage, st); break;
-    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, stage, st); break;
-    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, stage, st); break;
+    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, pair, st); break;
+    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, stage, pair, st); break;
+    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, stage, pair, st); break;
+    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, stage, pair, st); break;
+    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, stage, pair, st); break;
     default: return tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
     }
     if (rc || stage == 1) return rc;

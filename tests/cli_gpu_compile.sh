@@ -28,6 +28,31 @@ fi
 "$tilelab" bench roofline --hbm-gib nan >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench roofline --hbm-gib nan must exit 2"
 "$tilelab" bench roofline --save >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench roofline --save without a file must exit 2"
 
+# a saved H200 result (bench/results) printed against its preset, merged as an overlay, saved again
+res=$(ls "$src"/bench/results/*_h200_roofline.json 2>/dev/null | head -1)
+if [ -n "$res" ]; then
+  "$tilelab" bench roofline --from "$res" --hw h200 --format csv >"$tmp/from.csv" || fail "bench roofline --from $res"
+  row=$(grep '^hbm_read_gbps,' "$tmp/from.csv")
+  # measured,unit,datasheet,pct_of_datasheet,preset_measured: the preset's datasheet is 4800, FACTS' torch sum 4398
+  echo "$row" | awk -F, '{exit !($2 >= 4500 && $4 == 4800.0 && $5 > 90 && $5 < 100 && $6 == 4398.0)}' \
+    || fail "--from: hbm_read_gbps row '$row' (want >= 4500 GB/s against 4800 datasheet, 4398 preset)"
+  for k in hbm_copy_gbps bf16_tflops fp8_tflops; do
+    grep -q "^$k,[0-9]" "$tmp/from.csv" || fail "--from: no $k row"
+  done
+  "$tilelab" bench roofline --from "$res" --hw "h200,$res" --format csv >"$tmp/merged.csv" || fail "--hw h200,$res"
+  awk -F, '$1 == "bf16_tflops" && $2 != $6 {bad = 1} END {exit bad}' "$tmp/merged.csv" \
+    || fail "--hw h200,RESULT does not take the measured ceilings of the overlay"
+  "$tilelab" bench roofline --from "$res" --save "$tmp/again.json" >/dev/null || fail "--from --save"
+  "$tilelab" bench roofline --from "$tmp/again.json" --format csv | cut -d, -f1,2 >"$tmp/again.csv"
+  cut -d, -f1,2 "$tmp/from.csv" | cmp -s - "$tmp/again.csv" || fail "a result saved again does not read back the same"
+  ls "$tmp" | grep -q '\.tmp\.' && fail "--save left a temporary file"
+fi
+printf '{"ceilings": [1, 2' >"$tmp/bad.json"
+"$tilelab" bench roofline --from "$tmp/bad.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--from malformed JSON must exit 2"
+"$tilelab" bench roofline --from "$tmp/none.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--from a missing file must exit 2"
+echo '{"device": "x"}' >"$tmp/noceil.json"
+"$tilelab" bench roofline --from "$tmp/noceil.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--from without ceilings must exit 2"
+
 "$tilelab" mfma list --arch gfx942 --format csv >"$tmp/l942.csv" || fail "mfma list gfx942"
 "$tilelab" mfma list --arch gfx950 --format csv >"$tmp/l950.csv" || fail "mfma list gfx950"
 for name in v_mfma_f32_16x16x16_bf16 v_mfma_f32_32x32x8_f16 v_mfma_f32_4x4x4_16b_f16 v_mfma_i32_16x16x32_i8 \
@@ -81,6 +106,84 @@ else
     fi
   done
   echo "nvcc sm_90: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
+  # the plain-loop target of kernels/mma.h (what every host pass sees) computes a two-step tile
+  # product with the same load/store conventions as the matrix-core targets, and decodes E4M3
+  cat >"$tmp/generic.cu" <<'EOF'
+#include "kernels/mma.h"
+#include <math.h>
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+static uint16_t random_bf16(uint32_t *s) /* +-[1, 2) */
+{
+    uint16_t mant = (uint16_t)((lcg(s) >> 20) & 0x7Fu);
+    return (uint16_t)(0x3F80u | mant | ((lcg(s) >> 31) << 15));
+}
+static uint8_t random_e4m3(uint32_t *s)
+{
+    uint8_t b;
+    do b = (uint8_t)(lcg(s) >> 24); while ((b & 0x7F) == 0x7F);
+    return b;
+}
+int main(void)
+{
+#if !defined(TL_MMA_TARGET_GENERIC)
+    return 3;
+#else
+    if (tl_mma_e4m3_to_f32(0x7E) != 448.0f || tl_mma_e4m3_to_f32(0x38) != 1.0f ||
+        tl_mma_e4m3_to_f32(0xC0) != -2.0f || tl_mma_e4m3_to_f32(0x01) != 1.0f / 512 ||
+        !isnan(tl_mma_e4m3_to_f32(0x7F)) || tl_mma_bf16_to_f32(0x3FC0) != 1.5f)
+        return 4;
+    enum { M = TL_MMA_BF16_M, N = TL_MMA_BF16_N, K = TL_MMA_BF16_K, FK = TL_MMA_FP8_K };
+    static uint16_t A[M * 2 * K], Bt[N * 2 * K];
+    static uint8_t QA[M * 2 * FK], QB[N * 2 * FK];
+    static float C[M * N];
+    uint32_t seed = 12345;
+    for (int i = 0; i < M * 2 * K; i++) A[i] = random_bf16(&seed);
+    for (int i = 0; i < N * 2 * K; i++) Bt[i] = random_bf16(&seed);
+    for (int i = 0; i < M * 2 * FK; i++) QA[i] = random_e4m3(&seed);
+    for (int i = 0; i < N * 2 * FK; i++) QB[i] = random_e4m3(&seed);
+    for (int pass = 0; pass < 2; pass++) {
+        tl_frag_c c;
+        tl_frag_zero(&c);
+        int k = pass ? FK : K;
+        for (int step = 0; step < 2; step++) {
+            if (pass == 0) {
+                tl_frag_a_bf16 a;
+                tl_frag_b_bf16 b;
+                tl_frag_load_a_bf16(&a, A + step * K, 2 * K);
+                tl_frag_load_bt_bf16(&b, Bt + step * K, 2 * K);
+                tl_mma_bf16(&c, &a, &b);
+            } else {
+                tl_frag_a_fp8 a;
+                tl_frag_b_fp8 b;
+                tl_frag_load_a_fp8(&a, QA + step * FK, 2 * FK);
+                tl_frag_load_bt_fp8(&b, QB + step * FK, 2 * FK);
+                tl_mma_fp8(&c, &a, &b);
+            }
+        }
+        for (int i = 0; i < M * N; i++) C[i] = NAN;
+        tl_frag_store_c(&c, C, N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double ref = 0, mag = 0;
+                for (int kk = 0; kk < 2 * k; kk++) {
+                    double x = pass ? tl_mma_e4m3_to_f32(QA[i * 2 * k + kk]) : tl_mma_bf16_to_f32(A[i * 2 * k + kk]);
+                    double y = pass ? tl_mma_e4m3_to_f32(QB[j * 2 * k + kk]) : tl_mma_bf16_to_f32(Bt[j * 2 * k + kk]);
+                    ref += x * y;
+                    mag += fabs(x * y);
+                }
+                if (!(fabs(C[i * N + j] - ref) <= 1e-5 * mag)) return 5 + pass;
+            }
+    }
+    return 0;
+#endif
+}
+EOF
+  if "$nvcc" -std=c++17 -x cu -arch=sm_90 -O1 -I"$src" "$tmp/generic.cu" -o "$tmp/generic" 2>"$tmp/nvcc.err"; then
+    "$tmp/generic"; rc=$?
+    [ $rc -eq 0 ] || fail "the plain-loop path of kernels/mma.h failed its host check (code $rc)"
+  else
+    fail "nvcc: the host check of kernels/mma.h does not compile"; head -20 "$tmp/nvcc.err"
+  fi
 fi
 
 # ---- 3. clang-19, gfx942 device code ---------------------------------------------------------

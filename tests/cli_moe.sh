@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# tilelab check moe / bench moe: the no-GPU path passes and says the GPU part was skipped (a GPU
+# build must pass instead); bad input gives one 'tilelab: error:' line and exit 2.
+set -u
+tl=$1
+src=${2:-.}
+fail=0; pass=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect() { # expect CODE DESCRIPTION -- command...
+  local want=$1 what=$2; shift 3
+  local out err rc
+  err=$(mktemp); out=$("$@" 2>"$err"); rc=$?
+  if [ "$rc" -ne "$want" ]; then echo "FAIL: $what: exit $rc, wanted $want"; cat "$err"; fail=$((fail+1))
+  elif [ "$want" -eq 2 ] && { [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q '^tilelab: error: ' "$err"; }; then
+    echo "FAIL: $what: wanted one 'tilelab: error:' line, got:"; cat "$err"; fail=$((fail+1))
+  else pass=$((pass+1)); fi
+  LAST_ERR=$(cat "$err"); rm -f "$err"; LAST_OUT=$out
+}
+check() { # check DESCRIPTION -- command (a test on LAST_OUT / LAST_ERR)
+  local what=$1; shift 2
+  if "$@"; then pass=$((pass+1)); else echo "FAIL: $what"; echo "$LAST_OUT" | head -8; fail=$((fail+1)); fi
+}
+
+gpu_build=0
+"$tl" bench moe --tokens 1 >/dev/null 2>"$tmp/bench.err" || true
+grep -q "needs a GPU build" "$tmp/bench.err" || gpu_build=1
+
+# ---- the default check (DeepSeek-V3.2) ----
+if [ $gpu_build -eq 0 ]; then
+  expect 0 "check moe (no GPU)" -- "$tl" check moe --seed 1
+  check "says the GPU part was skipped" -- grep -q "skipped" <<<"$LAST_OUT"
+  check "prints the seed" -- grep -q "seed 1" <<<"$LAST_OUT"
+  check "compares the reference with the naive loop" -- grep -q "reference vs naive" <<<"$LAST_OUT"
+  check "every row passes" -- bash -c '! grep -q FAIL <<<"$0"' "$LAST_OUT"
+  expect 0 "check moe TP8 cut to 16 experts, fp8, the requested shape runs too" -- \
+    "$tl" check moe --dtype fp8 --tp 8 --experts 16 --topk 4 --tokens 1,3 --seed 2
+  check "the requested shape is compared" -- grep -q "^ *M=3 *reference vs naive" <<<"$LAST_OUT"
+  for d in bf16 fp8 a16w4 mxfp4 mxfp8; do
+    expect 0 "check moe --dtype $d --shared 1" -- "$tl" check moe --dtype $d --shared 1 --seed 3
+  done
+  expect 0 "check moe csv" -- "$tl" check moe --seed 4 --format csv
+  check "csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes"
+  expect 1 "bench moe needs a GPU" -- "$tl" bench moe --tokens 1
+  check "bench says why" -- grep -q "needs a GPU build" <<<"$LAST_ERR"
+else
+  expect 0 "check moe (GPU)" -- "$tl" check moe --experts 16 --topk 4 --tokens 1,16 --seed 1
+  check "every row passes" -- grep -q "comparisons passed" <<<"$LAST_OUT"
+fi
+
+# ---- help ----
+expect 0 "check moe --help" -- "$tl" check moe --help
+check "help names the dtypes" -- grep -q "a16w4" <<<"$LAST_OUT"
+expect 0 "bench moe --help" -- "$tl" bench moe --help
+expect 0 "check --help lists the ops" -- "$tl" check --help
+check "the op table lists moe" -- grep -q "moe" <<<"$LAST_OUT"
+
+# ---- bad input: one line, exit 2 ----
+expect 2 "check without an op" -- "$tl" check
+expect 2 "unknown op" -- "$tl" check frob
+expect 2 "unknown dtype" -- "$tl" check moe --dtype fp9
+expect 2 "zero tokens" -- "$tl" check moe --tokens 0
+expect 2 "malformed tokens" -- "$tl" check moe --tokens 1,x
+expect 2 "negative tokens" -- "$tl" check moe --tokens -4
+expect 2 "tp not dividing the width" -- "$tl" check moe --tp 3
+expect 2 "unknown model" -- "$tl" check moe --model nope
+expect 2 "unknown routing" -- "$tl" check moe --routing sideways
+expect 2 "unknown option" -- "$tl" check moe --frob 1
+expect 2 "option without value" -- "$tl" check moe --dtype
+expect 2 "bad seed" -- "$tl" check moe --seed -1
+expect 2 "top-k above experts" -- "$tl" check moe --experts 4 --topk 8
+expect 2 "absurd width" -- "$tl" check moe --width 100000
+expect 2 "bad format" -- "$tl" check moe --format xml
+expect 2 "bench: bad stage" -- "$tl" bench moe --stage 3
+
+echo "cli_moe: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
