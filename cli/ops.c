@@ -101,14 +101,12 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     const char *model = "deepseek-v3.2", *tokens = mode == TL_OP_CHECK ? "1,16,256" : "1,8,64,256,1024";
     const char *routing = mode == TL_OP_CHECK ? "random" : "balanced";
     long tp = 1, shared = 0, stage = 0, hidden = 0, width = 0, experts = 0, topk = 0;
-    int seed_given = mode == TL_OP_BENCH;
     p->seed = mode == TL_OP_BENCH ? 1 : tl_fresh_seed();
     p->dtype = mode == TL_OP_CHECK ? TL_MOE_BF16 : TL_MOE_FP8;
     snprintf(p->hw, sizeof p->hw, "h200");
     int rc = 0;
     for (int i = 1; i < argc && !rc; i++) {
         const char *o = argv[i];
-        long v;
         if (strcmp(o, "--format") == 0) { /* the harness reads it */
             rc = need_value(i, argc, argv);
             i++;
@@ -138,12 +136,9 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
             unsigned long long s = strtoull(val, &end, 0);
             if (!*val || *end || errno || val[0] == '-') rc = tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
             p->seed = s;
-            seed_given = 1;
         } else rc = tl_error(TL_EUSAGE, "moe", "unknown option '%s' (tilelab %s moe --help)", o,
                              mode == TL_OP_CHECK ? "check" : "bench");
-        (void)v;
     }
-    (void)seed_given;
     if (!rc) rc = tl_model_load(model, &p->model);
     if (!rc && p->model.n_experts < 1) rc = tl_error(TL_EUSAGE, "moe", "model '%s' has no routed experts", model);
     if (!rc) rc = tl_routing_parse(routing, &p->routing);
@@ -373,7 +368,6 @@ static int moe_bench(void *vp, int c, tl_table *t)
                                : edges * s->width * abytes + edges * s->hidden * 4.0 * 2 + s->tokens * s->hidden * 4.0;
         double hbm = wbytes + io;
         tl_model m = p->model;
-        m.moe_width = p->model.moe_width;
         tl_moe_problem sp = {0};
         sp.hw = &hw;
         sp.model = &m;

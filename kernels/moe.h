@@ -6,15 +6,18 @@
  *             one wave per expert writes its edges in ascending edge id into its tiles, pads the
  *             last tile with TL_WL_PAD and writes tile_expert / tile_rows; n_tiles is the number
  *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
- *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of NB output columns);
- *             the wave's lanes each own a 16-byte run of K per chunk (weights streamed straight from
- *             HBM to registers, two chunks in flight per wave, 8 waves per block splitting K), the
- *             block reduces the waves' partial sums in shared memory and applies SwiGLU there; the
- *             activation is written as bf16, one row per worklist row (padding rows 0).
+ *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of 16 activation
+ *             columns = 16 gate + 16 up weight rows); the lanes each own a 16-byte run of K per
+ *             chunk (weights streamed straight from HBM to registers, two bf16 chunks in flight per
+ *             wave), 8 waves per block split K and reduce in shared memory, where SwiGLU is applied;
+ *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
+ *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
+ *             average 1.5 tiles or more.
  *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN) down GEMM over
- *             the worklist with the top-k weight applied in the epilogue; each edge's weighted row
- *             goes to its own slot of a float32 buffer, then a combine kernel sums each token's k
- *             slots in slot order: deterministic, no atomics. Output: float32 [tokens][hidden].
+ *             the worklist: 4 waves per block, each owning 32 output columns over the whole K (no
+ *             reduction), the top-k weight applied in the epilogue; each edge's weighted row goes
+ *             to its own slot of a float32 buffer, then a combine kernel sums each token's k slots
+ *             in slot order: deterministic, no atomics. Output: float32 [tokens][hidden].
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
  * host synchronization sits between the sort and the stages.
  *

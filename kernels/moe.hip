@@ -4,8 +4,11 @@
  * Why the loops look the way they do: at low M the kernel is a weight stream (DeepSeek-V3.2 stage 1
  * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
  * matters is bytes in flight: every lane issues 16-byte loads of weights straight into registers,
- * U chunks per wave at once, 8 waves per block each on its own slice of K, 2+ blocks per SM, and a
- * grid of (tile, n-block) items that covers every SM even at M = 1 (8 tiles x 128 n-blocks).
+ * U chunks per wave at once, several blocks per SM (2 in stage 1, 4 in stage 2) so that one block's
+ * loads are in flight while another computes or reduces, and a grid of (tile, n-block) items that
+ * covers every SM even at M = 1 (stage 1: 8 tiles x 128 n-blocks). There is no explicit
+ * cross-item prefetch: the L2 bulk prefetch was tried and made bf16 slower (bench/results/
+ * h200_moe_notes.md has the measurements of every variant tried).
  */
 #include "gpu.h"
 #include "mma.h"
@@ -39,11 +42,12 @@
 #endif
 
 /* Stage 1 (K = hidden is long, N per item small): 8 waves split K and reduce in shared memory.
- * Stage 2 (K = width is short): 2 waves each own NCOLS output columns over the whole K, so there is
- * no reduction; small blocks (8 per SM) keep the SMs evenly loaded at M = 1. */
+ * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
+ * no reduction and a block's fixed costs are spread over 4 x 32 columns (measured on the H200: 2-7%
+ * faster than 2 waves x 8 blocks per SM). */
 #define S1_THREADS 256
-#define S2_THREADS 64
-#define S2_MINB 8
+#define S2_THREADS 128
+#define S2_MINB 4
 /* blocks per SM the register budget is cut for (NVIDIA); HIP reads the number as waves per EU */
 #if defined(TL_GPU_AMD)
 #define MOE_MINB(n) 1
@@ -772,7 +776,6 @@ extern "C" int tl_moe_gpu_poison(tl_moe_gpu *g)
     if (!rc) rc = fill_u32(g->tile_rows, (size_t)g->cap_tiles, 0x80000000u);
     if (!rc) rc = fill_u32(g->n_tiles, 1, 0x80000000u);
     if (!rc) TL_GPU_CHECK(hipDeviceSynchronize());
-    (void)edges;
     return rc;
 }
 
@@ -789,30 +792,33 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
+/* Stage 1, MT tiles per work item. */
 template <int DT, int MT>
-static int launch_gemm_mt(const GemmArgs &a, int stage, hipStream_t st)
+static int launch_stage1(const GemmArgs &a, hipStream_t st)
 {
-    if (stage == 1) {
-        dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / S1_NB)));
-        moe_gemm<DT, 1, MT><<<grid, S1_THREADS, 0, st>>>(a);
-        TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
-    } else {
-        const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
-        dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
-        moe_gemm<DT, 2, MT><<<grid, S2_THREADS, 0, st>>>(a);
-        TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
-    }
+    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / S1_NB)));
+    moe_gemm<DT, 1, MT><<<grid, S1_THREADS, 0, st>>>(a);
+    TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
     return 0;
 }
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
- * 1.5 tiles or more; bf16 only. */
+ * 1.5 tiles or more; bf16 stage 1 only. Measured on the H200 at M = 1024: stage 1 6189 -> 5076 us,
+ * but stage 2 2956 -> 4081 us (its items are short and lose half their loads in flight), and fp8
+ * would spill with two tiles' partial sums. */
 template <int DT>
 static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t st)
 {
-    if constexpr (DT == DT_BF16) /* fp8 would spill with two tiles' partial sums */
-        if (pair_tiles) return launch_gemm_mt<DT, 2>(a, stage, st);
-    return launch_gemm_mt<DT, 1>(a, stage, st);
+    if (stage == 1) {
+        if constexpr (DT == DT_BF16)
+            if (pair_tiles) return launch_stage1<DT, 2>(a, st);
+        return launch_stage1<DT, 1>(a, st);
+    }
+    const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
+    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
+    moe_gemm<DT, 2, 1><<<grid, S2_THREADS, 0, st>>>(a);
+    TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
+    return 0;
 }
 
 static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
