@@ -7,7 +7,7 @@
 #            are compressed and unpacked there only when missing), as scripts/device_bundle.sh does.
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
-#            moe_env.txt. MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
+#            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,11 +60,11 @@ if [[ " $parts " == *" check "* ]]; then
   for d in ${MOE_CHECK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do
     for tp in 1 8; do
       echo "== check $d tp $tp"
-      $T check moe --model deepseek-v3.2 --dtype "$d" --tokens ${MOE_CHECK_TOKENS:-1,16,256} --tp $tp --seed 20261129 \
+      $T check moe --model deepseek-v3.2 --dtype "$d" --tokens ${MOE_CHECK_TOKENS:-1,16,256} --tp $tp \
         || rc=1
       if [ -n "${MOE_CHECK_BIG:-}" ] && [ $tp = 1 ]; then # two tiles per item (M = 1024) on full width
         echo "== check $d tp $tp M=$MOE_CHECK_BIG"
-        $T check moe --model deepseek-v3.2 --dtype "$d" --tokens "$MOE_CHECK_BIG" --seed 20261129 || rc=1
+        $T check moe --model deepseek-v3.2 --dtype "$d" --tokens "$MOE_CHECK_BIG" || rc=1
       fi
     done
   done 2>&1 | tee "$OUT/moe_check.txt"
