@@ -3,24 +3,8 @@
 # build must pass instead); bad input gives one 'tilelab: error:' line and exit 2.
 set -u
 tl=$1
+. "$(dirname "$0")/lib.sh"
 src=${2:-.}
-fail=0; pass=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-expect() { # expect CODE DESCRIPTION -- command...
-  local want=$1 what=$2; shift 3
-  local out err rc
-  err=$(mktemp); out=$("$@" 2>"$err"); rc=$?
-  if [ "$rc" -ne "$want" ]; then echo "FAIL: $what: exit $rc, wanted $want"; cat "$err"; fail=$((fail+1))
-  elif [ "$want" -eq 2 ] && { [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q '^tilelab: error: ' "$err"; }; then
-    echo "FAIL: $what: wanted one 'tilelab: error:' line, got:"; cat "$err"; fail=$((fail+1))
-  else pass=$((pass+1)); fi
-  LAST_ERR=$(cat "$err"); rm -f "$err"; LAST_OUT=$out
-}
-check() { # check DESCRIPTION -- command (a test on LAST_OUT / LAST_ERR)
-  local what=$1; shift 2
-  if "$@"; then pass=$((pass+1)); else echo "FAIL: $what"; echo "$LAST_OUT" | head -8; fail=$((fail+1)); fi
-}
 
 gpu_build=0
 "$tl" bench moe --tokens 1 >/dev/null 2>"$tmp/bench.err" || true
@@ -73,5 +57,4 @@ expect 2 "absurd width" -- "$tl" check moe --width 100000
 expect 2 "bad format" -- "$tl" check moe --format xml
 expect 2 "bench: bad stage" -- "$tl" bench moe --stage 3
 
-echo "cli_moe: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

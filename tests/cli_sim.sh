@@ -3,24 +3,8 @@
 # (one 'tilelab: error:' line, exit 2).
 set -u
 tl=$1
+. "$(dirname "$0")/lib.sh"
 src=${2:-.}
-fail=0; pass=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-expect() { # expect CODE DESCRIPTION -- command...
-  local want=$1 what=$2; shift 3
-  local out err rc
-  err=$(mktemp); out=$("$@" 2>"$err"); rc=$?
-  if [ "$rc" -ne "$want" ]; then echo "FAIL: $what: exit $rc, wanted $want"; cat "$err"; fail=$((fail+1))
-  elif [ "$want" -eq 2 ] && { [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q '^tilelab: error: ' "$err"; }; then
-    echo "FAIL: $what: wanted one 'tilelab: error:' line, got:"; cat "$err"; fail=$((fail+1))
-  else pass=$((pass+1)); fi
-  LAST_ERR=$(cat "$err"); rm -f "$err"; LAST_OUT=$out
-}
-check() { # check DESCRIPTION -- command (a test on LAST_OUT / LAST_ERR)
-  local what=$1; shift 2
-  if "$@"; then pass=$((pass+1)); else echo "FAIL: $what"; echo "$LAST_OUT" | head -5; fail=$((fail+1)); fi
-}
 
 # ---- presets ----
 expect 0 "hw list" -- "$tl" hw list --format csv
@@ -122,5 +106,4 @@ check "bench sim ran every combination" -- test "$(echo "$LAST_OUT" | tail -1 | 
 expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
 check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"
 check "MXFP4 about halves it" -- awk '$1=="fp8"{f=$4} $1=="mxfp4"{m=$4} END{exit !(m/f > 0.5 && m/f < 0.56)}' <<<"$LAST_OUT"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,5 +1,22 @@
 /* The roofline figure. See figures.h. */
 #include "figures.h"
+
+/* A point set's provenance for the footer, with ISO timestamps cut to their date
+ * ("measured on NVIDIA H200 2026-11-29T10:18:05Z" -> "... 2026-11-29"), so that sets measured in
+ * one session read as one source. */
+static void short_source(const char *src, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = src; *p && n + 1 < cap; p++) {
+        int iso = p - src >= 10 && p[0] == 'T' && p[-3] == '-' && p[-6] == '-' && p[1] >= '0' && p[1] <= '9';
+        if (iso) {
+            while (*p && *p != ' ' && *p != ',' && *p != ')' && *p != ';') p++;
+            if (!*p) break;
+        }
+        out[n++] = *p;
+    }
+    out[n] = '\0';
+}
 #include "gfx.h"
 
 #include <math.h>
@@ -195,8 +212,8 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
                  ylo, yhi, 1);
 
     char title[200];
-    snprintf(title, sizeof title, "Roofline: %s (%s, %d CUs, %.0f MHz)", hw->name, hw->arch,
-             hw->cus, hw->clock_mhz);
+    snprintf(title, sizeof title, "Roofline: %s (%s, %d %s, %.0f MHz)", hw->name, hw->arch,
+             hw->cus, strncmp(hw->arch, "sm_", 3) == 0 ? "SMs" : "CUs", hw->clock_mhz);
     tl_text_style ts = tl_gfx_style(13);
     ts.bold = 1;
     tl_gfx_text(g, pl.x, 12, title, ts);
@@ -425,14 +442,22 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             tl_gfx_text(g, b.x, b.y, p->label, ps);
         }
 
-    /* Footer: ceilings' origin, then the points' provenance. */
+    /* Footer: ceilings' origin, then the points' provenance, each source once. */
     char foot[900];
-    int n = snprintf(foot, sizeof foot, "ceilings: preset %s (datasheet dashed, measured solid%s%s%s)",
+    int n = snprintf(foot, sizeof foot, "ceilings: preset %s (datasheet dashed, measured solid%s%s%s%s)",
                      hw->name, hw->device[0] ? "; measured on " : "", hw->device,
-                     hw->date[0] ? ", " : "");
-    if (hw->date[0] && n > 0 && (size_t)n < sizeof foot) n += snprintf(foot + n, sizeof foot - n, "%s", hw->date);
-    for (int s = 0; s < nsets && n > 0 && (size_t)n < sizeof foot; s++)
-        n += snprintf(foot + n, sizeof foot - n, "%s%s", s == 0 ? "; points: " : " | ", sets[s].source);
+                     hw->date[0] ? ", " : "", hw->date);
+    char seen[16][256];
+    int nseen = 0;
+    for (int s = 0; s < nsets && nseen < 16 && n > 0 && (size_t)n < sizeof foot; s++) {
+        char src[256];
+        short_source(sets[s].source, src, sizeof src);
+        int dup = 0;
+        for (int j = 0; j < nseen; j++) dup |= strcmp(seen[j], src) == 0;
+        if (dup) continue;
+        snprintf(seen[nseen++], sizeof seen[0], "%s", src);
+        n += snprintf(foot + n, sizeof foot - n, "%s%s", nseen == 1 ? "; points: " : " | ", src);
+    }
     if (skipped && n > 0 && (size_t)n < sizeof foot)
         snprintf(foot + n, sizeof foot - n, "; %d label%s left out (no room)", skipped, skipped > 1 ? "s" : "");
     tl_gfx_footer(g, foot);
