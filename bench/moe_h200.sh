@@ -8,19 +8,25 @@
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
-#            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check.
+#            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
+#            MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
+#   A/B:     MOE_BUNDLE names the bundle folder (default build-moe-bundle) and MOE_BUILD the nvcc build
+#            folder (default build-moe-gpu), in both modes, so that a second variant can be bundled
+#            beside the first: MOE_BUNDLE=build-moe-bundle-b MOE_BUILD=build-moe-gpu-b bash bench/moe_h200.sh bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
-B=build-moe-bundle
+B=${MOE_BUNDLE:-build-moe-bundle}
+BUILD=${MOE_BUILD:-build-moe-gpu}
+case "$B$BUILD" in *[!A-Za-z0-9._-]*) echo "moe_h200.sh: MOE_BUNDLE / MOE_BUILD must be plain folder names" >&2; exit 2 ;; esac
 
 if [ "$mode" = bundle ]; then
   set -e
-  cmake -S . -B build-moe-gpu -DCMAKE_BUILD_TYPE=Release -DTILELAB_GPU=cuda -DTILELAB_TESTS=OFF >/dev/null
-  cmake --build build-moe-gpu -j "${JOBS:-2}" --target tilelab >/dev/null
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTILELAB_GPU=cuda -DTILELAB_TESTS=OFF >/dev/null
+  cmake --build "$BUILD" -j "${JOBS:-2}" --target tilelab >/dev/null
   rm -rf "$B"
   mkdir -p "$B/lib" "$B/opt"
-  cp build-moe-gpu/tilelab "$B/tilelab"
+  cp "$BUILD/tilelab" "$B/tilelab"
   strip --strip-unneeded "$B/tilelab" 2>/dev/null || true
   glibc='^(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux-x86-64|libmvec)\.so'
   host_has='^(libopenblas|liblapack|liblapacke|libblas|libgfortran|libquadmath|libjansson)\.so'
@@ -28,7 +34,7 @@ if [ "$mode" = bundle ]; then
     if [[ $soname =~ $glibc ]]; then continue; fi
     if [[ $soname =~ $host_has ]]; then xz -9 -T2 -c <"$path" >"$B/opt/$soname.xz"
     else cp -L "$path" "$B/lib/$soname"; fi
-  done < <(ldd build-moe-gpu/tilelab | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  done < <(ldd "$BUILD/tilelab" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
   du -sh "$B"
   exit 0
 fi
@@ -50,7 +56,7 @@ $T version || { echo "tilelab does not start here"; ldd "$T"; exit 1; }
 
 rc=0
 if [[ " $parts " == *" quick "* ]]; then # every dtype on DeepSeek's hidden size, 16 experts: seconds
-  for d in bf16 fp8 a16w4 mxfp4 mxfp8; do
+  for d in ${MOE_QUICK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do
     echo "== quick check $d"
     $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype "$d" --tokens 1,5,64,200 --seed 7 || rc=1
   done 2>&1 | tee "$OUT/moe_quick.txt"
@@ -58,7 +64,7 @@ if [[ " $parts " == *" quick "* ]]; then # every dtype on DeepSeek's hidden size
 fi
 if [[ " $parts " == *" check "* ]]; then
   for d in ${MOE_CHECK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do
-    for tp in 1 8; do
+    for tp in ${MOE_CHECK_TPS:-1 8}; do
       echo "== check $d tp $tp"
       $T check moe --model deepseek-v3.2 --dtype "$d" --tokens ${MOE_CHECK_TOKENS:-1,16,256} --tp $tp \
         || rc=1

@@ -51,7 +51,9 @@ static int read_opts(int argc, char **argv, const char *cmd, draw_opt *opts)
                 return tl_error(TL_EUSAGE, cmd, "at most %d --%s options", MAX_POINT_FILES, o->name);
             o->many[o->count++] = val;
         } else {
-            if (o->value) return tl_error(TL_EUSAGE, cmd, "option '--%s' given twice", o->name);
+            if (o->value)
+                return tl_error(TL_EUSAGE, cmd, "option '%s%s' given twice", strcmp(o->name, "o") ? "--" : "-",
+                                o->name);
             o->value = val;
         }
     }

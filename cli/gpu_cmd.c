@@ -2,6 +2,7 @@
  * element of an AMD matrix instruction's operands lives). */
 #include "cli.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +37,21 @@ static const char ROOFLINE_USAGE[] =
     "  --from FILE    measure nothing: print (and with --save rewrite) a result saved earlier by\n"
     "                 --save, against --hw (default: the preset of the device it names); no GPU needed\n"
     "Without a GPU (a build without -DTILELAB_GPU, or no device) it says so and exits 1.\n";
+
+/* An option given twice is a usage error (which one was meant?). The loops call this with each
+ * argument in option position (values are consumed with ++i), so values are never compared. */
+typedef struct {
+    const char *name[16];
+    int n;
+} seen_opts;
+
+static int given_once(seen_opts *seen, const char *opt, const char *cmd)
+{
+    for (int j = 0; j < seen->n; j++)
+        if (strcmp(seen->name[j], opt) == 0) return tl_error(TL_EUSAGE, cmd, "option %s given twice", opt);
+    if (seen->n < 16) seen->name[seen->n++] = opt;
+    return TL_OK;
+}
 
 static const char *preset_for_device(const char *name)
 {
@@ -137,7 +153,10 @@ static int save_points(const char *path, const tl_roofline_report *r, const char
     tl_atomic a;
     int st = tl_atomic_begin(&a, path);
     FILE *f = st ? NULL : fopen(a.tmp, "w");
-    if (!st && !f) st = tl_error(TL_EFAIL, path, "cannot open for writing");
+    if (!st && !f) {
+        st = tl_error(TL_EFAIL, path, "cannot open for writing: %s", strerror(errno));
+        tl_atomic_abort(&a);
+    }
     if (f) {
         tl_table_print(t, TL_FMT_CSV, NULL, f);
         if (fclose(f) != 0) {
@@ -216,6 +235,7 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
 {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
+    if (!root && err.line < 1) return tl_error(TL_EUSAGE, path, "%s", err.text); /* cannot open */
     if (!root) return tl_error(TL_EUSAGE, path, "line %d, column %d: %s", err.line, err.column, err.text);
     json_t *c = json_object_get(root, "ceilings");
     if (!json_is_object(root) || !json_is_object(c)) {
@@ -228,9 +248,14 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
     copy_string(r->date, sizeof r->date, root, "date");
     copy_string(r->mma_target, sizeof r->mma_target, root, "mma");
     json_t *clk = json_object_get(root, "clocks");
-    r->gpu.clock_mhz = (int)number_at(clk, "sm_mhz");
-    r->gpu.mem_clock_mhz = (int)number_at(clk, "mem_mhz");
+    double sm = number_at(clk, "sm_mhz"), mem = number_at(clk, "mem_mhz");
     r->memcpy_gbps = number_at(root, "memcpy_gbps");
+    if (!(sm >= 0 && sm <= 1e5 && mem >= 0 && mem <= 1e5 && r->memcpy_gbps >= 0 && r->memcpy_gbps < 1e9)) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, path, "clocks (MHz) or memcpy_gbps out of range");
+    }
+    r->gpu.clock_mhz = (int)sm;
+    r->gpu.mem_clock_mhz = (int)mem;
     copy_string(label, label_cap, root, "label");
     if (!label[0]) snprintf(label, label_cap, "%s, %s", r->gpu.name, r->date);
     struct { const char *key; double *dst; } keys[] = {
@@ -238,6 +263,7 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
         {"bf16_tflops", &r->bf16_tflops},     {"fp8_tflops", &r->fp8_tflops},
         {"fp6_tflops", &r->fp6_tflops},       {"fp4_tflops", &r->fp4_tflops},
     };
+    int any_measured = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         double v = number_at(json_object_get(c, keys[i].key), "measured");
         if (!(v >= 0.0 && v < 1e9)) {
@@ -245,6 +271,11 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
             return tl_error(TL_EUSAGE, path, "ceiling %s has a bad measured value", keys[i].key);
         }
         *keys[i].dst = v;
+        any_measured |= v > 0;
+    }
+    if (!any_measured) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, path, "not a roofline result: no ceiling has a measured value");
     }
     json_t *pts = json_object_get(root, "configurations");
     size_t i;
@@ -260,6 +291,13 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
         p->flops = number_at(o, "flops");
         p->bytes = number_at(o, "bytes");
         p->best = json_is_true(json_object_get(o, "best"));
+        /* these become times, rates and intensities in the tables and the points CSV */
+        if (!(p->median_ms > 0 && p->median_ms < 1e9 && p->value >= 0 && p->value < 1e12 && p->flops >= 0 &&
+              p->flops < 1e30 && p->bytes >= 0 && p->bytes < 1e30)) {
+            json_decref(root);
+            return tl_error(TL_EUSAGE, path, "configurations[%zu]: median_ms must be > 0 and value, flops, "
+                            "bytes >= 0", i);
+        }
         if (p->best && r->memcpy_gbps == 0.0 && strcmp(p->ceiling, "memcpy_gbps") == 0) r->memcpy_gbps = p->value;
     }
     json_decref(root);
@@ -298,9 +336,11 @@ int tl_bench_roofline(int argc, char **argv)
     long iters = 200, warmup = 20;
     double gib = 8.0;
     int st;
+    seen_opts seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
+        if ((st = given_once(&seen, a, "bench roofline"))) return st;
         if (strcmp(a, "--hw") == 0 && has) hw_spec = argv[++i];
         else if (strcmp(a, "--save") == 0 && has) save = argv[++i];
         else if (strcmp(a, "--from") == 0 && has) from = argv[++i];
@@ -387,7 +427,9 @@ static int cmd_mfma_list(int argc, char **argv)
     const char *arch = NULL;
     tl_format fmt = TL_FMT_TABLE;
     int st;
+    seen_opts seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
+        if ((st = given_once(&seen, argv[i], "mfma list"))) return st;
         if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             if ((st = tl_parse_format(argv[++i], &fmt))) return st;
@@ -426,7 +468,9 @@ static int cmd_mfma_layout(int argc, char **argv)
     const char *arch = NULL, *name = NULL, *matrix = NULL;
     tl_format fmt = TL_FMT_CSV;
     int st;
+    seen_opts seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
+        if ((st = given_once(&seen, argv[i], "mfma layout"))) return st;
         if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--instr") == 0 && i + 1 < argc) name = argv[++i];
         else if (strcmp(argv[i], "--matrix") == 0 && i + 1 < argc) matrix = argv[++i];

@@ -1,6 +1,7 @@
 /* tilelab: the command's entry point and its dispatch tables. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,29 +113,39 @@ int tl_wants_help(int argc, char **argv, const char *usage)
     return 0;
 }
 
+/* "a, b, c": the names of a table, for messages. */
+static void table_names(const tl_command *table, char *names, size_t cap)
+{
+    names[0] = '\0';
+    for (const tl_command *t = table; t->name; t++) {
+        if (names[0]) strncat(names, ", ", cap - strlen(names) - 1);
+        strncat(names, t->name, cap - strlen(names) - 1);
+    }
+}
+
 int tl_dispatch(const tl_command *table, const char *group, int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    char names[512];
+    table_names(table, names, sizeof names);
+    if (argc < 2) /* a usage error: one line, like every other */
+        return tl_error(TL_EUSAGE, group, "missing subcommand (one of %s; tilelab %s --help)", names, group);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         printf("usage: tilelab %s SUBCOMMAND [options]\n\n", group);
         for (const tl_command *c = table; c->name; c++) printf("  %-10s %s\n", c->name, c->summary);
-        return argc < 2 ? TL_EUSAGE : 0;
+        return 0;
     }
     const tl_command *c = find(table, argv[1]);
-    if (!c) {
-        char names[512] = "";
-        for (const tl_command *t = table; t->name; t++) {
-            if (names[0]) strncat(names, ", ", sizeof names - strlen(names) - 1);
-            strncat(names, t->name, sizeof names - strlen(names) - 1);
-        }
-        return tl_error(TL_EUSAGE, group, "unknown subcommand '%s' (one of %s)", argv[1], names);
-    }
+    if (!c) return tl_error(TL_EUSAGE, group, "unknown subcommand '%s' (one of %s)", argv[1], names);
     return c->fn(argc - 1, argv + 1);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        print_top_help(stderr);
+        char names[512];
+        table_names(top_table, names, sizeof names);
+        tl_error(TL_EUSAGE, "command", "missing command (one of %s; tilelab --help)", names);
+        tl_report_error();
         return TL_EUSAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -149,7 +160,10 @@ int main(int argc, char **argv)
         return TL_EUSAGE;
     }
     int rc = c->fn(argc - 1, argv + 1);
+    /* output that could not be written (a full disk, a closed pipe) is a failure, not success */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (rc == 0) rc = tl_error(TL_EFAIL, "standard output", "write failed: %s", strerror(errno));
+    }
     if (rc != 0) tl_report_error();
-    fflush(stdout);
     return rc;
 }

@@ -376,12 +376,14 @@ static int moe_bench(void *vp, int c, tl_table *t)
         sp.stage = stage;
         sp.routing = p->routing;
         sp.seed = p->seed;
-        sp.tile_m = 16;
-        sp.tile_n = 32; /* gate+up columns in stage 1 (16 activations), hidden columns in stage 2 */
         sp.tp = p->tp;
+        /* the kernel's own geometry (tiles, n-block width, blocks per SM, stage 2's extra kernels)
+         * and the bench's method: timed right after its L2 flush */
+        int src = tl_moe_tilelab_kernel(&sp);
+        sp.after_flush = 1;
         tl_moe_result sr;
         memset(&sr, 0, sizeof sr);
-        int src = tl_moe_sim(&sp, &sr);
+        if (!src) src = tl_moe_sim(&sp, &sr);
         char name[96];
         snprintf(name, sizeof name, "moe %s s%d M=%d%s", tl_moe_dtype_name(s->dtype), stage, s->tokens,
                  p->tp > 1 ? " tp" : "");

@@ -14,7 +14,10 @@
 #include "../simulator/worklist.h"
 
 #define MAX_TOKEN_LIST 256
-#define MAX_SIM_EDGES (1L << 27) /* tokens x k the command simulates (memory: ~12 bytes per edge) */
+/* Routed rows (tokens x k) one simulation takes, and all of one command's token counts and stages
+ * together: about 1 s per 2^24 rows on one core (zipf routing: 4 s), ~12 bytes of memory each. */
+#define MAX_SIM_EDGES (1L << 24)
+#define MAX_SIM_EDGES_TOTAL (1L << 25)
 
 /* ---- option parsing: "--name value" or "--name=value" ---- */
 
@@ -23,12 +26,13 @@ typedef struct {
     const char **value;
 } opt_spec;
 
-/* Fills the values of known options; anything else is a usage error. Positional arguments are
- * collected in pos (at most npos_cap). */
+/* Fills the values of known options; anything else, or an option given twice, is a usage error.
+ * Positional arguments are collected in pos (at most npos_cap). */
 static int parse_opts(int argc, char **argv, const opt_spec *opts, const char *cmd, const char **pos,
                       int npos_cap, int *npos)
 {
-    int n = 0;
+    int n = 0, nseen = 0;
+    const opt_spec *seen[32];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) {
@@ -42,6 +46,9 @@ static int parse_opts(int argc, char **argv, const opt_spec *opts, const char *c
         for (const opt_spec *s = opts; s->name; s++)
             if (strlen(s->name) == len && strncmp(s->name, a, len) == 0) o = s;
         if (!o) return tl_error(TL_EUSAGE, cmd, "unknown option '%.*s' (try --help)", (int)len, a);
+        for (int j = 0; j < nseen; j++)
+            if (seen[j] == o) return tl_error(TL_EUSAGE, cmd, "option %s given twice", o->name);
+        if (nseen < (int)(sizeof seen / sizeof seen[0])) seen[nseen++] = o;
         if (eq) *o->value = eq + 1;
         else if (i + 1 < argc) *o->value = argv[++i];
         else return tl_error(TL_EUSAGE, cmd, "option %s needs a value", o->name);
@@ -82,6 +89,7 @@ static void ceiling_cells(tl_table *t, tl_ceiling c)
 
 static int hw_list(int argc, char **argv)
 {
+    if (tl_wants_help(argc, argv, hw_usage)) return 0;
     const char *fmt_s = NULL;
     opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
     tl_format fmt;
@@ -137,6 +145,7 @@ static void kvceil(tl_table *t, const char *k, tl_ceiling c)
 
 static int hw_show(int argc, char **argv)
 {
+    if (tl_wants_help(argc, argv, hw_usage)) return 0;
     const char *fmt_s = NULL, *pos[1];
     int npos = 0;
     opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
@@ -162,6 +171,11 @@ static int hw_show(int argc, char **argv)
     kvnum(p, "item_fixed_us", hw.item_fixed_us);
     kvnum(p, "hbm_per_cu_gbps", hw.hbm_per_cu_gbps);
     kvnum(p, "l2_per_cu_gbps", hw.l2_per_cu_gbps);
+    kvnum(p, "hbm_latency_us", hw.hbm_latency_us);
+    kvnum(p, "load_chain_us", hw.load_chain_us);
+    kvnum(p, "next_kernel_us", hw.next_kernel_us);
+    kvnum(p, "flush_dirty_mb", hw.flush_dirty_mb);
+    kvnum(p, "block_sync_us", hw.block_sync_us);
     kvceil(p, "hbm_read_gbps", hw.ceilings.hbm_read_gbps);
     kvceil(p, "hbm_copy_gbps", hw.ceilings.hbm_copy_gbps);
     kvceil(p, "bf16_tflops", hw.ceilings.bf16_tflops);
@@ -319,10 +333,16 @@ static int sim_moe(int argc, char **argv)
     if (tl_hw_load(hw_s, &hw) || tl_model_load(model_s, &model)) return TL_EUSAGE;
     int E, k, width;
     tl_model_moe_shape(&model, &E, &k, &width);
-    for (int i = 0; i < ntok; i++)
+    long long total_edges = 0;
+    for (int i = 0; i < ntok; i++) {
         if ((long long)tokens[i] * k > MAX_SIM_EDGES)
-            return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is more than the %ld routed rows the "
-                            "simulator takes", tokens[i], k, MAX_SIM_EDGES);
+            return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is %lld routed rows, more than the %ld "
+                            "the simulator takes", tokens[i], k, (long long)tokens[i] * k, MAX_SIM_EDGES);
+        total_edges += (long long)tokens[i] * k * (stage_hi - stage_lo + 1);
+    }
+    if (total_edges > MAX_SIM_EDGES_TOTAL)
+        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k x stages add up to %lld routed rows, more "
+                        "than the %ld one command simulates", total_edges, MAX_SIM_EDGES_TOTAL);
     p.hw = &hw;
     p.model = &model;
     p.seed = (uint64_t)seed;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #define TOUR_MAX_ARGS 32
+#define TOUR_MAX_OUT 1024 /* length of the output folder's name */
 
 typedef struct {
     const char *out_dir;
@@ -35,16 +36,21 @@ static void expand_line(const tour *t, const char *line, char *expanded, size_t 
     expanded[n] = '\0';
 }
 
-/* Splits an expanded line at spaces (no quoting is needed in the tour) and runs it. */
-static int run_line(tour *t, tl_cmd_fn fn, const char *expanded)
+/* Splits a step's line at spaces, then expands "{out}" in each word, so that an output folder with
+ * spaces in its name stays one argument; runs it. */
+static int run_line(tour *t, tl_cmd_fn fn, const char *line)
 {
     char buf[2048];
-    snprintf(buf, sizeof buf, "%s", expanded);
+    snprintf(buf, sizeof buf, "%s", line);
+    static char words[TOUR_MAX_ARGS][TOUR_MAX_OUT + 256];
     char *argv[TOUR_MAX_ARGS + 1];
     int argc = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(buf, " ", &save); tok && argc < TOUR_MAX_ARGS; tok = strtok_r(NULL, " ", &save))
-        argv[argc++] = tok;
+    for (char *tok = strtok_r(buf, " ", &save); tok && argc < TOUR_MAX_ARGS; tok = strtok_r(NULL, " ", &save)) {
+        expand_line(t, tok, words[argc], sizeof words[argc]);
+        argv[argc] = words[argc];
+        argc++;
+    }
     argv[argc] = NULL;
     optind = 0; /* commands may parse with getopt_long: reset its state between steps */
     tl_clear_error();
@@ -65,7 +71,7 @@ static int tour_step(tour *t, tl_cmd_fn fn, const char *title, const char *line)
     expand_line(t, line, expanded, sizeof expanded);
     printf("\n=== %s\n$ tilelab %s\n", title, expanded);
     fflush(stdout);
-    return run_line(t, fn, expanded);
+    return run_line(t, fn, line);
 }
 
 /* Runs a step with its standard output sent to `path` (written atomically), e.g. a CSV that a
@@ -90,7 +96,7 @@ static int tour_step_to_file(tour *t, tl_cmd_fn fn, const char *title, const cha
     }
     dup2(fd, STDOUT_FILENO);
     close(fd);
-    rc = run_line(t, fn, expanded);
+    rc = run_line(t, fn, line);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);
@@ -110,10 +116,16 @@ int tl_cmd_tour(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, tour_usage)) return 0;
     tour t = {.out_dir = "tilelab-tour"};
+    int have_out = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) t.out_dir = argv[++i];
-        else return tl_error(TL_EUSAGE, "tour", "unknown option '%s' (see tilelab tour --help)", argv[i]);
+        if (strcmp(argv[i], "--out") != 0)
+            return tl_error(TL_EUSAGE, "tour", "unknown option '%s' (see tilelab tour --help)", argv[i]);
+        if (i + 1 >= argc) return tl_error(TL_EUSAGE, "tour", "option --out needs a value");
+        if (have_out++) return tl_error(TL_EUSAGE, "tour", "option --out given twice");
+        t.out_dir = argv[++i];
     }
+    if (strlen(t.out_dir) >= TOUR_MAX_OUT)
+        return tl_error(TL_EUSAGE, "--out", "folder name longer than %d characters", TOUR_MAX_OUT - 1);
     int rc = tl_mkdirs(t.out_dir);
     if (rc) return rc;
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,12 +99,62 @@ uint64_t tl_fresh_seed(void)
 
 /* ---- atomic files ---- */
 
+/* Temporary files of writers in progress. If SIGINT, SIGTERM or SIGHUP ends the process (Ctrl-C,
+ * `timeout`), the handler removes them before the signal's default action, so that no
+ * "<path>.tmp.<pid>" outlives an interrupted run. Handlers are installed on the first
+ * tl_atomic_begin, only for signals still at their default disposition. */
+#define PENDING_MAX 8
+static char pending[PENDING_MAX][sizeof(((tl_atomic *)0)->tmp)];
+static volatile sig_atomic_t pending_used[PENDING_MAX];
+
+static void remove_pending_and_reraise(int sig)
+{
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pending_used[i]) unlink(pending[i]); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void watch_signals(void)
+{
+    static int installed = 0;
+    if (installed) return;
+    installed = 1;
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = remove_pending_and_reraise;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static void pending_add(const char *tmp)
+{
+    watch_signals();
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (!pending_used[i]) {
+            memcpy(pending[i], tmp, strlen(tmp) + 1);
+            pending_used[i] = 1;
+            return;
+        }
+}
+
+static void pending_drop(const char *tmp)
+{
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pending_used[i] && strcmp(pending[i], tmp) == 0) pending_used[i] = 0;
+}
+
 int tl_atomic_begin(tl_atomic *a, const char *path)
 {
     if (!path || !*path) return tl_error(TL_EUSAGE, "output", "empty file name");
     if (strlen(path) >= sizeof a->path) return tl_error(TL_EUSAGE, "output", "file name too long");
     strcpy(a->path, path);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
+    pending_add(a->tmp);
     return TL_OK;
 }
 
@@ -112,12 +163,18 @@ int tl_atomic_commit(tl_atomic *a)
     if (rename(a->tmp, a->path) != 0) {
         int e = errno;
         remove(a->tmp);
+        pending_drop(a->tmp);
         return tl_error(TL_EFAIL, a->path, "cannot write: %s", strerror(e));
     }
+    pending_drop(a->tmp);
     return TL_OK;
 }
 
-void tl_atomic_abort(tl_atomic *a) { remove(a->tmp); }
+void tl_atomic_abort(tl_atomic *a)
+{
+    remove(a->tmp);
+    pending_drop(a->tmp);
+}
 
 int tl_mkdirs(const char *dir)
 {
@@ -134,6 +191,9 @@ int tl_mkdirs(const char *dir)
     }
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
         return tl_error(TL_EFAIL, buf, "cannot create folder: %s", strerror(errno));
+    struct stat st; /* EEXIST also means "a file of that name": it must be a folder */
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tl_error(TL_EUSAGE, buf, "exists and is not a folder");
     return TL_OK;
 }
 

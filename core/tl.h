@@ -52,7 +52,9 @@ uint64_t tl_fresh_seed(void);
 
 /* ---- atomic output files ----
  * Writers never leave a half-written file: they write to "<path>.tmp.<pid>" and rename it over
- * <path> on success, or remove it on failure. */
+ * <path> on success, or remove it on failure. Between begin and commit/abort the tmp name is
+ * registered, and SIGINT, SIGTERM or SIGHUP (when left at their default action) remove it before
+ * ending the process (up to 8 writers at once are watched). */
 typedef struct {
     char path[4096];
     char tmp[4200];
@@ -64,7 +66,7 @@ int tl_atomic_commit(tl_atomic *a);
 /* Removes tmp if it exists. */
 void tl_atomic_abort(tl_atomic *a);
 
-/* Creates a directory and its parents (like mkdir -p). */
+/* Creates a directory and its parents (like mkdir -p). TL_EUSAGE if it exists as a non-folder. */
 int tl_mkdirs(const char *dir);
 
 /* ---- small parsing helpers for the command line (all return TL_EUSAGE with a message) ---- */

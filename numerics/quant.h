@@ -11,7 +11,7 @@
  * same array. n >= 1. Allocates O(n) bytes of scratch (freed before return); TL_EFAIL if that fails.
  *
  * tl_quant_study: the error of a scheme on x with an optional rotation. x is viewed as rows of
- * row_len (n must be a multiple of row_len when rotating; hadamard needs a power of two);
+ * row_len (n must be a multiple of row_len when rotating; hadamard needs a power of two, random a row_len of at most 2048);
  * each row is rotated (Walsh-Hadamard, or a Haar-random orthogonal Q from `rot_seed`), quantized
  * round trip, rotated back, and compared with x. The error is thus reported in the ORIGINAL
  * (un-rotated) domain, which is what a dot product with an equally rotated partner sees; for an

@@ -25,7 +25,7 @@ static int read_ceiling(json_t *ceil, const char *key, const char *label, tl_cei
     if (!o) return 0;
     if (!json_is_object(o))
         return tl_error(TL_EUSAGE, label, "ceilings.%s must be an object with datasheet/measured", key);
-    char what[300];
+    char what[1200]; /* the label (a path, up to 1100) and the field */
     snprintf(what, sizeof what, "%s: ceilings.%s", label, key);
     if (tl_json_get_num(o, "datasheet", what, 0, 0, 1e9, &c->datasheet)) return TL_EUSAGE;
     if (tl_json_get_num(o, "measured", what, 0, 0, 1e9, &c->measured)) return TL_EUSAGE;
@@ -41,7 +41,7 @@ static int read_instructions(json_t *arr, const char *label, tl_hw *hw)
     size_t i;
     json_t *it;
     json_array_foreach(arr, i, it) {
-        char what[300];
+        char what[1200]; /* the label (a path, up to 1100) and the field */
         snprintf(what, sizeof what, "%s: matrix_instructions[%zu]", label, i);
         if (!json_is_object(it)) return tl_error(TL_EUSAGE, what, "must be an object");
         tl_instr *in = &hw->instr[hw->n_instr];
@@ -82,15 +82,24 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
         tl_json_get_num(root, "item_fixed_us", label, 1, 0, 1e6, &hw->item_fixed_us) ||
         tl_json_get_num(root, "hbm_per_cu_gbps", label, 1, 1e-3, 1e7, &hw->hbm_per_cu_gbps) ||
         tl_json_get_num(root, "l2_per_cu_gbps", label, 0, 1e-3, 1e7, &hw->l2_per_cu_gbps) ||
+        tl_json_get_num(root, "hbm_latency_us", label, 0, 0, 1e3, &hw->hbm_latency_us) ||
+        tl_json_get_num(root, "load_chain_us", label, 0, 0, 1e3, &hw->load_chain_us) ||
+        tl_json_get_num(root, "next_kernel_us", label, 0, 0, 1e6, &hw->next_kernel_us) ||
+        tl_json_get_num(root, "flush_dirty_mb", label, 0, 0, 1e6, &hw->flush_dirty_mb) ||
+        tl_json_get_num(root, "block_sync_us", label, 0, 0, 1e3, &hw->block_sync_us) ||
         tl_json_get_str(root, "device", label, 0, hw->device, sizeof hw->device) ||
         tl_json_get_str(root, "date", label, 0, hw->date, sizeof hw->date) ||
         tl_json_get_str(root, "source", label, 0, hw->source, sizeof hw->source))
         return TL_EUSAGE;
     if (hw->l2_per_cu_gbps <= 0) hw->l2_per_cu_gbps = hw->hbm_per_cu_gbps;
+    if (hw->load_chain_us <= 0) hw->load_chain_us = hw->hbm_latency_us;
+    if (hw->next_kernel_us <= 0) hw->next_kernel_us = hw->launch_us;
+    if (hw->flush_dirty_mb <= 0) hw->flush_dirty_mb = hw->l2_mib_per_xcd * hw->xcds * 1.048576;
     if (hw->cus % hw->xcds != 0)
         return tl_error(TL_EUSAGE, label, "cus = %d is not a multiple of xcds = %d", hw->cus, hw->xcds);
     json_t *ceil = json_object_get(root, "ceilings");
-    if (!ceil || !json_is_object(ceil)) return tl_error(TL_EUSAGE, label, "missing field 'ceilings'");
+    if (!ceil) return tl_error(TL_EUSAGE, label, "missing field 'ceilings'");
+    if (!json_is_object(ceil)) return tl_error(TL_EUSAGE, label, "field 'ceilings' must be an object");
     tl_hw_ceilings *c = &hw->ceilings;
     if (read_ceiling(ceil, "hbm_read_gbps", label, &c->hbm_read_gbps) ||
         read_ceiling(ceil, "hbm_copy_gbps", label, &c->hbm_copy_gbps) ||

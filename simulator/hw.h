@@ -6,7 +6,8 @@
  * JSON shape (keys the loader reads; unknown keys are ignored):
  *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
- *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), description (optional),
+ *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), hbm_latency_us, load_chain_us, next_kernel_us,
+ *   block_sync_us, flush_dirty_mb (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -72,13 +73,23 @@ typedef struct {
                                    bytes in flight / latency) */
     double l2_per_cu_gbps;      /* the same for loads that hit L2 (shorter latency, same bytes in
                                    flight); defaults to hbm_per_cu_gbps when absent */
+    double hbm_latency_us;      /* a load's round trip while the memory streams (optional; 0 =
+                                   unknown): bytes in flight / stream rate (Little's law) */
+    double load_chain_us;       /* one link of a chain of dependent loads on an idle memory system
+                                   (pointer chase; optional, 0 = hbm_latency_us) */
+    double next_kernel_us;      /* each further dependent kernel of one graph or stream, beyond the
+                                   first one's launch_us (optional, 0 = launch_us) */
+    double block_sync_us;       /* one step of a block-wide reduction through shared memory with a
+                                   barrier (optional, 0 = free) */
+    double flush_dirty_mb;      /* MB of dirty lines a store pass larger than the L2 leaves there,
+                                   written back by the next kernel's loads (optional, 0 = the L2) */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;
     /* from the last overlay that carried them ("" when none) */
     char device[128];
     char date[64];
-    char source[1024];
+    char source[4096];
 } tl_hw;
 
 /* Loads spec into *out. spec is a preset name ("mi355x"), a path to a JSON file, or a

@@ -18,6 +18,16 @@ static int get_alias_int(json_t *root, const char *const *keys, const char *labe
     return 0;
 }
 
+/* True if one of the alias keys holds a number > 0. */
+static int positive_alias(json_t *root, const char *const *keys)
+{
+    for (const char *const *k = keys; *k; k++) {
+        json_t *v = json_object_get(root, *k);
+        if (json_is_number(v) && json_number_value(v) > 0) return 1;
+    }
+    return 0;
+}
+
 static int model_from_json(json_t *root, const char *label, const char *fallback_name, tl_model *m)
 {
     static const char *const experts_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
@@ -50,10 +60,14 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
             return tl_error(TL_EUSAGE, label, "first_k_dense_replace = %d leaves no MoE layer of %d",
                             m->first_k_dense, m->n_layers);
         m->moe_layers = m->n_layers - m->first_k_dense;
+    } else if (positive_alias(root, topk_keys)) {
+        /* 0 routed experts, yet each token picks some: neither a MoE nor a dense model */
+        return tl_error(TL_EUSAGE, label, "num_experts_per_tok is set, but the model has 0 routed experts");
     } else if (m->dense_width <= 0) {
         return tl_error(TL_EUSAGE, label,
                         "missing field 'intermediate_size' (a model without n_routed_experts/num_experts is dense)");
     }
+    if (!m->name[0]) snprintf(m->name, sizeof m->name, "%s", fallback_name); /* "tilelab_name": "" */
     if (m->n_kv_heads == 0) m->n_kv_heads = m->n_heads;
     if (m->head_dim == 0 && m->n_heads > 0) m->head_dim = m->hidden / m->n_heads;
     return 0;

@@ -5,7 +5,7 @@
  *   hidden_size                                   required
  *   num_hidden_layers                             required
  *   moe_intermediate_size                         required for MoE models (expert width)
- *   n_routed_experts [num_experts, num_local_experts]   routed experts E; absent or 0 = dense model
+ *   n_routed_experts [num_experts, num_local_experts]   routed experts E; absent or 0 = dense model (then a top-k > 0 is an error)
  *   num_experts_per_tok [moe_topk, moe_router_topk]               top-k, required when E > 0
  *   n_shared_experts                              default 0
  *   first_k_dense_replace                         leading dense layers, default 0

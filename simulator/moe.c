@@ -70,6 +70,15 @@ static int validate(const tl_moe_problem *p)
     if (p->dtype < 0 || p->dtype >= TL_MOE_NDTYPES) return tl_error(TL_EUSAGE, "--dtype", "unknown dtype");
     if (!(p->cu_gbps >= 0 && p->cu_gbps <= 1e6))
         return tl_error(TL_EUSAGE, "--cu-gbps", "per-CU stream %g GB/s outside [0, 1e6]", p->cu_gbps);
+    if (p->blocks_per_cu < 0 || p->blocks_per_cu > 1024)
+        return tl_error(TL_EUSAGE, "sim moe", "blocks per CU %d outside [0, 1024]", p->blocks_per_cu);
+    if (!(p->inflight_kib >= 0 && p->inflight_kib <= 1e6))
+        return tl_error(TL_EUSAGE, "sim moe", "bytes in flight %g KiB outside [0, 1e6]", p->inflight_kib);
+    if (p->prologue_loads < 0 || p->prologue_loads > 64)
+        return tl_error(TL_EUSAGE, "sim moe", "prologue loads %d outside [0, 64]", p->prologue_loads);
+    if (p->requant_rows_per_cu < 0 || p->requant_rows_per_cu > 4096)
+        return tl_error(TL_EUSAGE, "sim moe", "re-quantization rows per CU %d outside [0, 4096]",
+                        p->requant_rows_per_cu);
     return 0;
 }
 
@@ -133,6 +142,52 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 }
 
 
+/* kernels/moe.hip as built for sm_90 (TL_MMA_TARGET_SM80 fragments: 32 lanes, 8-column B
+ * fragments, so NF = NCOLS / 8 = 4 weight rows per lane, 16-byte loads of weight codes). */
+#define KERNEL_LANES 32
+#define KERNEL_NF 4           /* NCOLS (32) / FRAG_N (8) */
+#define KERNEL_S1_WAVES 8     /* S1_THREADS / 32: split K */
+#define KERNEL_S2_WAVES 4     /* S2_THREADS / 32: split N */
+#define KERNEL_S1_NB 16       /* S1_NB: SwiGLU columns per item = 16 gate + 16 up weight rows */
+#define KERNEL_NCOLS 32       /* NCOLS: stage-2 columns per wave */
+#define KERNEL_S1_BLOCKS 2    /* __launch_bounds__ min blocks per SM, stage 1 */
+#define KERNEL_S2_BLOCKS 4    /* S2_MINB */
+#define KERNEL_TILE_M 16      /* TL_MOE_TILE_M */
+#define KERNEL_QUANT_ROWS 16  /* moe_quant_act: 128-thread blocks, 2048 threads per SM on sm_90 */
+/* moe_quant_act's barriers per 128-group: after the |x| store, 7 halving steps, after the store */
+#define QUANT_GROUP_SYNCS 9
+
+int tl_moe_tilelab_kernel(tl_moe_problem *p)
+{
+    if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
+    int E, k, width;
+    tl_model_moe_shape(p->model, &E, &k, &width);
+    /* bf16 stage 1 pairs two tiles of one expert per item once experts average 1.5 tiles */
+    int pair = p->stage == 1 && p->dtype == TL_MOE_BF16 &&
+               2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
+    /* Fmt<DT>: chunks in flight per wave (U; 1 with paired tiles) x 16-byte loads per weight row
+     * (W_VEC: fp8 reads 32 bytes, one 128-group over 4 lanes) */
+    int u = 1, vec = 1;
+    switch (p->dtype) {
+    case TL_MOE_BF16: u = pair ? 1 : 2; break;
+    case TL_MOE_FP8: vec = 2; break;
+    case TL_MOE_MXFP8: u = 2; break;
+    default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
+    }
+    int waves = p->stage == 1 ? KERNEL_S1_WAVES : KERNEL_S2_WAVES;
+    p->tile_m = pair ? 2 * KERNEL_TILE_M : KERNEL_TILE_M;
+    p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
+    p->blocks_per_cu = p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
+    p->inflight_kib = (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec * u / 1024.0;
+    /* the weight loads wait for the tile's sorted ids (and, for fp8, then the activation scales
+     * that go to shared memory before the first chunk) */
+    p->prologue_loads = p->dtype == TL_MOE_FP8 ? 2 : 1;
+    p->combine_kernel = p->stage == 2;
+    p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
+    p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
+    return 0;
+}
+
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -165,6 +220,18 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     int n_blocks = (N + tile_n - 1) / tile_n;
     int K_pad = (K + in.k - 1) / in.k * in.k;
     long long items = (long long)wl.n_tiles * n_blocks;
+    /* the walk below is O(tiles + waves) and a schedule O(items): bound both, so that an absurd
+     * shape (tile_n 1 against a huge hidden size) is an error, not a run of hours */
+    if ((items + hw->cus - 1) / hw->cus > TL_MOE_MAX_WAVES) {
+        tl_worklist_free(&wl);
+        return tl_error(TL_EUSAGE, "sim moe", "%lld work items make more than %lld waves of %d CUs; use a wider "
+                        "--tile-n or fewer tokens", items, (long long)TL_MOE_MAX_WAVES, hw->cus);
+    }
+    if (p->want_schedule && items > TL_MOE_MAX_SCHEDULE) {
+        tl_worklist_free(&wl);
+        return tl_error(TL_EUSAGE, "schedule", "%lld work items, more than the %lld a schedule keeps; use fewer "
+                        "tokens or a larger --tile-m", items, (long long)TL_MOE_MAX_SCHEDULE);
+    }
 
     r->tokens = p->tokens;
     r->stage = p->stage;
@@ -201,14 +268,22 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double item_compute_us = item_cycles / hw->clock_mhz * slow;
     r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
     double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps); /* GB/s = 1e3 B/us */
+    double lat = hw->hbm_latency_us;
+    int bpc = p->blocks_per_cu > 0 ? p->blocks_per_cu : 1;
+    /* one work item's own stream: its bytes in flight per DRAM round trip when the kernel states
+     * them, else the CU's stream (the problem's or the preset's) shared by its resident items */
     double cu_hbm = p->cu_gbps > 0 ? p->cu_gbps : hw->hbm_per_cu_gbps;
-    double cu_l2 = hw->l2_per_cu_gbps * cu_hbm / hw->hbm_per_cu_gbps;
+    double item_hbm = p->inflight_kib > 0 && lat > 0 ? p->inflight_kib * 1024.0 / lat / 1e3 : cu_hbm / bpc;
+    double item_l2 = hw->l2_per_cu_gbps * item_hbm / hw->hbm_per_cu_gbps;
     r->bw_gbps = bw;
+    int requant = p->stage == 2 && p->requant_kernel && p->dtype == TL_MOE_FP8;
+    int combine = p->stage == 2 && p->combine_kernel;
 
     /* bytes per element class */
-    double in_elem = p->stage == 1 ? di->act_bytes : 2.0; /* stage 2 reads the bf16 buffer */
-    double out_elem = 2.0;                                /* bf16 out of both stages */
-    double act_share = p->stage == 1 ? 1.0 / k : 1.0;     /* stage 1 reads each token once */
+    double in_elem = p->stage == 1 ? di->act_bytes            /* stage 2 reads the bf16 buffer, */
+                     : requant ? 1.0 + 4.0 / 128.0 : 2.0;     /* or its E4M3 re-quantization */
+    double out_elem = combine ? 4.0 : 2.0;                    /* fp32 partials for the combine */
+    double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
                   .stage = p->stage, .w_elem = di->weight_bytes, .in_elem = in_elem, .out_elem = out_elem,
@@ -216,13 +291,20 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double t = hw->launch_us;
     double mem_bound_us = 0, cmp_bound_us = 0;
     int cus = hw->cus, per_xcd = hw->cus / hw->xcds;
-    long long waves = (items + cus - 1) / cus;
+    long long slots = (long long)cus * bpc; /* items resident at once: one wave */
+    long long waves = (items + slots - 1) / slots;
+    /* a kernel without cross-item prefetch: every wave's items wait for their prologue's dependent
+     * loads, then one more round trip before the first weight bytes arrive, and end with the
+     * epilogue; the resident items of a wave start together, so the wave pays it once */
+    double wave_gap = p->prologue_loads > 0 ? p->prologue_loads * hw->load_chain_us + lat + hw->item_fixed_us : 0;
     r->waves = (int)(waves > INT32_MAX ? INT32_MAX : waves);
     int tile = 0, nb = 0; /* next work item: idx = tile * n_blocks + nb */
     double fixed_total = hw->launch_us;
     for (long long w = 0; w < waves; w++) {
-        long long first = w * cus, last = first + cus < items ? first + cus : items;
+        long long first = w * slots, last = first + slots < items ? first + slots : items;
         int a = (int)(last - first);
+        int on_cu = (a + cus - 1) / cus; /* items of the wave on the busiest CU share its matrix cores */
+        double compute_w = on_cu * item_compute_us;
         /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall */
         double wave_bytes = 0, wave_streamed = 0;
         for (long long left = a; left > 0;) {
@@ -241,27 +323,37 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         /* HBM ceiling on first touches; each CU's own stream on everything its item loads: misses at
          * the per-CU HBM rate, cache hits at the per-CU L2 rate */
         double hbm_us = wave_bytes / (bw * 1e3);
-        double stream_us = (wave_bytes / cu_hbm + (wave_streamed - wave_bytes) / cu_l2) /
+        double stream_us = (wave_bytes / item_hbm + (wave_streamed - wave_bytes) / item_l2) /
                            ((double)a * 1e3);
         double mem_us = hbm_us > stream_us ? hbm_us : stream_us;
-        /* the per-item fixed cost (prologue: dependent loads of sorted ids and gathered rows;
-         * epilogue) sits on each CU's own timeline, after its stream or its compute; HBM is shared
-         * and stays busy with the other CUs' loads meanwhile, so an HBM-bound wave hides it */
-        double fixed_w = hw->item_fixed_us;
-        double own_us = (stream_us > item_compute_us ? stream_us : item_compute_us) + fixed_w;
-        /* the first wave starts in step (every CU in its prologue at once): nothing hides it */
-        double wave_us = w == 0 ? hbm_us + fixed_w : hbm_us;
-        if (own_us > wave_us) wave_us = own_us;
-        if (hbm_us >= own_us - fixed_w || stream_us > item_compute_us) mem_bound_us += wave_us;
-        else cmp_bound_us += wave_us;
-        if (w == 0 || hbm_us < own_us) fixed_total += fixed_w;
+        double fixed_w, wave_us;
+        if (p->prologue_loads > 0) { /* no cross-item prefetch: nothing hides the wave's gap */
+            fixed_w = wave_gap;
+            wave_us = (mem_us > compute_w ? mem_us : compute_w) + fixed_w;
+            fixed_total += fixed_w;
+            if (mem_us >= compute_w) mem_bound_us += wave_us;
+            else cmp_bound_us += wave_us;
+        } else {
+            /* the per-item fixed cost (prologue: dependent loads of sorted ids and gathered rows;
+             * epilogue) sits on each CU's own timeline, after its stream or its compute; HBM is
+             * shared and stays busy with the other CUs' loads meanwhile, so an HBM-bound wave
+             * hides it */
+            fixed_w = hw->item_fixed_us;
+            double own_us = (stream_us > compute_w ? stream_us : compute_w) + fixed_w;
+            /* the first wave starts in step (every CU in its prologue at once): nothing hides it */
+            wave_us = w == 0 ? hbm_us + fixed_w : hbm_us;
+            if (own_us > wave_us) wave_us = own_us;
+            if (hbm_us >= own_us - fixed_w || stream_us > compute_w) mem_bound_us += wave_us;
+            else cmp_bound_us += wave_us;
+            if (w == 0 || hbm_us < own_us) fixed_total += fixed_w;
+        }
         r->memory_us += mem_us;
-        r->compute_us += item_compute_us;
+        r->compute_us += compute_w;
         if (r->items) { /* each item: its own bytes at its share of the wave's bandwidth */
             double per_item_hbm = bw / a * 1e3;
             for (long long idx = first; idx < last; idx++) {
                 tl_moe_item *it = &r->items[idx];
-                int pos = (int)(idx - first);
+                int pos = (int)((idx - first) % cus); /* the wave's items dealt round robin over CUs */
                 it->tile = (int)(idx / n_blocks);
                 it->n_block = (int)(idx % n_blocks);
                 it->xcd = pos % hw->xcds;
@@ -272,9 +364,9 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
                 byte_parts b = chunk_bytes(&c, it->tile, it->n_block, it->n_block + 1);
                 double miss = b.w + b.a + b.o + b.m;
                 double own = miss / per_item_hbm;
-                double stream = (miss / cu_hbm + (b.streamed - miss) / cu_l2) / 1e3;
+                double stream = (miss / item_hbm + (b.streamed - miss) / item_l2) / 1e3;
                 if (stream > own) own = stream;
-                double dur = (own > item_compute_us ? own : item_compute_us) + fixed_w;
+                double dur = (own > compute_w ? own : compute_w) + fixed_w;
                 it->start_us = t;
                 it->end_us = t + (dur < wave_us ? dur : wave_us);
             }
@@ -283,15 +375,51 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         t += wave_us;
     }
     tl_worklist_free(&wl);
+    r->kernels = 1;
+
+    /* stage 2's other kernels, each a further launch + its chain of dependent steps + its bytes at
+     * the HBM ceiling (moe.h) */
+    if (requant) {
+        double rows_per_round = (double)cus * (p->requant_rows_per_cu > 0 ? p->requant_rows_per_cu : 1);
+        double rounds = ceil((double)edges / rows_per_round);
+        double bytes = (double)edges * K * (2.0 + 1.0 + 4.0 / 128.0);
+        double group_us = hw->load_chain_us + QUANT_GROUP_SYNCS * hw->block_sync_us;
+        double chain = rounds * (K / 128.0 > 1 ? K / 128.0 : 1) * group_us, byte_us = bytes / (bw * 1e3);
+        r->act_bytes += bytes;
+        r->extra_us += hw->next_kernel_us + chain + byte_us;
+        fixed_total += hw->next_kernel_us + chain;
+        mem_bound_us += byte_us;
+        r->kernels++;
+    }
+    if (combine) {
+        double bytes = (double)edges * N * 4.0 + (double)p->tokens * N * 4.0;
+        double byte_us = bytes / (bw * 1e3);
+        r->out_bytes += bytes;
+        double chain = k * hw->load_chain_us; /* a thread's k loads, one after another */
+        r->extra_us += hw->next_kernel_us + chain + byte_us;
+        fixed_total += hw->next_kernel_us + chain;
+        mem_bound_us += byte_us;
+        r->kernels++;
+    }
+    t += r->extra_us;
+    if (p->after_flush) { /* the stage's loads first evict the flush's dirty lines: HBM writes */
+        double l2_bytes = hw->flush_dirty_mb * 1e6;
+        double read = r->weight_bytes + r->act_bytes + r->meta_bytes;
+        r->writeback_bytes = read < l2_bytes ? read : l2_bytes;
+        r->writeback_us = r->writeback_bytes / (bw * 1e3);
+        r->memory_us += r->writeback_us;
+        mem_bound_us += r->writeback_us;
+        t += r->writeback_us;
+    }
 
     r->fixed_us = fixed_total;
     r->time_us = t;
     r->hbm_bytes = r->weight_bytes + r->act_bytes + r->out_bytes + r->meta_bytes;
     r->intensity = r->flops_useful / r->hbm_bytes;
 
-    long long last_items = items - (waves - 1) * cus;
+    long long last_items = items - (waves - 1) * slots;
     if (r->fixed_us > 0.5 * r->time_us) r->limiter = "fixed";
-    else if (waves >= 2 && last_items * 2 < cus && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
+    else if (waves >= 2 && last_items * 2 < slots && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
     else if (mem_bound_us >= cmp_bound_us) r->limiter = "hbm";
     else if (r->flops_issued >= 2.0 * r->flops_useful) r->limiter = "padding";
     else r->limiter = "matrix";

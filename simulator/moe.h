@@ -46,6 +46,41 @@
  *    HBM is shared and stays busy with the other CUs' loads, so an HBM-bound wave hides it (except
  *    the first wave, whose CUs all start in step: it pays HBM time + fixed). Plus hw->launch_us
  *    once. fixed_us reports launch + the fixed costs not hidden.
+ *  - The kernel's own geometry (tl_moe_problem's geometry fields; tl_moe_tilelab_kernel sets this
+ *    project's kernels/moe.hip), terms measured or derived on the H200 (presets/hw/h200.json has
+ *    each value and its source; other presets leave them out and keep the rules above):
+ *    * blocks_per_cu items are resident per CU, so a wave holds cus x blocks_per_cu items, and the
+ *      items of a wave on one CU share its matrix cores (compute of a wave = items on the busiest CU
+ *      x one item's compute).
+ *    * inflight_kib: one item's stream = its bytes in flight / hbm_latency_us (0.85 us on the H200:
+ *      a loaded round trip, from the per-SM streaming test). kernels/moe.hip keeps 32 KiB in flight
+ *      per stage-1 block (8 warps x 32 lanes x 4 weight rows x 16-byte loads x 2 chunks; fp8: 32-byte
+ *      loads x 1 chunk) and 16 KiB per stage-2 block (4 warps), so 64 KiB per SM in both stages.
+ *    * prologue_loads > 0 (no cross-item prefetch): every wave pays prologue_loads x load_chain_us
+ *      (its dependent loads: the sorted ids, and for fp8 then the activation scales staged in
+ *      shared memory) + hbm_latency_us (the ramp-up: the first weight bytes arrive one loaded round
+ *      trip after issue, and the HBM term assumes a full pipe) + item_fixed_us (epilogue), after the
+ *      larger of its memory and compute time; nothing hides it. load_chain_us = 0.33 us (measured
+ *      here: a chain of dependent loads, pointer chase).
+ *    * Kernels: the first costs launch_us (2.75 us: an event-timed graph of one empty kernel after
+ *      the bench's flush), each further one of the stage next_kernel_us (0.74 us: graphs of 1-4
+ *      empty kernels). Stage 2 with combine_kernel writes fp32 partials (edges x hidden x 4 bytes)
+ *      and a combine kernel reads them and writes tokens x hidden fp32: next_kernel_us + k x
+ *      load_chain_us (a thread's k loads run one after another: measured 2.4 us over an empty
+ *      kernel at M = 1) + its bytes at the HBM ceiling. fp8 stage 2 with requant_kernel first
+ *      re-quantizes each routed row (read bf16, write E4M3 + fp32 scales per 128, in act_bytes):
+ *      next_kernel_us + rounds x (width / 128) x (load_chain_us + 9 x block_sync_us) + its bytes,
+ *      where a row is a 128-thread block that walks its groups one after another (load, 7-step
+ *      block max, store: 9 barriers), requant_rows_per_cu rows resident per CU, rounds =
+ *      ceil(edges / (cus x requant_rows_per_cu)); block_sync_us = 0.05 is derived from the measured
+ *      0.79 us per group of a copy of that kernel. extra_us reports both.
+ *    * after_flush: `tilelab bench` writes 256 MiB before each timed iteration, so the L2 starts
+ *      full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
+ *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
+ *      a 470 MiB read takes 9.7 us longer after a store pass than after a read pass).
+ *    Result of these terms against the kernel measured on the H200 (run 6, DeepSeek-V3.2 full width,
+ *    balanced routing): within 10% for M = 1..256, both stages, bf16 and fp8
+ *    (tests/test_sim_vs_h200.c); at M = 1024 the prediction is 10-35% off (next paragraph).
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
@@ -53,7 +88,11 @@
  *    (padding at least halves the useful rate); else "matrix".
  *
  * Ignored by the model (and stated so): L2/MALL capacity (every re-read of weights and activations
- * after the first is assumed to hit); LDS capacity and occupancy; instruction issue, address
+ * after the first is assumed to hit; on the H200 at M = 1024, where each expert has two 16-row
+ * tiles whose items run side by side, the second read mostly misses: fp8 stage 1 and both stage-2
+ * types are under-predicted by about 35%); the order the kernel deals its items in (kernels/moe.hip
+ * deals n-block-major, the model tile-major; totals are the same, the per-wave mix is not); the
+ * grid's empty blocks beyond the real tiles; LDS capacity and occupancy; instruction issue, address
  * arithmetic and waits; the VALU work of dequantizing INT4/FP4/FP8 weights to bf16 (a16w4, mxfp4,
  * mxfp8), of block scaling, of the SwiGLU and of the combine; clock throttling under load; atomic
  * contention in the combine; routing (top-k/softmax) and the sort kernel's own time; TP all-reduce;
@@ -91,6 +130,22 @@ typedef struct {
     int want_schedule;   /* nonzero: fill result->items (costs memory per work item) */
     double cu_gbps;      /* the modelled kernel's per-CU HBM stream (bytes in flight / latency);
                             0 = the preset's hbm_per_cu_gbps; the L2-hit rate scales with it */
+    /* The kernel's geometry beyond its tile (all 0 = the generic kernel described above; for this
+     * project's kernels/moe.hip, tl_moe_tilelab_kernel fills them): */
+    int blocks_per_cu;   /* work items resident on one CU at once (0 = 1): a wave holds cus x this */
+    double inflight_kib; /* KiB of loads one work item keeps in flight; with the preset's
+                            hbm_latency_us it sets the per-item stream (overrides cu_gbps) */
+    int prologue_loads;  /* > 0: the items do not prefetch across items, and each item's weight stream
+                            starts after this many dependent DRAM round trips (ids -> rows / scales);
+                            every wave pays (prologue_loads + 1) x hbm_latency_us + item_fixed_us */
+    int combine_kernel;  /* stage 2: the GEMM writes fp32 partials per routed row and a separate
+                            kernel sums each token's k rows (deterministic combine) */
+    int requant_kernel;  /* fp8 stage 2: a separate kernel re-quantizes the bf16 activations to E4M3
+                            in 1x128 groups (one row per block) before the GEMM */
+    int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
+    int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
+                            `tilelab bench` flushes it, kernels/bench.hip): the L2 starts full of
+                            dirty lines, which its loads write back to HBM first */
 } tl_moe_problem;
 
 /* One work item of the schedule (for the timeline picture). */
@@ -119,15 +174,31 @@ typedef struct {
     double intensity;    /* flops_useful / hbm_bytes */
     double compute_us, memory_us, fixed_us, time_us;
     double tail_us;      /* time of the last wave */
+    double extra_us;     /* time of the stage's other kernels (combine, re-quantization), in time_us */
+    double writeback_bytes, writeback_us; /* after_flush: dirty L2 lines written back, in time_us */
+    int kernels;         /* kernels the stage launches */
     double bw_gbps;      /* the full-GPU bandwidth used */
     double matrix_tflops;/* the instruction rate used (measured-scaled) */
     const char *limiter; /* "hbm", "matrix", "padding", "fixed", "tail" (static string) */
     tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
 } tl_moe_result;
 
+/* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
+ * combine_kernel, requant_kernel, requant_rows_per_cu) to those of this project's fused MoE kernel
+ * (kernels/moe.hip, as built for sm_90) for p->dtype, p->stage, p->tokens and p->model; the other
+ * fields are left alone. The values mirror kernels/moe.hip's constants (S1_NB, NCOLS, S1_THREADS,
+ * S2_THREADS, the blocks per SM of __launch_bounds__, Fmt<>::U and KRUN, the tile pairing rule,
+ * moe_quant_act's 128-thread row blocks): change them together. TL_EUSAGE when p or its model is NULL. */
+int tl_moe_tilelab_kernel(tl_moe_problem *p);
+
+/* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */
+#define TL_MOE_MAX_WAVES (1LL << 24)
+#define TL_MOE_MAX_SCHEDULE (1LL << 22)
+
 /* Runs the model. Errors (TL_EUSAGE): NULL hw/model, tokens < 1 or > 2^31 - 1, stage not 1 or 2,
  * tp < 1 or not dividing the width, tile_m the instruction cannot use, E or k = 0, k > E, a dtype the
- * hw cannot run at all, tokens * k too large. TL_EFAIL on allocation failure. On success the caller
+ * hw cannot run at all, tokens * k too large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
+ * more than TL_MOE_MAX_SCHEDULE work items. TL_EFAIL on allocation failure. On success the caller
  * frees with tl_moe_result_free. Cost: O(M*k + E + tiles + waves), plus O(work items) time and
  * memory when want_schedule; `tilelab bench sim` (2940 runs up to M = 8192) takes about 0.16 s. */
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r);

@@ -1,10 +1,12 @@
 /* Preset JSON reading: embedded presets or files, with errors that name file, line and column. */
 #include "presets.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../core/embedded.h"
 
@@ -35,8 +37,14 @@ int tl_preset_read(const char *kind, const char *spec, const char *what, json_t 
     if (is_path(spec)) {
         snprintf(label, label_len, "%s", spec);
         FILE *f = fopen(spec, "rb");
-        if (!f) return tl_error(TL_EUSAGE, what, "cannot open '%s'", spec);
-        root = json_loadf(f, 0, &err);
+        if (!f) return tl_error(TL_EUSAGE, what, "cannot open '%s': %s", spec, strerror(errno));
+        struct stat st;
+        if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+            fclose(f);
+            return tl_error(TL_EUSAGE, what, "'%s' is not a regular file", spec);
+        }
+        /* a key given twice is ambiguous (which value did the author mean?) */
+        root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
         fclose(f);
     } else {
         char name[256];
@@ -49,7 +57,7 @@ int tl_preset_read(const char *kind, const char *spec, const char *what, json_t 
             return tl_error(TL_EUSAGE, what, "unknown preset '%s' (one of %s, or a path to a .json file)",
                             spec, names);
         }
-        root = json_loadb(e->data, e->size, 0, &err);
+        root = json_loadb(e->data, e->size, JSON_REJECT_DUPLICATES, &err);
     }
     if (!root)
         return tl_error(TL_EUSAGE, what, "%s:%d:%d: malformed JSON: %s", label, err.line, err.column,
@@ -137,6 +145,10 @@ int tl_json_get_str(json_t *obj, const char *key, const char *label, int require
     if (!json_is_string(v)) return tl_error(TL_EUSAGE, label, "field '%s' must be a string", key);
     const char *s = json_string_value(v);
     if (strlen(s) >= len) return tl_error(TL_EUSAGE, label, "field '%s' is too long", key);
+    if (required && !s[0]) return tl_error(TL_EUSAGE, label, "field '%s' is empty", key);
+    for (const char *c = s; *c; c++) /* names go into table cells, titles and one-line errors */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return tl_error(TL_EUSAGE, label, "field '%s' holds a control character", key);
     memcpy(out, s, strlen(s) + 1);
     return 0;
 }

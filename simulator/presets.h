@@ -12,7 +12,8 @@
 
 /* Parses spec into *out (a new reference the caller releases with json_decref). label gets a name
  * for messages (the path, or "presets/<kind>/<name>.json"). `what` is the option for messages
- * ("--hw"). The root must be an object. TL_EUSAGE on any error. */
+ * ("--hw"). The root must be an object; a path must be a regular file; a key given twice in one
+ * object is an error. TL_EUSAGE on any error. */
 int tl_preset_read(const char *kind, const char *spec, const char *what, json_t **out, char *label,
                    size_t label_len);
 
@@ -21,7 +22,8 @@ int tl_preset_read(const char *kind, const char *spec, const char *what, json_t 
 const char *const *tl_preset_names(const char *kind);
 
 /* Field readers: a missing field is an error when `required` (the message names it and the file),
- * otherwise *out keeps its value. A wrong type or a value outside [lo, hi] is an error. */
+ * otherwise *out keeps its value. A wrong type or a value outside [lo, hi] is an error; so is a
+ * string with a control character, or an empty one when required. */
 int tl_json_get_int(json_t *obj, const char *key, const char *label, int required, long lo, long hi,
                     int *out);
 int tl_json_get_num(json_t *obj, const char *key, const char *label, int required, double lo,

@@ -200,14 +200,17 @@ static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
 {
     FILE *f = fopen(path, "r");
     if (!f) return tl_error(TL_EUSAGE, "--routing", "cannot open trace '%s'", path);
-    char line[8192];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
     int lineno = 0, have = 0;
-    while (have < tokens && fgets(line, sizeof line, f)) {
+    while (have < tokens && (got = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+        if (got > 65536 || memchr(line, '\0', (size_t)got)) { /* a NUL would hide the rest of the line */
+            free(line);
             fclose(f);
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: line too long", path, lineno);
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: %s", path, lineno,
+                            got > 65536 ? "line too long" : "not text (a NUL byte)");
         }
         char *p = line;
         while (*p == ' ' || *p == '\t') p++;
@@ -217,30 +220,38 @@ static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
         long v;
         while ((st = next_id(&p, &v)) == 1) {
             if (n >= k) {
+                free(line);
                 fclose(f);
                 return tl_error(TL_EUSAGE, "--routing", "%s:%d: more than k = %d expert ids", path, lineno, k);
             }
             if (v < 0 || v >= E) {
+                free(line);
                 fclose(f);
                 return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %ld outside [0, %d)", path, lineno, v, E);
             }
             if (already(row, n, (int32_t)v)) {
+                free(line);
                 fclose(f);
                 return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert %ld appears twice", path, lineno, v);
             }
             row[n++] = (int32_t)v;
         }
         if (st < 0) {
+            free(line);
             fclose(f);
             return tl_error(TL_EUSAGE, "--routing", "%s:%d: not a list of expert ids", path, lineno);
         }
         if (n != k) {
+            free(line);
             fclose(f);
             return tl_error(TL_EUSAGE, "--routing", "%s:%d: %d expert ids, expected k = %d", path, lineno, n, k);
         }
         have++;
     }
+    int unreadable = ferror(f); /* e.g. a folder */
+    free(line);
     fclose(f);
+    if (unreadable) return tl_error(TL_EUSAGE, "--routing", "cannot read trace '%s'", path);
     if (have == 0) return tl_error(TL_EUSAGE, "--routing", "%s: no tokens in the trace", path);
     for (int t = have; t < tokens; t++) /* repeat the trace */
         memcpy(ids + (int64_t)t * k, ids + (int64_t)(t % have) * k, (size_t)k * sizeof *ids);

@@ -287,6 +287,56 @@ static void test_bad_input(void **state)
     assert_null(r.items);
 }
 
+/* The project kernel's geometry and the terms that go with it (simulator/moe.h), by hand on the
+ * h200 preset. */
+static void test_tilelab_kernel_terms(void **state)
+{
+    (void)state;
+    tl_moe_problem p = problem(&hw200, &ds, TL_MOE_BF16, 1, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_int_equal(p.tile_m, 16);
+    assert_int_equal(p.tile_n, 32); /* 16 gate + 16 up rows */
+    assert_int_equal(p.blocks_per_cu, 2);
+    assert_true(p.inflight_kib == 32.0);
+    assert_int_equal(p.prologue_loads, 1);
+    assert_int_equal(p.combine_kernel + p.requant_kernel, 0);
+    tl_moe_result a = run(p);
+    assert_int_equal(a.work_items, 8 * 128);
+    assert_int_equal(a.waves, 4); /* 1024 items over 132 SMs x 2 */
+    assert_int_equal(a.kernels, 1);
+    /* the bench's flush: the L2's dirty lines go back to HBM first */
+    p.after_flush = 1;
+    tl_moe_result b = run(p);
+    assert_true(b.writeback_bytes == hw200.flush_dirty_mb * 1e6);
+    assert_true(fabs(b.time_us - a.time_us - hw200.flush_dirty_mb * 1e6 / (4398.0 * 1e3)) < 1e-9);
+    /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, one chunk in flight */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
+    /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 128 && p.blocks_per_cu == 4 && p.combine_kernel && !p.requant_kernel);
+    tl_moe_result c = run(p);
+    assert_int_equal(c.kernels, 2);
+    double comb_bytes = 8.0 * 7168 * 4 + 7168.0 * 4; /* fp32 partials in, the token's sum out */
+    assert_true(fabs(c.extra_us - (hw200.next_kernel_us + 8 * hw200.load_chain_us + comb_bytes / 4398e3)) < 1e-9);
+    p = problem(&hw200, &ds, TL_MOE_FP8, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.requant_kernel && p.prologue_loads == 2);
+    tl_moe_result d = run(p);
+    assert_int_equal(d.kernels, 3);
+    /* 8 rows fit one round: 2048 / 128 = 16 groups, each a load and 9 barrier steps */
+    double quant = hw200.next_kernel_us + 16 * (hw200.load_chain_us + 9 * hw200.block_sync_us) +
+                   8.0 * 2048 * (2.0 + 1.0 + 4.0 / 128) / 4398e3;
+    assert_true(fabs(d.extra_us - quant - c.extra_us) < 1e-9);
+    /* presets without the keys fall back: no chain longer than a launch, the L2 as the dirty bytes */
+    assert_true(hw355.next_kernel_us == hw355.launch_us && hw355.block_sync_us == 0);
+    assert_true(fabs(hw355.flush_dirty_mb - hw355.l2_mib_per_xcd * hw355.xcds * 1.048576) < 1e-9);
+    p.blocks_per_cu = -1;
+    assert_int_equal(tl_moe_sim(&p, &d), TL_EUSAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,7 +344,7 @@ int main(void)
         cmocka_unit_test(test_k_padding),              cmocka_unit_test(test_limiters),
         cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
         cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_cu_stream),
+        cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

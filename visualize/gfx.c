@@ -6,6 +6,7 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <pango/pangocairo.h>
 #include <stdlib.h>
@@ -48,10 +49,10 @@ static int kind_from_path(const char *path, surf_kind *kind)
 }
 
 /* Creates the temporary file up front so that an unwritable folder fails at open time. */
-static int probe_tmp(const char *tmp)
+static int probe_tmp(const tl_atomic *out)
 {
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return tl_error(TL_EFAIL, tmp, "cannot create the picture file");
+    FILE *f = fopen(out->tmp, "wb");
+    if (!f) return tl_error(TL_EFAIL, out->path, "cannot create the picture file: %s", strerror(errno));
     fclose(f);
     return TL_OK;
 }
@@ -117,7 +118,8 @@ tl_gfx *tl_gfx_open(const char *path, double width_pt, double height_pt)
     g->h = height_pt;
     int rc = tl_atomic_begin(&g->out, path);
     if (rc) open_status = rc;
-    if (rc || probe_tmp(g->out.tmp)) {
+    if (rc || probe_tmp(&g->out)) {
+        if (!rc) tl_atomic_abort(&g->out); /* unregisters the temporary name */
         free(g);
         return NULL;
     }

@@ -179,6 +179,13 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
         ms[nms++] = (int)p;
         if (p * 3 / 2 <= max_tokens && p >= 2) ms[nms++] = (int)(p * 3 / 2);
     }
+    /* every curve point builds a worklist of M*k rows: bound the total (2^25 rows, seconds) */
+    double rows = 0, ksum = 0;
+    for (int b = 0; b < nk; b++) ksum += topk[b];
+    for (int i = 0; i < nms; i++) rows += (double)ms[i] * ksum * ne * nm;
+    if (rows > 33554432.0)
+        return tl_error(TL_EUSAGE, "--max-tokens", "%d tokens over these curves is %.3g routed rows to simulate, "
+                        "more than 2^25", max_tokens, rows);
     double ymax = 1;
     for (int c = 0; c < nm; c++) ymax = fmax(ymax, tile_m[c]);
     const double W = 760, H = 500;

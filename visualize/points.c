@@ -2,6 +2,7 @@
 #include "points.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,10 @@
 #include <time.h>
 
 #define MAX_FILE_BYTES (64L << 20)
+/* A roofline with more kernels than this is unreadable, and the folding below is O(launches x
+ * points) after an O(launches^2) worst case in launch_get: both stay bounded (seconds). */
+#define MAX_POINTS 4096
+#define MAX_LAUNCHES 20000
 
 /* ---- a small RFC 4180 reader: quoted fields may hold commas, "" and newlines ---- */
 
@@ -185,6 +190,7 @@ static launch *launch_get(launch_set *s, const char *id, const char *name)
     if (s->last >= 0 && s->last < s->n && strcmp(s->l[s->last].id, id) == 0) return &s->l[s->last];
     for (int i = 0; i < s->n; i++)
         if (strcmp(s->l[i].id, id) == 0) return &s->l[s->last = i];
+    if (s->n >= MAX_LAUNCHES) return NULL;
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 16;
         launch *nl = realloc(s->l, nc * sizeof *nl);
@@ -212,8 +218,10 @@ static void short_label(const char *name, char *out, size_t n)
     else snprintf(out, n, "%.*s", (int)(len < n - 1 ? len : n - 1), name);
 }
 
-static int add_point(tl_points *out, const tl_point *pt)
+static int add_point(tl_points *out, const tl_point *pt, const char *file)
 {
+    if (out->n >= MAX_POINTS)
+        return tl_error(TL_EUSAGE, file, "more than %d points (kernels) in one file", MAX_POINTS);
     tl_point *np = realloc(out->pts, (out->n + 1) * sizeof *np);
     if (!np) return tl_error(TL_EFAIL, "points", "out of memory");
     out->pts = np;
@@ -222,8 +230,9 @@ static int add_point(tl_points *out, const tl_point *pt)
 }
 
 /* Folds launches into one point per kernel name (in order of first appearance). */
-static int fold_launches(const launch_set *s, const char *file, tl_points *out)
+static int fold_launches(const launch_set *s, const char *file, tl_points *out, int *unplaced_out)
 {
+    int unplaced = 0;
     for (int i = 0; i < s->n; i++) {
         const launch *l = &s->l[i];
         if (!(l->have & HAVE_TIME))
@@ -255,13 +264,28 @@ static int fold_launches(const launch_set *s, const char *file, tl_points *out)
             pt.time_us += m->time_us;
             pt.launches++;
         }
-        if (!(pt.bytes > 0) || !(pt.time_us > 0) || !(pt.flops > 0))
-            return tl_error(TL_EUSAGE, file, "kernel '%s' has zero FLOPs, bytes or time", l->name);
+        if (!(pt.time_us > 0)) return tl_error(TL_EUSAGE, file, "kernel '%s' has zero time", l->name);
+        if (!(pt.bytes > 0) || !(pt.flops > 0)) { /* no place on a log-log roofline */
+            unplaced++;
+            continue;
+        }
         pt.intensity = pt.flops / pt.bytes;
         pt.tflops = pt.flops / (pt.time_us * 1e6);
-        if (add_point(out, &pt)) return TL_EFAIL;
+        int rc = add_point(out, &pt, file);
+        if (rc) return rc;
     }
+    *unplaced_out = unplaced;
+    if (out->n == 0) return tl_error(TL_EUSAGE, file, "no kernel has both FLOPs and DRAM bytes > 0");
     return TL_OK;
+}
+
+/* Appends "; N kernels without FLOPs or bytes left out" to the footer's provenance. */
+static void note_unplaced(tl_points *out, int unplaced)
+{
+    size_t l = strlen(out->source);
+    if (unplaced)
+        snprintf(out->source + l, sizeof out->source - l, "; %d kernel%s without FLOPs or bytes left out",
+                 unplaced, unplaced > 1 ? "s" : "");
 }
 
 /* ---- Nsight Compute ---- */
@@ -313,6 +337,8 @@ static int ncu_value(launch_set *s, const char *id, const char *kname, const cha
     if (scale == 0) return tl_error(TL_EUSAGE, file, "line %d: unknown unit '%s' for %s", line, unit, metric);
     v *= scale;
     launch *l = launch_get(s, id, kname);
+    if (!l && s->n >= MAX_LAUNCHES)
+        return tl_error(TL_EUSAGE, file, "more than %d kernel launches (profile fewer)", MAX_LAUNCHES);
     if (!l) return tl_error(TL_EFAIL, file, "out of memory");
     if (tensor) l->flops += v, l->have |= HAVE_TENSOR;
     else if (scalar) l->flops += v * scalar, l->have |= HAVE_SCALAR;
@@ -359,9 +385,12 @@ static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *f
     }
     if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
-    if (rc == TL_OK) rc = fold_launches(&s, file, out);
-    if (rc == TL_OK)
+    int unplaced = 0;
+    if (rc == TL_OK) rc = fold_launches(&s, file, out, &unplaced);
+    if (rc == TL_OK) {
         snprintf(out->source, sizeof out->source, "measured with Nsight Compute%s%s", cc[0] ? " on compute capability " : "", cc);
+        note_unplaced(out, unplaced);
+    }
     free(s.l);
     row_free(&r);
     row_free(&units);
@@ -425,7 +454,9 @@ static int parse_rocprof(const char **pp, int *line, const csv_row *h, const cha
         }
         launch *l = launch_get(&s, id, fld(&r, c_name));
         if (!l) {
-            rc = tl_error(TL_EFAIL, file, "out of memory");
+            rc = s.n >= MAX_LAUNCHES
+                     ? tl_error(TL_EUSAGE, file, "more than %d kernel dispatches (profile fewer)", MAX_LAUNCHES)
+                     : tl_error(TL_EFAIL, file, "out of memory");
             break;
         }
         l->time_us = (t1 - t0) * 1e-3; /* the same dispatch repeats its timestamps on every row */
@@ -448,8 +479,12 @@ static int parse_rocprof(const char **pp, int *line, const csv_row *h, const cha
         if (l->rd32 > l->rd || l->wr64 > l->wr)
             rc = tl_error(TL_EUSAGE, file, "kernel '%s': sized requests exceed all requests", l->name);
     }
-    if (rc == TL_OK) rc = fold_launches(&s, file, out);
-    if (rc == TL_OK) snprintf(out->source, sizeof out->source, "measured with rocprofv3");
+    int unplaced = 0;
+    if (rc == TL_OK) rc = fold_launches(&s, file, out, &unplaced);
+    if (rc == TL_OK) {
+        snprintf(out->source, sizeof out->source, "measured with rocprofv3");
+        note_unplaced(out, unplaced);
+    }
     free(s.l);
     row_free(&r);
     return rc;
@@ -492,7 +527,7 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
     int def_measured = comment ? provenance_of(comment) : -1;
     if (def_measured < 0 && c_lim >= 0) def_measured = 0;
     csv_row r = {0};
-    int rc = TL_OK, got;
+    int rc = TL_OK, got, unplaced = 0;
     char first_src[200] = "";
     while ((got = csv_next(pp, &r, line)) == 1) {
         if (is_blank(&r) || fld(&r, 0)[0] == '#') continue;
@@ -516,9 +551,15 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
             pt.flops = v[0];
             pt.bytes = v[1];
             pt.time_us = v[2];
-            if (!(pt.bytes > 0) || !(pt.time_us > 0) || !(pt.flops > 0)) {
-                rc = tl_error(TL_EUSAGE, file, "line %d: flops, bytes and time must be > 0", r.line);
+            if (!(pt.time_us > 0)) {
+                rc = tl_error(TL_EUSAGE, file, "line %d: time must be > 0", r.line);
                 break;
+            }
+            /* a kernel without FLOPs or without HBM bytes (bench roofline's matrix loops and HBM
+             * kernels) has no place on a log-log roofline: left out, and said so in the footer */
+            if (!(pt.bytes > 0) || !(pt.flops > 0)) {
+                unplaced++;
+                continue;
             }
             pt.intensity = pt.flops / pt.bytes;
             pt.tflops = pt.flops / (pt.time_us * 1e6);
@@ -541,10 +582,11 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
             if (!first_src[0]) snprintf(first_src, sizeof first_src, "%s", fld(&r, c_src));
         }
         if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", fld(&r, c_hw));
-        if ((rc = add_point(out, &pt))) break;
+        if ((rc = add_point(out, &pt, file))) break;
     }
     if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
-    if (rc == TL_OK && out->n == 0) rc = tl_error(TL_EUSAGE, file, "no data rows");
+    if (rc == TL_OK && out->n == 0)
+        rc = tl_error(TL_EUSAGE, file, unplaced ? "no row has both flops and bytes > 0" : "no data rows");
     if (rc == TL_OK) {
         if (first_src[0]) snprintf(out->source, sizeof out->source, "%s", first_src);
         else if (comment && provenance_of(comment) >= 0) snprintf(out->source, sizeof out->source, "%s", comment);
@@ -552,6 +594,10 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
             snprintf(out->source, sizeof out->source, "simulated on preset %s", hw_name);
         else if (def_measured == 0) snprintf(out->source, sizeof out->source, "simulated");
         else snprintf(out->source, sizeof out->source, "source not stated");
+        size_t l = strlen(out->source);
+        if (unplaced)
+            snprintf(out->source + l, sizeof out->source - l, "; %d row%s without FLOPs or bytes left out",
+                     unplaced, unplaced > 1 ? "s" : "");
     }
     row_free(&r);
     return rc;
@@ -612,7 +658,12 @@ int tl_points_read(const char *path, tl_points *out)
 {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
-    if (!f) return tl_error(TL_EUSAGE, path, "cannot read the points file");
+    if (!f) return tl_error(TL_EUSAGE, path, "cannot read the points file: %s", strerror(errno));
+    struct stat fst;
+    if (fstat(fileno(f), &fst) != 0 || !S_ISREG(fst.st_mode)) { /* a folder, a pipe, a device */
+        fclose(f);
+        return tl_error(TL_EUSAGE, path, "not a regular file");
+    }
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || size > MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {

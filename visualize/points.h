@@ -32,8 +32,11 @@
  *      time   = End_Timestamp - Start_Timestamp (ns).
  *    Dispatches of the same kernel name are summed into one point. Measured.
  *
- * Errors (TL_EUSAGE, one line naming the file and line): unreadable file, unknown header, a
- * malformed number, a negative or non-finite value, a point without FLOPs, bytes or time, no rows.
+ * A row or kernel with zero FLOPs or zero bytes (e.g. `bench roofline --points`'s matrix loops and
+ * HBM kernels) has no place on a log-log roofline: it is left out, and `source` says how many were.
+ * Errors (TL_EUSAGE, one line naming the file and line): unreadable or not a regular file, unknown
+ * header, a malformed number, a negative or non-finite value, zero time, a kernel without a FLOP,
+ * byte or time counter, no placeable row, more than 4096 points or 20000 profiled launches.
  */
 #ifndef TL_POINTS_H
 #define TL_POINTS_H

@@ -1,0 +1,120 @@
+/* The MoE cost model against the fused MoE kernel measured on the H200 (issue 5: within 15% for
+ * M <= 256). Reads the committed `tilelab bench moe --format csv` files below, re-runs tl_moe_sim
+ * for every row with the h200 preset and the kernel's own geometry (tl_moe_tilelab_kernel, as
+ * `tilelab bench moe` does), prints the table (measured, the prediction recorded at the time, the
+ * prediction now) and asserts |error| <= 15% for every row with tokens <= 256. Rows above 256 are
+ * printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1
+ * (bench/results/h200_moe_notes.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simulator/moe.h"
+
+/* The measured runs: point these at a later run's files. */
+static const char *const measured_csvs[] = {
+    "bench/results/h200_moe_bench_bf16_run6.csv",
+    "bench/results/h200_moe_bench_fp8_run6.csv",
+};
+#define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
+#define MAX_ASSERTED_TOKENS 256
+#define TOLERANCE_PCT 15.0
+
+#define MAX_COLS 32
+#define LINE_LEN 1024
+
+/* Splits a CSV line (no quoted commas in these files) in place; returns the field count. */
+static int split_csv(char *line, char **f)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *s = line; n < MAX_COLS;) {
+        f[n++] = s;
+        char *c = strchr(s, ',');
+        if (!c) break;
+        *c = '\0';
+        s = c + 1;
+    }
+    return n;
+}
+
+static int column(char **hdr, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(hdr[i], name) == 0) return i;
+    fail_msg("column '%s' missing", name);
+    return -1;
+}
+
+static void test_h200_prediction(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    tl_model model;
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    assert_int_equal(tl_model_load("deepseek-v3.2", &model), 0);
+    int rows = 0, asserted = 0, outside = 0;
+    printf("%-6s %5s %6s %10s %10s %8s %10s %8s %s\n", "dtype", "stage", "tokens", "meas_us", "then_us", "then%",
+           "sim_us", "err%", "limiter");
+    for (size_t fi = 0; fi < N_CSVS; fi++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", TL_SOURCE_DIR, measured_csvs[fi]);
+        FILE *fp = fopen(path, "r");
+        if (!fp) fail_msg("cannot open %s", path);
+        char hline[LINE_LEN], line[LINE_LEN];
+        char *hdr[MAX_COLS], *f[MAX_COLS];
+        assert_non_null(fgets(hline, sizeof hline, fp));
+        int nh = split_csv(hline, hdr);
+        int c_stage = column(hdr, nh, "stage"), c_tok = column(hdr, nh, "tokens"), c_dt = column(hdr, nh, "dtype"),
+            c_t = column(hdr, nh, "time_us"), c_sim = column(hdr, nh, "sim_us"), c_name = column(hdr, nh, "name");
+        while (fgets(line, sizeof line, fp)) {
+            if (line[0] == '\n' || line[0] == '\0') continue;
+            int n = split_csv(line, f);
+            assert_int_equal(n, nh);
+            assert_null(strstr(f[c_name], " tp")); /* the runs are full width */
+            tl_moe_problem p;
+            memset(&p, 0, sizeof p);
+            p.hw = &hw;
+            p.model = &model;
+            assert_int_equal(tl_moe_dtype_parse(f[c_dt], &p.dtype), 0);
+            p.stage = atoi(f[c_stage]);
+            p.tokens = atoi(f[c_tok]);
+            assert_int_equal(tl_routing_parse("balanced", &p.routing), 0);
+            p.seed = 1;
+            p.tp = 1;
+            assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+            p.after_flush = 1; /* timed after the bench's 256 MiB L2 flush */
+            tl_moe_result r;
+            assert_int_equal(tl_moe_sim(&p, &r), 0);
+            double meas = atof(f[c_t]), then = atof(f[c_sim]);
+            assert_true(meas > 0);
+            double err = 100.0 * (r.time_us - meas) / meas;
+            int checked = p.tokens <= MAX_ASSERTED_TOKENS;
+            printf("%-6s %5d %6d %10.2f %10.2f %+8.1f %10.2f %+8.1f %s%s\n", f[c_dt], p.stage, p.tokens, meas, then,
+                   100.0 * (then - meas) / meas, r.time_us, err, r.limiter, checked ? "" : "  (not asserted)");
+            rows++;
+            if (checked) {
+                asserted++;
+                if (fabs(err) > TOLERANCE_PCT) outside++;
+            }
+            tl_moe_result_free(&r);
+        }
+        fclose(fp);
+    }
+    printf("%d rows, %d with tokens <= %d, %d outside %.0f%%\n", rows, asserted, MAX_ASSERTED_TOKENS, outside,
+           TOLERANCE_PCT);
+    assert_true(asserted > 0);
+    assert_int_equal(outside, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_h200_prediction)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
