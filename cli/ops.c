@@ -117,6 +117,9 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
             break;
         }
         if ((rc = need_value(i, argc, argv))) break;
+        for (int j = 1; j < i && !rc; j++)
+            if (strcmp(argv[j], o) == 0) rc = tl_error(TL_EUSAGE, o, "option given twice");
+        if (rc) break;
         const char *val = argv[++i];
         if (strcmp(o, "--model") == 0) model = val;
         else if (strcmp(o, "--dtype") == 0) rc = tl_moe_dtype_parse(val, &p->dtype);
@@ -138,6 +141,10 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
             p->seed = s;
         } else rc = tl_error(TL_EUSAGE, "moe", "unknown option '%s' (tilelab %s moe --help)", o,
                              mode == TL_OP_CHECK ? "check" : "bench");
+    }
+    if (!rc && mode == TL_OP_BENCH) { /* bad input is exit 2 before "no GPU" is exit 1 */
+        tl_hw hw;
+        rc = tl_hw_load(p->hw, &hw);
     }
     if (!rc) rc = tl_model_load(model, &p->model);
     if (!rc && p->model.n_experts < 1) rc = tl_error(TL_EUSAGE, "moe", "model '%s' has no routed experts", model);
@@ -252,8 +259,10 @@ static int moe_small(const void *vp, void **out)
     snprintf(q->model.name, sizeof q->model.name, "small");
     q->model.hidden = 256;
     q->model.moe_width = 192; /* not a multiple of 128: exercises the partial blocks and groups */
-    q->model.n_experts = 8;
-    q->model.top_k = 2;
+    /* A trace names real expert ids with the model's k: keep E and k then, and cut the rest. */
+    int trace = p->routing.kind == TL_ROUTE_TRACE;
+    q->model.n_experts = trace ? p->model.n_experts : 8;
+    q->model.top_k = trace ? p->model.top_k : 2;
     q->dtype = p->dtype;
     q->tokens[0] = 1;
     q->tokens[1] = 7;
@@ -262,7 +271,7 @@ static int moe_small(const void *vp, void **out)
     q->routing = p->routing;
     q->seed = p->seed;
     q->n_shared = p->n_shared ? 1 : 0;
-    tl_moe_shape s = {1, 256, 192, 8, 2, q->n_shared, p->dtype};
+    tl_moe_shape s = {1, 256, 192, q->model.n_experts, q->model.top_k, q->n_shared, p->dtype};
     q->shape = s;
     *out = q;
     return 0;

@@ -218,6 +218,9 @@ int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *
     if (!s || !*s) return tl_error(TL_EUSAGE, what, "missing value");
     char buf[4096];
     if (strlen(s) >= sizeof buf) return tl_error(TL_EUSAGE, what, "list too long");
+    size_t len = strlen(s);
+    if (s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,"))
+        return tl_error(TL_EUSAGE, what, "'%s' has an empty item", s);
     strcpy(buf, s);
     int n = 0;
     char *save = NULL;

@@ -617,17 +617,27 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out)
 
 /* ---- tolerance ------------------------------------------------------------------------------ */
 
+/* Both sides compute stage 1 from the same quantized inputs in float32 with different summation
+ * orders, so its values differ by a relative e1 (numerics/metrics.h's accumulation model over
+ * K = hidden). Each side then rounds them to the intermediate format(s) (bf16; then E4M3 in 1x128
+ * groups for fp8). Rounding the SAME value gives the same code, so the sides differ only where a
+ * rounding midpoint falls between the two values: with relative spacing 2u that happens with
+ * probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding. Stage 2 adds
+ * its own float32 accumulation over K = width (same inputs on both sides). The bound is 4x the
+ * quadrature sum, the project's usual safety factor. */
 int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
 {
-    /* stage 1: same quantized inputs, float32 accumulation over hidden, output rounded to bf16 */
-    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_NF_BF16, s->hidden, 1, 4.0};
-    /* stage 2: its input may round differently on each side, float32 accumulation over width */
-    tl_tol_spec s2 = {(int)tl_moe_act_format(s->dtype), TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 0, 4.0};
+    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->hidden, 1, 4.0};
+    tl_tol_spec s2 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 1, 4.0};
     tl_tolerance t1, t2;
     int rc = tl_tolerance_make(&s1, &t1);
     if (!rc) rc = tl_tolerance_make(&s2, &t2);
     if (rc) return rc;
-    t->predicted = sqrt(t1.predicted * t1.predicted + t2.predicted * t2.predicted);
+    double u_mid = tl_tol_unit_roundoff(TL_NF_BF16);
+    tl_numfmt act = tl_moe_act_format(s->dtype);
+    if (act != TL_NF_BF16) u_mid += tl_tol_unit_roundoff((int)act);
+    double flips = 2.0 * u_mid * t1.predicted;
+    t->predicted = sqrt(t1.predicted * t1.predicted + flips + t2.predicted * t2.predicted);
     t->rel_rms = 4.0 * t->predicted;
     t->check_max_abs = 1;
     return 0;

@@ -71,8 +71,9 @@ static void parse_rejects_bad_numbers(void **state)
     assert_int_equal(tl_parse_long_list("1,8,32", 1, 1L << 31, "--tokens", list, 8, &count), TL_OK);
     assert_int_equal(count, 3);
     assert_int_equal(list[2], 32);
-    assert_int_equal(tl_parse_long_list("1,,8", 1, 100, "--tokens", list, 8, &count), TL_OK);
-    assert_int_equal(count, 2);
+    assert_int_equal(tl_parse_long_list("1,,8", 1, 100, "--tokens", list, 8, &count), TL_EUSAGE);
+    assert_int_equal(tl_parse_long_list("8,", 1, 100, "--tokens", list, 8, &count), TL_EUSAGE);
+    assert_int_equal(tl_parse_long_list(",8", 1, 100, "--tokens", list, 8, &count), TL_EUSAGE);
     assert_int_equal(tl_parse_long_list("1,0", 1, 100, "--tokens", list, 8, &count), TL_EUSAGE);
     assert_int_equal(tl_parse_long_list("1,2,3", 1, 100, "--tokens", list, 2, &count), TL_EUSAGE);
     double d;
