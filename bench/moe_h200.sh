@@ -2,9 +2,8 @@
 # The fused MoE on the lent NVIDIA H200, in one device call: check, bench, torch baseline.
 #
 #   here:    bash bench/moe_h200.sh bundle
-#            builds tilelab with nvcc (sm_90) into build-moe-gpu/ and gathers it and the shared
-#            libraries it needs into build-moe-bundle/ (the big ones the H200 image has itself
-#            are compressed and unpacked there only when missing), as scripts/device_bundle.sh does.
+#            scripts/device_bundle.sh: builds tilelab with nvcc (sm_90) into build-moe-gpu/ and
+#            gathers it and the shared libraries it needs into build-moe-bundle/.
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench torch") picks what runs; MOE_CHECK_DTYPES,
@@ -21,31 +20,11 @@ BUILD=${MOE_BUILD:-build-moe-gpu}
 case "$B$BUILD" in *[!A-Za-z0-9._-]*) echo "moe_h200.sh: MOE_BUNDLE / MOE_BUILD must be plain folder names" >&2; exit 2 ;; esac
 
 if [ "$mode" = bundle ]; then
-  set -e
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTILELAB_GPU=cuda -DTILELAB_TESTS=OFF >/dev/null
-  cmake --build "$BUILD" -j "${JOBS:-2}" --target tilelab >/dev/null
-  rm -rf "$B"
-  mkdir -p "$B/lib" "$B/opt"
-  cp "$BUILD/tilelab" "$B/tilelab"
-  strip --strip-unneeded "$B/tilelab" 2>/dev/null || true
-  glibc='^(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux-x86-64|libmvec)\.so'
-  host_has='^(libopenblas|liblapack|liblapacke|libblas|libgfortran|libquadmath|libjansson)\.so'
-  while read -r soname path; do
-    if [[ $soname =~ $glibc ]]; then continue; fi
-    if [[ $soname =~ $host_has ]]; then xz -9 -T2 -c <"$path" >"$B/opt/$soname.xz"
-    else cp -L "$path" "$B/lib/$soname"; fi
-  done < <(ldd "$BUILD/tilelab" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
-  du -sh "$B"
-  exit 0
+  exec bash scripts/device_bundle.sh "$B" "$BUILD"
 fi
 
 [ -n "${OUT:-}" ] || { echo "moe_h200.sh run: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
-for f in "$B"/opt/*.xz; do
-  [ -e "$f" ] || continue
-  so=$(basename "$f" .xz)
-  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$so " || xz -dc "$f" >"$B/lib/$so"
-done
-export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
 T=$B/tilelab
 parts=${MOE_PARTS:-quick check bench torch}

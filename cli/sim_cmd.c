@@ -285,7 +285,8 @@ int tl_cmd_models(int argc, char **argv)
 static const char moe_usage[] =
     "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
     "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
-    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--format table|csv|json]\n"
+    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--kernel generic|tilelab]\n"
+    "         [--format table|csv|json]\n"
     "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
     "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
     "  --model    preset or a model's config.json\n"
@@ -296,6 +297,9 @@ static const char moe_usage[] =
     "  --seed     routing seed for random and zipf (default 1)\n"
     "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
     "             default: the preset's hbm_per_cu_gbps)\n"
+    "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
+    "             tilelab: this project's kernels/moe.hip with its own geometry, timed as `tilelab bench\n"
+    "             moe` times it (right after its L2 flush): the bench's sim_us column\n"
     "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
     "limiter: hbm, matrix, padding, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
 
@@ -304,8 +308,10 @@ static int sim_moe(int argc, char **argv)
     if (tl_wants_help(argc, argv, moe_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8",
                *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
-               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL;
+               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL,
+               *kernel_s = "generic";
     opt_spec opts[] = {{"--hw", &hw_s},       {"--model", &model_s},     {"--dtype", &dtype_s},
+                       {"--kernel", &kernel_s},
                        {"--tokens", &tokens_s}, {"--stage", &stage_s},   {"--routing", &routing_s},
                        {"--tile-m", &tile_m_s}, {"--tile-n", &tile_n_s}, {"--tp", &tp_s},
                        {"--seed", &seed_s},     {"--format", &fmt_s},    {"--cu-gbps", &cu_s},
@@ -324,6 +330,9 @@ static int sim_moe(int argc, char **argv)
         return TL_EUSAGE;
     if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps <= 0 || p.cu_gbps > 1e6))
         return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in (0, 1e6] GB/s", cu_s);
+    int tilelab_kernel = strcmp(kernel_s, "tilelab") == 0;
+    if (!tilelab_kernel && strcmp(kernel_s, "generic") != 0)
+        return tl_error(TL_EUSAGE, "--kernel", "'%s' is not generic or tilelab", kernel_s);
     if (strcmp(stage_s, "both") == 0) stage_lo = 1, stage_hi = 2;
     else if (strcmp(stage_s, "1") == 0) stage_lo = stage_hi = 1;
     else if (strcmp(stage_s, "2") == 0) stage_lo = stage_hi = 2;
@@ -354,6 +363,11 @@ static int sim_moe(int argc, char **argv)
         for (int s = stage_lo; s <= stage_hi && !rc; s++) {
             p.tokens = (int)tokens[i];
             p.stage = s;
+            if (tilelab_kernel) {
+                rc = tl_moe_tilelab_kernel(&p);
+                p.after_flush = 1;
+                if (rc) break;
+            }
             tl_moe_result r;
             rc = tl_moe_sim(&p, &r);
             if (rc) break;
@@ -389,9 +403,9 @@ static int sim_moe(int argc, char **argv)
         tl_routing_describe(&p.routing, rs, sizeof rs);
         snprintf(title, sizeof title,
                  "fused MoE, simulated on preset %s: %s, E=%d k=%d H=%d width=%d tp=%d, %s, routing %s (seed %ld), "
-                 "tile_m=%d tile_n=%d",
+                 "tile_m=%d tile_n=%d%s",
                  hw.name, model.name, E, k, model.hidden, width, p.tp, tl_moe_dtype_name(p.dtype), rs, seed,
-                 p.tile_m, p.tile_n);
+                 p.tile_m, p.tile_n, tilelab_kernel ? ", kernel: tilelab's kernels/moe.hip after an L2 flush" : "");
         tl_table_print(t, fmt, title, stdout);
     }
     tl_table_free(t);

@@ -106,4 +106,12 @@ check "bench sim ran every combination" -- test "$(echo "$LAST_OUT" | tail -1 | 
 expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
 check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"
 check "MXFP4 about halves it" -- awk '$1=="fp8"{f=$4} $1=="mxfp4"{m=$4} END{exit !(m/f > 0.5 && m/f < 0.56)}' <<<"$LAST_OUT"
+# ---- --kernel tilelab: the bench's prediction (this project's kernel, after an L2 flush) ----
+expect 0 "sim moe --kernel tilelab" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --kernel tilelab --format csv
+k_t=$(tail -1 <<<"$LAST_OUT" | cut -d, -f14)
+expect 0 "sim moe --kernel generic" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --format csv
+k_g=$(tail -1 <<<"$LAST_OUT" | cut -d, -f14)
+check "the tilelab kernel's geometry changes the prediction" -- test "$k_t" != "$k_g"
+expect 2 "sim moe --kernel bogus" -- "$tl" sim moe --kernel bogus
+
 finish
