@@ -152,7 +152,11 @@ int tl_cmd_tour(int argc, char **argv)
     tour_step(&t, tl_cmd_sim, "Split-KV decode attention, seed Table 2's first configuration (simulated)",
               "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 32 --seq 16384 --kv-heads 16");
 
-    /* 4. pictures */
+    /* 4. the first op with all five parts: its check (the GPU part where a GPU build finds one) */
+    tour_step(&t, tl_cmd_check, "Fused MoE, FP8 block-scaled: the kernel against its CPU reference",
+              "check moe --model deepseek-v3.2 --dtype fp8 --tokens 1,16 --tp 8 --seed 1");
+
+    /* 5. pictures */
     tour_step(&t, tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
               "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png");
     tour_step(&t, tl_cmd_draw, "Padding factor against tokens",
