@@ -15,4 +15,6 @@ for variant in release sanitize; do
   echo "== $variant tests =="
   (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "$jobs")
+  # say plainly what a test skipped (e.g. the nvcc compile check on a machine without nvcc)
+  grep -h "SKIPPED" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u | sed "s/^/$variant: /" || true
 done
