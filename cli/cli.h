@@ -23,6 +23,17 @@ int tl_dispatch(const tl_command *table, const char *group, int argc, char **arg
 /* True if argv holds -h or --help; then prints usage on stdout. */
 int tl_wants_help(int argc, char **argv, const char *usage);
 
+/* Options met so far by a command's argument loop: an option given twice is a usage error (which
+ * of the two was meant?). Call tl_opt_once with each argument in option position (values are
+ * consumed with ++i, so they are never compared). Holds 16 names, more than any command has; the
+ * 17th and later are not tracked. Zero-initialize: tl_opt_seen seen = {.n = 0}. */
+typedef struct {
+    const char *name[16];
+    int n;
+} tl_opt_seen;
+/* TL_EUSAGE ("<cmd>: option <opt> given twice") if opt is in seen; otherwise records it, TL_OK. */
+int tl_opt_once(tl_opt_seen *seen, const char *opt, const char *cmd);
+
 /* top-level commands */
 int tl_cmd_tour(int argc, char **argv);
 int tl_cmd_numerics(int argc, char **argv);  /* convert | table | quantize */

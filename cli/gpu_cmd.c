@@ -38,21 +38,6 @@ static const char ROOFLINE_USAGE[] =
     "                 --save, against --hw (default: the preset of the device it names); no GPU needed\n"
     "Without a GPU (a build without -DTILELAB_GPU, or no device) it says so and exits 1.\n";
 
-/* An option given twice is a usage error (which one was meant?). The loops call this with each
- * argument in option position (values are consumed with ++i), so values are never compared. */
-typedef struct {
-    const char *name[16];
-    int n;
-} seen_opts;
-
-static int given_once(seen_opts *seen, const char *opt, const char *cmd)
-{
-    for (int j = 0; j < seen->n; j++)
-        if (strcmp(seen->name[j], opt) == 0) return tl_error(TL_EUSAGE, cmd, "option %s given twice", opt);
-    if (seen->n < 16) seen->name[seen->n++] = opt;
-    return TL_OK;
-}
-
 static const char *preset_for_device(const char *name)
 {
     if (strstr(name, "H200")) return "h200";
@@ -336,11 +321,11 @@ int tl_bench_roofline(int argc, char **argv)
     long iters = 200, warmup = 20;
     double gib = 8.0;
     int st;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
-        if ((st = given_once(&seen, a, "bench roofline"))) return st;
+        if ((st = tl_opt_once(&seen, a, "bench roofline"))) return st;
         if (strcmp(a, "--hw") == 0 && has) hw_spec = argv[++i];
         else if (strcmp(a, "--save") == 0 && has) save = argv[++i];
         else if (strcmp(a, "--from") == 0 && has) from = argv[++i];
@@ -427,9 +412,9 @@ static int cmd_mfma_list(int argc, char **argv)
     const char *arch = NULL;
     tl_format fmt = TL_FMT_TABLE;
     int st;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
-        if ((st = given_once(&seen, argv[i], "mfma list"))) return st;
+        if ((st = tl_opt_once(&seen, argv[i], "mfma list"))) return st;
         if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             if ((st = tl_parse_format(argv[++i], &fmt))) return st;
@@ -468,9 +453,9 @@ static int cmd_mfma_layout(int argc, char **argv)
     const char *arch = NULL, *name = NULL, *matrix = NULL;
     tl_format fmt = TL_FMT_CSV;
     int st;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
-        if ((st = given_once(&seen, argv[i], "mfma layout"))) return st;
+        if ((st = tl_opt_once(&seen, argv[i], "mfma layout"))) return st;
         if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "--instr") == 0 && i + 1 < argc) name = argv[++i];
         else if (strcmp(argv[i], "--matrix") == 0 && i + 1 < argc) matrix = argv[++i];

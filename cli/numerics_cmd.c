@@ -12,21 +12,6 @@
 #include "../numerics/mx.h"
 #include "../numerics/quant.h"
 
-/* An option given twice is a usage error (which of the two did the user mean?). `seen` holds the
- * options met so far (cap 16, more than any command here has). */
-typedef struct {
-    const char *name[16];
-    int n;
-} seen_opts;
-
-static int first_time(seen_opts *seen, const char *opt, const char *cmd)
-{
-    for (int i = 0; i < seen->n; i++)
-        if (strcmp(seen->name[i], opt) == 0) return tl_error(TL_EUSAGE, cmd, "option %s given twice", opt);
-    if (seen->n < 16) seen->name[seen->n++] = opt;
-    return TL_OK;
-}
-
 /* ---- convert ---- */
 
 static const char CONVERT_USAGE[] =
@@ -63,7 +48,7 @@ static int cmd_convert(int argc, char **argv)
     if (tl_wants_help(argc, argv, CONVERT_USAGE)) return 0;
     const char *to = NULL;
     int saturate = 1;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         /* --saturate and --no-saturate are one choice: either counts as "--[no-]saturate" */
@@ -72,7 +57,7 @@ static int cmd_convert(int argc, char **argv)
         else if (strcmp(a, "--saturate") == 0) saturate = 1;
         else if (strcmp(a, "--no-saturate") == 0) saturate = 0;
         else return tl_error(TL_EUSAGE, "numerics convert", "unknown or incomplete option '%s'", a);
-        if (first_time(&seen, key, "numerics convert")) return TL_EUSAGE;
+        if (tl_opt_once(&seen, key, "numerics convert")) return TL_EUSAGE;
     }
     if (!to) return tl_error(TL_EUSAGE, "numerics convert", "--to FMT is required");
     tl_numfmt f;
@@ -122,10 +107,10 @@ static int cmd_table(int argc, char **argv)
     if (tl_wants_help(argc, argv, TABLE_USAGE)) return 0;
     const char *name = NULL;
     tl_format fmt = TL_FMT_TABLE;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            int rc = first_time(&seen, "--format", "numerics table");
+            int rc = tl_opt_once(&seen, "--format", "numerics table");
             if (rc || (rc = tl_parse_format(argv[++i], &fmt))) return rc;
         } else if (argv[i][0] != '-' && !name) name = argv[i];
         else return tl_error(TL_EUSAGE, "numerics table", "unknown or incomplete option '%s'", argv[i]);
@@ -181,12 +166,12 @@ static int cmd_quantize(int argc, char **argv)
     tl_format fmt = TL_FMT_TABLE;
     long n = 1L << 20, row = 128, seedv = -1;
     int rc = TL_OK;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v || a[0] != '-' || a[1] != '-')
             return tl_error(TL_EUSAGE, "numerics quantize", "unknown or incomplete option '%s'", a);
-        if (first_time(&seen, a, "numerics quantize")) return TL_EUSAGE;
+        if (tl_opt_once(&seen, a, "numerics quantize")) return TL_EUSAGE;
         i++;
         if (strcmp(a, "--scheme") == 0) scheme = v;
         else if (strcmp(a, "--scale-rule") == 0) rc = tl_scale_rule_parse(v, &rule);
@@ -313,11 +298,11 @@ int tl_bench_numerics(int argc, char **argv)
     long n = 1L << 18, runs = 31;
     tl_format fmt = TL_FMT_TABLE;
     int rc = TL_OK;
-    seen_opts seen = {.n = 0};
+    tl_opt_seen seen = {.n = 0};
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return tl_error(TL_EUSAGE, "bench numerics", "unknown or incomplete option '%s'", a);
-        if (first_time(&seen, a, "bench numerics")) return TL_EUSAGE;
+        if (tl_opt_once(&seen, a, "bench numerics")) return TL_EUSAGE;
         i++;
         if (strcmp(a, "--n") == 0) rc = tl_parse_long(v, 1024, 1L << 28, "--n", &n);
         else if (strcmp(a, "--runs") == 0) rc = tl_parse_long(v, 1, 1000, "--runs", &runs);

@@ -355,13 +355,14 @@ static int moe_bench(void *vp, int c, tl_table *t)
     char label[512], date[64];
     if ((rc = tl_gpu_query(0, &info))) return rc;
     tl_bench_date(date, sizeof date);
-    snprintf(label, sizeof label, "measured on %s %s", info.name, date);
+    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
+    snprintf(label, sizeof label, "measured on %s %s; sim_us simulated on preset %s", info.name, date, p->hw);
     tl_hw hw;
     if ((rc = tl_hw_load(p->hw, &hw))) return rc;
     if ((rc = tl_moe_gpu_set_tokens(p->g, &p->in))) return rc;
     if ((rc = tl_moe_gpu_run(p->g, TL_MOE_PART_ALL))) return rc;
     const tl_moe_shape *s = &p->shape;
-    const double edges = (double)s->tokens * s->top_k, abytes = s->dtype == TL_MOE_FP8 ? 1.0 + 4.0 / 128 : 2.0;
+    const double edges = (double)s->tokens * s->top_k, abytes = tl_moe_act_bytes_per_elem(s->dtype);
     for (int stage = 1; stage <= 2; stage++) {
         if (p->stage && p->stage != stage) continue;
         tl_bench_opts o;

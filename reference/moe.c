@@ -11,8 +11,10 @@
 #include "../numerics/int4.h"
 #include "../numerics/mx.h"
 
-#define BLOCK 128   /* fp8 weight block, fp8 activation group, int4 group */
-#define MX_BLOCK 32 /* MX scale block */
+/* numerics/ owns the block sizes: the DeepSeek FP8 128 (weight block, activation group; this op's
+ * INT4 group too) and the OCP MX block of 32 */
+#define BLOCK TL_BFP8_GROUP
+#define MX_BLOCK TL_MX_BLOCK
 
 /* ---- sizes ---------------------------------------------------------------------------------- */
 
@@ -53,6 +55,12 @@ double tl_moe_weight_bytes_per_elem(tl_moe_dtype d)
     case TL_MOE_MXFP8: return 1.0 + 1.0 / MX_BLOCK;
     default: return 0;
     }
+}
+
+double tl_moe_act_bytes_per_elem(tl_moe_dtype d)
+{
+    if (d < 0 || d >= TL_MOE_NDTYPES) return 0;
+    return d == TL_MOE_FP8 ? 1.0 + 4.0 / BLOCK : 2.0;
 }
 
 tl_numfmt tl_moe_act_format(tl_moe_dtype d) { return d == TL_MOE_FP8 ? TL_NF_E4M3FN : TL_NF_BF16; }

@@ -87,8 +87,12 @@ typedef struct {
 /* Bytes of one rows x cols matrix's codes and number of its scale entries in this dtype. */
 size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols);
 size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols);
-/* Bytes of weights (codes and scales) per element, for bandwidth figures. */
+/* Bytes of weights (codes and scales) per element, for bandwidth figures and the simulator: bf16 2,
+ * fp8 1 + 4/128^2, a16w4 0.5 + 4/128, mxfp4 0.5 + 1/32, mxfp8 1 + 1/32. 0 for an unknown type. */
 double tl_moe_weight_bytes_per_elem(tl_moe_dtype d);
+/* Bytes per stage-1 activation element, scales included: fp8 1 + 4/128 (E4M3 and a float32 scale
+ * per 1x128 group), the other types 2 (bf16). 0 for an unknown type. */
+double tl_moe_act_bytes_per_elem(tl_moe_dtype d);
 /* The format stage 2 reads its activations in: TL_NF_E4M3FN for fp8, else TL_NF_BF16. */
 tl_numfmt tl_moe_act_format(tl_moe_dtype d);
 

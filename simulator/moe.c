@@ -5,31 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../numerics/blockfp8.h"
+#include "../reference/moe.h" /* the types' bytes per element: the reference defines the formats */
+
 #define DEFAULT_TILE_N 128
 
-typedef struct {
-    const char *name;
-    double weight_bytes; /* per weight element, scales included */
-    double act_bytes;    /* per stage-1 input element, scales included */
-} dtype_info;
-
-/* As the project's kernel and reference define the types (reference/moe.h): fp8 = DeepSeek block
- * FP8 (one fp32 scale per 128x128 weight block, per 1x128 activation group); a16w4 = INT4 weights
- * with one fp32 scale per 128 along K; mxfp4/mxfp8 = E2M1/E4M3 weights with one E8M0 byte per 32.
- * Activations are bf16 except for fp8. The stage-1 output buffer is bf16 for every type (fp8's stage
- * 2 re-quantizes it as it loads it). */
-static const dtype_info dtypes[TL_MOE_NDTYPES] = {
-    [TL_MOE_BF16] = {"bf16", 2.0, 2.0},
-    [TL_MOE_FP8] = {"fp8", 1.0 + 4.0 / (128.0 * 128.0), 1.0 + 4.0 / 128.0},
-    [TL_MOE_A16W4] = {"a16w4", 0.5 + 4.0 / 128.0, 2.0},
-    [TL_MOE_MXFP4] = {"mxfp4", 0.5 + 1.0 / 32.0, 2.0},
-    [TL_MOE_MXFP8] = {"mxfp8", 1.0 + 1.0 / 32.0, 2.0},
+/* The types as the project's kernel and reference define them (reference/moe.h, which also gives
+ * their bytes per element): activations are bf16 except for fp8; the stage-1 output buffer is bf16
+ * for every type (fp8's stage 2 re-quantizes it as it loads it). */
+static const char *const dtype_names[TL_MOE_NDTYPES] = {
+    [TL_MOE_BF16] = "bf16", [TL_MOE_FP8] = "fp8", [TL_MOE_A16W4] = "a16w4", [TL_MOE_MXFP4] = "mxfp4",
+    [TL_MOE_MXFP8] = "mxfp8",
 };
 
 int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out)
 {
     for (int d = 0; d < TL_MOE_NDTYPES; d++)
-        if (s && strcmp(s, dtypes[d].name) == 0) {
+        if (s && strcmp(s, dtype_names[d]) == 0) {
             *out = (tl_moe_dtype)d;
             return 0;
         }
@@ -38,7 +30,7 @@ int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out)
 
 const char *tl_moe_dtype_name(tl_moe_dtype d)
 {
-    return (d >= 0 && d < TL_MOE_NDTYPES) ? dtypes[d].name : "?";
+    return (d >= 0 && d < TL_MOE_NDTYPES) ? dtype_names[d] : "?";
 }
 
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
@@ -215,7 +207,6 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     int rc = tl_moe_worklist(p, &wl);
     if (rc) return rc;
 
-    const dtype_info *di = &dtypes[p->dtype];
     int64_t edges = (int64_t)p->tokens * k;
     int n_blocks = (N + tile_n - 1) / tile_n;
     int K_pad = (K + in.k - 1) / in.k * in.k;
@@ -280,14 +271,15 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     int combine = p->stage == 2 && p->combine_kernel;
 
     /* bytes per element class */
-    double in_elem = p->stage == 1 ? di->act_bytes            /* stage 2 reads the bf16 buffer, */
-                     : requant ? 1.0 + 4.0 / 128.0 : 2.0;     /* or its E4M3 re-quantization */
+    double fp8_act = tl_moe_act_bytes_per_elem(TL_MOE_FP8);
+    double in_elem = p->stage == 1 ? tl_moe_act_bytes_per_elem(p->dtype) /* stage 2 reads the bf16 */
+                     : requant ? fp8_act : 2.0;               /* buffer, or its E4M3 re-quantization */
     double out_elem = combine ? 4.0 : 2.0;                    /* fp32 partials for the combine */
     double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
-                  .stage = p->stage, .w_elem = di->weight_bytes, .in_elem = in_elem, .out_elem = out_elem,
-                  .act_share = act_share};
+                  .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
+                  .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
     double mem_bound_us = 0, cmp_bound_us = 0;
     int cus = hw->cus, per_xcd = hw->cus / hw->xcds;
@@ -382,9 +374,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     if (requant) {
         double rows_per_round = (double)cus * (p->requant_rows_per_cu > 0 ? p->requant_rows_per_cu : 1);
         double rounds = ceil((double)edges / rows_per_round);
-        double bytes = (double)edges * K * (2.0 + 1.0 + 4.0 / 128.0);
+        double bytes = (double)edges * K * (2.0 + fp8_act); /* bf16 in, E4M3 + scales out */
         double group_us = hw->load_chain_us + QUANT_GROUP_SYNCS * hw->block_sync_us;
-        double chain = rounds * (K / 128.0 > 1 ? K / 128.0 : 1) * group_us, byte_us = bytes / (bw * 1e3);
+        double groups = (double)K / TL_BFP8_GROUP;
+        double chain = rounds * (groups > 1 ? groups : 1) * group_us, byte_us = bytes / (bw * 1e3);
         r->act_bytes += bytes;
         r->extra_us += hw->next_kernel_us + chain + byte_us;
         fixed_total += hw->next_kernel_us + chain;

@@ -43,9 +43,9 @@ ok "roofline rocprofv3 + band" "$tmp/r1.png" -- "$tl" draw roofline --hw mi355x 
   --points "$d/rocprofv3_mi355x_counter_collection.csv" --band 26:137 -o "$tmp/r1.png"
 ok "roofline ncu + tilelab csv on h200" "$tmp/r2.svg" -- "$tl" draw roofline --hw h200 \
   --points "$d/ncu_h200_probe.csv" --points="$d/points_h200_torch.csv" -o "$tmp/r2.svg"
-if "$tl" sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,32,512 --format csv >"$tmp/sim.csv" 2>/dev/null; then
-  ok "roofline with simulated points" "$tmp/r3.pdf" -- "$tl" draw roofline --hw mi355x --points "$tmp/sim.csv" -o "$tmp/r3.pdf"
-fi
+ok "simulated points for the roofline" "" -- "$tl" sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,32,512 --format csv
+cp "$tmp/stdout" "$tmp/sim.csv"
+ok "roofline with simulated points" "$tmp/r3.pdf" -- "$tl" draw roofline --hw mi355x --points "$tmp/sim.csv" -o "$tmp/r3.pdf"
 ok "roofline ncu with --measured-on" "$tmp/r4.png" -- "$tl" draw roofline --hw h200 --points "$d/ncu_h200_probe.csv" --measured-on "NVIDIA H200, 2026-11-29" -o "$tmp/r4.png"
 ok "moe-tiles" "$tmp/t.png" -- "$tl" draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 --tile-m 16 -o "$tmp/t.png"
 ok "moe-tiles kimi random" "$tmp/t2.png" -- "$tl" draw moe-tiles --model kimi-k2.6 --tokens 64 --routing random --seed 7 -o "$tmp/t2.png"

@@ -49,7 +49,10 @@ check "kimi padding 1 at 768" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f
 expect 0 "sim moe json" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1,64 --tp 8 --format json
 check "json parses, numbers are numbers" -- python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==4 and isinstance(d[0]["time_us"], (int,float))' <<<"$LAST_OUT"
 expect 0 "sim moe table" -- "$tl" sim moe --routing zipf:1.1 --seed 3 --tokens 16
-expect 0 "sim moe user config" -- "$tl" sim moe --model "$src/presets/models/glm-5.json" --tokens 1
+expect 0 "sim moe user config" -- "$tl" sim moe --model "$src/presets/models/glm-5.json" --tokens 1 --format csv
+cfg_out=$LAST_OUT
+expect 0 "sim moe preset glm-5" -- "$tl" sim moe --model glm-5 --tokens 1 --format csv
+check "the preset's file reads as the preset" -- test "$cfg_out" = "$LAST_OUT"
 printf '3,1\n0,2\n' >"$tmp/trace.csv"
 printf '{"hidden_size": 512, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256}\n' >"$tmp/small.json"
 expect 0 "trace routing" -- "$tl" sim moe --model "$tmp/small.json" --routing "trace:$tmp/trace.csv" --tokens 2 --stage 1 --format csv
@@ -77,7 +80,11 @@ expect 2 "option without value" -- "$tl" sim moe --tokens
 expect 2 "bad format" -- "$tl" sim moe --format xml
 expect 2 "cu-gbps 0" -- "$tl" sim moe --cu-gbps 0
 expect 2 "cu-gbps nan" -- "$tl" sim moe --cu-gbps nan
-expect 0 "cu-gbps 36" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --cu-gbps 36 --tokens 1
+expect 0 "cu-gbps 36" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --cu-gbps 36 --tokens 1 --stage 1 --format csv
+slow_t=$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col time_us)")
+expect 0 "cu-gbps default" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --tokens 1 --stage 1 --format csv
+base_t=$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col time_us)")
+check "a slower per-CU stream (36 < the preset's 55 GB/s) takes longer" -- awk -v a="$slow_t" -v b="$base_t" 'BEGIN{exit !(a > b)}'
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 0, "moe_intermediate_size": 32}\n' >"$tmp/k0.json"
 expect 2 "k = 0" -- "$tl" sim moe --model "$tmp/k0.json"
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 32}\n' >"$tmp/kE.json"

@@ -200,6 +200,9 @@ static void test_inputs_seeded(void **state)
         assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 42, &a), 0);
         assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 42, &b), 0);
         assert_int_equal(tl_moe_weights_make(all_dtypes[d], 3, 256, 384, 43, &c), 0);
+        /* the bytes per element the simulator and the bench figures use are the stored ones */
+        double stored = (double)a.mat_code_bytes + (a.scales ? 4.0 : a.e8m0 ? 1.0 : 0.0) * (double)a.mat_scales;
+        assert_true(stored == tl_moe_weight_bytes_per_elem(all_dtypes[d]) * 256 * 384);
         size_t bytes = a.mat_code_bytes * 3;
         assert_memory_equal(a.codes, b.codes, bytes);
         assert_memory_not_equal(a.codes, c.codes, bytes);
@@ -243,6 +246,9 @@ static void test_bad_shapes(void **state)
     assert_int_equal(tl_moe_shape_check(&s), TL_EUSAGE);
     s.dtype = TL_MOE_BF16;
     assert_int_equal(tl_moe_shape_check(&s), 0);
+    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_FP8) == 1.0 + 4.0 / 128); /* E4M3 + fp32 per 128 */
+    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_MXFP4) == 2.0);            /* bf16 */
+    assert_true(tl_moe_act_bytes_per_elem((tl_moe_dtype)17) == 0 && tl_moe_weight_bytes_per_elem((tl_moe_dtype)17) == 0);
     assert_int_equal(tl_moe_max_tiles(1, 8, 256), 8);
     assert_int_equal(tl_moe_max_tiles(256, 8, 256), 128 + 256);
 }
