@@ -40,6 +40,14 @@ extern "C" {
 #endif
 
 #define TL_MOE_TILE_M 16   /* rows per tile: one 16-row matrix instruction */
+/* The kernel's geometry, read by kernels/moe.hip and by the simulator's model of this kernel
+ * (simulator/moe.c, tl_moe_tilelab_kernel): change it here and both follow. */
+#define TL_MOE_S1_THREADS 256 /* stage 1: 8 waves of 32 lanes split K, reduce in shared memory */
+#define TL_MOE_S2_THREADS 128 /* stage 2: 4 waves each own TL_MOE_NCOLS columns over the whole K */
+#define TL_MOE_S1_MINB 2      /* blocks per SM the stage-1 register budget is cut for (NVIDIA) */
+#define TL_MOE_S2_MINB 4      /* the same for stage 2 */
+#define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
+#define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */
 #define TL_MOE_K_ALIGN 128 /* hidden and width must be multiples of this (block, group, chunk) */
 
 /* The kernel's shape contract, checked before anything is uploaded: hidden and width must be

@@ -45,9 +45,9 @@
  * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
  * no reduction and a block's fixed costs are spread over 4 x 32 columns (measured on the H200: 2-7%
  * faster than 2 waves x 8 blocks per SM). */
-#define S1_THREADS 256
-#define S2_THREADS 128
-#define S2_MINB 4
+#define S1_THREADS TL_MOE_S1_THREADS
+#define S2_THREADS TL_MOE_S2_THREADS
+#define S2_MINB TL_MOE_S2_MINB
 /* blocks per SM the register budget is cut for (NVIDIA); HIP reads the number as waves per EU */
 #if defined(TL_GPU_AMD)
 #define MOE_MINB(n) 1
@@ -55,9 +55,9 @@
 #define MOE_MINB(n) (n)
 #endif
 #define MOE_MAX_KG 64 /* fp8: K / 128 groups a block keeps scales for (K <= 8192) */
-#define NCOLS 32      /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
+#define NCOLS TL_MOE_NCOLS
 #define NF (NCOLS / FRAG_N) /* fragments per wave */
-#define S1_NB 16      /* stage-1 activation columns per work item */
+#define S1_NB TL_MOE_S1_NB
 
 enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
        DT_MXFP8 = TL_MOE_MXFP8 };
@@ -278,7 +278,7 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint
 }
 
 template <int DT, int STAGE, int MT>
-__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB(STAGE == 1 ? 2 : S2_MINB)) moe_gemm(GemmArgs p)
+__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB(STAGE == 1 ? TL_MOE_S1_MINB : S2_MINB)) moe_gemm(GemmArgs p)
 {
 #if defined(MOE_NO_DEVICE)
     (void)p;

@@ -7,6 +7,7 @@
 
 #include "../numerics/blockfp8.h"
 #include "../reference/moe.h" /* the types' bytes per element: the reference defines the formats */
+#include "../kernels/moe.h"   /* the geometry of this project's kernel (tl_moe_tilelab_kernel) */
 
 #define DEFAULT_TILE_N 128
 
@@ -137,14 +138,14 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 /* kernels/moe.hip as built for sm_90 (TL_MMA_TARGET_SM80 fragments: 32 lanes, 8-column B
  * fragments, so NF = NCOLS / 8 = 4 weight rows per lane, 16-byte loads of weight codes). */
 #define KERNEL_LANES 32
-#define KERNEL_NF 4           /* NCOLS (32) / FRAG_N (8) */
-#define KERNEL_S1_WAVES 8     /* S1_THREADS / 32: split K */
-#define KERNEL_S2_WAVES 4     /* S2_THREADS / 32: split N */
-#define KERNEL_S1_NB 16       /* S1_NB: SwiGLU columns per item = 16 gate + 16 up weight rows */
-#define KERNEL_NCOLS 32       /* NCOLS: stage-2 columns per wave */
-#define KERNEL_S1_BLOCKS 2    /* __launch_bounds__ min blocks per SM, stage 1 */
-#define KERNEL_S2_BLOCKS 4    /* S2_MINB */
-#define KERNEL_TILE_M 16      /* TL_MOE_TILE_M */
+#define KERNEL_NF (TL_MOE_NCOLS / 8)                    /* B fragments of 8 columns per wave */
+#define KERNEL_S1_WAVES (TL_MOE_S1_THREADS / KERNEL_LANES) /* split K */
+#define KERNEL_S2_WAVES (TL_MOE_S2_THREADS / KERNEL_LANES) /* split N */
+#define KERNEL_S1_NB TL_MOE_S1_NB   /* SwiGLU columns per item = S1_NB gate + S1_NB up weight rows */
+#define KERNEL_NCOLS TL_MOE_NCOLS   /* stage-2 columns per wave */
+#define KERNEL_S1_BLOCKS TL_MOE_S1_MINB
+#define KERNEL_S2_BLOCKS TL_MOE_S2_MINB
+#define KERNEL_TILE_M TL_MOE_TILE_M
 #define KERNEL_QUANT_ROWS 16  /* moe_quant_act: 128-thread blocks, 2048 threads per SM on sm_90 */
 /* moe_quant_act's barriers per 128-group: after the |x| store, 7 halving steps, after the store */
 #define QUANT_GROUP_SYNCS 9
