@@ -13,6 +13,8 @@
 #include "gpu.h"
 #include "mma.h"
 #include "moe.h"
+#include "../numerics/blockfp8.h" /* the FP8 scale group and amax clamp */
+#include "../numerics/mx.h"       /* the MX block */
 
 #include <math.h>
 #include <stdlib.h>
@@ -314,7 +316,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         if (tid % TL_MOE_TILE_M == 0) s_tile[m] = t;
     }
     __syncthreads();
-    const int n0 = nb * NB, kgroups = p.K / 128;
+    const int n0 = nb * NB, kgroups = p.K / TL_BFP8_GROUP;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
     if (DT == DT_FP8) {
         for (int i = tid; i < ROWS * kgroups; i += THREADS) {
@@ -325,7 +327,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         for (int i = tid; i < nh * kgroups; i += THREADS) {
             const int h = i / kgroups, g = i % kgroups;
             /* stage 1: h = 1 is the up projection's block; stage 2: wave h's block */
-            const int rb = (SPLIT_K ? (h ? p.n_out + n0 : n0) : n0 + h * NCOLS) / 128;
+            const int rb = (SPLIT_K ? (h ? p.n_out + n0 : n0) : n0 + h * NCOLS) / TL_BFP8_GROUP;
             s_ws[h * MOE_MAX_KG + g] = p.w_scale[(size_t)e * p.w_mat_scales + (size_t)rb * kgroups + g];
         }
         __syncthreads();
@@ -382,7 +384,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         for (int u = 0; u < U; u++) {
             const int c = c0 + u * c_step;
             if (c >= nchunks) break;
-            const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / 128;
+            const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / TL_BFP8_GROUP;
             const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
             tl_frag_c part[MT][NF];
 #pragma unroll
@@ -424,7 +426,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
                 for (int f = 0; f < NF; f++) {
                     float mxs = 1.0f;
                     if (DT == DT_MXFP4 || DT == DT_MXFP8)
-                        mxs = e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / 32) + k / 32]);
+                        mxs = e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) + k / TL_MX_BLOCK]);
                     uint32_t wbf[KRUN / 2];
                     weights_bf16<DT>(ch[u][0], f, mxs, wbf);
 #pragma unroll
@@ -508,21 +510,21 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int width,
                               uint8_t *act_q, float *act_s)
 {
-    __shared__ float amax[128];
+    __shared__ float amax[TL_BFP8_GROUP]; /* one thread per element of a group */
     const int row = blockIdx.x, t = threadIdx.x;
     if (row / TL_MOE_TILE_M >= *n_tiles || sorted_ids[row] < 0) return; /* padding rows are never read */
-    for (int g = 0; g < width / 128; g++) {
-        size_t at = (size_t)row * width + g * 128 + t;
+    for (int g = 0; g < width / TL_BFP8_GROUP; g++) {
+        size_t at = (size_t)row * width + g * TL_BFP8_GROUP + t;
         float x = bf16_f32(act[at]);
         amax[t] = moe_fabsf(x);
         __syncthreads();
-        for (int s = 64; s > 0; s >>= 1) {
+        for (int s = TL_BFP8_GROUP / 2; s > 0; s >>= 1) {
             if (t < s) amax[t] = moe_fmaxf(amax[t], amax[t + s]);
             __syncthreads();
         }
-        float scale = moe_fmaxf(amax[0], 1e-4f) / 448.0f;
+        float scale = moe_fmaxf(amax[0], TL_BFP8_AMAX_MIN) / 448.0f; /* E4M3FN max */
         act_q[at] = (uint8_t)f32_e4m3(x / scale);
-        if (t == 0) act_s[(size_t)row * (width / 128) + g] = scale;
+        if (t == 0) act_s[(size_t)row * (width / TL_BFP8_GROUP) + g] = scale;
         __syncthreads();
     }
 }
@@ -698,7 +700,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && es) rc = GALLOC(g->w2e, g->w2_mat_scales * E, "W2 scales");
     if (!rc) rc = GALLOC(g->x, (size_t)max_tokens * H * 2, "x");
     if (!rc && fp8) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
-    if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / 128) * sizeof(float), "x scales");
+    if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / TL_BFP8_GROUP) * sizeof(float), "x scales");
     if (!rc) rc = GALLOC(g->ids, edges * sizeof(int32_t), "topk ids");
     if (!rc) rc = GALLOC(g->topw, edges * sizeof(float), "topk weights");
     if (!rc) rc = GALLOC(g->sorted, rows * sizeof(int32_t), "sorted ids");
@@ -709,7 +711,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->n_tiles, sizeof(int32_t), "tile count");
     if (!rc) rc = GALLOC(g->act, rows * WI * 2, "activations");
     if (!rc && fp8) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
-    if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / 128) * sizeof(float), "activation scales");
+    if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / TL_BFP8_GROUP) * sizeof(float), "activation scales");
     if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
     if (!rc) rc = upload(g->w1, in->w1.codes, g->w1_mat_bytes * E);
@@ -741,7 +743,7 @@ extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
     g->s.tokens = s->tokens;
     int rc = upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
     if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
-    if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / 128) * sizeof(float));
+    if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / TL_BFP8_GROUP) * sizeof(float));
     if (!rc) rc = upload(g->ids, in->topk_ids, edges * sizeof(int32_t));
     if (!rc) rc = upload(g->topw, in->topk_w, edges * sizeof(float));
     return rc;
@@ -768,7 +770,7 @@ extern "C" int tl_moe_gpu_poison(tl_moe_gpu *g)
     const float nan = __builtin_nanf("");
     int rc = fill_u32(g->act, rows * g->s.width / 2, 0x7FC07FC0u); /* bf16 NaN pairs */
     if (!rc && g->act_q) rc = fill_u32(g->act_q, rows * g->s.width / 4, 0x7F7F7F7Fu); /* e4m3 NaN */
-    if (!rc && g->act_s) rc = fill_f32(g->act_s, rows * (g->s.width / 128), nan);
+    if (!rc && g->act_s) rc = fill_f32(g->act_s, rows * (g->s.width / TL_BFP8_GROUP), nan);
     if (!rc) rc = fill_f32(g->ybuf, edges * g->s.hidden, nan);
     if (!rc) rc = fill_f32(g->out, (size_t)g->max_tokens * g->s.hidden, nan);
     if (!rc) rc = fill_u32(g->sorted, rows, 0x80000000u);
@@ -848,7 +850,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         a.act = g->act;
     } else {
         if (fp8) {
-            moe_quant_act<<<max_tiles * TL_MOE_TILE_M, 128, 0, st>>>(g->act, g->sorted, g->n_tiles, s->width,
+            moe_quant_act<<<max_tiles * TL_MOE_TILE_M, TL_BFP8_GROUP, 0, st>>>(g->act, g->sorted, g->n_tiles, s->width,
                                                                       g->act_q, g->act_s);
             TL_GPU_CHECK_LAUNCH("moe_quant_act");
         }

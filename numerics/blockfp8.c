@@ -19,7 +19,7 @@ static int check(tl_numfmt fmt, int group, const void *a, const void *b, const v
 
 float tl_bfp8_scale(tl_numfmt fmt, float amax, int ue8m0)
 {
-    float a = fmaxf(amax, 1e-4f); /* fmaxf also turns a NaN amax into the clamp */
+    float a = fmaxf(amax, TL_BFP8_AMAX_MIN); /* fmaxf also turns a NaN amax into the clamp */
     float s = a / (float)tl_numfmt_max(fmt);
     if (ue8m0) {
         int e;

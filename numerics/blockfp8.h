@@ -23,6 +23,7 @@
 #include "formats.h"
 
 #define TL_BFP8_GROUP 128
+#define TL_BFP8_AMAX_MIN 1e-4f /* the amax clamp (keeps all-zero groups finite) */
 
 /* The scale of one group with this amax (clamp, divide, optional power-of-two round-up). */
 float tl_bfp8_scale(tl_numfmt fmt, float amax, int ue8m0);
