@@ -60,7 +60,9 @@ static void add_ceiling(json_t *ceilings, const char *key, double v)
     json_object_set_new(ceilings, key, o);
 }
 
-static int save_overlay(const char *path, const tl_roofline_report *r, const char *label)
+/* Writes the overlay to the temporary file of a (begun by the caller); the caller commits or
+ * aborts, so that --save and --points land together or not at all. */
+static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *label)
 {
     json_t *root = json_object();
     json_object_set_new(root, "device", json_string(r->gpu.name));
@@ -98,22 +100,13 @@ static int save_overlay(const char *path, const tl_roofline_report *r, const cha
     }
     json_object_set_new(root, "configurations", pts);
 
-    tl_atomic a;
-    int st = tl_atomic_begin(&a, path);
-    if (st) {
-        json_decref(root);
-        return st;
-    }
-    if (json_dump_file(root, a.tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) != 0) {
-        json_decref(root);
-        tl_atomic_abort(&a);
-        return tl_error(TL_EFAIL, path, "cannot write the overlay");
-    }
+    int st = json_dump_file(root, a->tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(root);
-    return tl_atomic_commit(&a);
+    return st != 0 ? tl_error(TL_EFAIL, a->path, "cannot write the overlay") : TL_OK;
 }
 
-static int save_points(const char *path, const tl_roofline_report *r, const char *label)
+/* Writes every configuration as CSV to the temporary file of a; the caller commits or aborts. */
+static int write_points(tl_atomic *a, const tl_roofline_report *r, const char *label)
 {
     tl_table *t = tl_table_new("kernel,ceiling,config,best,flops,hbm_bytes,time_us,intensity,tflops,gbps,source");
     char source[600];
@@ -135,21 +128,13 @@ static int save_points(const char *path, const tl_roofline_report *r, const char
         tl_table_numf(t, "%.1f", p->bytes / s / 1e9);
         tl_table_str(t, source);
     }
-    tl_atomic a;
-    int st = tl_atomic_begin(&a, path);
-    FILE *f = st ? NULL : fopen(a.tmp, "w");
-    if (!st && !f) {
-        st = tl_error(TL_EFAIL, path, "cannot open for writing: %s", strerror(errno));
-        tl_atomic_abort(&a);
-    }
-    if (f) {
+    int st = TL_OK;
+    FILE *f = fopen(a->tmp, "w");
+    if (!f) {
+        st = tl_error(TL_EFAIL, a->path, "cannot open for writing: %s", strerror(errno));
+    } else {
         tl_table_print(t, TL_FMT_CSV, NULL, f);
-        if (fclose(f) != 0) {
-            tl_atomic_abort(&a);
-            st = tl_error(TL_EFAIL, path, "cannot write");
-        } else {
-            st = tl_atomic_commit(&a);
-        }
+        if (fclose(f) != 0) st = tl_error(TL_EFAIL, a->path, "cannot write");
     }
     tl_table_free(t);
     return st;
@@ -307,9 +292,22 @@ static int report(const tl_roofline_report *r, const char *hw_spec, const char *
     int st = load_preset(hw_spec, r->gpu.name, &hw);
     if (st) return st;
     print_ceilings(r, &hw, label, fmt);
-    if (save && (st = save_overlay(save, r, label))) return st;
-    if (points && (st = save_points(points, r, label))) return st;
-    return 0;
+    /* both files go to temporary names first and are renamed only when both are whole */
+    tl_atomic sa, pa;
+    if (save && (st = tl_atomic_begin(&sa, save))) return st;
+    if (points && (st = tl_atomic_begin(&pa, points))) {
+        if (save) tl_atomic_abort(&sa);
+        return st;
+    }
+    if (save) st = write_overlay(&sa, r, label);
+    if (!st && points) st = write_points(&pa, r, label);
+    if (!st && save) st = tl_atomic_commit(&sa);
+    if (!st && points) st = tl_atomic_commit(&pa);
+    if (st) {
+        if (save) tl_atomic_abort(&sa);
+        if (points) tl_atomic_abort(&pa);
+    }
+    return st;
 }
 
 int tl_bench_roofline(int argc, char **argv)

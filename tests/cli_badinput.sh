@@ -246,6 +246,9 @@ bad 2 "picture .gif" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$ou
 bad 2 "-o empty" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o ""
 bad 2 "tour --out a file" -- "$tl" tour --out "$tmp/afile"
 bad 1 "overlay saved into a missing folder" -- "$tl" bench roofline --from "$src/presets/hw/h200.json" --save "$tmp/none/o.json"
+bad 1 "--save and --points land together: the points fail" -- "$tl" bench roofline --from "$src/bench/results/2026-11-29_h200_roofline.json" --hw h200 --save "$out/both.json" --points "$tmp/none/both.csv"
+[ ! -e "$out/both.json" ]
+report $((1 - $?)) "no overlay is left when the points file fails" "$out/both.json exists"
 
 # ---- bench roofline --from ----
 bad 2 "--from missing" -- "$tl" bench roofline --from "$tmp/none.json"
