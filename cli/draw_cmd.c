@@ -150,9 +150,16 @@ int tl_draw_roofline(int argc, char **argv)
     for (int i = 0; i < opts[1].count; i++) {
         if ((rc = tl_points_read(opts[1].many[i], &sets[nsets]))) break;
         name_simulated_source(&sets[nsets], opts[1].many[i]);
-        if (opts[4].value && sets[nsets].format != TL_POINTS_TILELAB)
-            snprintf(sets[nsets].source, sizeof sets[nsets].source, "measured on %.180s (%s)",
-                     opts[4].value, tl_points_format_name(sets[nsets].format));
+        if (opts[4].value && sets[nsets].format != TL_POINTS_TILELAB) {
+            /* keep the reader's note on kernels it could not place ("; 2 kernels without ...") */
+            const char *note = strstr(sets[nsets].source, "; ");
+            char kept[128];
+            snprintf(kept, sizeof kept, "%s", note ? note : "");
+            char *file_day = strstr(kept, ", file of "); /* --measured-on dates it already */
+            if (file_day) *file_day = '\0';
+            snprintf(sets[nsets].source, sizeof sets[nsets].source, "measured on %.120s (%s)%.60s",
+                     opts[4].value, tl_points_format_name(sets[nsets].format), kept);
+        }
         nsets++;
     }
     if (rc == TL_OK) rc = tl_fig_roofline(out, &hw, sets, nsets, band);

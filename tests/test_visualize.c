@@ -257,6 +257,24 @@ static void test_points_ncu(void **state)
     tl_points_free(&p);
 }
 
+/* The committed H200 export names its tensor counters sm__ops_path_tensor_op_hmma_src_*: the
+ * mma.sync loops must land on their measured rates, and the FP-free memory kernels be left out. */
+static void test_points_ncu_op_hmma_family(void **state)
+{
+    (void)state;
+    tl_points p;
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/bench/results/2026-11-29_h200_roofline_ncu.csv", &p), 0);
+    assert_int_equal(p.n, 2);
+    int bf16 = strstr(p.pts[0].label, "bf16") ? 0 : 1;
+    assert_non_null(strstr(p.pts[bf16].label, "mma_bf16"));
+    /* tensor: 4224 warps x 65536 mma.sync x 4096; plus the 4325376 FADDs the export counts */
+    assert_true(p.pts[bf16].flops == 1133871366144.0 + 4325376.0);
+    assert_true(fabs(p.pts[bf16].time_us - 1769.792) < 1e-6);
+    assert_true(p.pts[bf16].tflops > 600 && p.pts[bf16].tflops < 660); /* 646 measured by bench */
+    assert_non_null(strstr(p.source, "2 kernels without FLOPs or bytes left out"));
+    tl_points_free(&p);
+}
+
 static void test_points_rocprof(void **state)
 {
     (void)state;
@@ -440,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_axis_map),
         cmocka_unit_test(test_fmt_and_colours),
         cmocka_unit_test(test_points_ncu),
+        cmocka_unit_test(test_points_ncu_op_hmma_family),
         cmocka_unit_test(test_points_rocprof),
         cmocka_unit_test(test_points_tilelab),
         cmocka_unit_test(test_points_malformed),

@@ -176,6 +176,7 @@ typedef struct {
     char id[48];
     char name[256];
     double flops, bytes_rw, bytes_dram, time_us;
+    double tensor_src, tensor_op; /* ncu tensor FLOPs in its two metric families (one is used) */
     double fetch_kb, write_kb, rd, rd32, wr, wr64;
     unsigned have;
 } launch;
@@ -259,7 +260,7 @@ static int fold_launches(const launch_set *s, const char *file, tl_points *out, 
             else if (m->have & HAVE_DRAM) bytes = m->bytes_dram;
             else if (m->have & HAVE_FETCH) bytes = 1024.0 * (m->fetch_kb + m->write_kb);
             else bytes = 32 * m->rd32 + 64 * (m->rd - m->rd32) + 64 * m->wr64 + 32 * (m->wr - m->wr64);
-            pt.flops += m->flops;
+            pt.flops += m->flops + (m->tensor_src > m->tensor_op ? m->tensor_src : m->tensor_op);
             pt.bytes += bytes;
             pt.time_us += m->time_us;
             pt.launches++;
@@ -290,6 +291,9 @@ static void note_unplaced(tl_points *out, int unplaced)
 
 /* ---- Nsight Compute ---- */
 
+/* 1 for sm__ops_path_tensor_src_<T>.sum, 2 for the same count named
+ * sm__ops_path_tensor_op_hmma_src_<T>.sum (Nsight Compute 2025 lists both families; an export may
+ * hold either or both, so the larger family total is used, never their sum); 0 otherwise. */
 static int ncu_tensor_metric(const char *m)
 {
     static const char *ok[] = {
@@ -300,6 +304,8 @@ static int ncu_tensor_metric(const char *m)
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         snprintf(want, sizeof want, "sm__ops_path_tensor_src_%s.sum", ok[i]);
         if (strcmp(m, want) == 0) return 1;
+        snprintf(want, sizeof want, "sm__ops_path_tensor_op_hmma_src_%s.sum", ok[i]);
+        if (strcmp(m, want) == 0) return 2;
     }
     return 0;
 }
@@ -340,7 +346,8 @@ static int ncu_value(launch_set *s, const char *id, const char *kname, const cha
     if (!l && s->n >= MAX_LAUNCHES)
         return tl_error(TL_EUSAGE, file, "more than %d kernel launches (profile fewer)", MAX_LAUNCHES);
     if (!l) return tl_error(TL_EFAIL, file, "out of memory");
-    if (tensor) l->flops += v, l->have |= HAVE_TENSOR;
+    if (tensor == 1) l->tensor_src += v, l->have |= HAVE_TENSOR;
+    else if (tensor == 2) l->tensor_op += v, l->have |= HAVE_TENSOR;
     else if (scalar) l->flops += v * scalar, l->have |= HAVE_SCALAR;
     else if (is_time) l->time_us += v, l->have |= HAVE_TIME;
     else if (is_dram) l->bytes_dram += v, l->have |= HAVE_DRAM;

@@ -444,9 +444,9 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
 
     /* Footer: ceilings' origin, then the points' provenance, each source once. */
     char foot[900];
-    int n = snprintf(foot, sizeof foot, "ceilings: preset %s (datasheet dashed, measured solid%s%s%s%s)",
+    int n = snprintf(foot, sizeof foot, "ceilings: preset %s (datasheet dashed, measured solid%s%s%s%.10s)",
                      hw->name, hw->device[0] ? "; measured on " : "", hw->device,
-                     hw->date[0] ? ", " : "", hw->date);
+                     hw->date[0] ? ", " : "", hw->date); /* date only: the day is what a reader needs */
     char seen[16][256];
     int nseen = 0;
     for (int s = 0; s < nsets && nseen < 16 && n > 0 && (size_t)n < sizeof foot; s++) {
