@@ -107,6 +107,52 @@ static int tour_step_to_file(tour *t, tl_cmd_fn fn, const char *title, const cha
     return tl_atomic_commit(&a);
 }
 
+/* The tour, in order: each step is an ordinary command line ("{out}" = the output folder). A
+ * step with to_file sends its standard output to that file under the output folder. */
+typedef struct {
+    tl_cmd_fn fn;
+    const char *title;
+    const char *line;
+    const char *to_file;
+} tour_entry;
+
+static const tour_entry tour_steps[] = {
+    /* 1. number formats */
+    {tl_cmd_numerics, "FP4 (E2M1): every code, its value and class", "numerics table e2m1", NULL},
+    {tl_cmd_numerics, "FP8 E4M3FN: every code, its value and class", "numerics table e4m3fn", NULL},
+    {tl_cmd_numerics, "FP8 E4M3FNUZ (gfx942): the same bits mean half as much", "numerics table e4m3fnuz", NULL},
+    /* 2. quantization error on N(0,1) and on outlier channels */
+    {tl_cmd_numerics, "MXFP4 on N(0,1) data (FACTS anchor: rel RMS about 0.115)",
+     "numerics quantize --scheme mxfp4 --dist normal --n 1048576 --seed 1", NULL},
+    {tl_cmd_numerics, "MXFP8 E4M3 on N(0,1) data (anchor: about 0.029)",
+     "numerics quantize --scheme mxfp8_e4m3 --dist normal --n 1048576 --seed 1", NULL},
+    {tl_cmd_numerics, "Per-tensor FP8 on data with outlier channels",
+     "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1", NULL},
+    {tl_cmd_numerics, "... and after a Hadamard rotation (incoherent processing)",
+     "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1 --rotate hadamard", NULL},
+    /* 3. the MoE tile model on the MI355X preset */
+    {tl_cmd_sim, "Fused MoE on MI355X, DeepSeek-V3.2 FP8, stage 1 (simulated)",
+     "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,32,64,256,512,1024 --stage 1", NULL},
+    {tl_cmd_sim, "Split-KV decode attention, seed Table 2's first configuration (simulated)",
+     "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 32 --seq 16384 --kv-heads 16", NULL},
+    /* 4. the first op with all five parts: its check (the GPU part where a GPU build finds one) */
+    {tl_cmd_check, "Fused MoE, FP8 block-scaled: the kernel against its CPU reference",
+     "check moe --model deepseek-v3.2 --dtype fp8 --tokens 1,16 --tp 8 --seed 1", NULL},
+    /* 5. pictures */
+    {tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
+     "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png", NULL},
+    {tl_cmd_draw, "Padding factor against tokens", "draw padding --hw mi355x -o {out}/padding.png", NULL},
+    {tl_cmd_draw, "Work items over CUs in time, DeepSeek-V3.2 FP8 stage 1 at 64 tokens",
+     "draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 -o {out}/timeline.png", NULL},
+    {tl_cmd_sim, "Both MoE stages as CSV, for the roofline",
+     "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,64,256,1024 --stage both --format csv",
+     "moe-sim.csv"},
+    {tl_cmd_draw, "The MI355X roofline with the simulated MoE points",
+     "draw roofline --hw mi355x --points {out}/moe-sim.csv -o {out}/roofline.png", NULL},
+    {tl_cmd_draw, "Which lane holds which element: gfx950's 16x16x32 BF16 MFMA",
+     "draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o {out}/mfma.png", NULL},
+};
+
 static const char tour_usage[] =
     "usage: tilelab tour [--out DIR]\n"
     "Runs the workbench's main commands on embedded defaults (MI355X preset, DeepSeek-V3.2) and\n"
@@ -131,47 +177,16 @@ int tl_cmd_tour(int argc, char **argv)
 
     printf("tilelab tour: every step below is an ordinary command; pictures go to %s/\n", t.out_dir);
 
-    /* 1. number formats */
-    tour_step(&t, tl_cmd_numerics, "FP4 (E2M1): every code, its value and class", "numerics table e2m1");
-    tour_step(&t, tl_cmd_numerics, "FP8 E4M3FN: every code, its value and class", "numerics table e4m3fn");
-    tour_step(&t, tl_cmd_numerics, "FP8 E4M3FNUZ (gfx942): the same bits mean half as much", "numerics table e4m3fnuz");
-
-    /* 2. quantization error on N(0,1) and on outlier channels */
-    tour_step(&t, tl_cmd_numerics, "MXFP4 on N(0,1) data (FACTS anchor: rel RMS about 0.115)",
-              "numerics quantize --scheme mxfp4 --dist normal --n 1048576 --seed 1");
-    tour_step(&t, tl_cmd_numerics, "MXFP8 E4M3 on N(0,1) data (anchor: about 0.029)",
-              "numerics quantize --scheme mxfp8_e4m3 --dist normal --n 1048576 --seed 1");
-    tour_step(&t, tl_cmd_numerics, "Per-tensor FP8 on data with outlier channels",
-              "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1");
-    tour_step(&t, tl_cmd_numerics, "... and after a Hadamard rotation (incoherent processing)",
-              "numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 1048576 --seed 1 --rotate hadamard");
-
-    /* 3. the MoE tile model on the MI355X preset */
-    tour_step(&t, tl_cmd_sim, "Fused MoE on MI355X, DeepSeek-V3.2 FP8, stage 1 (simulated)",
-              "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,32,64,256,512,1024 --stage 1");
-    tour_step(&t, tl_cmd_sim, "Split-KV decode attention, seed Table 2's first configuration (simulated)",
-              "sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 32 --seq 16384 --kv-heads 16");
-
-    /* 4. the first op with all five parts: its check (the GPU part where a GPU build finds one) */
-    tour_step(&t, tl_cmd_check, "Fused MoE, FP8 block-scaled: the kernel against its CPU reference",
-              "check moe --model deepseek-v3.2 --dtype fp8 --tokens 1,16 --tp 8 --seed 1");
-
-    /* 5. pictures */
-    tour_step(&t, tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
-              "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png");
-    tour_step(&t, tl_cmd_draw, "Padding factor against tokens",
-              "draw padding --hw mi355x -o {out}/padding.png");
-    tour_step(&t, tl_cmd_draw, "Work items over CUs in time, DeepSeek-V3.2 FP8 stage 1 at 64 tokens",
-              "draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 -o {out}/timeline.png");
-    char csv[4200];
-    snprintf(csv, sizeof csv, "%s/moe-sim.csv", t.out_dir);
-    if (tour_step_to_file(&t, tl_cmd_sim, "Both MoE stages as CSV, for the roofline",
-                          "sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 1,8,64,256,1024 --stage both --format csv",
-                          csv) == TL_OK)
-        tour_step(&t, tl_cmd_draw, "The MI355X roofline with the simulated MoE points",
-                  "draw roofline --hw mi355x --points {out}/moe-sim.csv -o {out}/roofline.png");
-    tour_step(&t, tl_cmd_draw, "Which lane holds which element: gfx950's 16x16x32 BF16 MFMA",
-              "draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o {out}/mfma.png");
+    for (size_t i = 0; i < sizeof tour_steps / sizeof tour_steps[0]; i++) {
+        const tour_entry *e = &tour_steps[i];
+        if (!e->to_file) {
+            tour_step(&t, e->fn, e->title, e->line);
+            continue;
+        }
+        char path[TOUR_MAX_OUT + 64];
+        snprintf(path, sizeof path, "%s/%s", t.out_dir, e->to_file);
+        tour_step_to_file(&t, e->fn, e->title, e->line, path);
+    }
 
     printf("\ntilelab tour: %d steps, %d failed; pictures in %s/\n", t.steps, t.failures, t.out_dir);
     if (t.failures) return tl_error(TL_EFAIL, "tour", "%d of %d steps failed", t.failures, t.steps);
