@@ -66,17 +66,23 @@ int tl_bfp8_quantize_act(tl_numfmt fmt, int ue8m0, int group, const float *x, si
     return TL_OK;
 }
 
+/* y = code value x its block's scale, blocks of rb rows x cb columns (scales row-major by block). */
+static void dequantize_blocks(tl_numfmt fmt, size_t rb, size_t cb, const uint8_t *codes,
+                              const float *scales, size_t rows, size_t cols, float *y)
+{
+    const float *t = tl_decode_table8(fmt);
+    size_t nbc = ceil_div(cols, cb);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            y[r * cols + c] = t[codes[r * cols + c]] * scales[(r / rb) * nbc + c / cb];
+}
+
 int tl_bfp8_dequantize_act(tl_numfmt fmt, int group, const uint8_t *codes, const float *scales,
                            size_t rows, size_t cols, float *y)
 {
     int rc = check(fmt, group, codes, scales, y, rows, cols);
-    if (rc) return rc;
-    const float *t = tl_decode_table8(fmt);
-    size_t g = (size_t)group, ng = ceil_div(cols, g);
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++)
-            y[r * cols + c] = t[codes[r * cols + c]] * scales[r * ng + c / g];
-    return TL_OK;
+    if (!rc) dequantize_blocks(fmt, 1, (size_t)group, codes, scales, rows, cols, y);
+    return rc;
 }
 
 int tl_bfp8_quantize_weight(tl_numfmt fmt, int ue8m0, int block, const float *w, size_t rows,
@@ -103,11 +109,6 @@ int tl_bfp8_dequantize_weight(tl_numfmt fmt, int block, const uint8_t *codes, co
                               size_t rows, size_t cols, float *y)
 {
     int rc = check(fmt, block, codes, scales, y, rows, cols);
-    if (rc) return rc;
-    const float *t = tl_decode_table8(fmt);
-    size_t b = (size_t)block, nbc = ceil_div(cols, b);
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++)
-            y[r * cols + c] = t[codes[r * cols + c]] * scales[(r / b) * nbc + c / b];
-    return TL_OK;
+    if (!rc) dequantize_blocks(fmt, (size_t)block, (size_t)block, codes, scales, rows, cols, y);
+    return rc;
 }
