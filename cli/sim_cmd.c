@@ -19,44 +19,6 @@
 #define MAX_SIM_EDGES (1L << 24)
 #define MAX_SIM_EDGES_TOTAL (1L << 25)
 
-/* ---- option parsing: "--name value" or "--name=value" ---- */
-
-typedef struct {
-    const char *name;
-    const char **value;
-} opt_spec;
-
-/* Fills the values of known options; anything else, or an option given twice, is a usage error.
- * Positional arguments are collected in pos (at most npos_cap). */
-static int parse_opts(int argc, char **argv, const opt_spec *opts, const char *cmd, const char **pos,
-                      int npos_cap, int *npos)
-{
-    int n = 0, nseen = 0;
-    const opt_spec *seen[32];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            if (n >= npos_cap) return tl_error(TL_EUSAGE, cmd, "unexpected argument '%s'", a);
-            pos[n++] = a;
-            continue;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        const opt_spec *o = NULL;
-        for (const opt_spec *s = opts; s->name; s++)
-            if (strlen(s->name) == len && strncmp(s->name, a, len) == 0) o = s;
-        if (!o) return tl_error(TL_EUSAGE, cmd, "unknown option '%.*s' (try --help)", (int)len, a);
-        for (int j = 0; j < nseen; j++)
-            if (seen[j] == o) return tl_error(TL_EUSAGE, cmd, "option %s given twice", o->name);
-        if (nseen < (int)(sizeof seen / sizeof seen[0])) seen[nseen++] = o;
-        if (eq) *o->value = eq + 1;
-        else if (i + 1 < argc) *o->value = argv[++i];
-        else return tl_error(TL_EUSAGE, cmd, "option %s needs a value", o->name);
-    }
-    if (npos) *npos = n;
-    return 0;
-}
-
 static int get_format(const char *s, tl_format *f)
 {
     *f = TL_FMT_TABLE;
@@ -91,9 +53,9 @@ static int hw_list(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, hw_usage)) return 0;
     const char *fmt_s = NULL;
-    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "hw list", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
                                "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
     for (const char *const *n = tl_hw_list(); *n; n++) {
@@ -148,9 +110,9 @@ static int hw_show(int argc, char **argv)
     if (tl_wants_help(argc, argv, hw_usage)) return 0;
     const char *fmt_s = NULL, *pos[1];
     int npos = 0;
-    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "hw show", pos, 1, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "hw show", pos, 1, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (npos != 1) return tl_error(TL_EUSAGE, "hw show", "needs one NAME or FILE (tilelab hw list)");
     tl_hw hw;
     if (tl_hw_load(pos[0], &hw)) return TL_EUSAGE;
@@ -244,9 +206,9 @@ int tl_cmd_models(int argc, char **argv)
     if (tl_wants_help(argc, argv, models_usage)) return 0;
     const char *fmt_s = NULL, *pos[32];
     int npos = 0;
-    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "models", pos, 32, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "models", pos, 32, &npos) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     const char *const *names = tl_model_list();
     if (npos == 0)
         for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
@@ -310,14 +272,13 @@ static int sim_moe(int argc, char **argv)
                *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
                *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL,
                *kernel_s = "generic";
-    opt_spec opts[] = {{"--hw", &hw_s},       {"--model", &model_s},     {"--dtype", &dtype_s},
-                       {"--kernel", &kernel_s},
-                       {"--tokens", &tokens_s}, {"--stage", &stage_s},   {"--routing", &routing_s},
-                       {"--tile-m", &tile_m_s}, {"--tile-n", &tile_n_s}, {"--tp", &tp_s},
-                       {"--seed", &seed_s},     {"--format", &fmt_s},    {"--cu-gbps", &cu_s},
-                       {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),   TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--kernel", &kernel_s), TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s),
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tile-m", &tile_m_s), TL_OPT_V("--tile-n", &tile_n_s),
+                     TL_OPT_V("--tp", &tp_s),         TL_OPT_V("--seed", &seed_s),     TL_OPT_V("--format", &fmt_s),
+                     TL_OPT_V("--cu-gbps", &cu_s),    TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     tl_moe_problem p;
     memset(&p, 0, sizeof p);
     long tokens[MAX_TOKEN_LIST];
@@ -425,11 +386,12 @@ static int sim_decode(int argc, char **argv)
     if (tl_wants_help(argc, argv, decode_usage)) return 0;
     const char *hw_s = "mi355x", *kv_s = "bf16", *gqa_s = NULL, *b_s = NULL, *l_s = NULL, *h_s = NULL,
                *d_s = "128", *blk_s = "16", *sp_s = "0", *fmt_s = NULL;
-    opt_spec opts[] = {{"--hw", &hw_s},     {"--kv-dtype", &kv_s},  {"--gqa", &gqa_s},   {"--batch", &b_s},
-                       {"--seq", &l_s},     {"--kv-heads", &h_s},   {"--head-dim", &d_s}, {"--block", &blk_s},
-                       {"--splits", &sp_s}, {"--format", &fmt_s},   {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--kv-dtype", &kv_s), TL_OPT_V("--gqa", &gqa_s),
+                     TL_OPT_V("--batch", &b_s),     TL_OPT_V("--seq", &l_s),       TL_OPT_V("--kv-heads", &h_s),
+                     TL_OPT_V("--head-dim", &d_s),  TL_OPT_V("--block", &blk_s),   TL_OPT_V("--splits", &sp_s),
+                     TL_OPT_V("--format", &fmt_s),  TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (!gqa_s || !b_s || !l_s || !h_s)
         return tl_error(TL_EUSAGE, "sim paged-decode", "needs --gqa, --batch, --seq and --kv-heads");
     tl_decode_problem p;
@@ -501,9 +463,9 @@ int tl_bench_sim(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, bench_usage)) return 0;
     const char *fmt_s = NULL;
-    opt_spec opts[] = {{"--format", &fmt_s}, {NULL, NULL}};
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (parse_opts(argc, argv, opts, "bench sim", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "bench sim", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     const char *const *hws = tl_hw_list(), *const *models = tl_model_list();
     long runs = 0;
     double checksum = 0;
