@@ -1,4 +1,4 @@
-/* `tilelab draw ...`: option parsing for the pictures; the drawing lives in visualize/. */
+/* `tilelab draw ...`: options of the pictures (read with tl_opts_parse); the drawing lives in visualize/. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -13,63 +13,10 @@
 
 #define MAX_POINT_FILES 8
 
-/* ---- a small option reader: --name VALUE or --name=VALUE, and -o FILE ---- */
-
-typedef struct {
-    const char *name;  /* without the leading dashes ("o" for -o) */
-    const char *value; /* NULL when absent */
-    const char *many[MAX_POINT_FILES]; /* repeatable options */
-    int count;
-    int repeatable;
-} draw_opt;
-
-static draw_opt *find_opt(draw_opt *opts, const char *name, size_t len)
+/* The picture's file: every draw command needs -o. */
+static int need_output(const char *out, const char *cmd)
 {
-    for (draw_opt *o = opts; o->name; o++)
-        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
-    return NULL;
-}
-
-static int read_opts(int argc, char **argv, const char *cmd, draw_opt *opts)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *name, *eq, *val;
-        if (strcmp(a, "-o") == 0) name = "o";
-        else if (strncmp(a, "--", 2) == 0 && a[2]) name = a + 2;
-        else return tl_error(TL_EUSAGE, cmd, "unexpected argument '%s'", a);
-        eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        draw_opt *o = find_opt(opts, name, len);
-        if (!o) return tl_error(TL_EUSAGE, cmd, "unknown option '%s' (see tilelab draw %s --help)", a, cmd);
-        if (eq) val = eq + 1;
-        else if (i + 1 < argc) val = argv[++i];
-        else return tl_error(TL_EUSAGE, cmd, "option '%s' needs a value", a);
-        if (!*val) return tl_error(TL_EUSAGE, cmd, "option '%s' has an empty value", a);
-        if (o->repeatable) {
-            if (o->count >= MAX_POINT_FILES)
-                return tl_error(TL_EUSAGE, cmd, "at most %d --%s options", MAX_POINT_FILES, o->name);
-            o->many[o->count++] = val;
-        } else {
-            if (o->value)
-                return tl_error(TL_EUSAGE, cmd, "option '%s%s' given twice", strcmp(o->name, "o") ? "--" : "-",
-                                o->name);
-            o->value = val;
-        }
-    }
-    return TL_OK;
-}
-
-static const char *opt_or(draw_opt *opts, const char *name, const char *dflt)
-{
-    draw_opt *o = find_opt(opts, name, strlen(name));
-    return o && o->value ? o->value : dflt;
-}
-
-static int need_output(draw_opt *opts, const char *cmd, const char **out)
-{
-    *out = opt_or(opts, "o", NULL);
-    if (!*out) return tl_error(TL_EUSAGE, cmd, "missing -o FILE.png|svg|pdf");
+    if (!out) return tl_error(TL_EUSAGE, cmd, "missing -o FILE.png|svg|pdf");
     return TL_OK;
 }
 
@@ -136,21 +83,23 @@ static void name_simulated_source(tl_points *p, const char *path)
 int tl_draw_roofline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, roofline_usage)) return 0;
-    draw_opt opts[] = {{.name = "hw"}, {.name = "points", .repeatable = 1}, {.name = "band"}, {.name = "o"},
-                       {.name = "measured-on"}, {.name = NULL}};
-    const char *out;
-    int rc = read_opts(argc, argv, "roofline", opts);
-    if (rc || (rc = need_output(opts, "roofline", &out))) return rc;
+    const char *hw_s = "mi355x", *points[MAX_POINT_FILES], *band_s = NULL, *out = NULL, *measured_on = NULL;
+    int npoints = 0;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_L("--points", points, MAX_POINT_FILES, &npoints),
+                     TL_OPT_V("--band", &band_s), TL_OPT_V("-o", &out), TL_OPT_V("--measured-on", &measured_on),
+                     TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "draw roofline", NULL, 0, NULL);
+    if (rc || (rc = need_output(out, "roofline"))) return rc;
     tl_band band = {0};
-    if (opts[2].value && (rc = parse_band(opts[2].value, &band))) return rc;
+    if (band_s && (rc = parse_band(band_s, &band))) return rc;
     tl_hw hw;
-    if ((rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), &hw))) return rc;
+    if ((rc = tl_hw_load(hw_s, &hw))) return rc;
     tl_points sets[MAX_POINT_FILES];
     int nsets = 0;
-    for (int i = 0; i < opts[1].count; i++) {
-        if ((rc = tl_points_read(opts[1].many[i], &sets[nsets]))) break;
-        name_simulated_source(&sets[nsets], opts[1].many[i]);
-        if (opts[4].value && sets[nsets].format != TL_POINTS_TILELAB) {
+    for (int i = 0; i < npoints; i++) {
+        if ((rc = tl_points_read(points[i], &sets[nsets]))) break;
+        name_simulated_source(&sets[nsets], points[i]);
+        if (measured_on && sets[nsets].format != TL_POINTS_TILELAB) {
             /* keep the reader's note on kernels it could not place ("; 2 kernels without ...") */
             const char *note = strstr(sets[nsets].source, "; ");
             char kept[128];
@@ -158,7 +107,7 @@ int tl_draw_roofline(int argc, char **argv)
             char *file_day = strstr(kept, ", file of "); /* --measured-on dates it already */
             if (file_day) *file_day = '\0';
             snprintf(sets[nsets].source, sizeof sets[nsets].source, "measured on %.120s (%s)%.60s",
-                     opts[4].value, tl_points_format_name(sets[nsets].format), kept);
+                     measured_on, tl_points_format_name(sets[nsets].format), kept);
         }
         nsets++;
     }
@@ -176,10 +125,10 @@ static const char moe_tiles_usage[] =
     "  Seed Figure 6 as a still: experts as columns, tiles of tile-m rows as stacked boxes,\n"
     "  real rows and padding rows in two colours; one panel per token count (at most 8).\n";
 
-static int load_hw_model(draw_opt *opts, tl_hw *hw, tl_model *model)
+static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_model *model)
 {
-    int rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), hw);
-    if (rc == TL_OK) rc = tl_model_load(opt_or(opts, "model", "deepseek-v3.2"), model);
+    int rc = tl_hw_load(hw_s, hw);
+    if (rc == TL_OK) rc = tl_model_load(model_s, model);
     return rc;
 }
 
@@ -194,24 +143,25 @@ static int parse_seed(const char *s, uint64_t *seed)
 int tl_draw_moe_tiles(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
-    draw_opt opts[] = {{.name = "hw"}, {.name = "model"}, {.name = "dtype"}, {.name = "tokens"}, {.name = "tile-m"}, {.name = "routing"}, {.name = "seed"}, {.name = "o"}, {.name = NULL}};
-    const char *out;
-    int rc = read_opts(argc, argv, "moe-tiles", opts);
-    if (rc || (rc = need_output(opts, "moe-tiles", &out))) return rc;
+    const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "1,32,512",
+               *tile_m_s = "16", *routing_s = "balanced", *seed_s = NULL, *out = NULL;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),     TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--tile-m", &tile_m_s),   TL_OPT_V("--routing", &routing_s),
+                     TL_OPT_V("--seed", &seed_s),     TL_OPT_V("-o", &out),              TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "draw moe-tiles", NULL, 0, NULL);
+    if (rc || (rc = need_output(out, "moe-tiles"))) return rc;
     int tokens[8], ntok;
     long tile_m;
     tl_moe_dtype dtype;
     tl_routing routing;
     uint64_t seed = 1;
-    if ((rc = parse_int_list(opt_or(opts, "tokens", "1,32,512"), 1, 1L << 20, "--tokens", tokens, 8, &ntok)) ||
-        (rc = tl_parse_long(opt_or(opts, "tile-m", "16"), 1, 4096, "--tile-m", &tile_m)) ||
-        (rc = tl_moe_dtype_parse(opt_or(opts, "dtype", "fp8"), &dtype)) ||
-        (rc = tl_routing_parse(opt_or(opts, "routing", "balanced"), &routing)) ||
-        (opts[6].value && (rc = parse_seed(opts[6].value, &seed))))
+    if ((rc = parse_int_list(tokens_s, 1, 1L << 20, "--tokens", tokens, 8, &ntok)) ||
+        (rc = tl_parse_long(tile_m_s, 1, 4096, "--tile-m", &tile_m)) || (rc = tl_moe_dtype_parse(dtype_s, &dtype)) ||
+        (rc = tl_routing_parse(routing_s, &routing)) || (seed_s && (rc = parse_seed(seed_s, &seed))))
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(opts, &hw, &model))) return rc;
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model))) return rc;
     return tl_fig_moe_tiles(out, &hw, &model, dtype, tokens, ntok, (int)tile_m, &routing, seed);
 }
 
@@ -227,20 +177,23 @@ static const char padding_usage[] =
 int tl_draw_padding(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, padding_usage)) return 0;
-    draw_opt opts[] = {{.name = "hw"}, {.name = "experts"}, {.name = "topk"}, {.name = "tile-m"}, {.name = "max-tokens"}, {.name = "o"}, {.name = NULL}};
-    const char *out;
-    int rc = read_opts(argc, argv, "padding", opts);
-    if (rc || (rc = need_output(opts, "padding", &out))) return rc;
+    const char *hw_s = "mi355x", *experts_s = "256,384", *topk_s = "8", *tile_m_s = "16,32", *max_s = "8192",
+               *out = NULL;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s),
+                     TL_OPT_V("--tile-m", &tile_m_s), TL_OPT_V("--max-tokens", &max_s),  TL_OPT_V("-o", &out),
+                     TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "draw padding", NULL, 0, NULL);
+    if (rc || (rc = need_output(out, "padding"))) return rc;
     int e[12], k[12], m[12], ne, nk, nm;
     long max_tokens;
-    if ((rc = parse_int_list(opt_or(opts, "experts", "256,384"), 1, 65536, "--experts", e, 12, &ne)) ||
-        (rc = parse_int_list(opt_or(opts, "topk", "8"), 1, 1024, "--topk", k, 12, &nk)) ||
-        (rc = parse_int_list(opt_or(opts, "tile-m", "16,32"), 1, 4096, "--tile-m", m, 12, &nm)) ||
-        (rc = tl_parse_long(opt_or(opts, "max-tokens", "8192"), 2, 1L << 20, "--max-tokens", &max_tokens)))
+    if ((rc = parse_int_list(experts_s, 1, 65536, "--experts", e, 12, &ne)) ||
+        (rc = parse_int_list(topk_s, 1, 1024, "--topk", k, 12, &nk)) ||
+        (rc = parse_int_list(tile_m_s, 1, 4096, "--tile-m", m, 12, &nm)) ||
+        (rc = tl_parse_long(max_s, 2, 1L << 20, "--max-tokens", &max_tokens)))
         return rc;
     /* The preset only names the hardware in the footer, but it must exist. */
     tl_hw hw;
-    if ((rc = tl_hw_load(opt_or(opts, "hw", "mi355x"), &hw))) return rc;
+    if ((rc = tl_hw_load(hw_s, &hw))) return rc;
     return tl_fig_padding(out, hw.name, e, ne, k, nk, m, nm, (int)max_tokens);
 }
 
@@ -256,25 +209,26 @@ static const char timeline_usage[] =
 int tl_draw_timeline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, timeline_usage)) return 0;
-    draw_opt opts[] = {{.name = "hw"}, {.name = "model"}, {.name = "dtype"}, {.name = "tokens"}, {.name = "stage"}, {.name = "tile-m"},
-                       {.name = "routing"}, {.name = "tp"}, {.name = "seed"}, {.name = "o"}, {.name = NULL}};
-    const char *out;
-    int rc = read_opts(argc, argv, "timeline", opts);
-    if (rc || (rc = need_output(opts, "timeline", &out))) return rc;
+    const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "64", *stage_s = "1",
+               *tile_m_s = "16", *routing_s = "balanced", *tp_s = "1", *seed_s = NULL, *out = NULL;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),     TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s),     TL_OPT_V("--tile-m", &tile_m_s),
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s),         TL_OPT_V("--seed", &seed_s),
+                     TL_OPT_V("-o", &out),            TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
+    if (rc || (rc = need_output(out, "timeline"))) return rc;
     long tokens, stage, tile_m, tp;
     tl_moe_problem p = {0};
     p.seed = 1;
-    if ((rc = tl_parse_long(opt_or(opts, "tokens", "64"), 1, 0x7fffffffL, "--tokens", &tokens)) ||
-        (rc = tl_parse_long(opt_or(opts, "stage", "1"), 1, 2, "--stage", &stage)) ||
-        (rc = tl_parse_long(opt_or(opts, "tile-m", "16"), 1, 4096, "--tile-m", &tile_m)) ||
-        (rc = tl_parse_long(opt_or(opts, "tp", "1"), 1, 1024, "--tp", &tp)) ||
-        (rc = tl_moe_dtype_parse(opt_or(opts, "dtype", "fp8"), &p.dtype)) ||
-        (rc = tl_routing_parse(opt_or(opts, "routing", "balanced"), &p.routing)) ||
-        (opts[8].value && (rc = parse_seed(opts[8].value, &p.seed))))
+    if ((rc = tl_parse_long(tokens_s, 1, 0x7fffffffL, "--tokens", &tokens)) ||
+        (rc = tl_parse_long(stage_s, 1, 2, "--stage", &stage)) ||
+        (rc = tl_parse_long(tile_m_s, 1, 4096, "--tile-m", &tile_m)) ||
+        (rc = tl_parse_long(tp_s, 1, 1024, "--tp", &tp)) || (rc = tl_moe_dtype_parse(dtype_s, &p.dtype)) ||
+        (rc = tl_routing_parse(routing_s, &p.routing)) || (seed_s && (rc = parse_seed(seed_s, &p.seed))))
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(opts, &hw, &model))) return rc;
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model))) return rc;
     p.hw = &hw;
     p.model = &model;
     p.tokens = (int)tokens;
@@ -295,11 +249,10 @@ static const char mfma_usage[] =
 int tl_draw_mfma(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, mfma_usage)) return 0;
-    draw_opt opts[] = {{.name = "arch"}, {.name = "instr"}, {.name = "o"}, {.name = NULL}};
-    const char *out;
-    int rc = read_opts(argc, argv, "mfma", opts);
-    if (rc || (rc = need_output(opts, "mfma", &out))) return rc;
-    const char *instr = opt_or(opts, "instr", NULL);
+    const char *arch = "gfx950", *instr = NULL, *out = NULL;
+    tl_opt opts[] = {TL_OPT_V("--arch", &arch), TL_OPT_V("--instr", &instr), TL_OPT_V("-o", &out), TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "draw mfma", NULL, 0, NULL);
+    if (rc || (rc = need_output(out, "mfma"))) return rc;
     if (!instr) return tl_error(TL_EUSAGE, "mfma", "missing --instr NAME (see tilelab mfma list)");
-    return tl_fig_mfma(out, opt_or(opts, "arch", "gfx950"), instr);
+    return tl_fig_mfma(out, arch, instr);
 }
