@@ -47,18 +47,10 @@ static int cmd_convert(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, CONVERT_USAGE)) return 0;
     const char *to = NULL;
-    int saturate = 1;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        /* --saturate and --no-saturate are one choice: either counts as "--[no-]saturate" */
-        const char *key = strcmp(a, "--saturate") == 0 || strcmp(a, "--no-saturate") == 0 ? "--[no-]saturate" : a;
-        if (strcmp(a, "--to") == 0 && i + 1 < argc) to = argv[++i];
-        else if (strcmp(a, "--saturate") == 0) saturate = 1;
-        else if (strcmp(a, "--no-saturate") == 0) saturate = 0;
-        else return tl_error(TL_EUSAGE, "numerics convert", "unknown or incomplete option '%s'", a);
-        if (tl_opt_once(&seen, key, "numerics convert")) return TL_EUSAGE;
-    }
+    int saturate = 1; /* --saturate and --no-saturate are one choice: they share the flag */
+    tl_opt opts[] = {TL_OPT_V("--to", &to), TL_OPT_F("--saturate", &saturate, 1),
+                     TL_OPT_F("--no-saturate", &saturate, 0), TL_OPT_END};
+    if (tl_opts_parse(argc, argv, opts, "numerics convert", NULL, 0, NULL)) return TL_EUSAGE;
     if (!to) return tl_error(TL_EUSAGE, "numerics convert", "--to FMT is required");
     tl_numfmt f;
     int rc = tl_numfmt_parse(to, &f);
@@ -105,16 +97,12 @@ static const char TABLE_USAGE[] =
 static int cmd_table(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, TABLE_USAGE)) return 0;
-    const char *name = NULL;
+    const char *name = NULL, *fmt_s = NULL;
     tl_format fmt = TL_FMT_TABLE;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            int rc = tl_opt_once(&seen, "--format", "numerics table");
-            if (rc || (rc = tl_parse_format(argv[++i], &fmt))) return rc;
-        } else if (argv[i][0] != '-' && !name) name = argv[i];
-        else return tl_error(TL_EUSAGE, "numerics table", "unknown or incomplete option '%s'", argv[i]);
-    }
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    int npos = 0;
+    if (tl_opts_parse(argc, argv, opts, "numerics table", &name, 1, &npos)) return TL_EUSAGE;
+    if (fmt_s && tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (!name) return tl_error(TL_EUSAGE, "numerics table", "which format? (tilelab numerics table FMT)");
     tl_numfmt f;
     int rc = tl_numfmt_parse(name, &f);
@@ -165,25 +153,19 @@ static int cmd_quantize(int argc, char **argv)
     tl_rotation rot = TL_ROT_NONE;
     tl_format fmt = TL_FMT_TABLE;
     long n = 1L << 20, row = 128, seedv = -1;
-    int rc = TL_OK;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v || a[0] != '-' || a[1] != '-')
-            return tl_error(TL_EUSAGE, "numerics quantize", "unknown or incomplete option '%s'", a);
-        if (tl_opt_once(&seen, a, "numerics quantize")) return TL_EUSAGE;
-        i++;
-        if (strcmp(a, "--scheme") == 0) scheme = v;
-        else if (strcmp(a, "--scale-rule") == 0) rc = tl_scale_rule_parse(v, &rule);
-        else if (strcmp(a, "--dist") == 0) rc = tl_dist_parse(v, &dist);
-        else if (strcmp(a, "--rotate") == 0) rc = tl_rotation_parse(v, &rot);
-        else if (strcmp(a, "--format") == 0) rc = tl_parse_format(v, &fmt);
-        else if (strcmp(a, "--n") == 0) rc = tl_parse_long(v, 1, 1L << 28, "--n", &n);
-        else if (strcmp(a, "--row") == 0) rc = tl_parse_long(v, 1, 8192, "--row", &row);
-        else if (strcmp(a, "--seed") == 0) rc = tl_parse_long(v, 0, 0x7FFFFFFFFFFFFFFFL, "--seed", &seedv);
-        else return tl_error(TL_EUSAGE, "numerics quantize", "unknown option '%s'", a);
-    }
-    if (rc) return rc;
+    const char *rule_s = NULL, *dist_s = NULL, *rot_s = NULL, *fmt_s = NULL, *n_s = NULL, *row_s = NULL,
+               *seed_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--scheme", &scheme), TL_OPT_V("--scale-rule", &rule_s), TL_OPT_V("--dist", &dist_s),
+                     TL_OPT_V("--rotate", &rot_s), TL_OPT_V("--format", &fmt_s), TL_OPT_V("--n", &n_s),
+                     TL_OPT_V("--row", &row_s), TL_OPT_V("--seed", &seed_s), TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "numerics quantize", NULL, 0, NULL);
+    if (rc || (rule_s && (rc = tl_scale_rule_parse(rule_s, &rule))) ||
+        (dist_s && (rc = tl_dist_parse(dist_s, &dist))) ||
+        (rot_s && (rc = tl_rotation_parse(rot_s, &rot))) || (fmt_s && (rc = tl_parse_format(fmt_s, &fmt))) ||
+        (n_s && (rc = tl_parse_long(n_s, 1, 1L << 28, "--n", &n))) ||
+        (row_s && (rc = tl_parse_long(row_s, 1, 8192, "--row", &row))) ||
+        (seed_s && (rc = tl_parse_long(seed_s, 0, 0x7FFFFFFFFFFFFFFFL, "--seed", &seedv))))
+        return rc;
     if (!scheme) return tl_error(TL_EUSAGE, "numerics quantize", "--scheme S is required");
     tl_quant_scheme only = TL_QS_COUNT;
     if (strcmp(scheme, "all") != 0 && (rc = tl_quant_scheme_parse(scheme, &only))) return rc;
@@ -297,19 +279,13 @@ int tl_bench_numerics(int argc, char **argv)
     if (tl_wants_help(argc, argv, BENCH_USAGE)) return 0;
     long n = 1L << 18, runs = 31;
     tl_format fmt = TL_FMT_TABLE;
-    int rc = TL_OK;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return tl_error(TL_EUSAGE, "bench numerics", "unknown or incomplete option '%s'", a);
-        if (tl_opt_once(&seen, a, "bench numerics")) return TL_EUSAGE;
-        i++;
-        if (strcmp(a, "--n") == 0) rc = tl_parse_long(v, 1024, 1L << 28, "--n", &n);
-        else if (strcmp(a, "--runs") == 0) rc = tl_parse_long(v, 1, 1000, "--runs", &runs);
-        else if (strcmp(a, "--format") == 0) rc = tl_parse_format(v, &fmt);
-        else return tl_error(TL_EUSAGE, "bench numerics", "unknown option '%s'", a);
-    }
-    if (rc) return rc;
+    const char *n_s = NULL, *runs_s = NULL, *fmt_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--n", &n_s), TL_OPT_V("--runs", &runs_s), TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    int rc = tl_opts_parse(argc, argv, opts, "bench numerics", NULL, 0, NULL);
+    if (rc || (n_s && (rc = tl_parse_long(n_s, 1024, 1L << 28, "--n", &n))) ||
+        (runs_s && (rc = tl_parse_long(runs_s, 1, 1000, "--runs", &runs))) ||
+        (fmt_s && (rc = tl_parse_format(fmt_s, &fmt))))
+        return rc;
     size_t N = (size_t)n;
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     uint8_t *c8 = malloc(N), *scales = malloc(N / 32 + 1);
