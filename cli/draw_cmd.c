@@ -145,9 +145,9 @@ int tl_draw_moe_tiles(int argc, char **argv)
     if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "1,32,512",
                *tile_m_s = "16", *routing_s = "balanced", *seed_s = NULL, *out = NULL;
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),     TL_OPT_V("--dtype", &dtype_s),
-                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--tile-m", &tile_m_s),   TL_OPT_V("--routing", &routing_s),
-                     TL_OPT_V("--seed", &seed_s),     TL_OPT_V("-o", &out),              TL_OPT_END};
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--tile-m", &tile_m_s),
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--seed", &seed_s), TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw moe-tiles", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "moe-tiles"))) return rc;
     int tokens[8], ntok;
@@ -179,8 +179,8 @@ int tl_draw_padding(int argc, char **argv)
     if (tl_wants_help(argc, argv, padding_usage)) return 0;
     const char *hw_s = "mi355x", *experts_s = "256,384", *topk_s = "8", *tile_m_s = "16,32", *max_s = "8192",
                *out = NULL;
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s),
-                     TL_OPT_V("--tile-m", &tile_m_s), TL_OPT_V("--max-tokens", &max_s),  TL_OPT_V("-o", &out),
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s),
+                     TL_OPT_V("--tile-m", &tile_m_s), TL_OPT_V("--max-tokens", &max_s), TL_OPT_V("-o", &out),
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw padding", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "padding"))) return rc;
@@ -211,10 +211,10 @@ int tl_draw_timeline(int argc, char **argv)
     if (tl_wants_help(argc, argv, timeline_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "64", *stage_s = "1",
                *tile_m_s = "16", *routing_s = "balanced", *tp_s = "1", *seed_s = NULL, *out = NULL;
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),     TL_OPT_V("--dtype", &dtype_s),
-                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s),     TL_OPT_V("--tile-m", &tile_m_s),
-                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s),         TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("-o", &out),            TL_OPT_END};
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s), TL_OPT_V("--tile-m", &tile_m_s),
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
+                     TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "timeline"))) return rc;
     long tokens, stage, tile_m, tp;

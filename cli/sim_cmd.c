@@ -272,11 +272,11 @@ static int sim_moe(int argc, char **argv)
                *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
                *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL,
                *kernel_s = "generic";
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--model", &model_s),   TL_OPT_V("--dtype", &dtype_s),
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--kernel", &kernel_s), TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s),
-                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tile-m", &tile_m_s), TL_OPT_V("--tile-n", &tile_n_s),
-                     TL_OPT_V("--tp", &tp_s),         TL_OPT_V("--seed", &seed_s),     TL_OPT_V("--format", &fmt_s),
-                     TL_OPT_V("--cu-gbps", &cu_s),    TL_OPT_END};
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tile-m", &tile_m_s),
+                     TL_OPT_V("--tile-n", &tile_n_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
+                     TL_OPT_V("--format", &fmt_s), TL_OPT_V("--cu-gbps", &cu_s), TL_OPT_END};
     tl_format fmt;
     if (tl_opts_parse(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     tl_moe_problem p;
@@ -386,10 +386,10 @@ static int sim_decode(int argc, char **argv)
     if (tl_wants_help(argc, argv, decode_usage)) return 0;
     const char *hw_s = "mi355x", *kv_s = "bf16", *gqa_s = NULL, *b_s = NULL, *l_s = NULL, *h_s = NULL,
                *d_s = "128", *blk_s = "16", *sp_s = "0", *fmt_s = NULL;
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--kv-dtype", &kv_s), TL_OPT_V("--gqa", &gqa_s),
-                     TL_OPT_V("--batch", &b_s),     TL_OPT_V("--seq", &l_s),       TL_OPT_V("--kv-heads", &h_s),
-                     TL_OPT_V("--head-dim", &d_s),  TL_OPT_V("--block", &blk_s),   TL_OPT_V("--splits", &sp_s),
-                     TL_OPT_V("--format", &fmt_s),  TL_OPT_END};
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--kv-dtype", &kv_s), TL_OPT_V("--gqa", &gqa_s),
+                     TL_OPT_V("--batch", &b_s), TL_OPT_V("--seq", &l_s), TL_OPT_V("--kv-heads", &h_s),
+                     TL_OPT_V("--head-dim", &d_s), TL_OPT_V("--block", &blk_s), TL_OPT_V("--splits", &sp_s),
+                     TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
     if (tl_opts_parse(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (!gqa_s || !b_s || !l_s || !h_s)
