@@ -318,29 +318,19 @@ int tl_bench_roofline(int argc, char **argv)
     int quick = 0;
     long iters = 200, warmup = 20;
     double gib = 8.0;
-    int st;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if ((st = tl_opt_once(&seen, a, "bench roofline"))) return st;
-        if (strcmp(a, "--hw") == 0 && has) hw_spec = argv[++i];
-        else if (strcmp(a, "--save") == 0 && has) save = argv[++i];
-        else if (strcmp(a, "--from") == 0 && has) from = argv[++i];
-        else if (strcmp(a, "--format") == 0 && has) {
-            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
-        } else if (strcmp(a, "--iters") == 0 && has) {
-            if ((st = tl_parse_long(argv[++i], 1, 100000, "--iters", &iters))) return st;
-        } else if (strcmp(a, "--warmup") == 0 && has) {
-            if ((st = tl_parse_long(argv[++i], 0, 100000, "--warmup", &warmup))) return st;
-        } else if (strcmp(a, "--hbm-gib") == 0 && has) {
-            if ((st = tl_parse_double(argv[++i], "--hbm-gib", &gib))) return st;
-            if (!(gib >= 0.25 && gib <= 64.0))
-                return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.25, 64]", gib);
-        } else if (strcmp(a, "--points") == 0 && has) points = argv[++i];
-        else if (strcmp(a, "--quick") == 0) quick = 1;
-        else return tl_error(TL_EUSAGE, "bench roofline", "unknown or incomplete option '%s'", a);
-    }
+    const char *fmt_s = NULL, *iters_s = NULL, *warmup_s = NULL, *gib_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_spec), TL_OPT_V("--save", &save), TL_OPT_V("--from", &from),
+                     TL_OPT_V("--format", &fmt_s), TL_OPT_V("--iters", &iters_s), TL_OPT_V("--warmup", &warmup_s),
+                     TL_OPT_V("--hbm-gib", &gib_s), TL_OPT_V("--points", &points), TL_OPT_F("--quick", &quick, 1),
+                     TL_OPT_END};
+    int st = tl_opts_parse(argc, argv, opts, "bench roofline", NULL, 0, NULL);
+    if (st || (fmt_s && (st = tl_parse_format(fmt_s, &fmt))) ||
+        (iters_s && (st = tl_parse_long(iters_s, 1, 100000, "--iters", &iters))) ||
+        (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
+        (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
+        return st;
+    if (!(gib >= 0.25 && gib <= 64.0))
+        return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.25, 64]", gib);
     if (hw_spec) { /* a bad --hw is a usage error before anything runs */
         tl_hw probe;
         if ((st = tl_hw_load(hw_spec, &probe))) return st;
@@ -407,18 +397,11 @@ static int parse_arch(const char *s, const char *what)
 static int cmd_mfma_list(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, MFMA_LIST_USAGE)) return 0;
-    const char *arch = NULL;
+    const char *arch = NULL, *fmt_s = NULL;
     tl_format fmt = TL_FMT_TABLE;
-    int st;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc; i++) {
-        if ((st = tl_opt_once(&seen, argv[i], "mfma list"))) return st;
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
-        } else return tl_error(TL_EUSAGE, "mfma list", "unknown or incomplete option '%s'", argv[i]);
-    }
-    if ((st = parse_arch(arch, "mfma list"))) return st;
+    tl_opt opts[] = {TL_OPT_V("--arch", &arch), TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    int st = tl_opts_parse(argc, argv, opts, "mfma list", NULL, 0, NULL);
+    if (st || (fmt_s && (st = tl_parse_format(fmt_s, &fmt))) || (st = parse_arch(arch, "mfma list"))) return st;
     const tl_mfma_instr *list[TL_MFMA_MAX];
     int n = tl_mfma_list(arch, list, TL_MFMA_MAX);
     tl_table *t = tl_table_new("name,m,n,k,blocks,a,b,c,a_vgprs,b_vgprs,c_vgprs,cycles");
@@ -448,20 +431,12 @@ static int cmd_mfma_list(int argc, char **argv)
 static int cmd_mfma_layout(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, MFMA_LAYOUT_USAGE)) return 0;
-    const char *arch = NULL, *name = NULL, *matrix = NULL;
+    const char *arch = NULL, *name = NULL, *matrix = NULL, *fmt_s = NULL;
     tl_format fmt = TL_FMT_CSV;
-    int st;
-    tl_opt_seen seen = {.n = 0};
-    for (int i = 1; i < argc; i++) {
-        if ((st = tl_opt_once(&seen, argv[i], "mfma layout"))) return st;
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
-        else if (strcmp(argv[i], "--instr") == 0 && i + 1 < argc) name = argv[++i];
-        else if (strcmp(argv[i], "--matrix") == 0 && i + 1 < argc) matrix = argv[++i];
-        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            if ((st = tl_parse_format(argv[++i], &fmt))) return st;
-        } else return tl_error(TL_EUSAGE, "mfma layout", "unknown or incomplete option '%s'", argv[i]);
-    }
-    if ((st = parse_arch(arch, "mfma layout"))) return st;
+    tl_opt opts[] = {TL_OPT_V("--arch", &arch), TL_OPT_V("--instr", &name), TL_OPT_V("--matrix", &matrix),
+                     TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    int st = tl_opts_parse(argc, argv, opts, "mfma layout", NULL, 0, NULL);
+    if (st || (fmt_s && (st = tl_parse_format(fmt_s, &fmt))) || (st = parse_arch(arch, "mfma layout"))) return st;
     if (!name) return tl_error(TL_EUSAGE, "mfma layout", "--instr NAME is required (see tilelab mfma list --arch %s)", arch);
     if (!matrix || strlen(matrix) != 1 || !strchr("ABCDabcd", matrix[0]))
         return tl_error(TL_EUSAGE, "mfma layout", "--matrix A|B|C|D is required");
