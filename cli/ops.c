@@ -87,10 +87,16 @@ static void moe_free(void *vp)
     free(p);
 }
 
-static int need_value(int i, int argc, char **argv)
+/* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign. */
+static int parse_seed(const char *val, uint64_t *seed)
 {
-    if (i + 1 >= argc) return tl_error(TL_EUSAGE, "moe", "option %s needs a value", argv[i]);
-    return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 0);
+    if (!*val || *end || errno || val[0] == '-')
+        return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
+    *seed = v;
+    return TL_OK;
 }
 
 static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
@@ -104,44 +110,27 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->seed = mode == TL_OP_BENCH ? 1 : tl_fresh_seed();
     p->dtype = mode == TL_OP_CHECK ? TL_MOE_BF16 : TL_MOE_FP8;
     snprintf(p->hw, sizeof p->hw, "h200");
-    int rc = 0;
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "--format") == 0) { /* the harness reads it */
-            rc = need_value(i, argc, argv);
-            i++;
-            continue;
-        }
-        if (strncmp(o, "--", 2) != 0) {
-            rc = tl_error(TL_EUSAGE, "moe", "unexpected argument '%s'", o);
-            break;
-        }
-        if ((rc = need_value(i, argc, argv))) break;
-        for (int j = 1; j < i && !rc; j++)
-            if (strcmp(argv[j], o) == 0) rc = tl_error(TL_EUSAGE, o, "option given twice");
-        if (rc) break;
-        const char *val = argv[++i];
-        if (strcmp(o, "--model") == 0) model = val;
-        else if (strcmp(o, "--dtype") == 0) rc = tl_moe_dtype_parse(val, &p->dtype);
-        else if (strcmp(o, "--tokens") == 0) tokens = val;
-        else if (strcmp(o, "--routing") == 0) routing = val;
-        else if (strcmp(o, "--tp") == 0) rc = tl_parse_long(val, 1, 64, "--tp", &tp);
-        else if (strcmp(o, "--shared") == 0) rc = tl_parse_long(val, 0, 16, "--shared", &shared);
-        else if (strcmp(o, "--hidden") == 0) rc = tl_parse_long(val, 1, 65536, "--hidden", &hidden);
-        else if (strcmp(o, "--width") == 0) rc = tl_parse_long(val, 1, 65536, "--width", &width);
-        else if (strcmp(o, "--experts") == 0) rc = tl_parse_long(val, 1, 4096, "--experts", &experts);
-        else if (strcmp(o, "--topk") == 0) rc = tl_parse_long(val, 1, 4096, "--topk", &topk);
-        else if (strcmp(o, "--stage") == 0 && mode == TL_OP_BENCH) rc = tl_parse_long(val, 1, 2, "--stage", &stage);
-        else if (strcmp(o, "--hw") == 0 && mode == TL_OP_BENCH) snprintf(p->hw, sizeof p->hw, "%s", val);
-        else if (strcmp(o, "--seed") == 0) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(val, &end, 0);
-            if (!*val || *end || errno || val[0] == '-') rc = tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
-            p->seed = s;
-        } else rc = tl_error(TL_EUSAGE, "moe", "unknown option '%s' (tilelab %s moe --help)", o,
-                             mode == TL_OP_CHECK ? "check" : "bench");
-    }
+    const char *fmt_s = NULL, *dtype_s = NULL, *tp_s = NULL, *shared_s = NULL, *hidden_s = NULL, *width_s = NULL,
+               *experts_s = NULL, *topk_s = NULL, *seed_s = NULL, *stage_s = NULL, *hw_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), /* the harness reads it (op_cmd.c) */
+                     TL_OPT_V("--model", &model), TL_OPT_V("--dtype", &dtype_s), TL_OPT_V("--tokens", &tokens),
+                     TL_OPT_V("--routing", &routing), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--shared", &shared_s),
+                     TL_OPT_V("--hidden", &hidden_s), TL_OPT_V("--width", &width_s),
+                     TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s), TL_OPT_V("--seed", &seed_s),
+                     TL_OPT_V("--stage", &stage_s), TL_OPT_V("--hw", &hw_s), TL_OPT_END};
+    if (mode != TL_OP_BENCH) /* --stage and --hw are the bench's alone: the check's table ends before them */
+        opts[sizeof opts / sizeof opts[0] - 3] = (tl_opt)TL_OPT_END;
+    int rc = tl_opts_parse(argc, argv, opts, mode == TL_OP_CHECK ? "check moe" : "bench moe", NULL, 0, NULL);
+    if (!rc && dtype_s) rc = tl_moe_dtype_parse(dtype_s, &p->dtype);
+    if (!rc && tp_s) rc = tl_parse_long(tp_s, 1, 64, "--tp", &tp);
+    if (!rc && shared_s) rc = tl_parse_long(shared_s, 0, 16, "--shared", &shared);
+    if (!rc && hidden_s) rc = tl_parse_long(hidden_s, 1, 65536, "--hidden", &hidden);
+    if (!rc && width_s) rc = tl_parse_long(width_s, 1, 65536, "--width", &width);
+    if (!rc && experts_s) rc = tl_parse_long(experts_s, 1, 4096, "--experts", &experts);
+    if (!rc && topk_s) rc = tl_parse_long(topk_s, 1, 4096, "--topk", &topk);
+    if (!rc && stage_s) rc = tl_parse_long(stage_s, 1, 2, "--stage", &stage);
+    if (!rc && seed_s) rc = parse_seed(seed_s, &p->seed);
+    if (!rc && hw_s) snprintf(p->hw, sizeof p->hw, "%s", hw_s);
     if (!rc && mode == TL_OP_BENCH) { /* bad input is exit 2 before "no GPU" is exit 1 */
         tl_hw hw;
         rc = tl_hw_load(p->hw, &hw);
