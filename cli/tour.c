@@ -162,14 +162,8 @@ int tl_cmd_tour(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, tour_usage)) return 0;
     tour t = {.out_dir = "tilelab-tour"};
-    int have_out = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--out") != 0)
-            return tl_error(TL_EUSAGE, "tour", "unknown option '%s' (see tilelab tour --help)", argv[i]);
-        if (i + 1 >= argc) return tl_error(TL_EUSAGE, "tour", "option --out needs a value");
-        if (have_out++) return tl_error(TL_EUSAGE, "tour", "option --out given twice");
-        t.out_dir = argv[++i];
-    }
+    tl_opt opts[] = {TL_OPT_V("--out", &t.out_dir), TL_OPT_END};
+    if (tl_opts_parse(argc, argv, opts, "tour", NULL, 0, NULL)) return TL_EUSAGE;
     if (strlen(t.out_dir) >= TOUR_MAX_OUT)
         return tl_error(TL_EUSAGE, "--out", "folder name longer than %d characters", TOUR_MAX_OUT - 1);
     int rc = tl_mkdirs(t.out_dir);
