@@ -2,8 +2,8 @@
  * exit status (0, TL_EFAIL = 1, TL_EUSAGE = 2) after recording an error with tl_error().
  * argv[0] is the subcommand's own name (e.g. "convert" for `tilelab numerics convert`).
  *
- * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area:
- * numerics_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
+ * Files: main.c (top-level table, help, bench and draw dispatch), opts.c (the option reader),
+ * tour.c, and one file per area: numerics_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
 #ifndef TL_CLI_H
 #define TL_CLI_H
 
@@ -56,17 +56,6 @@ typedef struct {
 
 int tl_opts_parse(int argc, char **argv, const tl_opt *opts, const char *cmd, const char **pos, int pos_cap,
                   int *npos);
-
-/* Options met so far by a command's argument loop: an option given twice is a usage error (which
- * of the two was meant?). Call tl_opt_once with each argument in option position (values are
- * consumed with ++i, so they are never compared). Holds 16 names, more than any command has; the
- * 17th and later are not tracked. Zero-initialize: tl_opt_seen seen = {.n = 0}. */
-typedef struct {
-    const char *name[16];
-    int n;
-} tl_opt_seen;
-/* TL_EUSAGE ("<cmd>: option <opt> given twice") if opt is in seen; otherwise records it, TL_OK. */
-int tl_opt_once(tl_opt_seen *seen, const char *opt, const char *cmd);
 
 /* top-level commands */
 int tl_cmd_tour(int argc, char **argv);

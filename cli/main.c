@@ -113,14 +113,6 @@ int tl_wants_help(int argc, char **argv, const char *usage)
     return 0;
 }
 
-int tl_opt_once(tl_opt_seen *seen, const char *opt, const char *cmd)
-{
-    for (int i = 0; i < seen->n; i++)
-        if (strcmp(seen->name[i], opt) == 0) return tl_error(TL_EUSAGE, cmd, "option %s given twice", opt);
-    if (seen->n < (int)(sizeof seen->name / sizeof seen->name[0])) seen->name[seen->n++] = opt;
-    return TL_OK;
-}
-
 /* "a, b, c": the names of a table, for messages. */
 static void table_names(const tl_command *table, char *names, size_t cap)
 {
