@@ -157,6 +157,22 @@ bad 2 "tour --out without value" -- "$tl" tour --out
 bad 2 "sim moe option at the end" -- "$tl" sim moe --tokens
 bad 2 "quantize --seed at the end" -- "$tl" numerics quantize --scheme mxfp4 --seed
 
+# ---- the shared option reader (cli/opts.c): --name=value, empty values, flags, repeatables ----
+good "--name=value form" -- "$tl" sim moe --tokens=8 --stage=1 --format=csv
+bad 2 "--name= (empty value)" -- "$tl" sim moe --hw=
+bad 2 "empty value" -- "$tl" tour --out ""
+absent "$tmp/tilelab-tour" "tour with an empty --out created nothing"
+bad 2 "a flag given a value" -- "$tl" numerics convert --to e4m3fn --saturate=1
+bad 2 "--saturate then --no-saturate" -- "$tl" numerics convert --to e4m3fn --no-saturate --saturate
+grep -q "exclude each other" <<<"$ERR"
+report $((1 - $?)) "flags of one choice named as such" "message: $ERR"
+bad 2 "a ninth --points" -- "$tl" draw roofline --points a --points b --points c --points d --points e \
+  --points f --points g --points h --points i -o "$out/r9.png"
+absent "$out/r9.png" "draw roofline with nine --points wrote nothing"
+bad 2 "a second positional argument" -- "$tl" hw show mi355x h200
+bad 2 "a positional argument where none is taken" -- "$tl" bench sim extra
+bad 2 "an unknown single-dash option" -- "$tl" check moe -x
+
 # ---- numbers: malformed, negative, NaN, huge, empty ----
 bad 2 "--n 2147483648" -- "$tl" numerics quantize --scheme mxfp4 --n 2147483648
 bad 2 "--n negative" -- "$tl" numerics quantize --scheme mxfp4 --n -5
