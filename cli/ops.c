@@ -345,7 +345,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
     if ((rc = tl_gpu_query(0, &info))) return rc;
     tl_bench_date(date, sizeof date);
     /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
-    snprintf(label, sizeof label, "measured on %s %s; sim_us simulated on preset %s", info.name, date, p->hw);
+    snprintf(label, sizeof label, "measured on %.200s %.63s; sim_us simulated on preset %.200s", info.name, date, p->hw);
     tl_hw hw;
     if ((rc = tl_hw_load(p->hw, &hw))) return rc;
     if ((rc = tl_moe_gpu_set_tokens(p->g, &p->in))) return rc;
