@@ -217,13 +217,12 @@ int tl_draw_timeline(int argc, char **argv)
                      TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "timeline"))) return rc;
-    long tokens, stage, tile_m, tp;
     tl_moe_problem p = {0};
     p.seed = 1;
-    if ((rc = tl_parse_long(tokens_s, 1, 0x7fffffffL, "--tokens", &tokens)) ||
-        (rc = tl_parse_long(stage_s, 1, 2, "--stage", &stage)) ||
-        (rc = tl_parse_long(tile_m_s, 1, 4096, "--tile-m", &tile_m)) ||
-        (rc = tl_parse_long(tp_s, 1, 1024, "--tp", &tp)) || (rc = tl_moe_dtype_parse(dtype_s, &p.dtype)) ||
+    if ((rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &p.tokens)) ||
+        (rc = tl_parse_int(stage_s, 1, 2, "--stage", &p.stage)) ||
+        (rc = tl_parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m)) ||
+        (rc = tl_parse_int(tp_s, 1, 1024, "--tp", &p.tp)) || (rc = tl_moe_dtype_parse(dtype_s, &p.dtype)) ||
         (rc = tl_routing_parse(routing_s, &p.routing)) || (seed_s && (rc = parse_seed(seed_s, &p.seed))))
         return rc;
     tl_hw hw;
@@ -231,10 +230,6 @@ int tl_draw_timeline(int argc, char **argv)
     if ((rc = load_hw_model(hw_s, model_s, &hw, &model))) return rc;
     p.hw = &hw;
     p.model = &model;
-    p.tokens = (int)tokens;
-    p.stage = (int)stage;
-    p.tile_m = (int)tile_m;
-    p.tp = (int)tp;
     return tl_fig_timeline(out, &p);
 }
 

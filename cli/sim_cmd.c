@@ -25,14 +25,6 @@ static int get_format(const char *s, tl_format *f)
     return s ? tl_parse_format(s, f) : 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, const char *what, int *out)
-{
-    long v;
-    if (tl_parse_long(s, lo, hi, what, &v)) return TL_EUSAGE;
-    *out = (int)v;
-    return 0;
-}
-
 /* ---- tilelab hw ---- */
 
 static const char hw_usage[] =
@@ -286,8 +278,8 @@ static int sim_moe(int argc, char **argv)
     long seed;
     if (tl_parse_long_list(tokens_s, 1, 2147483647L, "--tokens", tokens, MAX_TOKEN_LIST, &ntok) ||
         tl_moe_dtype_parse(dtype_s, &p.dtype) || tl_routing_parse(routing_s, &p.routing) ||
-        parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
-        parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
+        tl_parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || tl_parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
+        tl_parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
         return TL_EUSAGE;
     if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps <= 0 || p.cu_gbps > 1e6))
         return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in (0, 1e6] GB/s", cu_s);
@@ -399,10 +391,10 @@ static int sim_decode(int argc, char **argv)
     if (strcmp(kv_s, "bf16") == 0) p.kv_fp8 = 0;
     else if (strcmp(kv_s, "fp8") == 0) p.kv_fp8 = 1;
     else return tl_error(TL_EUSAGE, "--kv-dtype", "'%s' is not bf16 or fp8", kv_s);
-    if (parse_int(gqa_s, 1, 1024, "--gqa", &p.gqa) || parse_int(b_s, 1, 1 << 20, "--batch", &p.batch) ||
-        parse_int(l_s, 1, 1 << 30, "--seq", &p.seq) || parse_int(h_s, 1, 4096, "--kv-heads", &p.kv_heads) ||
-        parse_int(d_s, 1, 1024, "--head-dim", &p.head_dim) || parse_int(blk_s, 1, 4096, "--block", &p.block) ||
-        parse_int(sp_s, 0, 65536, "--splits", &p.splits))
+    if (tl_parse_int(gqa_s, 1, 1024, "--gqa", &p.gqa) || tl_parse_int(b_s, 1, 1 << 20, "--batch", &p.batch) ||
+        tl_parse_int(l_s, 1, 1 << 30, "--seq", &p.seq) || tl_parse_int(h_s, 1, 4096, "--kv-heads", &p.kv_heads) ||
+        tl_parse_int(d_s, 1, 1024, "--head-dim", &p.head_dim) || tl_parse_int(blk_s, 1, 4096, "--block", &p.block) ||
+        tl_parse_int(sp_s, 0, 65536, "--splits", &p.splits))
         return TL_EUSAGE;
     tl_hw hw;
     if (tl_hw_load(hw_s, &hw)) return TL_EUSAGE;

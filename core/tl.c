@@ -212,6 +212,14 @@ int tl_parse_long(const char *s, long lo, long hi, const char *what, long *out)
     return TL_OK;
 }
 
+int tl_parse_int(const char *s, int lo, int hi, const char *what, int *out)
+{
+    long v = 0;
+    int rc = tl_parse_long(s, lo, hi, what, &v);
+    if (!rc) *out = (int)v;
+    return rc;
+}
+
 int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *out, int cap,
                        int *count)
 {

@@ -72,6 +72,8 @@ int tl_mkdirs(const char *dir);
 /* ---- small parsing helpers for the command line (all return TL_EUSAGE with a message) ---- */
 /* Parses a whole decimal integer in [lo, hi]; `what` names the option in the message. */
 int tl_parse_long(const char *s, long lo, long hi, const char *what, long *out);
+/* The same into an int (lo and hi within int's range). */
+int tl_parse_int(const char *s, int lo, int hi, const char *what, int *out);
 /* Parses a comma-separated list of integers in [lo, hi]; at most cap values. */
 int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *out, int cap,
                        int *count);
