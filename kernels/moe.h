@@ -13,9 +13,10 @@
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
  *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
  *             average 1.5 tiles or more.
- *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN) down GEMM over
- *             the worklist: 4 waves per block, each owning 32 output columns over the whole K (no
- *             reduction), the top-k weight applied in the epilogue; each edge's weighted row goes
+ *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN, one block per
+ *             row, every load issued at once) down GEMM over the worklist: 4 waves per block, each
+ *             owning 32 output columns over the whole K (no reduction; bf16 pairs tiles as in stage
+ *             1), the top-k weight applied in the epilogue; each edge's weighted row goes
  *             to its own slot of a float32 buffer, then a combine kernel sums each token's k slots
  *             in slot order: deterministic, no atomics. Output: float32 [tokens][hidden].
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no

@@ -7,8 +7,10 @@
  * U chunks per wave at once, several blocks per SM (2 in stage 1, 4 in stage 2) so that one block's
  * loads are in flight while another computes or reduces, and a grid of (tile, n-block) items that
  * covers every SM even at M = 1 (stage 1: 8 tiles x 128 n-blocks). There is no explicit
- * cross-item prefetch: the L2 bulk prefetch was tried and made bf16 slower (bench/results/
- * h200_moe_notes.md has the measurements of every variant tried).
+ * cross-item prefetch: the L2 bulk prefetch was tried and made bf16 slower. Staging the weights in
+ * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
+ * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
+ * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
  */
 #include "gpu.h"
 #include "mma.h"
@@ -279,6 +281,78 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint
     }
 }
 
+/* Multiplies one chunk (MT tiles x NF fragments) into acc. mxs[f]: the MX scale of this lane's
+ * weight row in fragment f (1 for the other formats). FP8 and INT4 sum each chunk (one 128 group)
+ * separately and add it times scale(m, f, r), the product of the group scales of C element r. */
+template <int DT, int MT, class Scale>
+static __device__ __forceinline__ void mma_chunk(const Chunk<DT> (&ch)[MT], tl_frag_c (&acc)[MT][NF],
+                                                 const float (&mxs)[NF], Scale scale)
+{
+    enum { KRUN = Fmt<DT>::KRUN };
+    const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
+    tl_frag_c part[MT][NF];
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int f = 0; f < NF; f++) tl_frag_zero(&part[m][f]);
+#if NATIVE_FP8
+    if (DT == DT_FP8) {
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+            const uint32_t *a0 = (const uint32_t *)&ch[m].a[0][0];
+            const uint32_t *a1 = (const uint32_t *)&ch[m].a[LANE_ROWS - 1][0];
+#pragma unroll
+            for (int s = 0; s < KRUN / 8; s++) {
+                tl_frag_a_fp8 fa;
+                fa.r[0] = a0[2 * s];
+                fa.r[1] = a1[2 * s];
+                fa.r[2] = a0[2 * s + 1];
+                fa.r[3] = a1[2 * s + 1];
+#pragma unroll
+                for (int f = 0; f < NF; f++) {
+                    const uint32_t *b = (const uint32_t *)&ch[0].w[f][0];
+                    tl_frag_b_fp8 fb;
+                    fb.r[0] = b[2 * s];
+                    fb.r[1] = b[2 * s + 1];
+                    tl_mma_fp8(&part[m][f], &fa, &fb);
+                }
+            }
+        }
+    } else
+#endif
+    {
+        uint32_t ab[MT][LANE_ROWS][KRUN / 2];
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[m], r, ab[m][r]);
+#pragma unroll
+        for (int f = 0; f < NF; f++) {
+            uint32_t wbf[KRUN / 2];
+            weights_bf16<DT>(ch[0], f, mxs[f], wbf);
+#pragma unroll
+            for (int s = 0; s < KRUN / BF16_VPL; s++) {
+                tl_frag_b_bf16 fb;
+                fill_b_bf16(&fb, wbf, s);
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    tl_frag_a_bf16 fa;
+                    fill_a_bf16(&fa, ab[m][0], ab[m][LANE_ROWS - 1], s);
+                    tl_mma_bf16(scaled_after ? &part[m][f] : &acc[m][f], &fa, &fb);
+                }
+            }
+        }
+    }
+    if (scaled_after) {
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int f = 0; f < NF; f++)
+#pragma unroll
+                for (int r = 0; r < TL_FRAG_C_COUNT; r++) acc[m][f].v[r] += part[m][f].v[r] * scale(m, f, r);
+    }
+}
+
 template <int DT, int STAGE, int MT>
 __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB(STAGE == 1 ? TL_MOE_S1_MINB : S2_MINB)) moe_gemm(GemmArgs p)
 {
@@ -286,7 +360,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     (void)p;
 #else
     enum {
-        KRUN = Fmt<DT>::KRUN, U = MT == 2 ? 1 : Fmt<DT>::U, CK = 4 * KRUN,
+        KRUN = Fmt<DT>::KRUN, U = (MT == 2 && STAGE == 1) ? 1 : Fmt<DT>::U, /* paired stage-1 items: U = 2 spills (2.08 vs 2.99 TB/s) */ CK = 4 * KRUN,
         THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
@@ -385,86 +459,19 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
             const int c = c0 + u * c_step;
             if (c >= nchunks) break;
             const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / TL_BFP8_GROUP;
-            const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
-            tl_frag_c part[MT][NF];
+            float mxs[NF];
 #pragma unroll
-            for (int m = 0; m < MT; m++)
-#pragma unroll
-                for (int f = 0; f < NF; f++) tl_frag_zero(&part[m][f]);
-#if NATIVE_FP8
-            if (DT == DT_FP8) {
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    const uint32_t *a0 = (const uint32_t *)&ch[u][m].a[0][0];
-                    const uint32_t *a1 = (const uint32_t *)&ch[u][m].a[LANE_ROWS - 1][0];
-#pragma unroll
-                    for (int s = 0; s < KRUN / 8; s++) {
-                        tl_frag_a_fp8 fa;
-                        fa.r[0] = a0[2 * s];
-                        fa.r[1] = a1[2 * s];
-                        fa.r[2] = a0[2 * s + 1];
-                        fa.r[3] = a1[2 * s + 1];
-#pragma unroll
-                        for (int f = 0; f < NF; f++) {
-                            const uint32_t *b = (const uint32_t *)&ch[u][0].w[f][0];
-                            tl_frag_b_fp8 fb;
-                            fb.r[0] = b[2 * s];
-                            fb.r[1] = b[2 * s + 1];
-                            tl_mma_fp8(&part[m][f], &fa, &fb);
-                        }
-                    }
-                }
-            } else
-#endif
-            {
-                uint32_t ab[MT][LANE_ROWS][KRUN / 2];
-#pragma unroll
-                for (int m = 0; m < MT; m++)
-#pragma unroll
-                    for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[u][m], r, ab[m][r]);
-#pragma unroll
-                for (int f = 0; f < NF; f++) {
-                    float mxs = 1.0f;
-                    if (DT == DT_MXFP4 || DT == DT_MXFP8)
-                        mxs = e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) + k / TL_MX_BLOCK]);
-                    uint32_t wbf[KRUN / 2];
-                    weights_bf16<DT>(ch[u][0], f, mxs, wbf);
-#pragma unroll
-                    for (int s = 0; s < KRUN / BF16_VPL; s++) {
-                        tl_frag_b_bf16 fb;
-                        fill_b_bf16(&fb, wbf, s);
-#pragma unroll
-                        for (int m = 0; m < MT; m++) {
-                            tl_frag_a_bf16 fa;
-                            fill_a_bf16(&fa, ab[m][0], ab[m][LANE_ROWS - 1], s);
-                            tl_mma_bf16(scaled_after ? &part[m][f] : &acc[m][f], &fa, &fb);
-                        }
-                    }
-                }
-            }
-            if (scaled_after) {
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    float rs[TL_FRAG_C_COUNT]; /* fp8: the A scale of each C row this lane holds */
-#pragma unroll
-                    for (int r = 0; r < TL_FRAG_C_COUNT; r++)
-                        rs[r] = DT == DT_FP8 ? s_as[(m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * MOE_MAX_KG + g128]
-                                             : 1.0f;
-#pragma unroll
-                    for (int f = 0; f < NF; f++) {
-                        const int wrow0 = wn[f] - bcol; /* the fragment's first weight row */
-                        const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
-                        const int h = SPLIT_K ? (f >= NF / 2) : wave;
-                        const float wsb = DT == DT_FP8 ? s_ws[h * MOE_MAX_KG + g128] : 1.0f;
-#pragma unroll
-                        for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
-                            float sc = DT == DT_FP8 ? rs[r] * wsb /* one 128x128 block per fragment */
-                                                    : ws[(size_t)(wrow0 + tl_frag_c_col(lane, r)) * kgroups + g128];
-                            acc[m][f].v[r] += part[m][f].v[r] * sc;
-                        }
-                    }
-                }
-            }
+            for (int f = 0; f < NF; f++)
+                mxs[f] = (DT == DT_MXFP4 || DT == DT_MXFP8)
+                             ? e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) + k / TL_MX_BLOCK])
+                             : 1.0f;
+            const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
+            mma_chunk<DT, MT>(ch[u], acc, mxs, [&](int m, int f, int r) {
+                if (DT == DT_FP8) /* one 128x128 block per fragment, one A scale per row */
+                    return s_as[(m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * MOE_MAX_KG + g128] *
+                           s_ws[(SPLIT_K ? (f >= NF / 2) : wave) * MOE_MAX_KG + g128];
+                return ws[(size_t)(wn[f] - bcol + tl_frag_c_col(lane, r)) * kgroups + g128];
+            });
         }
     }
 
@@ -507,25 +514,38 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 }
 
 /* ---- stage 2's FP8 input: activation rows re-quantized in 1x128 groups ----------------------- */
+/* One block per worklist row, one thread per 8 values (a 128 group is 16 lanes of one wave), every
+ * load issued at once: amax by a 4-step butterfly, scale = max(amax, TL_BFP8_AMAX_MIN) / 448. */
 __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int width,
                               uint8_t *act_q, float *act_s)
 {
-    __shared__ float amax[TL_BFP8_GROUP]; /* one thread per element of a group */
-    const int row = blockIdx.x, t = threadIdx.x;
+    const int row = blockIdx.x, nv = width / 8;
     if (row / TL_MOE_TILE_M >= *n_tiles || sorted_ids[row] < 0) return; /* padding rows are never read */
-    for (int g = 0; g < width / TL_BFP8_GROUP; g++) {
-        size_t at = (size_t)row * width + g * TL_BFP8_GROUP + t;
-        float x = bf16_f32(act[at]);
-        amax[t] = moe_fabsf(x);
-        __syncthreads();
-        for (int s = TL_BFP8_GROUP / 2; s > 0; s >>= 1) {
-            if (t < s) amax[t] = moe_fmaxf(amax[t], amax[t + s]);
-            __syncthreads();
+    for (int v0 = 0; v0 < nv; v0 += blockDim.x) { /* the same trip count for every thread */
+        const int v = v0 + threadIdx.x;
+        const bool on = v < nv;
+        const size_t at = (size_t)row * width + 8 * (size_t)v;
+        uint4 q = on ? *(const uint4 *)(act + at) : make_uint4(0, 0, 0, 0);
+        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+        float x[8], a = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            x[i] = bf16_f32((w[i / 2] >> (16 * (i % 2))) & 0xFFFFu);
+            a = moe_fmaxf(a, moe_fabsf(x[i]));
         }
-        float scale = moe_fmaxf(amax[0], TL_BFP8_AMAX_MIN) / 448.0f; /* E4M3FN max */
-        act_q[at] = (uint8_t)f32_e4m3(x / scale);
-        if (t == 0) act_s[(size_t)row * (width / TL_BFP8_GROUP) + g] = scale;
-        __syncthreads();
+#pragma unroll
+        for (int o = 1; o < TL_BFP8_GROUP / 8; o <<= 1) a = moe_fmaxf(a, tl_shfl_xor(a, o));
+        const float scale = moe_fmaxf(a, TL_BFP8_AMAX_MIN) / 448.0f; /* E4M3FN max */
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            lo |= f32_e4m3(x[i] / scale) << (8 * i);
+            hi |= f32_e4m3(x[i + 4] / scale) << (8 * i);
+        }
+        if (on) {
+            *(uint2 *)(act_q + at) = make_uint2(lo, hi);
+            if (v % (TL_BFP8_GROUP / 8) == 0) act_s[(size_t)row * (width / TL_BFP8_GROUP) + v / (TL_BFP8_GROUP / 8)] = scale;
+        }
     }
 }
 
@@ -805,9 +825,9 @@ static int launch_stage1(const GemmArgs &a, hipStream_t st)
 }
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
- * 1.5 tiles or more; bf16 stage 1 only. Measured on the H200 at M = 1024: stage 1 6189 -> 5076 us,
- * but stage 2 2956 -> 4081 us (its items are short and lose half their loads in flight), and fp8
- * would spill with two tiles' partial sums. */
+ * 1.5 tiles or more; bf16 only (fp8 would spill with two tiles' partial sums). Measured on the H200
+ * at M = 1024: stage 1 6189 -> 5076 us with one chunk in flight per wave (two: 7.2 ms, spills);
+ * stage 2 2925 -> 2515 us with two chunks in flight (one chunk: 4081 us). */
 template <int DT>
 static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t st)
 {
@@ -818,6 +838,12 @@ static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t
     }
     const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
     dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
+    if constexpr (DT == DT_BF16)
+        if (pair_tiles) {
+            moe_gemm<DT, 2, 2><<<grid, S2_THREADS, 0, st>>>(a);
+            TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
+            return 0;
+        }
     moe_gemm<DT, 2, 1><<<grid, S2_THREADS, 0, st>>>(a);
     TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
     return 0;
@@ -850,7 +876,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         a.act = g->act;
     } else {
         if (fp8) {
-            moe_quant_act<<<max_tiles * TL_MOE_TILE_M, TL_BFP8_GROUP, 0, st>>>(g->act, g->sorted, g->n_tiles, s->width,
+            moe_quant_act<<<max_tiles * TL_MOE_TILE_M, 256, 0, st>>>(g->act, g->sorted, g->n_tiles, s->width,
                                                                       g->act_q, g->act_s);
             TL_GPU_CHECK_LAUNCH("moe_quant_act");
         }

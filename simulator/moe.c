@@ -146,23 +146,21 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 #define KERNEL_S1_BLOCKS TL_MOE_S1_MINB
 #define KERNEL_S2_BLOCKS TL_MOE_S2_MINB
 #define KERNEL_TILE_M TL_MOE_TILE_M
-#define KERNEL_QUANT_ROWS 16  /* moe_quant_act: 128-thread blocks, 2048 threads per SM on sm_90 */
-/* moe_quant_act's barriers per 128-group: after the |x| store, 7 halving steps, after the store */
-#define QUANT_GROUP_SYNCS 9
+#define KERNEL_QUANT_THREADS 256 /* moe_quant_act: one 256-thread block per row, 8 values a thread */
+#define KERNEL_QUANT_ROWS 8       /* its blocks resident per SM (2048 threads per SM on sm_90) */
 
 int tl_moe_tilelab_kernel(tl_moe_problem *p)
 {
     if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
     int E, k, width;
     tl_model_moe_shape(p->model, &E, &k, &width);
-    /* bf16 stage 1 pairs two tiles of one expert per item once experts average 1.5 tiles */
-    int pair = p->stage == 1 && p->dtype == TL_MOE_BF16 &&
-               2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
-    /* Fmt<DT>: chunks in flight per wave (U; 1 with paired tiles) x 16-byte loads per weight row
-     * (W_VEC: fp8 reads 32 bytes, one 128-group over 4 lanes) */
+    /* bf16 pairs two tiles of one expert per item once experts average 1.5 tiles (both stages) */
+    int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
+    /* Fmt<DT>: chunks in flight per wave (U; 1 with paired tiles in stage 1) x 16-byte loads per
+     * weight row (W_VEC: fp8 reads 32 bytes, one 128-group over 4 lanes) */
     int u = 1, vec = 1;
     switch (p->dtype) {
-    case TL_MOE_BF16: u = pair ? 1 : 2; break;
+    case TL_MOE_BF16: u = pair && p->stage == 1 ? 1 : 2; break;
     case TL_MOE_FP8: vec = 2; break;
     case TL_MOE_MXFP8: u = 2; break;
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
@@ -376,9 +374,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         double rows_per_round = (double)cus * (p->requant_rows_per_cu > 0 ? p->requant_rows_per_cu : 1);
         double rounds = ceil((double)edges / rows_per_round);
         double bytes = (double)edges * K * (2.0 + fp8_act); /* bf16 in, E4M3 + scales out */
-        double group_us = hw->load_chain_us + QUANT_GROUP_SYNCS * hw->block_sync_us;
-        double groups = (double)K / TL_BFP8_GROUP;
-        double chain = rounds * (groups > 1 ? groups : 1) * group_us, byte_us = bytes / (bw * 1e3);
+        double passes = ceil((double)K / 8 / KERNEL_QUANT_THREADS); /* each a load, then shuffles */
+        double chain = rounds * (passes > 1 ? passes : 1) * hw->load_chain_us, byte_us = bytes / (bw * 1e3);
         r->act_bytes += bytes;
         r->extra_us += hw->next_kernel_us + chain + byte_us;
         fixed_total += hw->next_kernel_us + chain;

@@ -69,11 +69,13 @@
  *      load_chain_us (a thread's k loads run one after another: measured 2.4 us over an empty
  *      kernel at M = 1) + its bytes at the HBM ceiling. fp8 stage 2 with requant_kernel first
  *      re-quantizes each routed row (read bf16, write E4M3 + fp32 scales per 128, in act_bytes):
- *      next_kernel_us + rounds x (width / 128) x (load_chain_us + 9 x block_sync_us) + its bytes,
- *      where a row is a 128-thread block that walks its groups one after another (load, 7-step
- *      block max, store: 9 barriers), requant_rows_per_cu rows resident per CU, rounds =
- *      ceil(edges / (cus x requant_rows_per_cu)); block_sync_us = 0.05 is derived from the measured
- *      0.79 us per group of a copy of that kernel. extra_us reports both.
+ *      next_kernel_us + rounds x passes x load_chain_us + its bytes, where a row is a 256-thread
+ *      block whose threads load 8 values each at once (passes = ceil(width / 8 / 256), 1 up to
+ *      width 2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows
+ *      resident per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). (The kernel measured
+ *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
+ *      12.7 us at M = 1 on the H200, from which block_sync_us = 0.05 was derived; the current one
+ *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
  *    * after_flush: `tilelab bench` writes 256 MiB before each timed iteration, so the L2 starts
  *      full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:

@@ -313,6 +313,13 @@ static void test_tilelab_kernel_terms(void **state)
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
+    /* stage 2 pairs them too, with two chunks in flight (4 waves x 32 lanes x 4 x 16 B x 2) */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
+    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2); /* 8 rows per expert: no pairs */
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_m == 16);
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
@@ -326,8 +333,8 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(p.requant_kernel && p.prologue_loads == 2);
     tl_moe_result d = run(p);
     assert_int_equal(d.kernels, 3);
-    /* 8 rows fit one round: 2048 / 128 = 16 groups, each a load and 9 barrier steps */
-    double quant = hw200.next_kernel_us + 16 * (hw200.load_chain_us + 9 * hw200.block_sync_us) +
+    /* 8 rows fit one round; a row's 2048 values are one load per thread (256 x 8), then shuffles */
+    double quant = hw200.next_kernel_us + hw200.load_chain_us +
                    8.0 * 2048 * (2.0 + 1.0 + 4.0 / 128) / 4398e3;
     assert_true(fabs(d.extra_us - quant - c.extra_us) < 1e-9);
     /* presets without the keys fall back: no chain longer than a launch, the L2 as the dirty bytes */
