@@ -7,9 +7,10 @@
  *             last tile with TL_WL_PAD and writes tile_expert / tile_rows; n_tiles is the number
  *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
  *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of 16 activation
- *             columns = 16 gate + 16 up weight rows); the lanes each own a 16-byte run of K per
- *             chunk (weights streamed straight from HBM to registers, two bf16 chunks in flight per
- *             wave), 8 waves per block split K and reduce in shared memory, where SwiGLU is applied;
+ *             columns = 16 gate + 16 up weight rows); the lanes each own a 16- or 32-byte run of
+ *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; weights
+ *             streamed straight from HBM to registers), 8 waves per block split K and reduce in
+ *             shared memory, where SwiGLU is applied;
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
  *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
  *             average 1.5 tiles or more.

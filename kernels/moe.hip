@@ -66,10 +66,13 @@
 enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
        DT_MXFP8 = TL_MOE_MXFP8 };
 
-/* Per dtype: KRUN = K values one lane reads per chunk (always 16 bytes of weight codes), U = chunks
- * in flight per wave, A_FP8 = activations are E4M3 codes (else bf16). */
+/* Per dtype: KRUN = K values one lane reads per chunk (W_VEC x 16 bytes of weight codes), U = chunks
+ * in flight per wave, A_FP8 = activations are E4M3 codes (else bf16). bf16 and fp8 read 32 bytes a
+ * lane, so 4 lanes read 128 contiguous bytes of a weight row: measured on the H200 (run 9), bf16
+ * stage 1 went from 4.07 to 4.23 TB/s at M = 64 against 16-byte runs with two chunks in flight (the
+ * same bytes in flight); ncu had the L2 at 97% busy with 64-byte pieces per row. */
 template <int DT> struct Fmt;
-template <> struct Fmt<DT_BF16> { enum { KRUN = 8, U = 2, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt<DT_BF16> { enum { KRUN = 16, U = 1, A_FP8 = 0, W_VEC = 2 }; }; /* 128 bytes of a row per 4 lanes */
 template <> struct Fmt<DT_FP8> { /* KRUN 32: a chunk is one 128 group */
     enum { KRUN = 32, U = 1, A_FP8 = 1, W_VEC = 2 };
 };
@@ -237,7 +240,7 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT> &ch, int f, 
 {
     const uint32_t *q = (const uint32_t *)&ch.w[f][0];
     if (DT == DT_BF16) {
-        for (int i = 0; i < 4; i++) out[i] = q[i];
+        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) out[i] = q[i];
     } else if (DT == DT_FP8 || DT == DT_MXFP8) {
 #pragma unroll
         for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) {
@@ -360,7 +363,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     (void)p;
 #else
     enum {
-        KRUN = Fmt<DT>::KRUN, U = (MT == 2 && STAGE == 1) ? 1 : Fmt<DT>::U, /* paired stage-1 items: U = 2 spills (2.08 vs 2.99 TB/s) */ CK = 4 * KRUN,
+        KRUN = Fmt<DT>::KRUN, U = (MT == 2 && STAGE == 1) ? 1 : Fmt<DT>::U, /* paired stage-1 items: U = 2 spills */ CK = 4 * KRUN,
         THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
@@ -826,8 +829,8 @@ static int launch_stage1(const GemmArgs &a, hipStream_t st)
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
  * 1.5 tiles or more; bf16 only (fp8 would spill with two tiles' partial sums). Measured on the H200
- * at M = 1024: stage 1 6189 -> 5076 us with one chunk in flight per wave (two: 7.2 ms, spills);
- * stage 2 2925 -> 2515 us with two chunks in flight (one chunk: 4081 us). */
+ * at M = 1024 (run 9): stage 1 5317 us (unpaired 6189; with bf16's earlier 16-byte runs 4886 us:
+ * the 32-byte runs spill 8 bytes here), stage 2 2418 us (unpaired 2925). */
 template <int DT>
 static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t st)
 {

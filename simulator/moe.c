@@ -156,11 +156,11 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     tl_model_moe_shape(p->model, &E, &k, &width);
     /* bf16 pairs two tiles of one expert per item once experts average 1.5 tiles (both stages) */
     int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
-    /* Fmt<DT>: chunks in flight per wave (U; 1 with paired tiles in stage 1) x 16-byte loads per
-     * weight row (W_VEC: fp8 reads 32 bytes, one 128-group over 4 lanes) */
+    /* Fmt<DT>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and fp8
+     * read 32 bytes, 128 bytes of a row over 4 lanes) */
     int u = 1, vec = 1;
     switch (p->dtype) {
-    case TL_MOE_BF16: u = pair && p->stage == 1 ? 1 : 2; break;
+    case TL_MOE_BF16: vec = 2; break; /* 32 bytes a lane: 128 bytes of a row per 4 lanes */
     case TL_MOE_FP8: vec = 2; break;
     case TL_MOE_MXFP8: u = 2; break;
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */

@@ -312,8 +312,8 @@ static void test_tilelab_kernel_terms(void **state)
     /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, one chunk in flight */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
-    /* stage 2 pairs them too, with two chunks in flight (4 waves x 32 lanes x 4 x 16 B x 2) */
+    assert_true(p.tile_m == 32 && p.inflight_kib == 32.0);
+    /* stage 2 pairs them too (4 waves x 32 lanes x 4 fragments x 32 B) */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
