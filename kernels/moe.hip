@@ -363,7 +363,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     (void)p;
 #else
     enum {
-        KRUN = Fmt<DT>::KRUN, U = (MT == 2 && STAGE == 1) ? 1 : Fmt<DT>::U, /* paired stage-1 items: U = 2 spills */ CK = 4 * KRUN,
+        KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN,
         THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
@@ -817,13 +817,15 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
-/* Stage 1, MT tiles per work item. */
-template <int DT, int MT>
-static int launch_stage1(const GemmArgs &a, hipStream_t st)
+/* One GEMM stage, MT tiles per work item: stage 1 items are (tile, S1_NB activation columns),
+ * stage 2 items (tile, one NCOLS block per wave). */
+template <int DT, int STAGE, int MT>
+static int launch_stage(const GemmArgs &a, hipStream_t st)
 {
-    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / S1_NB)));
-    moe_gemm<DT, 1, MT><<<grid, S1_THREADS, 0, st>>>(a);
-    TL_GPU_CHECK_LAUNCH("moe_gemm stage 1");
+    const int cols = STAGE == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS;
+    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
+    moe_gemm<DT, STAGE, MT><<<grid, STAGE == 1 ? S1_THREADS : S2_THREADS, 0, st>>>(a);
+    TL_GPU_CHECK_LAUNCH(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2");
     return 0;
 }
 
@@ -831,25 +833,17 @@ static int launch_stage1(const GemmArgs &a, hipStream_t st)
  * 1.5 tiles or more; bf16 only (fp8 would spill with two tiles' partial sums). Measured on the H200
  * at M = 1024 (run 9): stage 1 5317 us (unpaired 6189; with bf16's earlier 16-byte runs 4886 us:
  * the 32-byte runs spill 8 bytes here), stage 2 2418 us (unpaired 2925). */
+template <int DT, int STAGE>
+static int launch_paired(const GemmArgs &a, int pair_tiles, hipStream_t st)
+{
+    if constexpr (DT == DT_BF16)
+        if (pair_tiles) return launch_stage<DT, STAGE, 2>(a, st);
+    return launch_stage<DT, STAGE, 1>(a, st);
+}
 template <int DT>
 static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, hipStream_t st)
 {
-    if (stage == 1) {
-        if constexpr (DT == DT_BF16)
-            if (pair_tiles) return launch_stage1<DT, 2>(a, st);
-        return launch_stage1<DT, 1>(a, st);
-    }
-    const int cols = S2_THREADS / tl_gpu_wave_size() * NCOLS; /* one NCOLS block per wave */
-    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / cols)));
-    if constexpr (DT == DT_BF16)
-        if (pair_tiles) {
-            moe_gemm<DT, 2, 2><<<grid, S2_THREADS, 0, st>>>(a);
-            TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
-            return 0;
-        }
-    moe_gemm<DT, 2, 1><<<grid, S2_THREADS, 0, st>>>(a);
-    TL_GPU_CHECK_LAUNCH("moe_gemm stage 2");
-    return 0;
+    return stage == 1 ? launch_paired<DT, 1>(a, pair_tiles, st) : launch_paired<DT, 2>(a, pair_tiles, st);
 }
 
 static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
