@@ -103,7 +103,7 @@ extern "C" void tl_bench_default_opts(tl_bench_opts *o)
 {
     o->warmup = 20;
     o->iters = 200;
-    o->flush_l2 = 1;
+    o->flush_l2 = TL_BENCH_FLUSH_WRITE;
     o->flush_bytes = (size_t)256 << 20;
     o->use_graph = 0;
 }
@@ -114,6 +114,19 @@ __global__ void tl_bench_flush_kernel(uint4 *buf, size_t n16, unsigned salt)
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride)
         buf[i] = make_uint4(salt, (unsigned)i, salt ^ 0x9e3779b9u, (unsigned)(i >> 32));
+}
+
+/* Loads every byte of the flush buffer (evicts what L2 held, leaves no dirty line). The sum is
+ * stored only if it equals the salt, which keeps the loads without writing in practice. */
+__global__ void tl_bench_flush_read_kernel(uint4 *buf, size_t n16, unsigned salt)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned x = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) {
+        uint4 v = buf[i];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == salt) buf[(size_t)blockIdx.x * blockDim.x + threadIdx.x].x = x;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -135,6 +148,7 @@ typedef struct {
     int have_stream, have_ev[2];
     uint4 *flush;
     size_t flush16;
+    int flush_mode; /* TL_BENCH_FLUSH_WRITE or _READ */
     hipGraph_t graph;
     hipGraphExec_t exec;
     int have_graph, have_exec;
@@ -165,8 +179,13 @@ static int run_once(bench_state *s, tl_bench_fn fn, void *ctx)
 static int flush_l2(bench_state *s, unsigned salt)
 {
     if (!s->flush) return 0;
-    tl_bench_flush_kernel<<<1024, 256, 0, s->stream>>>(s->flush, s->flush16, salt);
-    TL_GPU_CHECK_LAUNCH("tl_bench_flush_kernel");
+    if (s->flush_mode == TL_BENCH_FLUSH_READ) {
+        tl_bench_flush_read_kernel<<<1024, 256, 0, s->stream>>>(s->flush, s->flush16, salt);
+        TL_GPU_CHECK_LAUNCH("tl_bench_flush_read_kernel");
+    } else {
+        tl_bench_flush_kernel<<<1024, 256, 0, s->stream>>>(s->flush, s->flush16, salt);
+        TL_GPU_CHECK_LAUNCH("tl_bench_flush_kernel");
+    }
     return 0;
 }
 
@@ -198,6 +217,7 @@ extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx
     }
     if (o.flush_l2 && o.flush_bytes >= 16) {
         s.flush16 = o.flush_bytes / 16;
+        s.flush_mode = o.flush_l2;
         TL_GPU_CHECK_GOTO(hipMalloc((void **)&s.flush, s.flush16 * 16), st, done);
     }
     if (o.use_graph) {

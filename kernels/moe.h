@@ -7,10 +7,11 @@
  *             last tile with TL_WL_PAD and writes tile_expert / tile_rows; n_tiles is the number
  *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
  *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of 16 activation
- *             columns = 16 gate + 16 up weight rows); the lanes each own a 16- or 32-byte run of
- *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; weights
- *             streamed straight from HBM to registers), 8 waves per block split K and reduce in
- *             shared memory, where SwiGLU is applied;
+ *             columns = 16 gate + 16 up weight rows); the lanes each own a 16- to 64-byte run of
+ *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; bf16 tiles
+ *             of at most 8 rows: 64 bytes; weights streamed straight from HBM to registers, the
+ *             first chunk requested before the tile's rows are read), 4 waves per block split K
+ *             and reduce in shared memory, where SwiGLU is applied;
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
  *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
  *             average 1.5 tiles or more.
@@ -44,9 +45,9 @@ extern "C" {
 #define TL_MOE_TILE_M 16   /* rows per tile: one 16-row matrix instruction */
 /* The kernel's geometry, read by kernels/moe.hip and by the simulator's model of this kernel
  * (simulator/moe.c, tl_moe_tilelab_kernel): change it here and both follow. */
-#define TL_MOE_S1_THREADS 256 /* stage 1: 8 waves of 32 lanes split K, reduce in shared memory */
+#define TL_MOE_S1_THREADS 128 /* stage 1: 4 waves of 32 lanes split K, reduce in shared memory */
 #define TL_MOE_S2_THREADS 128 /* stage 2: 4 waves each own TL_MOE_NCOLS columns over the whole K */
-#define TL_MOE_S1_MINB 2      /* blocks per SM the stage-1 register budget is cut for (NVIDIA) */
+#define TL_MOE_S1_MINB 4      /* blocks per SM the stage-1 register budget is cut for (NVIDIA) */
 #define TL_MOE_S2_MINB 4      /* the same for stage 2 */
 #define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
 #define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */

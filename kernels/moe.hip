@@ -4,8 +4,9 @@
  * Why the loops look the way they do: at low M the kernel is a weight stream (DeepSeek-V3.2 stage 1
  * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
  * matters is bytes in flight: every lane issues 16-byte loads of weights straight into registers,
- * U chunks per wave at once, several blocks per SM (2 in stage 1, 4 in stage 2) so that one block's
- * loads are in flight while another computes or reduces, and a grid of (tile, n-block) items that
+ * 32 or 64 bytes of each of its weight rows at once (64 when the tile's rows 8-15 are padding and
+ * their activation registers are free), 4 blocks per SM so that one block's loads are in flight
+ * while another starts, computes or reduces, and a grid of (tile, n-block) items that
  * covers every SM even at M = 1 (stage 1: 8 tiles x 128 n-blocks). There is no explicit
  * cross-item prefetch: the L2 bulk prefetch was tried and made bf16 slower. Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
@@ -19,6 +20,7 @@
 #include "../numerics/mx.h"       /* the MX block */
 
 #include <math.h>
+#include <type_traits>
 #include <stdlib.h>
 
 /* ---- compile-time layout of one wave's fragments (see kernels/mma.h for the registers) ------- */
@@ -45,7 +47,8 @@
 #define MOE_NO_DEVICE 1
 #endif
 
-/* Stage 1 (K = hidden is long, N per item small): 8 waves split K and reduce in shared memory.
+/* Stage 1 (K = hidden is long, N per item small): 4 waves split K and reduce in shared memory (4
+ * blocks per SM; against 8 waves x 2 blocks on the H200: fp8 +4-5%, bf16 the same).
  * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
  * no reduction and a block's fixed costs are spread over 4 x 32 columns (measured on the H200: 2-7%
  * faster than 2 waves x 8 blocks per SM). */
@@ -71,14 +74,23 @@ enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_M
  * lane, so 4 lanes read 128 contiguous bytes of a weight row: measured on the H200 (run 9), bf16
  * stage 1 went from 4.07 to 4.23 TB/s at M = 64 against 16-byte runs with two chunks in flight (the
  * same bytes in flight); ncu had the L2 at 97% busy with 64-byte pieces per row. */
-template <int DT> struct Fmt;
-template <> struct Fmt<DT_BF16> { enum { KRUN = 16, U = 1, A_FP8 = 0, W_VEC = 2 }; }; /* 128 bytes of a row per 4 lanes */
-template <> struct Fmt<DT_FP8> { /* KRUN 32: a chunk is one 128 group */
+template <int DT> struct Fmt0;
+template <> struct Fmt0<DT_BF16> { enum { KRUN = 16, U = 1, A_FP8 = 0, W_VEC = 2 }; }; /* 128 bytes of a row per 4 lanes */
+template <> struct Fmt0<DT_FP8> { /* KRUN 32: a chunk is one 128 group */
     enum { KRUN = 32, U = 1, A_FP8 = 1, W_VEC = 2 };
 };
-template <> struct Fmt<DT_A16W4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
-template <> struct Fmt<DT_MXFP4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
-template <> struct Fmt<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt0<DT_A16W4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt0<DT_MXFP4> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 1 }; };
+template <> struct Fmt0<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0, W_VEC = 1 }; };
+/* Fmt<DT, V>: the lane layout V of a dtype. V = 0: Fmt0 above. V = 2 ("half"): the tile's rows 8-15
+ * are padding, so a lane's second activation row is never loaded and its registers carry twice the
+ * weight bytes instead (bf16: 64 bytes of each weight row a lane; measured on the H200, stage 1
+ * M = 8 4.26 -> 4.32 TB/s, stage 2 M = 64 4.03 -> 4.27). fp8 has no layout 2: with its emulated
+ * E4M3 products it spilled 200+ bytes, as did a software-pipelined loop (next chunk's loads issued
+ * before this chunk's products: also 2x slower for bf16, with half the bytes in flight). */
+template <int DT, int V> struct Fmt : Fmt0<DT> {};
+#define HALF_LAYOUT(DT) ((DT) == DT_BF16)
+template <> struct Fmt<DT_BF16, 2> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 4 }; };
 
 /* Bytes of one weight element (INT4 / FP4: half a byte, written as the divisor 2). */
 #define W_BYTES(DT, k) ((DT) == DT_BF16 ? 2 * (k) : ((DT) == DT_FP8 || (DT) == DT_MXFP8) ? (k) : (k) / 2)
@@ -199,7 +211,7 @@ struct GemmArgs {
     size_t w_mat_bytes, w_mat_scales;
     int K;                   /* reduction length (hidden, then width) */
     int n_out;               /* output columns (width, then hidden) */
-    const int32_t *sorted_ids, *tile_expert, *tile_off, *n_tiles;
+    const int32_t *sorted_ids, *tile_expert, *tile_rows, *tile_off, *n_tiles;
     int max_tiles, top_k;
     const float *topk_w;
     uint16_t *act;           /* stage 1 output [rows][width] bf16 */
@@ -207,43 +219,53 @@ struct GemmArgs {
 };
 
 /* One chunk of one wave: loads (phase 1) then multiplies (phase 2). */
-template <int DT> struct Chunk {
-    enum { KRUN = Fmt<DT>::KRUN, A_VEC = Fmt<DT>::A_FP8 ? KRUN / 16 : KRUN / 8, W_VEC = Fmt<DT>::W_VEC };
+template <int DT, int V> struct Chunk {
+    enum { KRUN = Fmt<DT, V>::KRUN, A_VEC = Fmt<DT, V>::A_FP8 ? KRUN / 16 : KRUN / 8, W_VEC = Fmt<DT, V>::W_VEC };
     uint4 w[NF][W_VEC];
     uint4 a[LANE_ROWS][A_VEC];
 };
 
-template <int DT>
-static __device__ __forceinline__ void load_chunk(Chunk<DT> &ch, const GemmArgs &p, const uint8_t *const *wrow,
-                                                  const int *arow, int k, bool with_weights)
+/* A chunk's weight codes of this lane and its rows' activation runs; k0 = the chunk's first k.
+ * The lane's run is contiguous: bytes kgrp x 16 W_VEC .. + 16 W_VEC of the chunk's weight row,
+ * so the 4 lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each
+ * load instruction covers 64 contiguous bytes was measured on the H200 and was 5-8% slower.) */
+template <int DT, int V>
+static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *wrow, int k0, int kgrp)
 {
-    enum { KRUN = Fmt<DT>::KRUN, ABYTES = Fmt<DT>::A_FP8 ? 1 : 2 };
-    const int wb = W_BYTES(DT, k);
+    enum { W_VEC = Chunk<DT, V>::W_VEC };
+    const int wb = W_BYTES(DT, k0) + 16 * W_VEC * kgrp;
 #pragma unroll
-    for (int f = 0; f < NF && with_weights; f++)
+    for (int f = 0; f < NF; f++)
 #pragma unroll
-        for (int v = 0; v < Chunk<DT>::W_VEC; v++) ch.w[f][v] = *(const uint4 *)(wrow[f] + wb + 16 * v);
+        for (int v = 0; v < W_VEC; v++) ch.w[f][v] = *(const uint4 *)(wrow[f] + wb + 16 * v);
+}
+template <int DT, int V>
+static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArgs &p, const int *arow, int k0, int kgrp)
+{
+    enum { ABYTES = Fmt<DT, V>::A_FP8 ? 1 : 2, A_VEC = Chunk<DT, V>::A_VEC };
 #pragma unroll
     for (int r = 0; r < LANE_ROWS; r++)
 #pragma unroll
-        for (int v = 0; v < Chunk<DT>::A_VEC; v++) {
-            if (arow[r] >= 0)
-                ch.a[r][v] = *(const uint4 *)(p.A + ((size_t)arow[r] * p.K + k) * ABYTES + 16 * v);
+        for (int v = 0; v < A_VEC; v++) {
+            if (V == 2 && r > 0) /* layout 2: the lane's second row (g + 8) is padding */
+                ch.a[r][v] = make_uint4(0, 0, 0, 0);
+            else if (arow[r] >= 0)
+                ch.a[r][v] = *(const uint4 *)(p.A + ((size_t)arow[r] * p.K + k0) * ABYTES + 16 * (A_VEC * kgrp + v));
             else
                 ch.a[r][v] = make_uint4(0, 0, 0, 0);
         }
 }
 
 /* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied (exact). */
-template <int DT>
-static __device__ __forceinline__ void weights_bf16(const Chunk<DT> &ch, int f, float mx_scale, uint32_t *out)
+template <int DT, int V>
+static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int f, float mx_scale, uint32_t *out)
 {
     const uint32_t *q = (const uint32_t *)&ch.w[f][0];
     if (DT == DT_BF16) {
-        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) out[i] = q[i];
+        for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) out[i] = q[i];
     } else if (DT == DT_FP8 || DT == DT_MXFP8) {
 #pragma unroll
-        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) {
+        for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
             float v0 = e4m3_f32(b0), v1 = e4m3_f32(b1);
             if (DT == DT_MXFP8) v0 *= mx_scale, v1 *= mx_scale;
@@ -267,31 +289,31 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT> &ch, int f, 
 }
 
 /* A run of one row as bf16 pairs. */
-template <int DT>
-static __device__ __forceinline__ void act_bf16(const Chunk<DT> &ch, int r, uint32_t *out)
+template <int DT, int V>
+static __device__ __forceinline__ void act_bf16(const Chunk<DT, V> &ch, int r, uint32_t *out)
 {
-    if (Fmt<DT>::A_FP8) {
+    if (Fmt<DT, V>::A_FP8) {
         const uint32_t *q = (const uint32_t *)&ch.a[r][0];
 #pragma unroll
-        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) {
+        for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
             out[i] = pack2(bf16_rne(e4m3_f32(b0)), bf16_rne(e4m3_f32(b1)));
         }
     } else {
         const uint32_t *q = (const uint32_t *)&ch.a[r][0];
 #pragma unroll
-        for (int i = 0; i < Fmt<DT>::KRUN / 2; i++) out[i] = q[i];
+        for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) out[i] = q[i];
     }
 }
 
 /* Multiplies one chunk (MT tiles x NF fragments) into acc. mxs[f]: the MX scale of this lane's
  * weight row in fragment f (1 for the other formats). FP8 and INT4 sum each chunk (one 128 group)
  * separately and add it times scale(m, f, r), the product of the group scales of C element r. */
-template <int DT, int MT, class Scale>
-static __device__ __forceinline__ void mma_chunk(const Chunk<DT> (&ch)[MT], tl_frag_c (&acc)[MT][NF],
+template <int DT, int V, int MT, class Scale>
+static __device__ __forceinline__ void mma_chunk(const Chunk<DT, V> (&ch)[MT], tl_frag_c (&acc)[MT][NF],
                                                  const float (&mxs)[NF], Scale scale)
 {
-    enum { KRUN = Fmt<DT>::KRUN };
+    enum { KRUN = Fmt<DT, V>::KRUN };
     const bool scaled_after = DT == DT_FP8 || DT == DT_A16W4; /* per-chunk partial sums */
     tl_frag_c part[MT][NF];
 #pragma unroll
@@ -328,11 +350,11 @@ static __device__ __forceinline__ void mma_chunk(const Chunk<DT> (&ch)[MT], tl_f
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
-            for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT>(ch[m], r, ab[m][r]);
+            for (int r = 0; r < LANE_ROWS; r++) act_bf16<DT, V>(ch[m], r, ab[m][r]);
 #pragma unroll
         for (int f = 0; f < NF; f++) {
             uint32_t wbf[KRUN / 2];
-            weights_bf16<DT>(ch[0], f, mxs[f], wbf);
+            weights_bf16<DT, V>(ch[0], f, mxs[f], wbf);
 #pragma unroll
             for (int s = 0; s < KRUN / BF16_VPL; s++) {
                 tl_frag_b_bf16 fb;
@@ -363,7 +385,6 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     (void)p;
 #else
     enum {
-        KRUN = Fmt<DT>::KRUN, U = Fmt<DT>::U, CK = 4 * KRUN,
         THREADS = STAGE == 1 ? S1_THREADS : S2_THREADS,
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
@@ -376,55 +397,24 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     __shared__ float s_as[DT == DT_FP8 ? ROWS * MOE_MAX_KG : 1];
     __shared__ float s_ws[DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1];
 
-    const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles, n_tiles = *p.n_tiles;
+    /* One round trip gives the tile count, this tile's expert and its row count; the first chunk's
+     * weights (which depend on the expert only) are requested before the row indices. */
+    const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
+    const int n_tiles = *p.n_tiles, e = p.tile_expert[tile], tile_rows = p.tile_rows[tile];
     if (tile >= n_tiles) return;
-    const int e = p.tile_expert[tile];
     int tile2 = -1; /* MT = 2: the expert's tiles pair up (0,1), (2,3), ...; odd ones ride along */
     if (MT == 2) {
         if ((tile - p.tile_off[e]) & 1) return;
         if (tile + 1 < n_tiles && p.tile_expert[tile + 1] == e) tile2 = tile + 1;
     }
     const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
-    if (tid < ROWS) {
-        const int m = tid / TL_MOE_TILE_M, t = m ? tile2 : tile;
-        int id = t < 0 ? -1 : p.sorted_ids[t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M];
-        s_edge[tid] = id;
-        s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M);
-        if (tid % TL_MOE_TILE_M == 0) s_tile[m] = t;
-    }
-    __syncthreads();
     const int n0 = nb * NB, kgroups = p.K / TL_BFP8_GROUP;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
-    if (DT == DT_FP8) {
-        for (int i = tid; i < ROWS * kgroups; i += THREADS) {
-            const int r = i / kgroups, g = i % kgroups, ai = s_idx[r];
-            s_as[r * MOE_MAX_KG + g] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g];
-        }
-        const int nh = SPLIT_K ? 2 : NW;
-        for (int i = tid; i < nh * kgroups; i += THREADS) {
-            const int h = i / kgroups, g = i % kgroups;
-            /* stage 1: h = 1 is the up projection's block; stage 2: wave h's block */
-            const int rb = (SPLIT_K ? (h ? p.n_out + n0 : n0) : n0 + h * NCOLS) / TL_BFP8_GROUP;
-            s_ws[h * MOE_MAX_KG + g] = p.w_scale[(size_t)e * p.w_mat_scales + (size_t)rb * kgroups + g];
-        }
-        __syncthreads();
-    }
-
 #if defined(TL_MMA_TARGET_SM80)
     const int kgrp = lane % 4, bcol = lane / 4;
 #else
     const int kgrp = lane / 16, bcol = lane % 16;
 #endif
-    int arow[MT][LANE_ROWS];
-#pragma unroll
-    for (int m = 0; m < MT; m++) {
-#if defined(TL_MMA_TARGET_SM80)
-        arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane / 4];
-        arow[m][LANE_ROWS - 1] = s_idx[m * TL_MOE_TILE_M + lane / 4 + 8];
-#else
-        arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane % 16];
-#endif
-    }
     const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
     const uint8_t *wrow[NF];
     int wn[NF]; /* the weight row of this lane in fragment f */
@@ -439,43 +429,105 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         wrow[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
     }
 
+    /* The item's rows (every thread calls it once): sorted ids -> s_idx / s_edge, fp8 scales into
+     * shared memory, this lane's activation rows into arow. Two barriers (fp8: three). */
+    int arow[MT][LANE_ROWS];
+    auto fetch_rows = [&]() {
+        if (tid < ROWS) {
+            const int m = tid / TL_MOE_TILE_M, t = m ? tile2 : tile;
+            int id = t < 0 ? -1 : p.sorted_ids[t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M];
+            s_edge[tid] = id;
+            s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M);
+            if (tid % TL_MOE_TILE_M == 0) s_tile[m] = t;
+        }
+        __syncthreads();
+        if (DT == DT_FP8) {
+            for (int i = tid; i < ROWS * kgroups; i += THREADS) {
+                const int r = i / kgroups, g = i % kgroups, ai = s_idx[r];
+                s_as[r * MOE_MAX_KG + g] = ai < 0 ? 0.0f : p.a_scale[(size_t)ai * kgroups + g];
+            }
+            const int nh = SPLIT_K ? 2 : NW;
+            for (int i = tid; i < nh * kgroups; i += THREADS) {
+                const int h = i / kgroups, g = i % kgroups;
+                /* stage 1: h = 1 is the up projection's block; stage 2: wave h's block */
+                const int rb = (SPLIT_K ? (h ? p.n_out + n0 : n0) : n0 + h * NCOLS) / TL_BFP8_GROUP;
+                s_ws[h * MOE_MAX_KG + g] = p.w_scale[(size_t)e * p.w_mat_scales + (size_t)rb * kgroups + g];
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+#if defined(TL_MMA_TARGET_SM80)
+            arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane / 4];
+            arow[m][LANE_ROWS - 1] = s_idx[m * TL_MOE_TILE_M + lane / 4 + 8];
+#else
+            arow[m][0] = s_idx[m * TL_MOE_TILE_M + lane % 16];
+#endif
+        }
+    };
+
     tl_frag_c acc[MT][NF];
 #pragma unroll
     for (int m = 0; m < MT; m++)
 #pragma unroll
         for (int f = 0; f < NF; f++) tl_frag_zero(&acc[m][f]);
 
-    const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
-    for (int c0 = c_first; c0 < nchunks; c0 += c_step * U) {
-        Chunk<DT> ch[U][MT];
+    /* The K loop of layout V (Fmt<DT, V>): the wave's chunks c_first, c_first + c_step, ... (split
+     * K: the waves interleave, so that a block reads long runs of each row), U chunks loaded at
+     * once, then multiplied. The first U chunks' weights are requested before fetch_rows (bf16 stage
+     * 1 at M = 1024: 4856 -> 4122 us on the H200, the other shapes +0.3-0.8%). */
+    auto k_loop = [&](auto layout) {
+        constexpr int V = decltype(layout)::value;
+        enum { KRUN = Fmt<DT, V>::KRUN, U = Fmt<DT, V>::U, CK = 4 * KRUN };
+        const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
+        const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
+        Chunk<DT, V> ch[U][MT];
+        auto load_weights_at = [&](int c0) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            int c = c0 + u * c_step;
-            if (c < nchunks) {
-                load_chunk<DT>(ch[u][0], p, wrow, arow[0], c * CK + kgrp * KRUN, true);
+            for (int u = 0; u < U; u++)
+                if (c0 + u * c_step < nchunks) load_weights<DT, V>(ch[u][0], wrow, (c0 + u * c_step) * CK, kgrp);
+        };
+        /* fp8 and mxfp8 keep their scale prologue's registers instead (measured on the H200: early
+         * weights made fp8 spill and run 2-4% slower) */
+        constexpr bool early = DT != DT_FP8 && DT != DT_MXFP8;
+        if (early) load_weights_at(c_first);
+        fetch_rows();
+        for (int c0 = c_first; c0 < nchunks; c0 += c_step * U) {
+            if (!early || c0 != c_first) load_weights_at(c0);
 #pragma unroll
-                for (int m = 1; m < MT; m++) load_chunk<DT>(ch[u][m], p, wrow, arow[m], c * CK + kgrp * KRUN, false);
+            for (int u = 0; u < U; u++)
+                if (c0 + u * c_step < nchunks)
+#pragma unroll
+                    for (int m = 0; m < MT; m++) load_acts<DT, V>(ch[u][m], p, arow[m], (c0 + u * c_step) * CK, kgrp);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = c0 + u * c_step, k = c * CK + kgrp * KRUN, g128 = (c * CK) / TL_BFP8_GROUP;
+                if (c >= nchunks) break;
+                float mxs[NF];
+#pragma unroll
+                for (int f = 0; f < NF; f++)
+                    mxs[f] = (DT == DT_MXFP4 || DT == DT_MXFP8)
+                                 ? e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) +
+                                                     k / TL_MX_BLOCK])
+                                 : 1.0f;
+                mma_chunk<DT, V, MT>(ch[u], acc, mxs, [&](int m, int f, int r) {
+                    if (DT == DT_FP8) /* one 128x128 block per fragment, one A scale per row */
+                        return s_as[(m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * MOE_MAX_KG + g128] *
+                               s_ws[(SPLIT_K ? (f >= NF / 2) : wave) * MOE_MAX_KG + g128];
+                    return ws[(size_t)(wn[f] - bcol + tl_frag_c_col(lane, r)) * kgroups + g128];
+                });
             }
         }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int c = c0 + u * c_step;
-            if (c >= nchunks) break;
-            const int k = c * CK + kgrp * KRUN, g128 = (c * CK) / TL_BFP8_GROUP;
-            float mxs[NF];
-#pragma unroll
-            for (int f = 0; f < NF; f++)
-                mxs[f] = (DT == DT_MXFP4 || DT == DT_MXFP8)
-                             ? e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) + k / TL_MX_BLOCK])
-                             : 1.0f;
-            const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
-            mma_chunk<DT, MT>(ch[u], acc, mxs, [&](int m, int f, int r) {
-                if (DT == DT_FP8) /* one 128x128 block per fragment, one A scale per row */
-                    return s_as[(m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * MOE_MAX_KG + g128] *
-                           s_ws[(SPLIT_K ? (f >= NF / 2) : wave) * MOE_MAX_KG + g128];
-                return ws[(size_t)(wn[f] - bcol + tl_frag_c_col(lane, r)) * kgroups + g128];
-            });
-        }
+    };
+    /* Layout 2 (bf16, one tile per item): when the tile's rows 8-15 are padding (tile_rows <= 8:
+     * every tile of balanced routing up to M = 256 on DeepSeek's 256 experts), the lanes skip those
+     * rows' registers and hold twice the weight bytes in flight instead. */
+    if constexpr (MT == 1 && HALF_LAYOUT(DT)) {
+        if (tile_rows <= TL_MOE_TILE_M / 2) k_loop(std::integral_constant<int, 2>{});
+        else k_loop(std::integral_constant<int, 0>{});
+    } else {
+        (void)tile_rows;
+        k_loop(std::integral_constant<int, 0>{});
     }
 
     if (!SPLIT_K) { /* stage 2: this wave's columns are complete; weight them into their edge's row */
@@ -831,8 +883,8 @@ static int launch_stage(const GemmArgs &a, hipStream_t st)
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
  * 1.5 tiles or more; bf16 only (fp8 would spill with two tiles' partial sums). Measured on the H200
- * at M = 1024 (run 9): stage 1 5317 us (unpaired 6189; with bf16's earlier 16-byte runs 4886 us:
- * the 32-byte runs spill 8 bytes here), stage 2 2418 us (unpaired 2925). */
+ * at M = 1024 (run 10): stage 1 4278 us (session 2: unpaired 6189), stage 2 2482 us (unpaired
+ * 2925). */
 template <int DT, int STAGE>
 static int launch_paired(const GemmArgs &a, int pair_tiles, hipStream_t st)
 {
@@ -854,6 +906,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     memset(&a, 0, sizeof a);
     a.sorted_ids = g->sorted;
     a.tile_expert = g->tile_expert;
+    a.tile_rows = g->tile_rows;
     a.tile_off = g->tile_off;
     a.n_tiles = g->n_tiles;
     a.max_tiles = max_tiles;

@@ -647,6 +647,13 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
     double flips = 2.0 * u_mid * t1.predicted;
     t->predicted = sqrt(t1.predicted * t1.predicted + flips + t2.predicted * t2.predicted);
     t->rel_rms = 4.0 * t->predicted;
-    t->check_max_abs = 1;
+    /* No max-abs bound: it assumes Gaussian errors, and a rounding flip of one intermediate value
+     * (one activation one bf16 or E4M3 step apart on the two sides, or a group's scale) moves a
+     * whole output row at once, so the error is heavy-tailed. Measured on the H200 (2026-11-29,
+     * session 3): correct kernels gave max_abs / error-rms ratios of 30 to 60 at M = 256 and 1024,
+     * above the Gaussian bound's 6.4, while every rel_rms stayed 6-20x inside this tolerance. A
+     * wrong element still shows: NaN never passes, outputs are poisoned first, and rel_rms is
+     * checked per case. */
+    t->check_max_abs = 0;
     return 0;
 }

@@ -156,11 +156,14 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     tl_model_moe_shape(p->model, &E, &k, &width);
     /* bf16 pairs two tiles of one expert per item once experts average 1.5 tiles (both stages) */
     int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
-    /* Fmt<DT>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and fp8
-     * read 32 bytes, 128 bytes of a row over 4 lanes) */
+    /* Fmt<DT, layout>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and
+     * fp8 read 32 bytes, 128 bytes of a row over 4 lanes; bf16's layout 2, used for tiles of at most
+     * 8 rows, 64 bytes). The kernel picks the layout per tile; the model takes the one of the
+     * average tile (balanced routing: every tile). */
+    int half = p->dtype == TL_MOE_BF16 && !pair && (long long)p->tokens * k <= 8LL * (E > 0 ? E : 1);
     int u = 1, vec = 1;
     switch (p->dtype) {
-    case TL_MOE_BF16: vec = 2; break; /* 32 bytes a lane: 128 bytes of a row per 4 lanes */
+    case TL_MOE_BF16: vec = half ? 4 : 2; break;
     case TL_MOE_FP8: vec = 2; break;
     case TL_MOE_MXFP8: u = 2; break;
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
@@ -170,8 +173,8 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
     p->blocks_per_cu = p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
     p->inflight_kib = (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec * u / 1024.0;
-    /* the weight loads wait for the tile's sorted ids (and, for fp8, then the activation scales
-     * that go to shared memory before the first chunk) */
+    /* the first weight loads wait for one dependent round trip (the tile's expert; fp8 and mxfp8:
+     * then the sorted ids and the activation scales that go to shared memory before the first chunk) */
     p->prologue_loads = p->dtype == TL_MOE_FP8 ? 2 : 1;
     p->combine_kernel = p->stage == 2;
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;

@@ -56,5 +56,7 @@ expect 2 "top-k above experts" -- "$tl" check moe --experts 4 --topk 8
 expect 2 "absurd width" -- "$tl" check moe --width 100000
 expect 2 "bad format" -- "$tl" check moe --format xml
 expect 2 "bench: bad stage" -- "$tl" bench moe --stage 3
+expect 2 "bench: unknown flush" -- "$tl" bench moe --flush sideways
+expect 2 "check has no --flush" -- "$tl" check moe --flush read
 
 finish

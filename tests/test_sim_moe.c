@@ -296,30 +296,34 @@ static void test_tilelab_kernel_terms(void **state)
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_int_equal(p.tile_m, 16);
     assert_int_equal(p.tile_n, 32); /* 16 gate + 16 up rows */
-    assert_int_equal(p.blocks_per_cu, 2);
+    assert_int_equal(p.blocks_per_cu, 4);
+    /* 1-row tiles: layout 2, 4 waves x 32 lanes x 4 fragments x 64 B */
     assert_true(p.inflight_kib == 32.0);
     assert_int_equal(p.prologue_loads, 1);
     assert_int_equal(p.combine_kernel + p.requant_kernel, 0);
     tl_moe_result a = run(p);
     assert_int_equal(a.work_items, 8 * 128);
-    assert_int_equal(a.waves, 4); /* 1024 items over 132 SMs x 2 */
+    assert_int_equal(a.waves, 2); /* 1024 items over 132 SMs x 4 */
     assert_int_equal(a.kernels, 1);
     /* the bench's flush: the L2's dirty lines go back to HBM first */
     p.after_flush = 1;
     tl_moe_result b = run(p);
     assert_true(b.writeback_bytes == hw200.flush_dirty_mb * 1e6);
     assert_true(fabs(b.time_us - a.time_us - hw200.flush_dirty_mb * 1e6 / (4398.0 * 1e3)) < 1e-9);
-    /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, one chunk in flight */
+    /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, layout 0 (32 B) */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_m == 32 && p.inflight_kib == 32.0);
+    assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
     /* stage 2 pairs them too (4 waves x 32 lanes x 4 fragments x 32 B) */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2); /* 8 rows per expert: no pairs */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2); /* 8 rows per expert: no pairs, layout 2 */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_m == 16);
+    assert_true(p.tile_m == 16 && p.inflight_kib == 32.0);
+    p = problem(&hw200, &ds, TL_MOE_BF16, 384, 2); /* 12 rows per expert: layout 0 */
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_m == 16 && p.inflight_kib == 16.0);
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);

@@ -3,7 +3,8 @@
  * for every row with the h200 preset and the kernel's own geometry (tl_moe_tilelab_kernel, as
  * `tilelab bench moe` does), prints the table (measured, the prediction recorded at the time, the
  * prediction now) and asserts |error| <= 15% for every row with tokens <= 256. Rows above 256 are
- * printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1
+ * printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1; the
+ * default write flush and --flush read
  * (bench/results/h200_moe_notes.md). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +20,10 @@
 
 /* The measured runs: point these at a later run's files. */
 static const char *const measured_csvs[] = {
-    "bench/results/h200_moe_bench_bf16_run9.csv",
-    "bench/results/h200_moe_bench_fp8_run8.csv",
+    "bench/results/h200_moe_bench_bf16_run10.csv",
+    "bench/results/h200_moe_bench_fp8_run10.csv",
+    "bench/results/h200_moe_bench_bf16_read_run10.csv", /* --flush read: no dirty L2 lines */
+    "bench/results/h200_moe_bench_fp8_read_run10.csv",
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
@@ -72,7 +75,8 @@ static void test_h200_prediction(void **state)
         assert_non_null(fgets(hline, sizeof hline, fp));
         int nh = split_csv(hline, hdr);
         int c_stage = column(hdr, nh, "stage"), c_tok = column(hdr, nh, "tokens"), c_dt = column(hdr, nh, "dtype"),
-            c_t = column(hdr, nh, "time_us"), c_sim = column(hdr, nh, "sim_us"), c_name = column(hdr, nh, "name");
+            c_t = column(hdr, nh, "time_us"), c_sim = column(hdr, nh, "sim_us"), c_name = column(hdr, nh, "name"),
+            c_src = column(hdr, nh, "source");
         while (fgets(line, sizeof line, fp)) {
             if (line[0] == '\n' || line[0] == '\0') continue;
             int n = split_csv(line, f);
@@ -89,7 +93,8 @@ static void test_h200_prediction(void **state)
             p.seed = 1;
             p.tp = 1;
             assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-            p.after_flush = 1; /* timed after the bench's 256 MiB L2 flush */
+            /* timed after the bench's 256 MiB L2 flush: a write flush leaves dirty lines */
+            p.after_flush = strstr(f[c_src], "(read flush)") == NULL;
             tl_moe_result r;
             assert_int_equal(tl_moe_sim(&p, &r), 0);
             double meas = atof(f[c_t]), then = atof(f[c_sim]);
