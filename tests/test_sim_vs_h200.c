@@ -20,10 +20,10 @@
 
 /* The measured runs: point these at a later run's files. */
 static const char *const measured_csvs[] = {
-    "bench/results/h200_moe_bench_bf16_run10.csv",
-    "bench/results/h200_moe_bench_fp8_run10.csv",
-    "bench/results/h200_moe_bench_bf16_read_run10.csv", /* --flush read: no dirty L2 lines */
-    "bench/results/h200_moe_bench_fp8_read_run10.csv",
+    "bench/results/h200_moe_bench_bf16_run11.csv",
+    "bench/results/h200_moe_bench_fp8_run11.csv",
+    "bench/results/h200_moe_bench_bf16_read_run11.csv", /* --flush read: no dirty L2 lines */
+    "bench/results/h200_moe_bench_fp8_read_run11.csv",
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
