@@ -10,7 +10,8 @@
  *             columns = 16 gate + 16 up weight rows); the lanes each own a 16- to 64-byte run of
  *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; bf16 tiles
  *             of at most 8 rows: 64 bytes; weights streamed straight from HBM to registers, the
- *             first chunk requested before the tile's rows are read), 4 waves per block split K
+ *             first chunk requested before the tile's rows are read, with the streaming hint
+ *             once there is a tile per expert or more), 4 waves per block split K
  *             and reduce in shared memory, where SwiGLU is applied;
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
  *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts

@@ -230,8 +230,8 @@ template <int DT, int V> struct Chunk {
  * The lane's run is contiguous: bytes kgrp x 16 W_VEC .. + 16 W_VEC of the chunk's weight row,
  * so the 4 lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each
  * load instruction covers 64 contiguous bytes was measured on the H200 and was 5-8% slower.) */
-/* A 16-byte weight vector that is read once, loaded evict-first (NVIDIA: ld.global.cs) so that it
- * does not push re-read activation rows out of L2; AMD: a plain load (not tuned). */
+/* A 16-byte weight vector that is read once, with the streaming hint (NVIDIA: ld.global.cs, evict
+ * first); AMD: a plain load (not tuned). When it pays is in k_loop. */
 static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
 {
 #if defined(TL_GPU_AMD) || defined(MOE_NO_DEVICE)
@@ -411,7 +411,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     __shared__ float s_ws[DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1];
 
     /* One round trip gives the tile count, this tile's expert and its row count; the first chunk's
-     * weights (which depend on the expert only) are requested before the row indices. */
+     * weights (which depend on the expert only) are requested before the row indices (except fp8
+     * and mxfp8: k_loop). */
     const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
     const int n_tiles = *p.n_tiles, e = p.tile_expert[tile], tile_rows = p.tile_rows[tile];
     if (tile >= n_tiles) return;
