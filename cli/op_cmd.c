@@ -61,7 +61,15 @@ static int compare_row(tl_table *t, const char *label, const char *what, const t
         tl_table_str(t, "output sizes differ");
         return 0;
     }
-    tl_compare(ref->data, out->data, ref->n, &m);
+    char full_note[512];
+    if (ref->row_len > 0 && ref->row_len == out->row_len && ref->n % ref->row_len == 0) {
+        tl_compare_rows(ref->data, out->data, ref->n, ref->row_len, &m);
+        snprintf(full_note, sizeof full_note, "worst row %.2g x tol (bound %g); %s",
+                 tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0, tol->row_factor, note ? note : "");
+        note = full_note;
+    } else {
+        tl_compare(ref->data, out->data, ref->n, &m);
+    }
     pass = tl_check_pass(&m, tol);
     tl_table_row(t);
     tl_table_str(t, label);

@@ -222,6 +222,7 @@ static int moe_reference(void *vp, tl_op_output *out)
     int rc = tl_moe_reference(&p->in, &p->wl, p->ref, NULL);
     out->data = p->ref;
     out->n = n;
+    out->row_len = (size_t)p->shape.hidden;
     snprintf(out->note, sizeof out->note, "%d tiles, %d active experts", p->wl.n_tiles, p->wl.active_experts);
     return rc;
 }
@@ -235,6 +236,7 @@ static int moe_naive(void *vp, tl_op_output *out)
     if (!p->other) return tl_error(TL_EFAIL, "moe", "out of memory");
     out->data = p->other;
     out->n = n;
+    out->row_len = (size_t)p->shape.hidden;
     snprintf(out->note, sizeof out->note, "naive loop (double, per-element decode)");
     return tl_moe_naive(&p->in, p->other);
 }
@@ -331,6 +333,7 @@ static int moe_gpu(void *vp, tl_op_output *out)
     free(again);
     out->data = p->other;
     out->n = n;
+    out->row_len = (size_t)p->shape.hidden;
     snprintf(out->note, sizeof out->note, "worklist identical (%d tiles); 2 runs bit-identical", p->wl.n_tiles);
     return rc;
 }

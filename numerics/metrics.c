@@ -27,6 +27,7 @@ int tl_compare(const float *ref, const float *out, size_t n, tl_err_metrics *m)
     }
     m->n = n;
     m->nan_count = bad;
+    m->worst_row = -1;
     m->max_abs = max_abs;
     m->ref_rms = used ? sqrt(sr / (double)used) : 0;
     double floor_ref = 1e-3 * m->ref_rms;
@@ -47,6 +48,27 @@ int tl_compare(const float *ref, const float *out, size_t n, tl_err_metrics *m)
     if (m->sqnr_db > 999.0) m->sqnr_db = 999.0;
     if (sr > 0 && so > 0) m->cosine = sro / sqrt(sr * so);
     else m->cosine = (sr == 0 && so == 0) ? 1.0 : 0.0;
+    return TL_OK;
+}
+
+int tl_compare_rows(const float *ref, const float *out, size_t n, size_t row_len, tl_err_metrics *m)
+{
+    if (row_len == 0 || n % row_len)
+        return tl_error(TL_EUSAGE, "compare", "%zu elements are not rows of %zu", n, row_len);
+    int rc = tl_compare(ref, out, n, m);
+    if (rc) return rc;
+    double worst = 0;
+    for (size_t r0 = 0; r0 < n; r0 += row_len) {
+        double sd = 0;
+        for (size_t i = r0; i < r0 + row_len; i++)
+            if (isfinite(ref[i]) && isfinite(out[i])) {
+                double d = (double)out[i] - (double)ref[i];
+                sd += d * d;
+            }
+        double e = sqrt(sd / (double)row_len);
+        if (e > worst) worst = e;
+    }
+    m->worst_row = m->ref_rms > 0 ? worst / m->ref_rms : (worst > 0 ? INFINITY : 0);
     return TL_OK;
 }
 
@@ -74,6 +96,7 @@ int tl_tolerance_make(const tl_tol_spec *s, tl_tolerance *t)
     t->predicted = e;
     t->rel_rms = safety * e;
     t->check_max_abs = 1;
+    t->row_factor = 0;
     return TL_OK;
 }
 
@@ -92,5 +115,6 @@ int tl_check_pass(const tl_err_metrics *m, const tl_tolerance *t)
         double bound = t->rel_rms * m->ref_rms * (1.0 + sqrt(2.0 * log(n)));
         if (!(m->max_abs <= bound)) return 0;
     }
+    if (t->row_factor > 0 && m->worst_row >= 0 && !(m->worst_row <= t->row_factor * t->rel_rms)) return 0;
     return 1;
 }

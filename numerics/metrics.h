@@ -40,10 +40,15 @@ typedef struct {
     double max_abs, max_rel, rel_rms, sqnr_db, nmse, cosine;
     size_t n, nan_count;
     double ref_rms;
+    double worst_row; /* tl_compare_rows: max over rows of the row's error RMS / ref_rms; else -1 */
 } tl_err_metrics;
 
 /* Fills m. ref/out must not be NULL; n >= 1 (else TL_EUSAGE). Returns 0. Cost: one pass. */
 int tl_compare(const float *ref, const float *out, size_t n, tl_err_metrics *m);
+/* tl_compare, and worst_row over the rows of row_len elements (n a multiple of row_len >= 1, else
+ * TL_EUSAGE; rows with a non-finite element count as NaN already). A wrong row (a token combined
+ * with a wrong slot) hides in the whole array's rel_rms when there are many rows; not in this. */
+int tl_compare_rows(const float *ref, const float *out, size_t n, size_t row_len, tl_err_metrics *m);
 
 #define TL_TOL_FP32 (-1) /* format kind: IEEE float32 */
 
@@ -61,6 +66,7 @@ typedef struct {
     double rel_rms;   /* bound on rel_rms */
     double predicted; /* the model's e, before the safety factor */
     int check_max_abs; /* 1: also bound max_abs as described above */
+    double row_factor; /* > 0: also worst_row <= row_factor * rel_rms (when it was computed) */
 } tl_tolerance;
 
 /* Unit roundoff of a format kind (TL_TOL_FP32 -> 2^-24); -1 for an unknown kind. */
@@ -70,7 +76,8 @@ int tl_tolerance_make(const tl_tol_spec *s, tl_tolerance *t);
 /* The bound on the relative RMS error (safety * e), or -1 for a bad spec. */
 double tl_tolerance_rel_rms(const tl_tol_spec *s);
 /* 1 when m passes t: n > 0, nan_count == 0, rel_rms <= t->rel_rms and (if t->check_max_abs)
- * max_abs <= t->rel_rms * ref_rms * (1 + sqrt(2 ln max(n, 2))). 0 otherwise. */
+ * max_abs <= t->rel_rms * ref_rms * (1 + sqrt(2 ln max(n, 2))) and (if t->row_factor > 0 and
+ * m->worst_row >= 0) worst_row <= t->row_factor * t->rel_rms. 0 otherwise. */
 int tl_check_pass(const tl_err_metrics *m, const tl_tolerance *t);
 
 #endif

@@ -35,6 +35,35 @@ static void metrics_known_values(void **state)
     assert_int_equal(tl_compare(ref, out, 0, &m), TL_EUSAGE);
 }
 
+/* One wrong row among 1024: the whole array's rel_rms stays inside the bound, the row bound fails. */
+static void worst_row_catches_a_wrong_row(void **state)
+{
+    (void)state;
+    enum { ROWS = 1024, LEN = 64 };
+    float *ref = malloc(ROWS * LEN * sizeof(float)), *out = malloc(ROWS * LEN * sizeof(float));
+    assert_non_null(ref);
+    assert_non_null(out);
+    for (int i = 0; i < ROWS * LEN; i++) ref[i] = out[i] = (float)sin(0.37 * i + 0.1 * (i % 7)) + 0.01f;
+    for (int i = 100 * LEN; i < 101 * LEN; i++) out[i] = 1.1f * ref[i]; /* row 100 off by 10% */
+    tl_err_metrics m;
+    assert_int_equal(tl_compare_rows(ref, out, ROWS * LEN, LEN, &m), 0);
+    assert_true(m.rel_rms > 0.09 / 32 && m.rel_rms < 0.11 / 32); /* 10% of one row in 1024 */
+    assert_true(m.worst_row > 0.07 && m.worst_row < 0.13);
+    tl_tolerance t = {.rel_rms = 5e-3, .predicted = 1.25e-3, .check_max_abs = 0, .row_factor = 0};
+    assert_true(tl_check_pass(&m, &t));
+    t.row_factor = 10; /* rows within 0.05 */
+    assert_false(tl_check_pass(&m, &t));
+    for (int i = 100 * LEN; i < 101 * LEN; i++) out[i] = 1.01f * ref[i]; /* 1%: inside */
+    assert_int_equal(tl_compare_rows(ref, out, ROWS * LEN, LEN, &m), 0);
+    assert_true(tl_check_pass(&m, &t));
+    assert_int_equal(tl_compare(ref, out, ROWS * LEN, &m), 0);
+    assert_true(m.worst_row == -1); /* not computed: the row bound does not apply */
+    assert_int_equal(tl_compare_rows(ref, out, ROWS * LEN, 100, &m), TL_EUSAGE);
+    assert_int_equal(tl_compare_rows(ref, out, ROWS * LEN, 0, &m), TL_EUSAGE);
+    free(ref);
+    free(out);
+}
+
 static void nan_never_passes(void **state)
 {
     (void)state;
@@ -285,6 +314,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(metrics_known_values),
         cmocka_unit_test(nan_never_passes),
+        cmocka_unit_test(worst_row_catches_a_wrong_row),
         cmocka_unit_test(tolerance_from_formats),
         cmocka_unit_test(rotations_are_orthogonal),
         cmocka_unit_test(hadamard),
