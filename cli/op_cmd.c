@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/op.h"
 #include "cli.h"
@@ -95,6 +96,17 @@ static void fail_row(tl_table *t, const char *label, const char *what, const cha
     tl_table_str(t, why);
 }
 
+/* "check moe: M=256 (3 of 3): reference" on one line of a terminal's stderr while a case runs
+ * (large cases take minutes); nothing when stderr is not a terminal (pipes, logs, tests). An
+ * empty step clears the line. */
+static void progress(const char *cmd, const char *op, const char *label, int c, int n, const char *step)
+{
+    if (!isatty(fileno(stderr))) return;
+    if (!step[0]) fprintf(stderr, "\r\033[K");
+    else fprintf(stderr, "\r\033[K%s %s: %s (%d of %d): %s", cmd, op, label, c + 1, n, step);
+    fflush(stderr);
+}
+
 /* Reference against naive (no GPU) or GPU, for every case of one problem. Returns the number of
  * failed rows, or -status on an error that stops the check (bad input, out of memory). */
 static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *t, const char *prefix)
@@ -106,13 +118,22 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
     for (int c = 0; c < op->n_cases(problem); c++) {
         char label[64], full[96];
         if (!use_gpu && !op->naive_cheap(problem, c)) continue; /* before making big inputs */
-        if ((rc = op->make_inputs(problem, c, label, sizeof label))) return -rc;
-        snprintf(full, sizeof full, "%s%s", prefix, label);
+        const int n_cases = op->n_cases(problem);
+        progress("check", op->name, "next case", c, n_cases, "making inputs");
+        rc = op->make_inputs(problem, c, label, sizeof label);
+        snprintf(full, sizeof full, "%s%s", prefix, rc ? "" : label);
         tl_op_output ref, out;
         memset(&ref, 0, sizeof ref);
         memset(&out, 0, sizeof out);
-        if ((rc = op->reference(problem, &ref))) return -rc;
+        if (!rc) progress("check", op->name, full, c, n_cases, "CPU reference");
+        if (!rc) rc = op->reference(problem, &ref);
+        if (rc) {
+            progress("check", op->name, full, c, n_cases, "");
+            return -rc;
+        }
+        progress("check", op->name, full, c, n_cases, use_gpu ? "GPU kernel" : "naive loop");
         rc = use_gpu ? op->gpu(problem, &out) : op->naive(problem, &out);
+        progress("check", op->name, full, c, n_cases, "");
         const char *what = use_gpu ? "gpu vs reference" : "reference vs naive";
         if (rc == TL_EFAIL) { /* a check inside the launcher failed: report it, go on */
             fail_row(t, full, what, tl_last_error());
@@ -198,8 +219,11 @@ int tl_bench_op(int argc, char **argv)
     if (!t) rc = tl_error(TL_EFAIL, "bench", "out of memory");
     for (int c = 0; !rc && c < op->n_cases(problem); c++) {
         char label[64];
+        progress("bench", op->name, "next case", c, op->n_cases(problem), "making inputs");
         rc = op->make_inputs(problem, c, label, sizeof label);
+        if (!rc) progress("bench", op->name, label, c, op->n_cases(problem), "timing");
         if (!rc) rc = op->bench(problem, c, t);
+        progress("bench", op->name, "", c, op->n_cases(problem), "");
     }
     if (!rc) tl_table_print(t, fmt, "measured against the model", stdout);
     tl_table_free(t);
