@@ -115,10 +115,10 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
     tl_tolerance tol;
     int rc = op->tolerance(problem, &tol);
     if (rc) return -rc;
-    for (int c = 0; c < op->n_cases(problem); c++) {
+    const int n_cases = op->n_cases(problem);
+    for (int c = 0; c < n_cases; c++) {
         char label[64], full[96];
         if (!use_gpu && !op->naive_cheap(problem, c)) continue; /* before making big inputs */
-        const int n_cases = op->n_cases(problem);
         progress("check", op->name, "next case", c, n_cases, "making inputs");
         rc = op->make_inputs(problem, c, label, sizeof label);
         snprintf(full, sizeof full, "%s%s", prefix, rc ? "" : label);

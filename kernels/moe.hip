@@ -226,10 +226,6 @@ template <int DT, int V> struct Chunk {
     uint4 a[LANE_ROWS][A_VEC];
 };
 
-/* A chunk's weight codes of this lane and its rows' activation runs; k0 = the chunk's first k.
- * The lane's run is contiguous: bytes kgrp x 16 W_VEC .. + 16 W_VEC of the chunk's weight row,
- * so the 4 lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each
- * load instruction covers 64 contiguous bytes was measured on the H200 and was 5-8% slower.) */
 /* A 16-byte weight vector that is read once, with the streaming hint (NVIDIA: ld.global.cs, evict
  * first); AMD: a plain load (not tuned). When it pays is in k_loop. */
 static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
@@ -240,6 +236,10 @@ static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
     return __ldcs((const uint4 *)p);
 #endif
 }
+/* A chunk's weight codes of this lane and its rows' activation runs; k0 = the chunk's first k.
+ * The lane's run is contiguous: bytes kgrp x 16 W_VEC .. + 16 W_VEC of the chunk's weight row,
+ * so the 4 lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each
+ * load instruction covers 64 contiguous bytes was measured on the H200 and was 5-8% slower.) */
 template <int DT, int V>
 static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *wrow, int k0, int kgrp,
                                                     bool evict_first)
@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     }
 
     /* The item's rows (every thread calls it once): sorted ids -> s_idx / s_edge, fp8 scales into
-     * shared memory, this lane's activation rows into arow. Two barriers (fp8: three). */
+     * shared memory, this lane's activation rows into arow. One barrier (fp8: two). */
     int arow[MT][LANE_ROWS];
     auto fetch_rows = [&]() {
         if (tid < ROWS) {
@@ -564,11 +564,11 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
                             p.topk_w[edge] * acc[m][f].v[r];
                 }
     } else { /* stage 1: reduce the waves' partial sums, then SwiGLU */
-    #pragma unroll
+#pragma unroll
         for (int m = 0; m < MT; m++)
-    #pragma unroll
+#pragma unroll
             for (int f = 0; f < NF; f++)
-    #pragma unroll
+#pragma unroll
                 for (int r = 0; r < TL_FRAG_C_COUNT; r++)
                     red[(wave * ROWS + m * TL_MOE_TILE_M + tl_frag_c_row(lane, r)) * NCOLS + f * FRAG_N +
                         tl_frag_c_col(lane, r)] = acc[m][f].v[r];
