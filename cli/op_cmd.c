@@ -65,7 +65,7 @@ static int compare_row(tl_table *t, const char *label, const char *what, const t
     char full_note[512];
     if (ref->row_len > 0 && ref->row_len == out->row_len && ref->n % ref->row_len == 0) {
         tl_compare_rows(ref->data, out->data, ref->n, ref->row_len, &m);
-        snprintf(full_note, sizeof full_note, "worst row %.2g x tol (bound %g); %s",
+        snprintf(full_note, sizeof full_note, "worst row %.2g x tol (bound %.3g); %s",
                  tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0, tol->row_factor, note ? note : "");
         note = full_note;
     } else {
@@ -111,10 +111,7 @@ static void progress(const char *cmd, const char *op, const char *label, int c, 
  * failed rows, or -status on an error that stops the check (bad input, out of memory). */
 static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *t, const char *prefix)
 {
-    int failed = 0;
-    tl_tolerance tol;
-    int rc = op->tolerance(problem, &tol);
-    if (rc) return -rc;
+    int failed = 0, rc = 0;
     const int n_cases = op->n_cases(problem);
     for (int c = 0; c < n_cases; c++) {
         char label[64], full[96];
@@ -142,6 +139,8 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
             continue;
         }
         if (rc) return -rc;
+        tl_tolerance tol; /* per case: it may depend on the case's size */
+        if ((rc = op->tolerance(problem, &tol))) return -rc;
         char note[400];
         snprintf(note, sizeof note, "%s; %s", ref.note, out.note);
         if (!compare_row(t, full, what, &ref, &out, &tol, note)) failed++;

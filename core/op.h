@@ -63,7 +63,8 @@ typedef struct tl_op {
     /* The GPU launcher on the current inputs; NULL when built without a GPU. Exact structural
      * checks that fail return TL_EFAIL with the message naming what differs. */
     int (*gpu)(void *problem, tl_op_output *out);
-    /* The tolerance of the output against the reference (derived from formats and K). */
+    /* The tolerance of the output against the reference (derived from formats and K), asked once
+     * per case after make_inputs: it may depend on the case's size. */
     int (*tolerance)(const void *problem, tl_tolerance *t);
     /* Appends case c's timing rows to t (created with bench_header); NULL without a GPU. */
     int (*bench)(void *problem, int c, tl_table *t);

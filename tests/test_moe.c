@@ -191,6 +191,38 @@ static void test_tolerance_catches_errors(void **state)
     tl_moe_inputs_free(&in);
 }
 
+/* The bound grows by the size of one rounding flip of an activation as tokens x width shrinks:
+ * DeepSeek-V3.2 at TP8 (width 256), bf16 6.04e-4 from the summation model alone, 2 u J / sqrt(M W)
+ * with u = 2^-8, J = 7 for one flip (3.47e-3 at M = 1); fp8's E4M3 activations (u = 2^-4, J = 3)
+ * 2.36e-2 at M = 1; every row allows at least the whole bound. */
+static void test_tolerance_flip_term(void **state)
+{
+    (void)state;
+    tl_moe_shape s = {.tokens = 1, .hidden = 7168, .width = 256, .n_experts = 256, .top_k = 8, .dtype = TL_MOE_BF16};
+    tl_tolerance t1, t16, t256, f1;
+    assert_int_equal(tl_moe_tolerance(&s, &t1), 0);
+    s.tokens = 16;
+    assert_int_equal(tl_moe_tolerance(&s, &t16), 0);
+    s.tokens = 256;
+    assert_int_equal(tl_moe_tolerance(&s, &t256), 0);
+    s.tokens = 1;
+    s.dtype = TL_MOE_FP8;
+    assert_int_equal(tl_moe_tolerance(&s, &f1), 0);
+    const double base = 4.0 * t1.predicted, flip = 2.0 * 7.0 / 256.0 / 16.0;
+    assert_true(fabs(t1.rel_rms - sqrt(base * base + flip * flip)) < 1e-12);
+    assert_true(t1.rel_rms > 3.4e-3 && t1.rel_rms < 3.55e-3);
+    assert_true(t16.rel_rms > 1.0e-3 && t16.rel_rms < 1.1e-3);
+    assert_true(t256.rel_rms > 6.0e-4 && t256.rel_rms < 6.6e-4);
+    assert_true(f1.rel_rms > 2.3e-2 && f1.rel_rms < 2.4e-2);
+    const tl_tolerance *all[] = {&t1, &t16, &t256, &f1};
+    for (int i = 0; i < 4; i++) {
+        assert_true(all[i]->row_factor >= 1.0);
+        assert_int_equal(all[i]->check_max_abs, 0);
+    }
+    /* at any M the row bound is the summation model's 10x plus one flip within the row */
+    assert_true(fabs(t256.row_factor * t256.rel_rms - sqrt(100.0 * base * base + flip * flip)) < 1e-12);
+}
+
 /* Same seed, same bytes; another seed, other bytes; never all zero. */
 static void test_inputs_seeded(void **state)
 {
@@ -258,7 +290,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_every_dtype),      cmocka_unit_test(test_realistic_width),
         cmocka_unit_test(test_awkward_widths),         cmocka_unit_test(test_worklist_every_routing),
-        cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_inputs_seeded),
+        cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_tolerance_flip_term),
+        cmocka_unit_test(test_inputs_seeded),
         cmocka_unit_test(test_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
