@@ -7,7 +7,8 @@
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench torch";
-#            "benchread" adds the bench with --flush read: moe_bench_<dtype>_read.csv) picks what runs; MOE_CHECK_DTYPES,
+#            "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
+#            run of M = 1 and 8 block by block: moe_trace_<dtype>.csv) picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
 #            MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
 #   A/B:     MOE_BUNDLE names the bundle folder (default build-moe-bundle) and MOE_BUILD the nvcc build
@@ -63,12 +64,19 @@ if [[ " $parts " == *" bench "* ]]; then
     cut -d, -f1,7,10,12,13 "$OUT/moe_bench_$d.csv"
   done
 fi
-if [[ " $parts " == *" benchread "* ]]; then # the same with a read flush (no dirty L2 lines)
+if [[ " $parts " == *" benchwrite "* ]]; then # the same with a write flush (dirty L2 lines; runs 1-11)
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
-    echo "== bench $d --flush read"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --flush read --format csv \
-      >"$OUT/moe_bench_${d}_read.csv" 2>"$OUT/moe_bench_${d}_read.err" || rc=1
-    cut -d, -f1,7,10,12,13 "$OUT/moe_bench_${d}_read.csv"
+    echo "== bench $d --flush write"
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --flush write --format csv \
+      >"$OUT/moe_bench_${d}_write.csv" 2>"$OUT/moe_bench_${d}_write.err" || rc=1
+    cut -d, -f1,7,10,12,13 "$OUT/moe_bench_${d}_write.csv"
+  done
+fi
+if [[ " $parts " == *" trace "* ]]; then # where the time of small M goes, block by block
+  for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
+    echo "== trace $d"
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw h200 --trace "$OUT/moe_trace_$d.csv" \
+      --format csv >/dev/null 2>"$OUT/moe_trace_$d.err" || rc=1
   done
 fi
 if [[ " $parts " == *" torch "* ]]; then

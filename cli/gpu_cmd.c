@@ -329,8 +329,8 @@ int tl_bench_roofline(int argc, char **argv)
         (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
         (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
         return st;
-    if (!(gib >= 0.25 && gib <= 64.0))
-        return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.25, 64]", gib);
+    if (!(gib >= 0.0625 && gib <= 64.0))
+        return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.0625, 64]", gib);
     if (hw_spec) { /* a bad --hw is a usage error before anything runs */
         tl_hw probe;
         if ((st = tl_hw_load(hw_spec, &probe))) return st;

@@ -15,6 +15,7 @@
 #ifdef TILELAB_HAVE_GPU
 #include "../kernels/bench.h"
 #include "../kernels/moe.h"
+#include "../kernels/roofline.h"
 #endif
 
 /* =============================================================================================
@@ -32,8 +33,11 @@ typedef struct {
     uint64_t seed;
     int n_shared;
     int stage;               /* bench: 0 = both, 1, 2 */
-    int flush_read;          /* bench: 1 = --flush read (a clean L2), 0 = the default write flush */
+    int flush_write;         /* bench: 1 = --flush write (dirty L2 lines left), 0 = the default read flush */
     char hw[256];            /* bench: the preset the model predicts on */
+    const char *trace_path;  /* bench: --trace FILE, or NULL */
+    tl_atomic trace;         /* the trace file while it is written (trace_f open) */
+    FILE *trace_f;
     tl_moe_shape shape;      /* tokens = the current case's */
     /* state of the current case */
     tl_moe_inputs in;
@@ -51,8 +55,9 @@ static const char moe_check_usage[] =
     "                         [--seed S] [--shared N] [--hidden H] [--width W] [--experts E] [--topk K]\n"
     "                         [--format table|csv|json]\n"
     "Runs the fused MoE kernel (sort, stage 1, stage 2) on seeded random inputs and compares it with\n"
-    "the CPU reference under the tolerance derived from the formats and reduction lengths (the whole\n"
-    "output's relative RMS error, and every token's row within 10x that bound); the GPU's\n"
+    "the CPU reference under the tolerance derived from the formats, reduction lengths and size (the\n"
+    "whole output's relative RMS error, and each token's row's, each bound allowing one rounding flip\n"
+    "of a large activation between the two sides); the GPU's\n"
     "worklist must equal tl_worklist_build's exactly and two runs must agree bit for bit. Outputs are\n"
     "poisoned with NaN first. Without a GPU build, checks the reference against the naive loop on a\n"
     "small shape (and on the requested one when cheap) and says that the GPU part was skipped.\n"
@@ -63,13 +68,20 @@ static const char moe_check_usage[] =
 static const char moe_bench_usage[] =
     "usage: tilelab bench moe [--model NAME] [--dtype DTYPE] [--tokens LIST] [--stage 1|2] [--tp N]\n"
     "                         [--routing SPEC] [--seed S] [--hw PRESET] [--flush write|read]\n"
-    "                         [--format table|csv|json]\n"
-    "Times each stage with the seed's method (256 MB L2 flush, 20 warm-up, 200 timed, median, graph\n"
-    "replay) and prints weight bytes read per second, TFLOP/s and the simulator's prediction on the\n"
-    "preset with its relative error. --flush write (default) stores the flush buffer: the L2 lines\n"
-    "it leaves dirty are written back during the timed stage (about 42 MB on the H200: ~9 us);\n"
-    "--flush read loads it instead, so the stage pays only for its own traffic.\n"
-    "The preset defaults to h200. --format csv gives the columns\n"
+    "                         [--trace FILE.csv] [--format table|csv|json]\n"
+    "Times each stage with the seed's method (256 MB L2 flush and a 20 us busy-wait before each\n"
+    "iteration, 20 warm-up, 200 timed, median, graph replay) and prints weight bytes read per second,\n"
+    "TFLOP/s and the simulator's prediction on the preset with its relative error. --flush read\n"
+    "(default) loads the flush buffer, so the stage pays only for its own traffic; --flush write\n"
+    "stores it, and the L2 lines it leaves dirty are written back during the timed stage (about 42 MB\n"
+    "on the H200: ~9 us; the default of runs 1-11 under bench/results/).\n"
+    "--trace FILE.csv also runs each stage once more, cold, with every GEMM block recording when it\n"
+    "started and ended and on which SM (columns tokens,stage,dtype,block,tile,nblock,sm,start_us,\n"
+    "end_us; times from the moment the stage could start; one row per stage with block -1 gives\n"
+    "when its last kernel had ended): where a stage's time goes beyond its bytes.\n"
+    "floor_us is the read floor: a plain streaming read of the stage's hbm_bytes on the same device\n"
+    "with the same method (kernels/roofline.h), which no kernel that must read them beats by much;\n"
+    "x_floor = time_us / floor_us. The preset defaults to h200. --format csv gives the columns\n"
     "`tilelab draw roofline --points` reads (name,flops,hbm_bytes,time_us,intensity,tflops,source).\n"
     "Defaults: deepseek-v3.2, fp8, tokens 1,8,64,256,1024, both stages, balanced routing, seed 1.\n";
 
@@ -85,6 +97,10 @@ static void moe_free(void *vp)
 {
     moe_problem *p = vp;
     if (!p) return;
+    if (p->trace_f) { /* the run stopped before the last case: no half-written trace */
+        fclose(p->trace_f);
+        tl_atomic_abort(&p->trace);
+    }
     moe_free_case(p);
     tl_moe_inputs_free(&p->in);
 #ifdef TILELAB_HAVE_GPU
@@ -117,16 +133,17 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->dtype = mode == TL_OP_CHECK ? TL_MOE_BF16 : TL_MOE_FP8;
     snprintf(p->hw, sizeof p->hw, "h200");
     const char *fmt_s = NULL, *dtype_s = NULL, *tp_s = NULL, *shared_s = NULL, *hidden_s = NULL, *width_s = NULL,
-               *experts_s = NULL, *topk_s = NULL, *seed_s = NULL, *stage_s = NULL, *hw_s = NULL, *flush_s = NULL;
+               *experts_s = NULL, *topk_s = NULL, *seed_s = NULL, *stage_s = NULL, *hw_s = NULL, *flush_s = NULL,
+               *trace_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), /* the harness reads it (op_cmd.c) */
                      TL_OPT_V("--model", &model), TL_OPT_V("--dtype", &dtype_s), TL_OPT_V("--tokens", &tokens),
                      TL_OPT_V("--routing", &routing), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--shared", &shared_s),
                      TL_OPT_V("--hidden", &hidden_s), TL_OPT_V("--width", &width_s),
                      TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s), TL_OPT_V("--seed", &seed_s),
                      TL_OPT_V("--stage", &stage_s), TL_OPT_V("--hw", &hw_s), TL_OPT_V("--flush", &flush_s),
-                     TL_OPT_END};
-    if (mode != TL_OP_BENCH) /* --stage, --hw, --flush are the bench's alone: the check's table ends before them */
-        opts[sizeof opts / sizeof opts[0] - 4] = (tl_opt)TL_OPT_END;
+                     TL_OPT_V("--trace", &trace_s), TL_OPT_END};
+    if (mode != TL_OP_BENCH) /* --stage, --hw, --flush, --trace are the bench's alone: the check's table ends before them */
+        opts[sizeof opts / sizeof opts[0] - 5] = (tl_opt)TL_OPT_END;
     int rc = tl_opts_parse(argc, argv, opts, mode == TL_OP_CHECK ? "check moe" : "bench moe", NULL, 0, NULL);
     if (!rc && dtype_s) rc = tl_moe_dtype_parse(dtype_s, &p->dtype);
     if (!rc && tp_s) rc = tl_parse_long(tp_s, 1, 64, "--tp", &tp);
@@ -136,10 +153,12 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc && experts_s) rc = tl_parse_long(experts_s, 1, 4096, "--experts", &experts);
     if (!rc && topk_s) rc = tl_parse_long(topk_s, 1, 4096, "--topk", &topk);
     if (!rc && stage_s) rc = tl_parse_long(stage_s, 1, 2, "--stage", &stage);
-    p->flush_read = 0;
+    p->trace_path = trace_s;
+    if (!rc && trace_s && !*trace_s) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
+    p->flush_write = 0;
     if (!rc && flush_s) {
-        if (strcmp(flush_s, "read") == 0) p->flush_read = 1;
-        else if (strcmp(flush_s, "write") != 0)
+        if (strcmp(flush_s, "write") == 0) p->flush_write = 1;
+        else if (strcmp(flush_s, "read") != 0)
             rc = tl_error(TL_EUSAGE, "--flush", "unknown flush '%s' (write or read)", flush_s);
     }
     if (!rc && seed_s) rc = parse_seed(seed_s, &p->seed);
@@ -346,6 +365,43 @@ static double moe_mat_bytes(const tl_moe_weights *w)
     return (double)w->mat_code_bytes + sb * (double)w->mat_scales;
 }
 
+/* --trace: one cold run of `stage` block by block, appended to the trace file (opened at the first
+ * call; moe_bench commits it after the last case). */
+static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o)
+{
+    int rc;
+    if (!p->trace_f) {
+        if ((rc = tl_atomic_begin(&p->trace, p->trace_path))) return rc;
+        p->trace_f = fopen(p->trace.tmp, "w");
+        if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "cannot write: %s", strerror(errno));
+        fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us\n");
+    }
+    tl_moe_trace_block *b = NULL;
+    int n = 0;
+    double end_us = 0.0;
+    rc = tl_moe_gpu_trace(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, o, &b, &n, &end_us);
+    if (rc) return rc;
+    const char *dt = tl_moe_dtype_name(p->shape.dtype);
+    fprintf(p->trace_f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f\n", p->shape.tokens, stage, dt, end_us);
+    for (int i = 0; i < n; i++)
+        fprintf(p->trace_f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
+                b[i].nblock, b[i].sm, b[i].start_us, b[i].end_us);
+    free(b);
+    return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
+}
+
+static int moe_trace_commit(moe_problem *p)
+{
+    if (!p->trace_f) return 0;
+    int bad = fclose(p->trace_f) != 0;
+    p->trace_f = NULL;
+    if (bad) {
+        tl_atomic_abort(&p->trace);
+        return tl_error(TL_EFAIL, p->trace_path, "write failed");
+    }
+    return tl_atomic_commit(&p->trace);
+}
+
 static int moe_bench(void *vp, int c, tl_table *t)
 {
     moe_problem *p = vp;
@@ -362,7 +418,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
     tl_bench_date(date, sizeof date);
     /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
     snprintf(label, sizeof label, "measured on %.200s %.63s%s; sim_us simulated on preset %.200s", info.name, date,
-             p->flush_read ? " (read flush)" : "", p->hw);
+             p->flush_write ? " (write flush)" : " (read flush)", p->hw);
     tl_hw hw;
     if ((rc = tl_hw_load(p->hw, &hw))) return rc;
     if ((rc = tl_moe_gpu_set_tokens(p->g, &p->in))) return rc;
@@ -374,9 +430,10 @@ static int moe_bench(void *vp, int c, tl_table *t)
         tl_bench_opts o;
         tl_bench_default_opts(&o);
         o.use_graph = 1;
-        o.flush_l2 = p->flush_read ? TL_BENCH_FLUSH_READ : TL_BENCH_FLUSH_WRITE;
+        o.flush_l2 = p->flush_write ? TL_BENCH_FLUSH_WRITE : TL_BENCH_FLUSH_READ;
         tl_bench_result r;
         rc = tl_moe_gpu_time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
+        if (!rc && p->trace_path) rc = moe_trace_stage(p, stage, &o);
         if (rc) return rc;
         double us = r.median_ms * 1e3;
         double wbytes = p->wl.active_experts * moe_mat_bytes(stage == 1 ? &p->in.w1 : &p->in.w2);
@@ -384,6 +441,14 @@ static int moe_bench(void *vp, int c, tl_table *t)
         double io = stage == 1 ? s->tokens * s->hidden * abytes + edges * s->width * 2.0
                                : edges * s->width * abytes + edges * s->hidden * 4.0 * 2 + s->tokens * s->hidden * 4.0;
         double hbm = wbytes + io;
+        /* the read floor: a plain read of the stage's bytes, same method (NaN if it cannot run) */
+        double floor_us = NAN;
+        if (tl_roofline_read_floor(hbm, &o, &floor_us)) {
+            fprintf(stderr, "tilelab: note: no read floor for %s s%d M=%d: %s\n", tl_moe_dtype_name(s->dtype), stage,
+                    s->tokens, tl_last_error());
+            tl_clear_error();
+            floor_us = NAN;
+        }
         tl_model m = p->model;
         tl_moe_problem sp = {0};
         sp.hw = &hw;
@@ -397,7 +462,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
         /* the kernel's own geometry (tiles, n-block width, blocks per SM, stage 2's extra kernels)
          * and the bench's method: timed right after its L2 flush (a write flush leaves dirty lines) */
         int src = tl_moe_tilelab_kernel(&sp);
-        sp.after_flush = !p->flush_read;
+        sp.after_flush = p->flush_write;
         tl_moe_result sr;
         memset(&sr, 0, sizeof sr);
         if (!src) src = tl_moe_sim(&sp, &sr);
@@ -421,11 +486,13 @@ static int moe_bench(void *vp, int c, tl_table *t)
         tl_table_str(t, src ? "?" : sr.limiter);
         tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
         tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
+        tl_table_numf(t, "%.2f", floor_us);
+        tl_table_numf(t, "%.3f", us / floor_us);
         tl_table_str(t, label);
         if (src) tl_clear_error();
         tl_moe_result_free(&sr);
     }
-    return 0;
+    return c == p->n_tokens - 1 ? moe_trace_commit(p) : 0;
 }
 #endif
 
@@ -449,7 +516,7 @@ static const tl_op moe_op = {
 #endif
     .tolerance = moe_tolerance,
     .bench_header = "name,stage,tokens,dtype,flops,hbm_bytes,time_us,intensity,tflops,weight_tbps,hbm_tbps,"
-                    "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,source",
+                    "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,floor_us,x_floor,source",
 };
 
 /* =============================================================================================

@@ -5,10 +5,18 @@
  *
  * Timing method (seed 000, DESIGN.md "Checking and timing"):
  *   - 20 warm-up iterations, then 200 timed ones; the figure is the median;
- *   - between iterations a 256 MB buffer is written, so no iteration finds the previous one's
- *     data in L2 (60 MB on the H200, 4 MB per XCD + 256 MB MALL on MI355X: 256 MB covers L2;
+ *   - between iterations a 256 MB buffer is read, so no iteration finds the previous one's
+ *     data in L2 (60 MB reported on the H200, 4 MB per XCD + 256 MB MALL on MI355X: 256 MB covers L2;
  *     on AMD it does not fully clear the MALL, which the result's label says nothing about);
- *   - device events around each iteration (the flush is outside the events);
+ *     a read leaves no dirty line, so the timed work pays for its own traffic only (a written
+ *     buffer, TL_BENCH_FLUSH_WRITE, leaves ~42 MB dirty on the H200 that the timed work writes
+ *     back: ~9 us; the seed writes "flush" without saying which, and says its events "measure
+ *     only the GEMM kernel");
+ *   - then a short busy-wait on the GPU (seed: "flush L2 and run a short GPU busy-wait, so the
+ *     timing events measure only the kernel"): the host has enqueued the work before the GPU
+ *     reaches the start event (measured on the H200 with graph replay: no difference, the
+ *     flush already covers it);
+ *   - device events around each iteration (the flush and the wait are outside the events);
  *   - optional graph replay: the iteration is captured once into a graph and replayed, which
  *     removes the host launch gaps of iterations made of several small launches.
  * Every figure carries where it was measured: tl_bench_label().
@@ -57,15 +65,17 @@ typedef int (*tl_bench_fn)(void *ctx, void *stream);
 typedef struct {
     int warmup;         /* default 20 */
     int iters;          /* default 200; at most TL_BENCH_MAX_ITERS */
-    int flush_l2;       /* default TL_BENCH_FLUSH_WRITE; TL_BENCH_FLUSH_READ; 0: no flush */
+    int flush_l2;       /* default TL_BENCH_FLUSH_READ; TL_BENCH_FLUSH_WRITE; 0: no flush */
     size_t flush_bytes; /* default 256 MiB */
     int use_graph;      /* default 0: 1 = capture one iteration into a graph and replay it */
+    double spin_us;     /* default 20: busy-wait after the flush, before the start event (0: none) */
 } tl_bench_opts;
 
 #define TL_BENCH_MAX_ITERS 100000
-/* How the L2 is flushed between iterations: WRITE stores flush_bytes (the seed's method; the lines
- * it leaves dirty are written back to HBM during the timed kernel: on the H200 about 42 MB, ~9 us
- * at 4.7 TB/s); READ loads them (a clean L2: the timed kernel pays only for its own traffic). */
+/* How the L2 is flushed between iterations: READ (the default) loads flush_bytes (a clean L2: the
+ * timed kernel pays only for its own traffic); WRITE stores them (the lines it leaves dirty are
+ * written back to HBM during the timed kernel: on the H200 about 42 MB, ~9 us at 4.7 TB/s; the
+ * default before 2026-11-29 15:00 UTC). */
 enum { TL_BENCH_FLUSH_WRITE = 1, TL_BENCH_FLUSH_READ = 2 };
 
 typedef struct {
@@ -84,6 +94,18 @@ void tl_bench_default_opts(tl_bench_opts *o);
  * error fn returned). Allocates and frees the flush buffer and a stream itself.
  * Cost: (warmup + iters) x (fn + flush, ~0.1 ms for 256 MB at 4 TB/s). */
 int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx, tl_bench_result *out);
+
+/* Device clock ticks (tl_gpu_clock() of kernels/gpu.h) per microsecond: 1000 on NVIDIA (ns), the
+ * wall clock rate on AMD; 0 with an error recorded when the device cannot say. */
+double tl_gpu_clock_per_us(void);
+/* One iteration as tl_bench_run times it, with the device clock read at its start and end: the
+ * flush buffer of opts is allocated, fn runs once as a warm-up (opts.warmup > 0), then the flush,
+ * the busy-wait of opts.spin_us, whose last tl_gpu_clock() value goes to *t0_dev (the moment the
+ * work could start), fn, and a one-thread kernel that writes tl_gpu_clock() to *t1_dev (when fn's
+ * work had ended, plus one launch). t0_dev, t1_dev: device memory. Synchronous; direct launches,
+ * no graph. Cost: two runs of fn and two flushes. */
+int tl_bench_run_marked(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx, unsigned long long *t0_dev,
+                        unsigned long long *t1_dev);
 
 /* Writes "NVIDIA H200, sm_90, 132 SMs, 1980 MHz, 2026-11-29T10:02:11Z" into buf: where and
  * when a figure was measured. */

@@ -103,10 +103,49 @@ extern "C" void tl_bench_default_opts(tl_bench_opts *o)
 {
     o->warmup = 20;
     o->iters = 200;
-    o->flush_l2 = TL_BENCH_FLUSH_WRITE;
+    o->flush_l2 = TL_BENCH_FLUSH_READ;
     o->flush_bytes = (size_t)256 << 20;
     o->use_graph = 0;
+    o->spin_us = 20.0;
 }
+
+/* Busy-waits `ticks` of the device clock (one thread); writes the clock at its end to *t_end. */
+__global__ void tl_bench_spin_kernel(unsigned long long ticks, unsigned long long *t_end)
+{
+    const unsigned long long t0 = tl_gpu_clock();
+    unsigned long long t = t0;
+    while (t - t0 < ticks) t = tl_gpu_clock();
+    if (t_end) *t_end = t;
+}
+
+extern "C" double tl_gpu_clock_per_us(void)
+{
+#if defined(TL_GPU_AMD) && defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR >= 6
+    int dev = 0, khz = 0;
+    if (hipGetDevice(&dev) != hipSuccess || hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev) !=
+                                                 hipSuccess || khz <= 0) {
+        (void)tl_error(TL_EFAIL, "bench", "the device does not report its wall clock rate");
+        return 0.0;
+    }
+    return khz / 1000.0;
+#elif defined(TL_GPU_AMD)
+    return 100.0; /* HIP before 6 cannot ask; s_memrealtime counts at 100 MHz on gfx9 (CDNA) */
+#else
+    return 1000.0; /* %globaltimer counts nanoseconds */
+#endif
+}
+
+/* The busy-wait of spin_us (none when 0 and t_dev is NULL). */
+static int enqueue_spin(double spin_us, hipStream_t stream, unsigned long long *t_dev)
+{
+    if (spin_us <= 0.0 && !t_dev) return 0;
+    double per_us = tl_gpu_clock_per_us();
+    if (per_us <= 0.0) return TL_EFAIL;
+    tl_bench_spin_kernel<<<1, 1, 0, stream>>>((unsigned long long)(spin_us * per_us), t_dev);
+    TL_GPU_CHECK_LAUNCH("tl_bench_spin_kernel");
+    return 0;
+}
+
 
 /* Writes every byte of the flush buffer (a store pass evicts what L2 held before). */
 __global__ void tl_bench_flush_kernel(uint4 *buf, size_t n16, unsigned salt)
@@ -149,6 +188,7 @@ typedef struct {
     uint4 *flush;
     size_t flush16;
     int flush_mode; /* TL_BENCH_FLUSH_WRITE or _READ */
+    double spin_us;
     hipGraph_t graph;
     hipGraphExec_t exec;
     int have_graph, have_exec;
@@ -176,17 +216,54 @@ static int run_once(bench_state *s, tl_bench_fn fn, void *ctx)
     return fn(ctx, (void *)s->stream);
 }
 
-static int flush_l2(bench_state *s, unsigned salt)
+static int enqueue_flush(uint4 *buf, size_t n16, int mode, unsigned salt, hipStream_t stream)
 {
-    if (!s->flush) return 0;
-    if (s->flush_mode == TL_BENCH_FLUSH_READ) {
-        tl_bench_flush_read_kernel<<<1024, 256, 0, s->stream>>>(s->flush, s->flush16, salt);
+    if (!buf) return 0;
+    if (mode == TL_BENCH_FLUSH_READ) {
+        tl_bench_flush_read_kernel<<<1024, 256, 0, stream>>>(buf, n16, salt);
         TL_GPU_CHECK_LAUNCH("tl_bench_flush_read_kernel");
     } else {
-        tl_bench_flush_kernel<<<1024, 256, 0, s->stream>>>(s->flush, s->flush16, salt);
+        tl_bench_flush_kernel<<<1024, 256, 0, stream>>>(buf, n16, salt);
         TL_GPU_CHECK_LAUNCH("tl_bench_flush_kernel");
     }
     return 0;
+}
+
+/* What comes before each iteration: the flush, then the busy-wait. */
+static int flush_l2(bench_state *s, unsigned salt)
+{
+    int st = enqueue_flush(s->flush, s->flush16, s->flush_mode, salt, s->stream);
+    return st ? st : enqueue_spin(s->spin_us, s->stream, NULL);
+}
+
+extern "C" int tl_bench_run_marked(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx, unsigned long long *t0_dev,
+                                   unsigned long long *t1_dev)
+{
+    tl_bench_opts o;
+    if (opts) o = *opts;
+    else tl_bench_default_opts(&o);
+    if (!fn) return tl_error(TL_EUSAGE, "bench", "no function to run");
+    hipStream_t st = NULL;
+    uint4 *buf = NULL;
+    const size_t n16 = o.flush_l2 ? o.flush_bytes / 16 : 0;
+    int rc = 0;
+    TL_GPU_CHECK_GOTO(hipStreamCreateWithFlags(&st, hipStreamNonBlocking), rc, done);
+    /* every allocation first: a new mapping would leave the warm-up's address translations cold */
+    if (n16) TL_GPU_CHECK_GOTO(hipMalloc((void **)&buf, n16 * 16), rc, done);
+    if (o.warmup > 0) {
+        if ((rc = enqueue_flush(buf, n16, o.flush_l2, 0x7ace0000u, st))) goto done;
+        if ((rc = fn(ctx, (void *)st))) goto done;
+    }
+    if ((rc = enqueue_flush(buf, n16, o.flush_l2, 0x7ace0001u, st))) goto done;
+    if ((rc = enqueue_spin(o.spin_us, st, t0_dev))) goto done;
+    if ((rc = fn(ctx, (void *)st))) goto done;
+    if ((rc = enqueue_spin(0.0, st, t1_dev))) goto done;
+    TL_GPU_CHECK_GOTO(hipStreamSynchronize(st), rc, done);
+done:
+    if (st) (void)hipStreamSynchronize(st);
+    if (buf) (void)hipFree(buf);
+    if (st) (void)hipStreamDestroy(st);
+    return rc;
 }
 
 extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx,
@@ -220,6 +297,7 @@ extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx
         s.flush_mode = o.flush_l2;
         TL_GPU_CHECK_GOTO(hipMalloc((void **)&s.flush, s.flush16 * 16), st, done);
     }
+    s.spin_us = o.spin_us;
     if (o.use_graph) {
         TL_GPU_CHECK_GOTO(hipStreamBeginCapture(s.stream, hipStreamCaptureModeThreadLocal), st, done);
         int fst = fn(ctx, (void *)s.stream);

@@ -150,6 +150,48 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
 #define tl_shfl(v, src) __shfl_sync(0xffffffffu, (v), (src))
 #endif
 
+/* A clock shared by every SM / CU, for timestamps that compare across blocks (device code).
+ * NVIDIA: %globaltimer in ns (its resolution is about 1 us unless a profiler is attached); AMD:
+ * s_memrealtime ticks of the constant wall clock (hipDeviceAttributeWallClockRate, 100 MHz on
+ * gfx9). tl_gpu_sm_id(): the SM / CU the calling wave runs on. The host converts ticks with
+ * tl_gpu_clock_per_us() (kernels/bench.h). */
+#if defined(TL_GPU_AMD)
+#define tl_gpu_clock() ((unsigned long long)__builtin_amdgcn_s_memrealtime())
+#define tl_gpu_sm_id() ((int)__smid())
+#else
+static __device__ __forceinline__ unsigned long long tl_gpu_clock(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+static __device__ __forceinline__ int tl_gpu_sm_id(void)
+{
+    unsigned s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return (int)s;
+}
+#endif
+
+/* Programmatic dependent launch (NVIDIA sm_90+; no-ops elsewhere). A kernel launched with
+ * tl_launch(..., dependent = true) may start before the kernel ahead of it on the stream has
+ * finished, once every block of that kernel has called tl_grid_dep_launch() (or exited); it must
+ * call tl_grid_dep_wait() before it reads anything that kernel writes (the wait returns when that
+ * kernel has completed and its writes are visible; at once in a kernel launched normally). What
+ * comes before the wait may only read what was complete before the earlier kernel started. */
+static __device__ __forceinline__ void tl_grid_dep_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void tl_grid_dep_launch(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* Sum over the wave; every lane gets the result. Cost: log2(TL_WAVE) shuffles. */
 #define TL_DEFINE_WAVE_SUM(T)                                                                  \
     static __device__ __forceinline__ T tl_wave_sum_##T(T v)                                   \
@@ -159,6 +201,34 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
     }
 TL_DEFINE_WAVE_SUM(float)
 TL_DEFINE_WAVE_SUM(double)
+
+/* Launches kernel k (host code); dependent = a programmatic dependent launch (NVIDIA: the
+ * ProgrammaticStreamSerialization attribute, kept by graph capture; AMD: an ordinary launch).
+ * Returns the launch's error. */
+template <typename... KArgs, typename... Args>
+static inline hipError_t tl_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, hipStream_t st,
+                                   bool dependent, Args... args)
+{
+#if defined(TL_GPU_NVIDIA)
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    memset(at, 0, sizeof at);
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = dependent ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+#else
+    (void)dependent;
+    hipLaunchKernelGGL(k, grid, block, smem, st, ((KArgs)args)...);
+    return hipGetLastError();
+#endif
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Checked calls (host code)

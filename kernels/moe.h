@@ -109,6 +109,19 @@ int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_r
 /* Times one part (one of TL_MOE_PART_*) with kernels/bench.h's method (L2 flushed, warm-up,
  * median; graph replay). The sort must have run for the stages. */
 int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r);
+/* Where the time of one stage goes: one run of `part` (TL_MOE_PART_STAGE1 or _STAGE2) as the bench
+ * times it (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; direct
+ * launches, no graph), with every GEMM block that had an item recording its start and end on the
+ * device clock and its SM. Times are microseconds from the end of the busy-wait (the moment the
+ * stage could start); *end_us is when the stage's last kernel had ended (plus one launch).
+ * *blocks (n_blocks entries, in block order) is the caller's to free. Cost: two flushes and two
+ * runs of the stage. */
+typedef struct {
+    int block, tile, nblock, sm; /* block b is item (tile, nblock) = (b % max_tiles, b / max_tiles) */
+    double start_us, end_us;
+} tl_moe_trace_block;
+int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks,
+                     int *n_blocks, double *end_us);
 void tl_moe_gpu_close(tl_moe_gpu *g);
 
 #ifdef __cplusplus

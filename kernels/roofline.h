@@ -59,6 +59,16 @@ void tl_roofline_default_opts(tl_roofline_opts *o);
  * hbm_gib x 1.5 GiB of device memory. */
 int tl_roofline_run(int device, const tl_roofline_opts *o, tl_roofline_report *rep);
 
+/* The read floor of `bytes`: the median time (us) of a plain streaming read of exactly that many
+ * bytes (the hbm_read kernel's first configuration: 256 threads x 8 16-byte loads in flight, one
+ * block per chunk, a grid sized to the buffer) timed with opts (NULL: tl_bench_default_opts) on
+ * device 0. No kernel that must read those bytes from HBM under the same method can beat it by
+ * much: it includes the launch, the ramp-up and the tail that a weight stream pays too. Measured
+ * on the H200 (2026-11-29, read flush): 470 MB 106.2 us, 235 MB 55.0 us, 117 MB 29.5 us (4.42,
+ * 4.27, 3.98 TB/s against the 4.68 TB/s ceiling). The reduction is checked (TL_EFAIL if wrong).
+ * Cost: bytes of device memory and (warmup + iters) reads. */
+int tl_roofline_read_floor(double bytes, const tl_bench_opts *opts, double *us);
+
 #ifdef __cplusplus
 }
 #endif

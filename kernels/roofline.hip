@@ -763,8 +763,8 @@ extern "C" int tl_roofline_run(int device, const tl_roofline_opts *opts, tl_roof
     tl_roofline_opts o;
     if (opts) o = *opts;
     else tl_roofline_default_opts(&o);
-    if (!(o.hbm_gib >= 0.25 && o.hbm_gib <= 64.0))
-        return tl_error(TL_EUSAGE, "roofline", "HBM buffer of %g GiB is out of range [0.25, 64]", o.hbm_gib);
+    if (!(o.hbm_gib >= 0.0625 && o.hbm_gib <= 64.0))
+        return tl_error(TL_EUSAGE, "roofline", "HBM buffer of %g GiB is out of range [0.0625, 64]", o.hbm_gib);
     memset(rep, 0, sizeof *rep);
     int st = tl_gpu_query(device, &rep->gpu);
     if (st) return st;
@@ -823,5 +823,43 @@ done:
     if (c.partial) (void)hipFree(c.partial);
     if (c.mma_out) (void)hipFree(c.mma_out);
     if (c.mma_tile) (void)hipFree(c.mma_tile);
+    return st;
+}
+
+extern "C" int tl_roofline_read_floor(double bytes, const tl_bench_opts *opts, double *us)
+{
+    *us = 0.0;
+    if (!(bytes >= 16.0 && bytes <= 64.0 * 1073741824.0))
+        return tl_error(TL_EUSAGE, "roofline", "a read floor of %g bytes is out of range [16 B, 64 GiB]", bytes);
+    tl_gpu_info gpu;
+    int st = tl_gpu_query(0, &gpu);
+    if (st) return st;
+    roofline_ctx c;
+    memset(&c, 0, sizeof c);
+    c.n16 = (size_t)((bytes + 15.0) / 16.0);
+    if (opts) c.bopts = *opts;
+    else tl_bench_default_opts(&c.bopts);
+    /* the first (--quick) read configuration: 256 threads x 8 loads in flight, one block per chunk */
+    launch_desc d;
+    memset(&d, 0, sizeof d);
+    d.c = &c;
+    d.which = K_READ;
+    d.unroll = 8;
+    d.layout = 1;
+    d.threads = 256;
+    size_t blocks = (c.n16 + (size_t)d.threads * d.unroll - 1) / ((size_t)d.threads * d.unroll);
+    if (blocks > MAX_HBM_BLOCKS) blocks = MAX_HBM_BLOCKS;
+    d.blocks = (int)blocks;
+    tl_bench_result r;
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.hbm, c.n16 * 16), st, done);
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.partial, sizeof(unsigned) * blocks), st, done);
+    tl_roofline_fill_index<<<2048, 256>>>((unsigned *)c.hbm, c.n16 * 4);
+    TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_fill_index", st, done);
+    if ((st = tl_bench_run(&c.bopts, launch_one, &d, &r))) goto done;
+    if ((st = check_read_sum(&c, d.blocks))) goto done;
+    *us = r.median_ms * 1e3;
+done:
+    if (c.hbm) (void)hipFree(c.hbm);
+    if (c.partial) (void)hipFree(c.partial);
     return st;
 }

@@ -157,14 +157,15 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     /* bf16 pairs two tiles of one expert per item once experts average 1.5 tiles (both stages) */
     int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
     /* Fmt<DT, layout>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and
-     * fp8 read 32 bytes, 128 bytes of a row over 4 lanes; bf16's layout 2, used for tiles of at most
-     * 8 rows, 64 bytes). The kernel picks the layout per tile; the model takes the one of the
-     * average tile (balanced routing: every tile). */
-    int half = p->dtype == TL_MOE_BF16 && !pair && (long long)p->tokens * k <= 8LL * (E > 0 ? E : 1);
+     * fp8 read 32 bytes, 128 bytes of a row over 4 lanes; layout 2, used for tiles of at most 8 rows:
+     * bf16 64 bytes, fp8 in stage 1 two 32-byte chunks). The kernel picks the layout per tile; the
+     * model takes the one of the average tile (balanced routing: every tile). */
+    int has_half = p->dtype == TL_MOE_BF16 || (p->dtype == TL_MOE_FP8 && p->stage == 1);
+    int half = has_half && !pair && (long long)p->tokens * k <= 8LL * (E > 0 ? E : 1);
     int u = 1, vec = 1;
     switch (p->dtype) {
     case TL_MOE_BF16: vec = half ? 4 : 2; break;
-    case TL_MOE_FP8: vec = 2; break;
+    case TL_MOE_FP8: vec = 2, u = half ? 2 : 1; break;
     case TL_MOE_MXFP8: u = 2; break;
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
     }

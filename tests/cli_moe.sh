@@ -58,5 +58,7 @@ expect 2 "bad format" -- "$tl" check moe --format xml
 expect 2 "bench: bad stage" -- "$tl" bench moe --stage 3
 expect 2 "bench: unknown flush" -- "$tl" bench moe --flush sideways
 expect 2 "check has no --flush" -- "$tl" check moe --flush read
+expect 2 "bench: empty trace file name" -- "$tl" bench moe --trace ""
+expect 2 "check has no --trace" -- "$tl" check moe --trace t.csv
 
 finish
