@@ -253,7 +253,7 @@ static const char moe_usage[] =
     "             default: the preset's hbm_per_cu_gbps)\n"
     "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
     "             tilelab: this project's kernels/moe.hip with its own geometry, timed as `tilelab bench\n"
-    "             moe` times it (right after its L2 flush): the bench's sim_us column\n"
+    "             moe` times it by default (after a read flush): the bench's sim_us column\n"
     "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
     "limiter: hbm, matrix, padding, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
 
@@ -318,7 +318,7 @@ static int sim_moe(int argc, char **argv)
             p.stage = s;
             if (tilelab_kernel) {
                 rc = tl_moe_tilelab_kernel(&p);
-                p.after_flush = 1;
+                p.after_flush = 0; /* the bench's default read flush leaves no dirty line */
                 if (rc) break;
             }
             tl_moe_result r;
@@ -358,7 +358,7 @@ static int sim_moe(int argc, char **argv)
                  "fused MoE, simulated on preset %s: %s, E=%d k=%d H=%d width=%d tp=%d, %s, routing %s (seed %ld), "
                  "tile_m=%d tile_n=%d%s",
                  hw.name, model.name, E, k, model.hidden, width, p.tp, tl_moe_dtype_name(p.dtype), rs, seed,
-                 p.tile_m, p.tile_n, tilelab_kernel ? ", kernel: tilelab's kernels/moe.hip after an L2 flush" : "");
+                 p.tile_m, p.tile_n, tilelab_kernel ? ", kernel: tilelab's kernels/moe.hip after a read flush" : "");
         tl_table_print(t, fmt, title, stdout);
     }
     tl_table_free(t);

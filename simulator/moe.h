@@ -76,8 +76,8 @@
  *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
  *      12.7 us at M = 1 on the H200, from which block_sync_us = 0.05 was derived; the current one
  *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
- *    * after_flush: `tilelab bench` writes 256 MiB before each timed iteration, so the L2 starts
- *      full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
+ *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
+ *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
  *      a 470 MiB read takes 9.7 us longer after a store pass than after a read pass).
  *    Result of these terms against the kernel measured on the H200 (run 6, DeepSeek-V3.2 full width,
@@ -146,8 +146,8 @@ typedef struct {
                             in 1x128 groups (one row per block) before the GEMM */
     int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
-                            `tilelab bench` flushes it, kernels/bench.hip): the L2 starts full of
-                            dirty lines, which its loads write back to HBM first */
+                            `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
+                            starts full of dirty lines, which its loads write back to HBM first */
 } tl_moe_problem;
 
 /* One work item of the schedule (for the timeline picture). */
