@@ -62,7 +62,7 @@ static int compare_row(tl_table *t, const char *label, const char *what, const t
         tl_table_str(t, "output sizes differ");
         return 0;
     }
-    char full_note[512];
+    char full_note[700];
     if (ref->row_len > 0 && ref->row_len == out->row_len && ref->n % ref->row_len == 0) {
         tl_compare_rows(ref->data, out->data, ref->n, ref->row_len, &m);
         snprintf(full_note, sizeof full_note, "worst row %.2g x tol (bound %.3g); %s",
@@ -141,7 +141,7 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
         if (rc) return -rc;
         tl_tolerance tol; /* per case: it may depend on the case's size */
         if ((rc = op->tolerance(problem, &tol))) return -rc;
-        char note[400];
+        char note[600];
         snprintf(note, sizeof note, "%s; %s", ref.note, out.note);
         if (!compare_row(t, full, what, &ref, &out, &tol, note)) failed++;
     }

@@ -44,6 +44,7 @@ typedef struct {
     int have_weights;
     tl_worklist wl;
     float *ref, *other;      /* reference output, naive or GPU output */
+    uint16_t *ref_act;       /* GPU builds: the reference's stage-1 output (worklist rows x width) */
 #ifdef TILELAB_HAVE_GPU
     tl_moe_gpu *g;
 #endif
@@ -57,7 +58,9 @@ static const char moe_check_usage[] =
     "Runs the fused MoE kernel (sort, stage 1, stage 2) on seeded random inputs and compares it with\n"
     "the CPU reference under the tolerance derived from the formats, reduction lengths and size (the\n"
     "whole output's relative RMS error, and each token's row's, each bound allowing one rounding flip\n"
-    "of a large activation between the two sides); the GPU's\n"
+    "of a large activation between the two sides). The stages are also checked one at a time: every\n"
+    "stage-1 activation equal to the reference's or one bf16 rounding step apart, and the output within\n"
+    "16x the float32 model of the reference's stage 2 run on the GPU's own activations. The GPU's\n"
     "worklist must equal tl_worklist_build's exactly and two runs must agree bit for bit. Outputs are\n"
     "poisoned with NaN first. Without a GPU build, checks the reference against the naive loop on a\n"
     "small shape (and on the requested one when cheap) and says that the GPU part was skipped.\n"
@@ -90,7 +93,9 @@ static void moe_free_case(moe_problem *p)
     tl_worklist_free(&p->wl);
     free(p->ref);
     free(p->other);
+    free(p->ref_act);
     p->ref = p->other = NULL;
+    p->ref_act = NULL;
 }
 
 static void moe_free(void *vp)
@@ -239,7 +244,13 @@ static int moe_reference(void *vp, tl_op_output *out)
     free(p->ref);
     p->ref = malloc(n * sizeof(float));
     if (!p->ref) return tl_error(TL_EFAIL, "moe", "out of memory");
-    int rc = tl_moe_reference(&p->in, &p->wl, p->ref, NULL);
+    uint16_t *act = NULL;
+#ifdef TILELAB_HAVE_GPU /* the GPU check compares stage 1's output too */
+    free(p->ref_act);
+    act = p->ref_act = malloc(((size_t)p->wl.n_rows_padded + 1) * (size_t)p->shape.width * sizeof(uint16_t));
+    if (!act) return tl_error(TL_EFAIL, "moe", "out of memory");
+#endif
+    int rc = tl_moe_reference(&p->in, &p->wl, p->ref, act);
     out->data = p->ref;
     out->n = n;
     out->row_len = (size_t)p->shape.hidden;
@@ -326,6 +337,50 @@ static int moe_compare_worklist(moe_problem *p)
     return rc;
 }
 
+/* The GPU's stages one at a time, beside the final comparison the harness makes: stage 1's
+ * activations against the reference's (equal or one rounding step apart, tl_moe_compare_act), then
+ * the GPU's output against the reference's stage 2 run on the GPU's own activations (no rounding
+ * flips left: tl_moe_tolerance_stage2). TL_EFAIL with the first difference when either fails;
+ * else a note of both. Cost: the reference's stage 2 once more. */
+static int moe_check_stages(moe_problem *p, char *note, size_t cap)
+{
+    const size_t rows = (size_t)p->wl.n_rows_padded, W = (size_t)p->shape.width;
+    const size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    uint16_t *act = malloc((rows + 1) * W * sizeof(uint16_t));
+    float *ref2 = malloc(n * sizeof(float));
+    int rc = act && ref2 && p->ref_act ? 0 : tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = tl_moe_gpu_read_act(p->g, act, rows);
+    tl_moe_act_diff d;
+    if (!rc) rc = tl_moe_compare_act(&p->shape, &p->wl, p->ref_act, act, &d);
+    if (!rc && !d.pass) {
+        if (d.padding_bad)
+            rc = tl_error(TL_EFAIL, "moe", "stage 1 wrote %zu nonzero values into padding rows (first: row %zu)",
+                          d.padding_bad, d.first_pad_row);
+        else if (d.far)
+            rc = tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations differ by more than a rounding step "
+                          "(worst: row %zu column %zu, GPU bf16 0x%04x, reference 0x%04x)", d.far, d.compared,
+                          d.worst_row, d.worst_col, d.worst_got, d.worst_ref);
+        else
+            rc = tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations one rounding step apart (at most 1 in 20)",
+                          d.one_step, d.compared);
+    }
+    tl_err_metrics m;
+    tl_tolerance t2;
+    if (!rc) rc = tl_moe_reference_from_act(&p->in, &p->wl, act, ref2);
+    if (!rc) rc = tl_compare_rows(ref2, p->other, n, (size_t)p->shape.hidden, &m);
+    if (!rc) rc = tl_moe_tolerance_stage2(&p->shape, &t2);
+    if (!rc && !tl_check_pass(&m, &t2))
+        rc = tl_error(TL_EFAIL, "moe", "stage 2 on the GPU's own activations: rel_rms %.3g, worst row %.3g, nan %zu "
+                      "(bound %.3g, rows %.3g)", m.rel_rms, m.worst_row, m.nan_count, t2.rel_rms,
+                      t2.rel_rms * t2.row_factor);
+    if (!rc)
+        snprintf(note, cap, "stage 1: %zu of %zu activations a rounding step apart; stage 2 on them: rel_rms %.2g "
+                 "(bound %.2g)", d.one_step, d.compared, m.rel_rms, t2.rel_rms);
+    free(act);
+    free(ref2);
+    return rc;
+}
+
 static int moe_gpu(void *vp, tl_op_output *out)
 {
     moe_problem *p = vp;
@@ -351,10 +406,13 @@ static int moe_gpu(void *vp, tl_op_output *out)
     if (!rc && memcmp(again, p->other, n * sizeof(float)) != 0)
         rc = tl_error(TL_EFAIL, "moe", "two runs on the same inputs differ (the combine must be deterministic)");
     free(again);
+    char stages[200] = "";
+    if (!rc) rc = moe_check_stages(p, stages, sizeof stages);
     out->data = p->other;
     out->n = n;
     out->row_len = (size_t)p->shape.hidden;
-    snprintf(out->note, sizeof out->note, "worklist identical (%d tiles); 2 runs bit-identical", p->wl.n_tiles);
+    snprintf(out->note, sizeof out->note, "worklist identical (%d tiles); %s; 2 runs bit-identical", p->wl.n_tiles,
+             stages);
     return rc;
 }
 
@@ -413,7 +471,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
         if (rc) return rc;
     }
     tl_gpu_info info;
-    char label[512], date[64];
+    char label[640], date[64];
     if ((rc = tl_gpu_query(0, &info))) return rc;
     tl_bench_date(date, sizeof date);
     /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */

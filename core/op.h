@@ -34,7 +34,7 @@ typedef struct {
     const float *data;
     size_t n;
     size_t row_len; /* > 0: data is rows of row_len (the check also bounds the worst row) */
-    char note[160]; /* what else was checked, for the report ("worklist identical, 8 tiles") */
+    char note[256]; /* what else was checked, for the report ("worklist identical, 8 tiles") */
 } tl_op_output;
 
 typedef struct tl_op {

@@ -210,14 +210,12 @@ static inline hipError_t tl_launch(void (*k)(KArgs...), dim3 grid, dim3 block, s
                                    bool dependent, Args... args)
 {
 #if defined(TL_GPU_NVIDIA)
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
-    cudaLaunchAttribute at[1];
-    memset(at, 0, sizeof at);
+    cudaLaunchAttribute at[1] = {};
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;

@@ -106,6 +106,9 @@ int tl_moe_gpu_run(tl_moe_gpu *g, int parts);
  * may be NULL. TL_EFAIL when the device's n_tiles exceeds the caps (a sort bug). */
 int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_rows,
                     int32_t *tile_expert, int32_t *tile_rows, size_t cap_tiles, int *n_tiles);
+/* Reads back stage 1's output: bf16 codes [n_tiles x 16][width] in worklist order (padding rows
+ * 0), the layout tl_moe_reference writes. TL_EFAIL when they exceed cap_rows rows. */
+int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows);
 /* Times one part (one of TL_MOE_PART_*) with kernels/bench.h's method (L2 flushed, warm-up,
  * median; graph replay). The sort must have run for the stages. */
 int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r);

@@ -1108,6 +1108,17 @@ extern "C" int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, s
     return 0;
 }
 
+extern "C" int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows)
+{
+    int32_t nt = 0;
+    TL_GPU_CHECK(hipMemcpy(&nt, g->n_tiles, sizeof nt, hipMemcpyDeviceToHost));
+    const size_t rows = (size_t)(nt < 0 ? 0 : nt) * TL_MOE_TILE_M;
+    if (nt < 0 || nt > g->cap_tiles || rows > cap_rows)
+        return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles: more rows than the caller holds", nt);
+    if (rows) TL_GPU_CHECK(hipMemcpy(act, g->act, rows * (size_t)g->s.width * sizeof(uint16_t), hipMemcpyDeviceToHost));
+    return 0;
+}
+
 struct time_ctx {
     tl_moe_gpu *g;
     int part;

@@ -370,19 +370,11 @@ static void token_row(const tl_moe_inputs *in, int t, float *row)
         tl_decode_array16(TL_NF_BF16, in->x + (size_t)t * H, H, row);
 }
 
-/* Stage 1's epilogue and Q2 on one row: h (2*width: gate then up, float32) -> a (width floats, the
- * values stage 2 reads) and, if code is not NULL, the bf16 codes stage 1 writes. */
-static void swiglu_q2(tl_moe_dtype d, int width, const float *h, float *a, uint16_t *code)
+/* Q2 on one row of bf16 activations (codes): the values stage 2 reads, a (width floats): the bf16
+ * values, and for fp8 those re-quantized to E4M3 in 1 x 128 groups (the kernel's moe_quant_act). */
+static void act_values(tl_moe_dtype d, int width, const uint16_t *code, float *a)
 {
-    uint16_t tmp_code[1024];
-    for (int j0 = 0; j0 < width; j0 += 1024) {
-        int n = width - j0 < 1024 ? width - j0 : 1024;
-        float v[1024];
-        for (int j = 0; j < n; j++) v[j] = silu(h[j0 + j]) * h[width + j0 + j];
-        tl_encode_array16(TL_NF_BF16, v, (size_t)n, 0, tmp_code);
-        tl_decode_array16(TL_NF_BF16, tmp_code, (size_t)n, a + j0);
-        if (code) memcpy(code + j0, tmp_code, (size_t)n * sizeof(uint16_t));
-    }
+    tl_decode_array16(TL_NF_BF16, code, (size_t)width, a);
     if (d == TL_MOE_FP8) {
         size_t groups = ceil_div((size_t)width, BLOCK);
         uint8_t *q = malloc((size_t)width);
@@ -396,6 +388,15 @@ static void swiglu_q2(tl_moe_dtype d, int width, const float *h, float *a, uint1
         free(q);
         free(s);
     }
+}
+
+/* Stage 1's epilogue and Q2 on one row: h (2*width: gate then up, float32) -> the bf16 codes stage
+ * 1 writes (code, width of them, required) and the values stage 2 reads (a, width floats). */
+static void swiglu_q2(tl_moe_dtype d, int width, const float *h, float *a, uint16_t *code)
+{
+    for (int j = 0; j < width; j++) a[j] = silu(h[j]) * h[width + j];
+    tl_encode_array16(TL_NF_BF16, a, (size_t)width, 0, code);
+    act_values(d, width, code, a);
 }
 
 /* ---- the reference ---------------------------------------------------------------------------- */
@@ -429,20 +430,34 @@ static int scratch_rows(ref_scratch *s, int rows, int H, int WI)
     return s->cap ? 0 : TL_EFAIL;
 }
 
-/* One expert's MLP on `rows` gathered rows: a (rows x H) -> y (rows x H); act codes per row. */
+/* One expert's MLP on `rows` gathered rows: a (rows x H) -> y (rows x H). act_rows[r]: row r's
+ * stage-1 output (bf16 codes, width of them): written, or with from_act read instead of running
+ * stage 1 (then a is not read). act_rows NULL: codes kept to this call (not with from_act). */
 static int expert_mlp(const tl_moe_inputs *in, const tl_moe_weights *w1, const tl_moe_weights *w2,
-                      int e, int rows, ref_scratch *s, uint16_t *const *act_rows)
+                      int e, int rows, ref_scratch *s, uint16_t *const *act_rows, int from_act)
 {
     const int H = in->s.hidden, WI = in->s.width;
-    if (tl_moe_weights_dequant(w1, e, s->w1) || tl_moe_weights_dequant(w2, e, s->w2)) return TL_EFAIL;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, 2 * WI, H, 1.0f, s->a, H, s->w1, H, 0.0f,
-                s->h, 2 * WI);
+    if ((!from_act && tl_moe_weights_dequant(w1, e, s->w1)) || tl_moe_weights_dequant(w2, e, s->w2)) return TL_EFAIL;
+    if (!from_act)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, 2 * WI, H, 1.0f, s->a, H, s->w1, H, 0.0f,
+                    s->h, 2 * WI);
     float *act = malloc((size_t)rows * (size_t)WI * sizeof(float));
-    if (!act) return TL_EFAIL;
-    for (int r = 0; r < rows; r++)
-        swiglu_q2(in->s.dtype, WI, s->h + (size_t)r * 2 * WI, act + (size_t)r * WI, act_rows ? act_rows[r] : NULL);
+    uint16_t *code = malloc((size_t)WI * sizeof(uint16_t));
+    if (!act || !code) {
+        free(act);
+        free(code);
+        return TL_EFAIL;
+    }
+    for (int r = 0; r < rows; r++) {
+        float *a = act + (size_t)r * WI;
+        if (from_act)
+            act_values(in->s.dtype, WI, act_rows[r], a);
+        else
+            swiglu_q2(in->s.dtype, WI, s->h + (size_t)r * 2 * WI, a, act_rows ? act_rows[r] : code);
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H, WI, 1.0f, act, WI, s->w2, WI, 0.0f, s->y, H);
     free(act);
+    free(code);
     return 0;
 }
 
@@ -479,14 +494,15 @@ static int shared_experts(const tl_moe_inputs *in, float *out)
     if (!s.w1 || !s.w2 || scratch_rows(&s, M, H, in->s.width)) rc = TL_EFAIL;
     for (int t = 0; !rc && t < M; t++) token_row(in, t, s.a + (size_t)t * H);
     for (int e = 0; !rc && e < in->s.n_shared; e++) {
-        rc = expert_mlp(in, &in->ws1, &in->ws2, e, M, &s, NULL);
+        rc = expert_mlp(in, &in->ws1, &in->ws2, e, M, &s, NULL, 0);
         for (size_t i = 0; !rc && i < (size_t)M * H; i++) out[i] += s.y[i];
     }
     scratch_free(&s);
     return rc ? tl_error(TL_EFAIL, "moe reference", "out of memory (shared experts)") : 0;
 }
 
-int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act)
+/* The reference; from_act: stage 2 and the combine on the activations in act instead of stage 1's. */
+static int run_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act, int from_act)
 {
     int rc = worklist_matches(in, wl);
     if (rc) return rc;
@@ -502,7 +518,7 @@ int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out,
     }
     for (int e = 0; e <= in->s.n_experts; e++) first[e] = -1;
     for (int t = wl->n_tiles - 1; t >= 0; t--) first[wl->tile_expert[t]] = t;
-    if (act) memset(act, 0, (size_t)wl->n_rows_padded * (size_t)WI * sizeof(uint16_t));
+    if (act && !from_act) memset(act, 0, (size_t)wl->n_rows_padded * (size_t)WI * sizeof(uint16_t));
 
     int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1); /* parallel over experts instead */
@@ -536,10 +552,10 @@ int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out,
                     if (id == TL_WL_PAD || r >= n) continue;
                     ids[r] = id;
                     if (act_rows) act_rows[r] = act + row * (size_t)WI;
-                    token_row(in, id / k, s.a + (size_t)r * H);
+                    if (!from_act) token_row(in, id / k, s.a + (size_t)r * H);
                     r++;
                 }
-            if (r != n || expert_mlp(in, &in->w1, &in->w2, e, n, &s, act_rows)) ok = 0;
+            if (r != n || expert_mlp(in, &in->w1, &in->w2, e, n, &s, act_rows, from_act)) ok = 0;
             for (int j = 0; ok && j < n; j++) {
                 float wgt = in->topk_w[ids[j]];
                 float *dst = ybuf + (size_t)ids[j] * H, *src = s.y + (size_t)j * H;
@@ -574,6 +590,17 @@ int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out,
     return in->s.n_shared ? shared_experts(in, out) : 0;
 }
 
+int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act)
+{
+    return run_reference(in, wl, out, act, 0);
+}
+
+int tl_moe_reference_from_act(const tl_moe_inputs *in, const tl_worklist *wl, const uint16_t *act, float *out)
+{
+    if (!act) return tl_error(TL_EUSAGE, "moe reference", "no activations");
+    return run_reference(in, wl, out, (uint16_t *)act, 1); /* only read when from_act */
+}
+
 /* ---- the naive loop ------------------------------------------------------------------------ */
 
 static void naive_expert(const tl_moe_inputs *in, const tl_moe_weights *w1, const tl_moe_weights *w2,
@@ -585,7 +612,11 @@ static void naive_expert(const tl_moe_inputs *in, const tl_moe_weights *w1, cons
         for (int c = 0; c < H; c++) acc += (double)x[c] * tl_moe_weight_at(w1, e, j, c);
         h[j] = (float)acc;
     }
-    swiglu_q2(in->s.dtype, WI, h, a, NULL);
+    uint16_t *code = malloc((size_t)WI * sizeof(uint16_t));
+    if (code) swiglu_q2(in->s.dtype, WI, h, a, code);
+    else
+        for (int j = 0; j < WI; j++) a[j] = NAN; /* never passes a check */
+    free(code);
     for (int n = 0; n < H; n++) {
         double acc = 0;
         for (int j = 0; j < WI; j++) acc += (double)a[j] * tl_moe_weight_at(w2, e, n, j);
@@ -674,5 +705,87 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
      * plus one flip within the row. */
     t->check_max_abs = 0;
     t->row_factor = sqrt(100.0 * base * base + flip_row * flip_row) / t->rel_rms;
+    return 0;
+}
+
+/* bf16 code -> float, and its spacing (the distance to the next code away from zero). */
+static double bf16_value(uint16_t c)
+{
+    float f;
+    tl_decode_array16(TL_NF_BF16, &c, 1, &f);
+    return f;
+}
+static double bf16_step(double v)
+{
+    int e;
+    double m = frexp(fabs(v), &e); /* |v| = m 2^e, m in [0.5, 1) */
+    if (m == 0.0) return 0x1p-133; /* the smallest bf16 subnormal */
+    return ldexp(1.0, e - 8);      /* 8 significant bits */
+}
+
+int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint16_t *ref, const uint16_t *got,
+                       tl_moe_act_diff *d)
+{
+    memset(d, 0, sizeof *d);
+    if (!wl || !ref || !got || !wl->sorted_ids || s->width < 1)
+        return tl_error(TL_EUSAGE, "moe activations", "nothing to compare");
+    const size_t W = (size_t)s->width, rows = (size_t)wl->n_rows_padded;
+    tl_tolerance t1;
+    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->hidden, 1, 4.0};
+    int rc = tl_tolerance_make(&s1, &t1);
+    if (rc) return rc;
+    double sum2 = 0.0;
+    size_t n = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (wl->sorted_ids[r] == TL_WL_PAD) continue;
+        for (size_t c = 0; c < W; c++) {
+            double v = bf16_value(ref[r * W + c]);
+            sum2 += v * v;
+        }
+        n += W;
+    }
+    const double rms = n ? sqrt(sum2 / (double)n) : 0.0;
+    d->tau = 16.0 * t1.predicted * rms;
+    double worst = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        const int pad = wl->sorted_ids[r] == TL_WL_PAD;
+        for (size_t c = 0; c < W; c++) {
+            const uint16_t a = ref[r * W + c], b = got[r * W + c];
+            if (pad) { /* padding rows hold zeros on both sides */
+                if (b != 0 && !d->padding_bad++) d->first_pad_row = r;
+                continue;
+            }
+            d->compared++;
+            if (a == b) continue;
+            const double va = bf16_value(a), vb = bf16_value(b), diff = fabs(va - vb);
+            const double step = bf16_step(fabs(va) > fabs(vb) ? va : vb);
+            if (diff != diff || diff > step + d->tau) { /* NaN, or more than one step apart */
+                d->far++;
+                double x = diff != diff ? INFINITY : diff / (step + d->tau);
+                if (x > worst || d->far == 1) {
+                    worst = x;
+                    d->worst_row = r, d->worst_col = c, d->worst_ref = a, d->worst_got = b;
+                }
+            } else {
+                d->one_step++;
+            }
+        }
+    }
+    d->pass = d->far == 0 && d->padding_bad == 0 && d->one_step <= d->compared / 20;
+    return 0;
+}
+
+int tl_moe_tolerance_stage2(const tl_moe_shape *s, tl_tolerance *t)
+{
+    tl_tol_spec s2 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 1, 4.0};
+    tl_tolerance t2;
+    int rc = tl_tolerance_make(&s2, &t2);
+    if (rc) return rc;
+    t->predicted = t2.predicted;
+    /* 4 sigma, times 4 for the matrix cores' accumulation (the H200's stage-1 differences looked
+     * like 4x the float32 model: bench/tolerance/README.md) */
+    t->rel_rms = 16.0 * t2.predicted;
+    t->check_max_abs = 0;
+    t->row_factor = 10.0;
     return 0;
 }

@@ -147,6 +147,32 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out);
  * output, row_factor x rel_rms each token's row. reference/moe.c says where the constants come from. */
 int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t);
 
+/* Stage 2 and the combine alone, on the activations `act` (bf16 codes, [wl->n_rows_padded][width]
+ * in worklist order, as tl_moe_reference writes them and the GPU's stage 1 does): what the
+ * reference would output had its stage 1 produced exactly these. Same costs as tl_moe_reference's
+ * stage 2 (a third of its FLOPs); bad worklist TL_EUSAGE, allocation TL_EFAIL. */
+int tl_moe_reference_from_act(const tl_moe_inputs *in, const tl_worklist *wl, const uint16_t *act, float *out);
+/* The tolerance of tl_moe_reference_from_act's output against a kernel's final output computed
+ * from the same activations: only stage 2's float32 reduction (K = width) differs, so no rounding
+ * flips: 16x the float32 model (4 sigma, x4 for matrix-core accumulation), rows 10x that. */
+int tl_moe_tolerance_stage2(const tl_moe_shape *s, tl_tolerance *t);
+
+/* Stage 1's output of a kernel (got) against the reference's (ref), both bf16 codes
+ * [wl->n_rows_padded][width] in worklist order. Every value of a real row must be equal or one
+ * bf16 step apart (a rounding flip: the two sides sum float32 in different orders), up to an
+ * absolute tau = 16 x the float32 model of K = hidden x the activations' RMS for values near zero,
+ * where silu(g) u magnifies g's difference; at most 1 in 20 values may differ at all (simulated:
+ * 0.3-1.1%); padding rows must be 0. d->pass says so; TL_EUSAGE for missing arrays. */
+typedef struct {
+    size_t compared, one_step, far, padding_bad; /* values of real rows; those apart; bad padding */
+    double tau;                                  /* the absolute allowance used */
+    size_t worst_row, worst_col, first_pad_row;  /* the value furthest apart (when far > 0) */
+    uint16_t worst_ref, worst_got;
+    int pass;
+} tl_moe_act_diff;
+int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint16_t *ref, const uint16_t *got,
+                       tl_moe_act_diff *d);
+
 #ifdef __cplusplus
 }
 #endif

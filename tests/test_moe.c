@@ -223,6 +223,102 @@ static void test_tolerance_flip_term(void **state)
     assert_true(fabs(t256.row_factor * t256.rel_rms - sqrt(100.0 * base * base + flip * flip)) < 1e-12);
 }
 
+/* Stage 2 from given activations: fed the reference's own stage-1 output it reproduces the
+ * reference bit for bit (every dtype); one changed activation moves its token's row. */
+static void test_reference_from_act(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 5; d++) {
+        tl_moe_shape s = {.tokens = 5, .hidden = 256, .width = 128, .n_experts = 6, .top_k = 2, .dtype = all_dtypes[d]};
+        tl_routing r;
+        assert_int_equal(tl_routing_parse("random", &r), 0);
+        tl_moe_inputs in;
+        assert_int_equal(tl_moe_inputs_make(&s, &r, 11, &in), 0);
+        tl_worklist wl;
+        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+        size_t n = (size_t)s.tokens * s.hidden, na = (size_t)wl.n_rows_padded * s.width;
+        float *ref = malloc(n * sizeof(float)), *again = malloc(n * sizeof(float));
+        uint16_t *act = malloc(na * sizeof(uint16_t));
+        assert_non_null(ref);
+        assert_non_null(again);
+        assert_non_null(act);
+        assert_int_equal(tl_moe_reference(&in, &wl, ref, act), 0);
+        assert_int_equal(tl_moe_reference_from_act(&in, &wl, act, again), 0);
+        assert_memory_equal(ref, again, n * sizeof(float));
+        size_t row = 0; /* the first real row of the worklist */
+        while (wl.sorted_ids[row] == TL_WL_PAD) row++;
+        act[row * s.width + 3] ^= 0x4000; /* a large change of one activation */
+        assert_int_equal(tl_moe_reference_from_act(&in, &wl, act, again), 0);
+        size_t token = (size_t)wl.sorted_ids[row] / s.top_k;
+        assert_memory_not_equal(ref + token * s.hidden, again + token * s.hidden, s.hidden * sizeof(float));
+        free(ref);
+        free(again);
+        free(act);
+        tl_worklist_free(&wl);
+        tl_moe_inputs_free(&in);
+    }
+}
+
+/* Stage 1's comparison: equal passes; one value one bf16 step apart passes (counted); three steps
+ * on a large value fails; a nonzero padding value fails; more than 1 in 20 one step apart fails. */
+static void test_compare_act(void **state)
+{
+    (void)state;
+    tl_moe_shape s = {.tokens = 3, .hidden = 512, .width = 64, .n_experts = 4, .top_k = 2, .dtype = TL_MOE_BF16};
+    tl_routing r;
+    assert_int_equal(tl_routing_parse("random", &r), 0);
+    tl_moe_inputs in;
+    assert_int_equal(tl_moe_inputs_make(&s, &r, 5, &in), 0);
+    tl_worklist wl;
+    assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+    size_t n = (size_t)s.tokens * s.hidden, na = (size_t)wl.n_rows_padded * s.width;
+    float *out = malloc(n * sizeof(float));
+    uint16_t *ref = malloc(na * sizeof(uint16_t)), *got = malloc(na * sizeof(uint16_t));
+    assert_non_null(out);
+    assert_non_null(ref);
+    assert_non_null(got);
+    assert_int_equal(tl_moe_reference(&in, &wl, out, ref), 0);
+    size_t real = 0, pad = 0, big = 0;
+    while (wl.sorted_ids[real] == TL_WL_PAD) real++;
+    while (wl.sorted_ids[pad] != TL_WL_PAD) pad++;
+    for (size_t c = 1; c < (size_t)s.width; c++) /* the largest value of the real row */
+        if ((ref[real * s.width + c] & 0x7FFF) > (ref[real * s.width + big] & 0x7FFF)) big = c;
+    tl_moe_act_diff d;
+    memcpy(got, ref, na * sizeof(uint16_t));
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_true(d.pass);
+    assert_int_equal(d.one_step, 0);
+    assert_int_equal(d.compared, (size_t)s.tokens * s.top_k * s.width);
+    got[real * s.width + big] += 1; /* one code further from zero: one step */
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_true(d.pass);
+    assert_int_equal(d.one_step, 1);
+    got[real * s.width + big] += 2; /* three steps */
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_false(d.pass);
+    assert_int_equal(d.far, 1);
+    assert_int_equal(d.worst_row, real);
+    assert_int_equal(d.worst_col, big);
+    memcpy(got, ref, na * sizeof(uint16_t));
+    got[pad * s.width] = 0x3F80; /* 1.0 in a padding row */
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_false(d.pass);
+    assert_int_equal(d.padding_bad, 1);
+    memcpy(got, ref, na * sizeof(uint16_t));
+    for (size_t c = 0; c < (size_t)s.width / 8; c++) /* 1 in 8 of one row's values, one step each */
+        if (got[real * s.width + c * 8] & 0x7FFF) got[real * s.width + c * 8] += 1;
+    for (size_t i = 0; i < na; i += 8) /* and 1 in 8 everywhere else */
+        if (wl.sorted_ids[i / s.width] != TL_WL_PAD && (got[i] & 0x7FFF) && got[i] == ref[i]) got[i] += 1;
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_int_equal(d.far, 0);
+    assert_false(d.pass);
+    free(out);
+    free(ref);
+    free(got);
+    tl_worklist_free(&wl);
+    tl_moe_inputs_free(&in);
+}
+
 /* Same seed, same bytes; another seed, other bytes; never all zero. */
 static void test_inputs_seeded(void **state)
 {
@@ -291,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_small_every_dtype),      cmocka_unit_test(test_realistic_width),
         cmocka_unit_test(test_awkward_widths),         cmocka_unit_test(test_worklist_every_routing),
         cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_tolerance_flip_term),
+        cmocka_unit_test(test_reference_from_act),     cmocka_unit_test(test_compare_act),
         cmocka_unit_test(test_inputs_seeded),
         cmocka_unit_test(test_bad_shapes),
     };
