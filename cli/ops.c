@@ -78,10 +78,11 @@ static const char moe_bench_usage[] =
     "(default) loads the flush buffer, so the stage pays only for its own traffic; --flush write\n"
     "stores it, and the L2 lines it leaves dirty are written back during the timed stage (about 42 MB\n"
     "on the H200: ~9 us; the default of runs 1-11 under bench/results/).\n"
-    "--trace FILE.csv also runs each stage once more, cold, with every GEMM block recording when it\n"
-    "started and ended and on which SM (columns tokens,stage,dtype,block,tile,nblock,sm,start_us,\n"
-    "end_us; times from the moment the stage could start; one row per stage with block -1 gives\n"
-    "when its last kernel had ended): where a stage's time goes beyond its bytes.\n"
+    "--trace FILE.csv also runs each stage once more as it is timed, with every GEMM block recording\n"
+    "when it started and ended and on which SM (columns tokens,stage,dtype,block,tile,nblock,sm,\n"
+    "start_us,end_us,source; times from the moment the stage could start; one row per stage with\n"
+    "block -1 gives when its last kernel had ended): where a stage's time goes beyond its bytes;\n"
+    "`tilelab draw timeline --trace FILE.csv` draws it.\n"
     "floor_us is the read floor: a plain streaming read of the stage's hbm_bytes on the same device\n"
     "with the same method (kernels/roofline.h), which no kernel that must read them beats by much;\n"
     "x_floor = time_us / floor_us. The preset defaults to h200. --format csv gives the columns\n"
@@ -425,14 +426,14 @@ static double moe_mat_bytes(const tl_moe_weights *w)
 
 /* --trace: one cold run of `stage` block by block, appended to the trace file (opened at the first
  * call; moe_bench commits it after the last case). */
-static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o)
+static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o, const char *source)
 {
     int rc;
     if (!p->trace_f) {
         if ((rc = tl_atomic_begin(&p->trace, p->trace_path))) return rc;
         p->trace_f = fopen(p->trace.tmp, "w");
         if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "cannot write: %s", strerror(errno));
-        fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us\n");
+        fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n");
     }
     tl_moe_trace_block *b = NULL;
     int n = 0;
@@ -440,10 +441,10 @@ static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o)
     rc = tl_moe_gpu_trace(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, o, &b, &n, &end_us);
     if (rc) return rc;
     const char *dt = tl_moe_dtype_name(p->shape.dtype);
-    fprintf(p->trace_f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f\n", p->shape.tokens, stage, dt, end_us);
+    fprintf(p->trace_f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f,%s\n", p->shape.tokens, stage, dt, end_us, source);
     for (int i = 0; i < n; i++)
-        fprintf(p->trace_f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
-                b[i].nblock, b[i].sm, b[i].start_us, b[i].end_us);
+        fprintf(p->trace_f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f,%s\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
+                b[i].nblock, b[i].sm, b[i].start_us, b[i].end_us, source);
     free(b);
     return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
 }
@@ -491,7 +492,13 @@ static int moe_bench(void *vp, int c, tl_table *t)
         o.flush_l2 = p->flush_write ? TL_BENCH_FLUSH_WRITE : TL_BENCH_FLUSH_READ;
         tl_bench_result r;
         rc = tl_moe_gpu_time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
-        if (!rc && p->trace_path) rc = moe_trace_stage(p, stage, &o);
+        if (!rc && p->trace_path) {
+            char src[400]; /* no commas: one CSV field */
+            snprintf(src, sizeof src, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
+            for (char *c = src; *c; c++)
+                if (*c == ',') *c = ' ';
+            rc = moe_trace_stage(p, stage, &o, src);
+        }
         if (rc) return rc;
         double us = r.median_ms * 1e3;
         double wbytes = p->wl.active_experts * moe_mat_bytes(stage == 1 ? &p->in.w1 : &p->in.w2);

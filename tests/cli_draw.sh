@@ -52,12 +52,18 @@ ok "moe-tiles kimi random" "$tmp/t2.png" -- "$tl" draw moe-tiles --model kimi-k2
 ok "padding" "$tmp/p.png" -- "$tl" draw padding --hw mi355x --experts 256,384 --topk 8 --tile-m 16,32 -o "$tmp/p.png"
 ok "timeline" "$tmp/tl.png" -- "$tl" draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 --stage 1 -o "$tmp/tl.png"
 ok "timeline stage 2 on mi300x" "$tmp/tl2.png" -- "$tl" draw timeline --hw mi300x --dtype bf16 --tokens 100 --stage 2 -o "$tmp/tl2.png"
+ok "measured timeline from a trace" "$tmp/tr.png" -- "$tl" draw timeline --trace "$d/trace_h200_moe_small.csv" --stage 2 -o "$tmp/tr.png"
 ok "mfma gfx950" "$tmp/m.png" -- "$tl" draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/m.png"
 ok "mfma gfx942" "$tmp/m2.png" -- "$tl" draw mfma --arch gfx942 --instr v_mfma_f32_32x32x8_bf16 -o "$tmp/m2.png"
 ok "help" "" -- "$tl" draw roofline --help
 
 printf 'name,flops,hbm_bytes,time_us\nk,12x,5,6\n' >"$tmp/bad_points.csv"
 printf 'what,ever\n1,2\n' >"$tmp/odd_points.csv"
+printf 'tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us\n1,1,bf16,0,0,0,5,abc,3\n' >"$tmp/bad_trace.csv"
+bad "trace with a malformed time" -- "$tl" draw timeline --trace "$tmp/bad_trace.csv" -o "$tmp/out/tr.png"
+bad "trace without its columns" -- "$tl" draw timeline --trace "$tmp/odd_points.csv" -o "$tmp/out/tr.png"
+bad "trace without that case" -- "$tl" draw timeline --trace "$d/trace_h200_moe_small.csv" --stage 1 -o "$tmp/out/tr.png"
+bad "missing trace" -- "$tl" draw timeline --trace "$tmp/none.csv" -o "$tmp/out/tr.png"
 bad "unknown preset" -- "$tl" draw roofline --hw nosuchgpu -o "$tmp/out/r.png"
 bad "bad extension" -- "$tl" draw roofline --hw mi355x -o "$tmp/out/r.jpg"
 bad "no extension" -- "$tl" draw padding -o "$tmp/out/r"

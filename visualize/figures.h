@@ -49,6 +49,13 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
  * x; items coloured by wave (alternating), the tail wave highlighted, wave boundaries marked.
  * p->want_schedule is forced on. */
 int tl_fig_timeline(const char *out, const tl_moe_problem *p);
+/* The measured timeline of one MoE stage from a `tilelab bench moe --trace` file: every GEMM block
+ * as a bar on its SM's row (split into the slots of the blocks that ran there at once, filled in
+ * start order), time in us from the moment the stage could start; a slot's blocks alternate in
+ * shade; the last start, the last end and the end of the stage's last kernel are marked. tokens 0:
+ * the file's first case. Bad file (missing column, malformed number, no such case, over 10^6
+ * blocks): TL_EUSAGE naming the line. */
+int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage);
 
 /* ---- MFMA layout ---- */
 /* The A (M x K), B (K x N) and C (M x N) operands of one matrix instruction as grids whose cells

@@ -1,5 +1,7 @@
-/* The fused-MoE figures: tiles (seed Figure 6 as a still), padding against tokens, timeline.
+/* The fused-MoE figures: tiles (seed Figure 6 as a still), padding against tokens, timeline (the
+ * simulated schedule, and a measured one from a bench trace).
  * See figures.h. */
+#include "csv.h"
 #include "figures.h"
 #include "gfx.h"
 
@@ -393,5 +395,211 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
     free(wave_t0);
     free(wave_n);
     tl_moe_result_free(&r);
+    return rc;
+}
+
+/* ---- measured timeline (bench moe --trace) ---- */
+
+#define TRACE_MAX_BLOCKS 1000000
+#define TRACE_MAX_BYTES ((size_t)256 << 20)
+
+typedef struct {
+    int sm, lane, order; /* order: the block's place in its slot (0 = first) */
+    double t0, t1;
+} trace_blk;
+
+typedef struct {
+    trace_blk *b;
+    int n, cap;
+    double stage_end; /* the end of the stage's last kernel, or NAN */
+    char dtype[16], source[200];
+    int tokens;
+} trace_case;
+
+static int by_sm_then_start(const void *a, const void *b)
+{
+    const trace_blk *x = a, *y = b;
+    if (x->sm != y->sm) return x->sm - y->sm;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+static int parse_double_field(const char *s, double *v)
+{
+    char *end = NULL;
+    *v = strtod(s, &end);
+    return s[0] && end && !*end && isfinite(*v);
+}
+
+/* Reads the rows of (tokens, stage) from the trace text; tokens 0: the first case's. */
+static int trace_read(const char *path, const char *text, int tokens, int stage, trace_case *tc)
+{
+    tl_csv_row h = {0}, r = {0};
+    const char *p = text;
+    int line = 1, rc = 0, got = 0;
+    if (tl_csv_next(&p, &h, &line) != 1) return tl_error(TL_EUSAGE, path, "empty trace file");
+    const char *need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
+    int col[7];
+    for (int i = 0; i < 7 && !rc; i++)
+        if ((col[i] = tl_csv_col(&h, need[i])) < 0)
+            rc = tl_error(TL_EUSAGE, path, "no column '%s': not a `tilelab bench moe --trace` file", need[i]);
+    const int c_src = tl_csv_col(&h, "source");
+    tc->stage_end = NAN;
+    while (!rc && (got = tl_csv_next(&p, &r, &line)) == 1) {
+        if (tl_csv_blank(&r)) continue;
+        double v[7];
+        for (int i = 0; i < 7 && !rc; i++)
+            if (i != 2 && !parse_double_field(tl_csv_field(&r, col[i]), &v[i]))
+                rc = tl_error(TL_EUSAGE, path, "line %d: '%s' is not a number (column %s)", r.line,
+                              tl_csv_field(&r, col[i]), need[i]);
+        if (rc) break;
+        if (!tokens) tokens = (int)v[0];
+        if ((int)v[0] != tokens || (int)v[1] != stage) continue;
+        tc->tokens = tokens;
+        snprintf(tc->dtype, sizeof tc->dtype, "%s", tl_csv_field(&r, col[2]));
+        if (c_src >= 0 && !tc->source[0]) snprintf(tc->source, sizeof tc->source, "%s", tl_csv_field(&r, c_src));
+        if (v[3] < 0) { /* the stage's row: when its last kernel had ended */
+            tc->stage_end = v[6];
+            continue;
+        }
+        if (!(v[4] >= 0 && v[4] < 65536 && v[5] <= v[6] && v[5] > -1e6 && v[6] < 1e9))
+            rc = tl_error(TL_EUSAGE, path, "line %d: SM %g, start %g, end %g are not a block's", r.line, v[4], v[5], v[6]);
+        else if (tc->n >= TRACE_MAX_BLOCKS)
+            rc = tl_error(TL_EUSAGE, path, "more than %d blocks in one case", TRACE_MAX_BLOCKS);
+        else if (tc->n == tc->cap) {
+            int nc = tc->cap ? 2 * tc->cap : 1024;
+            trace_blk *nb = realloc(tc->b, (size_t)nc * sizeof *nb);
+            if (!nb) rc = tl_error(TL_EFAIL, path, "out of memory");
+            else tc->b = nb, tc->cap = nc;
+        }
+        if (!rc) tc->b[tc->n++] = (trace_blk){(int)v[4], 0, 0, v[5], v[6]};
+    }
+    if (!rc && got < 0) rc = tl_error(TL_EUSAGE, path, "line %d: unterminated quote", line);
+    if (!rc && !tc->n) rc = tl_error(TL_EUSAGE, path, "no blocks of stage %d at M = %d", stage, tokens);
+    tl_csv_free(&h);
+    tl_csv_free(&r);
+    return rc;
+}
+
+/* Slots: on each SM, a block takes the first slot free at its start (blocks sorted by SM, start).
+ * Returns the most slots any SM needed; *n_sm the SMs with a block (rows), sm_row[i] the row of
+ * block i. */
+static int trace_slots(trace_case *tc, int *n_sm, int *sm_row)
+{
+    qsort(tc->b, (size_t)tc->n, sizeof *tc->b, by_sm_then_start);
+    double slot_end[64];
+    int slot_n[64], max_slots = 1, rows = 0;
+    for (int i = 0, s_slots = 0; i < tc->n; i++) {
+        if (i == 0 || tc->b[i].sm != tc->b[i - 1].sm) { /* a new SM */
+            s_slots = 0;
+            rows++;
+        }
+        int l = 0;
+        while (l < s_slots && slot_end[l] > tc->b[i].t0 + 1e-3) l++;
+        if (l == s_slots) {
+            if (s_slots == 64) l = 63; /* more than 64 at once: overlap in the last slot */
+            else slot_n[s_slots++] = 0;
+        }
+        slot_end[l] = tc->b[i].t1;
+        tc->b[i].lane = l;
+        tc->b[i].order = slot_n[l]++;
+        sm_row[i] = rows - 1;
+        if (s_slots > max_slots) max_slots = s_slots;
+    }
+    *n_sm = rows;
+    return max_slots;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
+{
+    char *text = NULL;
+    int rc = tl_text_file_read(trace_csv, "the trace", TRACE_MAX_BYTES, &text);
+    if (rc) return rc;
+    trace_case tc;
+    memset(&tc, 0, sizeof tc);
+    rc = trace_read(trace_csv, text, tokens, stage, &tc);
+    free(text);
+    int *sm_row = rc ? NULL : malloc((size_t)tc.n * sizeof *sm_row);
+    double *dur = rc ? NULL : malloc((size_t)tc.n * sizeof *dur);
+    if (!rc && (!sm_row || !dur)) rc = tl_error(TL_EFAIL, "trace", "out of memory");
+    tl_gfx *g = NULL;
+    if (!rc) {
+        int n_sm = 0, slots = trace_slots(&tc, &n_sm, sm_row);
+        double first = INFINITY, last_start = -INFINITY, last_end = -INFINITY;
+        for (int i = 0; i < tc.n; i++) {
+            first = fmin(first, tc.b[i].t0);
+            last_start = fmax(last_start, tc.b[i].t0);
+            last_end = fmax(last_end, tc.b[i].t1);
+            dur[i] = tc.b[i].t1 - tc.b[i].t0;
+        }
+        qsort(dur, (size_t)tc.n, sizeof *dur, cmp_double);
+        double tmax = fmax(last_end, isfinite(tc.stage_end) ? tc.stage_end : 0.0);
+        const double W = 900, H = 660;
+        g = tl_gfx_open(out, W, H);
+        if (!g) rc = tl_gfx_open_status();
+        if (g) {
+            tl_plot pl;
+            tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, fmin(0.0, first), tmax * 1.02,
+                         0, 0, n_sm, 0);
+            pl.y_ticks_off = 1;
+            char t[320];
+            snprintf(t, sizeof t, "Measured MoE stage %d timeline: %s, M = %d", stage, tc.dtype, tc.tokens);
+            tl_text_style ts = tl_gfx_style(13);
+            ts.bold = 1;
+            tl_gfx_text(g, pl.x, 8, t, ts);
+            snprintf(t, sizeof t,
+                     "%d GEMM blocks on %d SMs, up to %d at once; block time %.1f / %.1f / %.1f us (min / median / max)",
+                     tc.n, n_sm, slots, dur[0], dur[tc.n / 2], dur[tc.n - 1]);
+            tl_gfx_text(g, pl.x, 27, t, tl_gfx_style(9.5));
+            tl_plot_axes(g, &pl, "time from the moment the stage could start (us)", NULL);
+            tl_gfx_rect(g, pl.x, pl.y, pl.w, pl.h, tl_gfx_rgb(1, 1, 1), 0, tl_gfx_rgb(0, 0, 0));
+            const double row_h = pl.h / n_sm, lane_h = row_h / slots;
+            for (int i = 0; i < tc.n; i++) {
+                const trace_blk *b = &tc.b[i];
+                double x0 = tl_plot_x(&pl, b->t0), x1 = tl_plot_x(&pl, b->t1);
+                double y = pl.y + sm_row[i] * row_h + b->lane * lane_h;
+                tl_rgba c = b->order % 2 ? tl_gfx_palette(2) : tl_gfx_palette(5);
+                tl_gfx_rect(g, x0, y, fmax(x1 - x0 - 0.3, 0.4), fmax(lane_h - 0.15, 0.3), c, 0, c);
+            }
+            tl_text_style xs = tl_gfx_style(8.5);
+            xs.angle_deg = 90;
+            xs.ha = TL_CENTER;
+            xs.va = TL_BOTTOM;
+            snprintf(t, sizeof t, "%d SMs (rows), %d block slot%s each", n_sm, slots, slots == 1 ? "" : "s");
+            tl_gfx_text(g, pl.x - 8, pl.y + pl.h / 2, t, xs);
+            /* marks: the last start, the last block's end, the stage's end */
+            struct { double at; const char *what; } mk[3] = {
+                {last_start, "last start"}, {last_end, "last block ends"}, {tc.stage_end, "stage ends"}};
+            tl_text_style ml = tl_gfx_style(8);
+            ml.ha = TL_RIGHT;
+            ml.va = TL_BOTTOM;
+            ml.color = tl_gfx_rgb(0.2, 0.2, 0.2);
+            for (int m = 0; m < 3; m++) {
+                if (!isfinite(mk[m].at)) continue;
+                double x = tl_plot_x(&pl, mk[m].at);
+                /* later marks label higher, so that no label crosses an earlier mark's line */
+                tl_gfx_line(g, x, pl.y - 4 - 11 * m, x, pl.y + pl.h, 0.7, tl_gfx_rgb(0.1, 0.1, 0.1), 3);
+                snprintf(t, sizeof t, "%s %.1f us", mk[m].what, mk[m].at);
+                tl_gfx_text(g, x - 2, pl.y - 2 - 11 * m, t, ml);
+            }
+            tl_legend_entry le[2] = {
+                {"a slot's 1st, 3rd, ... block", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
+                {"its 2nd, 4th, ... block", tl_gfx_palette(2), TL_KEY_BOX, 0, 0},
+            };
+            tl_gfx_legend(g, W - 12, 4, le, 2, 1);
+            snprintf(t, sizeof t, "measured: %s (tilelab bench moe --trace: one run, clock of the device)",
+                     tc.source[0] ? tc.source : trace_csv);
+            tl_gfx_footer(g, t);
+            rc = tl_gfx_close(g);
+        }
+    }
+    free(tc.b);
+    free(sm_row);
+    free(dur);
     return rc;
 }

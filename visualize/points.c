@@ -1,5 +1,6 @@
 /* Roofline points from tilelab CSV, ncu --csv and rocprofv3 counter CSV. See points.h. */
 #include "points.h"
+#include "csv.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,117 +11,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define MAX_FILE_BYTES (64L << 20)
+#define MAX_FILE_BYTES ((size_t)64 << 20)
 /* A roofline with more kernels than this is unreadable, and the folding below is O(launches x
  * points) after an O(launches^2) worst case in launch_get: both stay bounded (seconds). */
 #define MAX_POINTS 4096
 #define MAX_LAUNCHES 20000
-
-/* ---- a small RFC 4180 reader: quoted fields may hold commas, "" and newlines ---- */
-
-typedef struct {
-    char *buf;      /* the row's fields, NUL-separated */
-    size_t len, cap;
-    size_t *off;    /* field start offsets into buf */
-    int n, ncap;
-    int line;       /* line number of the row's first line (1-based) */
-} csv_row;
-
-static int row_putc(csv_row *r, char c)
-{
-    if (r->len + 1 >= r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 256;
-        char *nb = realloc(r->buf, nc);
-        if (!nb) return -1;
-        r->buf = nb;
-        r->cap = nc;
-    }
-    r->buf[r->len++] = c;
-    return 0;
-}
-
-static int row_field(csv_row *r)
-{
-    if (r->n == r->ncap) {
-        int nc = r->ncap ? r->ncap * 2 : 32;
-        size_t *no = realloc(r->off, nc * sizeof *no);
-        if (!no) return -1;
-        r->off = no;
-        r->ncap = nc;
-    }
-    r->off[r->n++] = r->len;
-    return 0;
-}
-
-static const char *fld(const csv_row *r, int i) { return i >= 0 && i < r->n ? r->buf + r->off[i] : ""; }
-
-static void row_free(csv_row *r)
-{
-    free(r->buf);
-    free(r->off);
-    memset(r, 0, sizeof *r);
-}
-
-/* Reads the next record at *pp. Returns 1 with a row, 0 at the end, -1 on an unterminated quote
- * or allocation failure. *line counts lines. */
-static int csv_next(const char **pp, csv_row *r, int *line)
-{
-    const char *p = *pp;
-    if (!*p) return 0;
-    r->len = 0;
-    r->n = 0;
-    r->line = *line;
-    if (row_field(r)) return -1;
-    int quoted = 0;
-    for (;;) {
-        char c = *p;
-        if (quoted) {
-            if (!c) return -1;
-            p++;
-            if (c == '"') {
-                if (*p == '"') {
-                    if (row_putc(r, '"')) return -1;
-                    p++;
-                } else {
-                    quoted = 0;
-                }
-            } else {
-                if (c == '\n') (*line)++;
-                if (row_putc(r, c)) return -1;
-            }
-            continue;
-        }
-        if (!c || c == '\n' || (c == '\r' && (p[1] == '\n' || !p[1]))) {
-            if (c == '\r') p++;
-            if (*p == '\n') p++;
-            (*line)++;
-            break;
-        }
-        p++;
-        if (c == '"') quoted = 1;
-        else if (c == ',') {
-            if (row_putc(r, '\0') || row_field(r)) return -1;
-        } else if (row_putc(r, c)) return -1;
-    }
-    if (row_putc(r, '\0')) return -1;
-    *pp = p;
-    return 1;
-}
-
-static int col_index(const csv_row *h, const char *name)
-{
-    for (int i = 0; i < h->n; i++)
-        if (strcasecmp(fld(h, i), name) == 0) return i;
-    return -1;
-}
-
-static int is_blank(const csv_row *r)
-{
-    for (int i = 0; i < r->n; i++)
-        for (const char *s = fld(r, i); *s; s++)
-            if (!isspace((unsigned char)*s)) return 0;
-    return 1;
-}
 
 /* ---- numbers ---- */
 
@@ -357,29 +252,29 @@ static int ncu_value(launch_set *s, const char *id, const char *kname, const cha
 
 /* Long form (--page details, the default): one row per (launch, metric). Wide form (--page raw):
  * one row per launch, metrics as columns, and a units row (empty ID) under the header. */
-static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *file, int wide,
+static int parse_ncu(const char **pp, int *line, const tl_csv_row *h, const char *file, int wide,
                      tl_points *out)
 {
-    int c_id = col_index(h, "ID"), c_name = col_index(h, "Kernel Name"),
-        c_metric = col_index(h, "Metric Name"), c_unit = col_index(h, "Metric Unit"),
-        c_val = col_index(h, "Metric Value"), c_cc = col_index(h, "CC");
+    int c_id = tl_csv_col(h, "ID"), c_name = tl_csv_col(h, "Kernel Name"),
+        c_metric = tl_csv_col(h, "Metric Name"), c_unit = tl_csv_col(h, "Metric Unit"),
+        c_val = tl_csv_col(h, "Metric Value"), c_cc = tl_csv_col(h, "CC");
     launch_set s = {NULL, 0, 0, -1};
-    csv_row r = {0}, units = {0};
+    tl_csv_row r = {0}, units = {0};
     int rc = TL_OK, got, have_units = 0;
     char cc[16] = "";
-    while (rc == TL_OK && (got = csv_next(pp, &r, line)) == 1) {
-        if (is_blank(&r) || strncmp(fld(&r, 0), "==", 2) == 0) continue;
+    while (rc == TL_OK && (got = tl_csv_next(pp, &r, line)) == 1) {
+        if (tl_csv_blank(&r) || strncmp(tl_csv_field(&r, 0), "==", 2) == 0) continue;
         if (r.n < h->n) {
             rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
             break;
         }
-        if (c_cc >= 0 && !cc[0]) snprintf(cc, sizeof cc, "%s", fld(&r, c_cc));
+        if (c_cc >= 0 && !cc[0]) snprintf(cc, sizeof cc, "%s", tl_csv_field(&r, c_cc));
         if (!wide) {
-            rc = ncu_value(&s, fld(&r, c_id), fld(&r, c_name), fld(&r, c_metric), fld(&r, c_unit),
-                           fld(&r, c_val), r.line, file);
+            rc = ncu_value(&s, tl_csv_field(&r, c_id), tl_csv_field(&r, c_name), tl_csv_field(&r, c_metric), tl_csv_field(&r, c_unit),
+                           tl_csv_field(&r, c_val), r.line, file);
             continue;
         }
-        if (!have_units && fld(&r, c_id)[0] == '\0') { /* the units row */
+        if (!have_units && tl_csv_field(&r, c_id)[0] == '\0') { /* the units row */
             units = r;
             memset(&r, 0, sizeof r);
             have_units = 1;
@@ -387,8 +282,8 @@ static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *f
             continue;
         }
         for (int j = 0; j < h->n && rc == TL_OK; j++)
-            rc = ncu_value(&s, fld(&r, c_id), fld(&r, c_name), fld(h, j), have_units ? fld(&units, j) : "",
-                           fld(&r, j), r.line, file);
+            rc = ncu_value(&s, tl_csv_field(&r, c_id), tl_csv_field(&r, c_name), tl_csv_field(h, j), have_units ? tl_csv_field(&units, j) : "",
+                           tl_csv_field(&r, j), r.line, file);
     }
     if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
@@ -399,8 +294,8 @@ static int parse_ncu(const char **pp, int *line, const csv_row *h, const char *f
         note_unplaced(out, unplaced);
     }
     free(s.l);
-    row_free(&r);
-    row_free(&units);
+    tl_csv_free(&r);
+    tl_csv_free(&units);
     return rc;
 }
 
@@ -427,39 +322,39 @@ static double rocprof_flops_per_count(const char *c)
     return 0;
 }
 
-static int parse_rocprof(const char **pp, int *line, const csv_row *h, const char *file,
+static int parse_rocprof(const char **pp, int *line, const tl_csv_row *h, const char *file,
                          tl_points *out)
 {
-    int c_disp = col_index(h, "Dispatch_Id"), c_name = col_index(h, "Kernel_Name"),
-        c_cn = col_index(h, "Counter_Name"), c_cv = col_index(h, "Counter_Value"),
-        c_t0 = col_index(h, "Start_Timestamp"), c_t1 = col_index(h, "End_Timestamp"),
-        c_agent = col_index(h, "Agent_Id");
+    int c_disp = tl_csv_col(h, "Dispatch_Id"), c_name = tl_csv_col(h, "Kernel_Name"),
+        c_cn = tl_csv_col(h, "Counter_Name"), c_cv = tl_csv_col(h, "Counter_Value"),
+        c_t0 = tl_csv_col(h, "Start_Timestamp"), c_t1 = tl_csv_col(h, "End_Timestamp"),
+        c_agent = tl_csv_col(h, "Agent_Id");
     if (c_t0 < 0 || c_t1 < 0)
         return tl_error(TL_EUSAGE, file, "rocprofv3 counter file without Start_Timestamp/End_Timestamp (collect with a kernel trace)");
     launch_set s = {NULL, 0, 0, -1};
-    csv_row r = {0};
+    tl_csv_row r = {0};
     int rc = TL_OK, got;
-    while ((got = csv_next(pp, &r, line)) == 1) {
-        if (is_blank(&r)) continue;
+    while ((got = tl_csv_next(pp, &r, line)) == 1) {
+        if (tl_csv_blank(&r)) continue;
         if (r.n < h->n) {
             rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
             break;
         }
         char id[48], cname[96];
-        snprintf(id, sizeof id, "%.20s/%.20s", fld(&r, c_agent), fld(&r, c_disp));
-        strip_sum(fld(&r, c_cn), cname, sizeof cname);
+        snprintf(id, sizeof id, "%.20s/%.20s", tl_csv_field(&r, c_agent), tl_csv_field(&r, c_disp));
+        strip_sum(tl_csv_field(&r, c_cn), cname, sizeof cname);
         double v, t0, t1;
-        int ok = parse_num(fld(&r, c_cv), &v);
+        int ok = parse_num(tl_csv_field(&r, c_cv), &v);
         if (ok <= 0) {
-            rc = tl_error(TL_EUSAGE, file, "line %d: malformed counter value '%s'", r.line, fld(&r, c_cv));
+            rc = tl_error(TL_EUSAGE, file, "line %d: malformed counter value '%s'", r.line, tl_csv_field(&r, c_cv));
             break;
         }
-        if (parse_num(fld(&r, c_t0), &t0) <= 0 || parse_num(fld(&r, c_t1), &t1) <= 0 || t1 < t0) {
+        if (parse_num(tl_csv_field(&r, c_t0), &t0) <= 0 || parse_num(tl_csv_field(&r, c_t1), &t1) <= 0 || t1 < t0) {
             rc = tl_error(TL_EUSAGE, file, "line %d: malformed timestamps '%s', '%s'", r.line,
-                          fld(&r, c_t0), fld(&r, c_t1));
+                          tl_csv_field(&r, c_t0), tl_csv_field(&r, c_t1));
             break;
         }
-        launch *l = launch_get(&s, id, fld(&r, c_name));
+        launch *l = launch_get(&s, id, tl_csv_field(&r, c_name));
         if (!l) {
             rc = s.n >= MAX_LAUNCHES
                      ? tl_error(TL_EUSAGE, file, "more than %d kernel dispatches (profile fewer)", MAX_LAUNCHES)
@@ -493,16 +388,16 @@ static int parse_rocprof(const char **pp, int *line, const csv_row *h, const cha
         note_unplaced(out, unplaced);
     }
     free(s.l);
-    row_free(&r);
+    tl_csv_free(&r);
     return rc;
 }
 
 /* ---- tilelab CSV ---- */
 
-static int first_col(const csv_row *h, const char *const *names)
+static int first_col(const tl_csv_row *h, const char *const *names)
 {
     for (; *names; names++) {
-        int c = col_index(h, *names);
+        int c = tl_csv_col(h, *names);
         if (c >= 0) return c;
     }
     return -1;
@@ -515,7 +410,7 @@ static int provenance_of(const char *s)
     return -1;
 }
 
-static int parse_tilelab(const char **pp, int *line, const csv_row *h, const char *file,
+static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const char *file,
                          const char *comment, tl_points *out)
 {
     static const char *const flops_n[] = {"flops", "flops_useful", NULL};
@@ -523,9 +418,9 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
     static const char *const time_n[] = {"time_us", NULL};
     static const char *const label_n[] = {"name", "kernel", "label", "op", NULL};
     int c_f = first_col(h, flops_n), c_b = first_col(h, bytes_n), c_t = first_col(h, time_n);
-    int c_i = col_index(h, "intensity"), c_tf = col_index(h, "tflops");
-    int c_l = first_col(h, label_n), c_tok = col_index(h, "tokens"), c_st = col_index(h, "stage");
-    int c_src = col_index(h, "source"), c_lim = col_index(h, "limiter"), c_hw = col_index(h, "hw");
+    int c_i = tl_csv_col(h, "intensity"), c_tf = tl_csv_col(h, "tflops");
+    int c_l = first_col(h, label_n), c_tok = tl_csv_col(h, "tokens"), c_st = tl_csv_col(h, "stage");
+    int c_src = tl_csv_col(h, "source"), c_lim = tl_csv_col(h, "limiter"), c_hw = tl_csv_col(h, "hw");
     char hw_name[64] = "";
     int by_counts = c_f >= 0 && c_b >= 0 && c_t >= 0;
     if (!by_counts && !(c_i >= 0 && c_tf >= 0))
@@ -533,11 +428,11 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
                                          "(or is an ncu --csv / rocprofv3 counter export)");
     int def_measured = comment ? provenance_of(comment) : -1;
     if (def_measured < 0 && c_lim >= 0) def_measured = 0;
-    csv_row r = {0};
+    tl_csv_row r = {0};
     int rc = TL_OK, got, unplaced = 0;
     char first_src[200] = "";
-    while ((got = csv_next(pp, &r, line)) == 1) {
-        if (is_blank(&r) || fld(&r, 0)[0] == '#') continue;
+    while ((got = tl_csv_next(pp, &r, line)) == 1) {
+        if (tl_csv_blank(&r) || tl_csv_field(&r, 0)[0] == '#') continue;
         if (r.n < h->n) {
             rc = tl_error(TL_EUSAGE, file, "line %d: %d fields, the header has %d", r.line, r.n, h->n);
             break;
@@ -547,9 +442,9 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
         double v[3];
         int cols[3] = {by_counts ? c_f : c_i, by_counts ? c_b : c_tf, by_counts ? c_t : c_tf};
         for (int k = 0; k < 3; k++) {
-            if (parse_num(fld(&r, cols[k]), &v[k]) <= 0) {
+            if (parse_num(tl_csv_field(&r, cols[k]), &v[k]) <= 0) {
                 rc = tl_error(TL_EUSAGE, file, "line %d: malformed number '%s' in column %s", r.line,
-                              fld(&r, cols[k]), fld(h, cols[k]));
+                              tl_csv_field(&r, cols[k]), tl_csv_field(h, cols[k]));
                 break;
             }
         }
@@ -578,17 +473,17 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
                 break;
             }
         }
-        if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", fld(&r, c_l));
-        else if (c_tok >= 0 && c_st >= 0) snprintf(pt.label, sizeof pt.label, "M=%s s%s", fld(&r, c_tok), fld(&r, c_st));
-        else if (c_tok >= 0) snprintf(pt.label, sizeof pt.label, "M=%s", fld(&r, c_tok));
+        if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
+        else if (c_tok >= 0 && c_st >= 0) snprintf(pt.label, sizeof pt.label, "M=%s s%s", tl_csv_field(&r, c_tok), tl_csv_field(&r, c_st));
+        else if (c_tok >= 0) snprintf(pt.label, sizeof pt.label, "M=%s", tl_csv_field(&r, c_tok));
         else snprintf(pt.label, sizeof pt.label, "#%d", out->n + 1);
         pt.measured = def_measured;
-        if (c_src >= 0 && fld(&r, c_src)[0]) {
-            int m = provenance_of(fld(&r, c_src));
+        if (c_src >= 0 && tl_csv_field(&r, c_src)[0]) {
+            int m = provenance_of(tl_csv_field(&r, c_src));
             if (m >= 0) pt.measured = m;
-            if (!first_src[0]) snprintf(first_src, sizeof first_src, "%s", fld(&r, c_src));
+            if (!first_src[0]) snprintf(first_src, sizeof first_src, "%s", tl_csv_field(&r, c_src));
         }
-        if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", fld(&r, c_hw));
+        if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", tl_csv_field(&r, c_hw));
         if ((rc = add_point(out, &pt, file))) break;
     }
     if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
@@ -606,7 +501,7 @@ static int parse_tilelab(const char **pp, int *line, const csv_row *h, const cha
             snprintf(out->source + l, sizeof out->source - l, "; %d row%s without FLOPs or bytes left out",
                      unplaced, unplaced > 1 ? "s" : "");
     }
-    row_free(&r);
+    tl_csv_free(&r);
     return rc;
 }
 
@@ -617,13 +512,13 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
     memset(out, 0, sizeof *out);
     const char *p = text;
     int line = 1, got, rc = TL_OK;
-    csv_row h = {0};
+    tl_csv_row h = {0};
     char comment[200] = "";
     /* The header is the first row that is not a comment, a profiler message or program output. */
     for (;;) {
-        got = csv_next(&p, &h, &line);
+        got = tl_csv_next(&p, &h, &line);
         if (got <= 0) break;
-        const char *f0 = fld(&h, 0);
+        const char *f0 = tl_csv_field(&h, 0);
         if (f0[0] == '#') {
             if (!comment[0] && provenance_of(f0) >= 0) {
                 const char *c = f0 + 1;
@@ -632,31 +527,31 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
             }
             continue;
         }
-        if (is_blank(&h) || strncmp(f0, "==", 2) == 0) continue;
+        if (tl_csv_blank(&h) || strncmp(f0, "==", 2) == 0) continue;
         if (h.n >= 2) break;
         /* ncu mixes the program's own stdout into its report: skip short non-CSV lines. */
     }
     if (got < 0) rc = tl_error(TL_EUSAGE, name, "line %d: unterminated quote", line);
     else if (got == 0) rc = tl_error(TL_EUSAGE, name, "no header row");
-    else if (col_index(&h, "Kernel Name") >= 0 && col_index(&h, "Metric Name") >= 0 &&
-             col_index(&h, "Metric Value") >= 0 && col_index(&h, "ID") >= 0) {
+    else if (tl_csv_col(&h, "Kernel Name") >= 0 && tl_csv_col(&h, "Metric Name") >= 0 &&
+             tl_csv_col(&h, "Metric Value") >= 0 && tl_csv_col(&h, "ID") >= 0) {
         out->format = TL_POINTS_NCU;
         rc = parse_ncu(&p, &line, &h, name, 0, out);
-    } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Counter_Name") >= 0 &&
-               col_index(&h, "Counter_Value") >= 0 && col_index(&h, "Dispatch_Id") >= 0) {
+    } else if (tl_csv_col(&h, "Kernel_Name") >= 0 && tl_csv_col(&h, "Counter_Name") >= 0 &&
+               tl_csv_col(&h, "Counter_Value") >= 0 && tl_csv_col(&h, "Dispatch_Id") >= 0) {
         out->format = TL_POINTS_ROCPROF;
         rc = parse_rocprof(&p, &line, &h, name, out);
-    } else if (col_index(&h, "Kernel_Name") >= 0 && col_index(&h, "Start_Timestamp") >= 0) {
+    } else if (tl_csv_col(&h, "Kernel_Name") >= 0 && tl_csv_col(&h, "Start_Timestamp") >= 0) {
         rc = tl_error(TL_EUSAGE, name, "a rocprofv3 kernel trace without counters: collect with "
                                        "--pmc (FLOP and byte counters) and pass the counter_collection.csv");
-    } else if (col_index(&h, "Kernel Name") >= 0 && col_index(&h, "ID") >= 0) {
+    } else if (tl_csv_col(&h, "Kernel Name") >= 0 && tl_csv_col(&h, "ID") >= 0) {
         out->format = TL_POINTS_NCU;
         rc = parse_ncu(&p, &line, &h, name, 1, out);
     } else {
         out->format = TL_POINTS_TILELAB;
         rc = parse_tilelab(&p, &line, &h, name, comment[0] ? comment : NULL, out);
     }
-    row_free(&h);
+    tl_csv_free(&h);
     if (rc) tl_points_free(out);
     return rc;
 }
@@ -664,38 +559,10 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
 int tl_points_read(const char *path, tl_points *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tl_error(TL_EUSAGE, path, "cannot read the points file: %s", strerror(errno));
-    struct stat fst;
-    if (fstat(fileno(f), &fst) != 0 || !S_ISREG(fst.st_mode)) { /* a folder, a pipe, a device */
-        fclose(f);
-        return tl_error(TL_EUSAGE, path, "not a regular file");
-    }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || size > MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return tl_error(TL_EUSAGE, path, size > MAX_FILE_BYTES ? "file larger than 64 MiB"
-                                                                : "not a regular file");
-    }
-    char *buf = malloc((size_t)size + 1);
-    if (!buf) {
-        fclose(f);
-        return tl_error(TL_EFAIL, path, "out of memory");
-    }
-    size_t n = fread(buf, 1, (size_t)size, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return tl_error(TL_EUSAGE, path, "read error");
-    }
-    buf[n] = '\0';
-    if (memchr(buf, '\0', n)) {
-        free(buf);
-        return tl_error(TL_EUSAGE, path, "not a text file");
-    }
-    int rc = tl_points_parse(buf, path, out);
+    char *buf = NULL;
+    int rc = tl_text_file_read(path, "the points file", MAX_FILE_BYTES, &buf);
+    if (rc) return rc;
+    rc = tl_points_parse(buf, path, out);
     free(buf);
     if (rc == TL_OK && out->format != TL_POINTS_TILELAB) {
         /* Profiler exports carry no date: the file's modification day stands in for it. */

@@ -1,0 +1,34 @@
+/* visualize/csv.h: reading the CSV and text files the pictures draw from (tilelab's own CSVs,
+ * ncu --csv, rocprofv3 counters, `tilelab bench moe --trace`).
+ *
+ * tl_text_file_read: a whole regular text file into memory, at most `max` bytes; errors are one
+ * line naming the file (TL_EUSAGE: missing, not a regular file, too large, holds NUL bytes; TL_EFAIL:
+ * out of memory). *text is the caller's to free.
+ * tl_csv_next: an RFC 4180 reader (quoted fields may hold commas, "" and newlines) over text at
+ * *pp: returns 1 with the next record in *r, 0 at the end, -1 on an unterminated quote or
+ * allocation failure; *line counts lines (r->line is the record's first). A row is reused from
+ * call to call; tl_csv_free releases it. */
+#ifndef TL_VISUALIZE_CSV_H
+#define TL_VISUALIZE_CSV_H
+
+#include <stddef.h>
+
+typedef struct {
+    char *buf;      /* the row's fields, NUL-separated */
+    size_t len, cap;
+    size_t *off;    /* field start offsets into buf */
+    int n, ncap;
+    int line;       /* line number of the row's first line (1-based) */
+} tl_csv_row;
+
+int tl_text_file_read(const char *path, const char *what, size_t max, char **text);
+int tl_csv_next(const char **pp, tl_csv_row *r, int *line);
+/* Field i, or "" past the last one. */
+const char *tl_csv_field(const tl_csv_row *r, int i);
+/* The index of the column named `name` (case-insensitive) in header h, or -1. */
+int tl_csv_col(const tl_csv_row *h, const char *name);
+/* 1 when every field is empty or white space. */
+int tl_csv_blank(const tl_csv_row *r);
+void tl_csv_free(tl_csv_row *r);
+
+#endif
