@@ -208,13 +208,14 @@ static const char timeline_usage[] =
     "  waves alternate in shade, the tail wave is highlighted, wave boundaries are marked. Simulated\n"
     "  on the preset, or with --trace measured: the blocks a `tilelab bench moe --trace` run recorded\n"
     "  on each SM, in the slots of the blocks that ran there at once (--tokens: which case of the\n"
-    "  file, default its first).\n";
+    "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp and --seed are the\n"
+    "  simulated timeline's and are refused with --trace).\n";
 
 int tl_draw_timeline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, timeline_usage)) return 0;
-    const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = NULL, *stage_s = "1",
-               *tile_m_s = "16", *routing_s = "balanced", *tp_s = "1", *seed_s = NULL, *out = NULL, *trace = NULL;
+    const char *hw_s = NULL, *model_s = NULL, *dtype_s = NULL, *tokens_s = NULL, *stage_s = "1", *tile_m_s = NULL,
+               *routing_s = NULL, *tp_s = NULL, *seed_s = NULL, *out = NULL, *trace = NULL;
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s), TL_OPT_V("--tile-m", &tile_m_s),
                      TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
@@ -222,13 +223,19 @@ int tl_draw_timeline(int argc, char **argv)
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "timeline"))) return rc;
     if (trace) { /* measured */
+        if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s)
+            return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --tile-m, --routing, --tp and --seed "
+                            "are for the simulated timeline, not --trace");
         int tokens = 0, stage = 1;
         if ((tokens_s && (rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &tokens))) ||
             (rc = tl_parse_int(stage_s, 1, 2, "--stage", &stage)))
             return rc;
         return tl_fig_trace(out, trace, tokens, stage);
     }
-    if (!tokens_s) tokens_s = "64";
+    /* the simulated timeline's defaults */
+    hw_s = hw_s ? hw_s : "mi355x", model_s = model_s ? model_s : "deepseek-v3.2", dtype_s = dtype_s ? dtype_s : "fp8";
+    tokens_s = tokens_s ? tokens_s : "64", tile_m_s = tile_m_s ? tile_m_s : "16";
+    routing_s = routing_s ? routing_s : "balanced", tp_s = tp_s ? tp_s : "1";
     tl_moe_problem p = {0};
     p.seed = 1;
     if ((rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &p.tokens)) ||

@@ -115,6 +115,18 @@ static void moe_free(void *vp)
     free(p);
 }
 
+/* --trace FILE: its temporary file opened with the header (moe_bench fills it, commits it after
+ * the last case; moe_free removes it if the run stops before). */
+static int moe_trace_open(moe_problem *p)
+{
+    int rc = tl_atomic_begin(&p->trace, p->trace_path);
+    if (rc) return rc;
+    p->trace_f = fopen(p->trace.tmp, "w");
+    if (!p->trace_f) return tl_error(TL_EUSAGE, p->trace_path, "cannot write the trace: %s", strerror(errno));
+    fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n");
+    return 0;
+}
+
 /* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign. */
 static int parse_seed(const char *val, uint64_t *seed)
 {
@@ -148,7 +160,8 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
                      TL_OPT_V("--experts", &experts_s), TL_OPT_V("--topk", &topk_s), TL_OPT_V("--seed", &seed_s),
                      TL_OPT_V("--stage", &stage_s), TL_OPT_V("--hw", &hw_s), TL_OPT_V("--flush", &flush_s),
                      TL_OPT_V("--trace", &trace_s), TL_OPT_END};
-    if (mode != TL_OP_BENCH) /* --stage, --hw, --flush, --trace are the bench's alone: the check's table ends before them */
+    /* --stage, --hw, --flush, --trace are the bench's alone: the check's table ends before them */
+    if (mode != TL_OP_BENCH)
         opts[sizeof opts / sizeof opts[0] - 5] = (tl_opt)TL_OPT_END;
     int rc = tl_opts_parse(argc, argv, opts, mode == TL_OP_CHECK ? "check moe" : "bench moe", NULL, 0, NULL);
     if (!rc && dtype_s) rc = tl_moe_dtype_parse(dtype_s, &p->dtype);
@@ -199,6 +212,7 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
         s.tokens = (int)p->tokens[0];
         p->shape = s;
     }
+    if (!rc && p->trace_path) rc = moe_trace_open(p); /* now, not after minutes of timing */
     if (rc) {
         moe_free(p);
         return rc;
@@ -429,12 +443,7 @@ static double moe_mat_bytes(const tl_moe_weights *w)
 static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o, const char *source)
 {
     int rc;
-    if (!p->trace_f) {
-        if ((rc = tl_atomic_begin(&p->trace, p->trace_path))) return rc;
-        p->trace_f = fopen(p->trace.tmp, "w");
-        if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "cannot write: %s", strerror(errno));
-        fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n");
-    }
+    if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "the trace file is not open");
     tl_moe_trace_block *b = NULL;
     int n = 0;
     double end_us = 0.0;
@@ -495,8 +504,8 @@ static int moe_bench(void *vp, int c, tl_table *t)
         if (!rc && p->trace_path) {
             char src[400]; /* no commas: one CSV field */
             snprintf(src, sizeof src, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
-            for (char *c = src; *c; c++)
-                if (*c == ',') *c = ' ';
+            for (char *ch = src; *ch; ch++)
+                if (*ch == ',') *ch = ' ';
             rc = moe_trace_stage(p, stage, &o, src);
         }
         if (rc) return rc;

@@ -135,6 +135,16 @@ extern "C" double tl_gpu_clock_per_us(void)
 #endif
 }
 
+/* The flush and the busy-wait of o: known values in range (TL_EUSAGE otherwise). */
+static int check_method(const tl_bench_opts *o)
+{
+    if (o->flush_l2 != 0 && o->flush_l2 != TL_BENCH_FLUSH_READ && o->flush_l2 != TL_BENCH_FLUSH_WRITE)
+        return tl_error(TL_EUSAGE, "bench", "unknown flush mode %d", o->flush_l2);
+    if (!(o->spin_us >= 0.0 && o->spin_us <= 1e6))
+        return tl_error(TL_EUSAGE, "bench", "busy-wait of %g us is out of range [0, 1e6]", o->spin_us);
+    return 0;
+}
+
 /* The busy-wait of spin_us (none when 0 and t_dev is NULL). */
 static int enqueue_spin(double spin_us, hipStream_t stream, unsigned long long *t_dev)
 {
@@ -242,6 +252,8 @@ extern "C" int tl_bench_run_marked(const tl_bench_opts *opts, tl_bench_fn fn, vo
     tl_bench_opts o;
     if (opts) o = *opts;
     else tl_bench_default_opts(&o);
+    int st0 = check_method(&o);
+    if (st0) return st0;
     if (!fn) return tl_error(TL_EUSAGE, "bench", "no function to run");
     hipStream_t st = NULL;
     uint4 *buf = NULL;
@@ -277,6 +289,8 @@ extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx
     if (o.iters < 1 || o.iters > TL_BENCH_MAX_ITERS)
         return tl_error(TL_EUSAGE, "bench", "iteration count %d is out of range [1, %d]", o.iters,
                         TL_BENCH_MAX_ITERS);
+    int st0 = check_method(&o);
+    if (st0) return st0;
     if (!fn) return tl_error(TL_EUSAGE, "bench", "no function to time");
 
     bench_state s;

@@ -8,20 +8,23 @@
  *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
  *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of 16 activation
  *             columns = 16 gate + 16 up weight rows); the lanes each own a 16- to 64-byte run of
- *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; bf16 tiles
- *             of at most 8 rows: 64 bytes; weights streamed straight from HBM to registers, the
- *             first chunk requested before the tile's rows are read, with the streaming hint
- *             once there is a tile per expert or more), 4 waves per block split K
- *             and reduce in shared memory, where SwiGLU is applied;
+ *             K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; tiles of at
+ *             most 8 rows: bf16 64 bytes, fp8 on NVIDIA two 32-byte chunks multiplied as weights
+ *             x activations; weights streamed straight from HBM to registers with the streaming
+ *             hint, bf16's first chunk requested before the tile's rows are read), 4 waves per
+ *             block split K and reduce in shared memory, where SwiGLU is applied;
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
  *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
  *             average 1.5 tiles or more.
  *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN, one block per
- *             row, every load issued at once) down GEMM over the worklist: 4 waves per block, each
- *             owning 32 output columns over the whole K (no reduction; bf16 pairs tiles as in stage
- *             1), the top-k weight applied in the epilogue; each edge's weighted row goes
- *             to its own slot of a float32 buffer, then a combine kernel sums each token's k slots
- *             in slot order: deterministic, no atomics. Output: float32 [tokens][hidden].
+ *             row, every load issued at once; the GEMM is launched dependent on it, NVIDIA: it
+ *             starts early and waits for its output) down GEMM over the worklist (weights with
+ *             the streaming hint unless all items fit in one wave of resident blocks): 4 waves per
+ *             block, each owning 32 output columns over the whole K (no reduction; bf16 pairs
+ *             tiles as in stage 1), the top-k weight applied in the epilogue; each edge's row goes
+ *             to its own slot of a float32 buffer, then a combine kernel (a dependent launch)
+ *             sums each token's k slots in slot order: deterministic, no atomics. Output: float32
+ *             [tokens][hidden].
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
  * host synchronization sits between the sort and the stages.
  *
@@ -116,7 +119,8 @@ int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench
  * times it (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; direct
  * launches, no graph), with every GEMM block that had an item recording its start and end on the
  * device clock and its SM. Times are microseconds from the end of the busy-wait (the moment the
- * stage could start); *end_us is when the stage's last kernel had ended (plus one launch).
+ * stage could start; a dependent block, fp8 stage 2's, records its start before it waits for the
+ * kernel ahead of it); *end_us is when the stage's last kernel had ended (plus one launch).
  * *blocks (n_blocks entries, in block order) is the caller's to free. Cost: two flushes and two
  * runs of the stage. */
 typedef struct {

@@ -5,10 +5,11 @@
  * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
  * matters is bytes in flight: every lane issues 16-byte loads of weights straight into registers,
  * 32 or 64 bytes of each of its weight rows at once (64 when the tile's rows 8-15 are padding and
- * their activation registers are free), 4 blocks per SM so that one block's loads are in flight
- * while another starts, computes or reduces, and a grid of (tile, n-block) items that
- * covers every SM even at M = 1 (stage 1: 8 tiles x 128 n-blocks). There is no explicit
- * cross-item prefetch: the L2 bulk prefetch was tried and made bf16 slower. Staging the weights in
+ * their activation registers are free: bf16, and fp8's stage 1 as two 32-byte chunks), 4 blocks
+ * per SM so that one block's loads are in flight while another starts, computes or reduces, and a
+ * grid of (tile, n-block) items that covers every SM even at M = 1 (stage 1: 8 tiles x 128
+ * n-blocks). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
+ * prefetch of the next chunks were tried and made every shape slower. Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
@@ -636,14 +637,17 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         for (int i = tid; i < ROWS * S1_NB; i += THREADS) {
             const int row = i / S1_NB, c = i % S1_NB, t = s_tile[row / TL_MOE_TILE_M];
             if (t < 0) continue; /* no partner tile */
+            uint16_t *dst = p.act + (size_t)(t * TL_MOE_TILE_M + row % TL_MOE_TILE_M) * p.n_out + n0 + c;
+            if (s_idx[row] < 0) { /* a padding row (layout 2 of fp8 never wrote its red[] rows) */
+                *dst = 0;
+                continue;
+            }
             float gs = 0.0f, us = 0.0f;
             for (int w = 0; w < NW; w++) {
                 gs += red[(w * ROWS + row) * NCOLS + c];
                 us += red[(w * ROWS + row) * NCOLS + S1_NB + c];
             }
-            float v = gs / (1.0f + moe_expf(-gs)) * us;
-            p.act[(size_t)(t * TL_MOE_TILE_M + row % TL_MOE_TILE_M) * p.n_out + n0 + c] =
-                (uint16_t)(s_idx[row] < 0 ? 0u : bf16_rne(v));
+            *dst = (uint16_t)bf16_rne(gs / (1.0f + moe_expf(-gs)) * us);
         }
     }
     if (p.trace) { /* block-uniform: the block's end is its last thread's */
@@ -982,7 +986,8 @@ static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
     dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / item_cols(STAGE))));
     hipError_t e = tl_launch(moe_gemm<DT, STAGE, MT>, grid, dim3(threads), 0, st, dependent, a);
     if (e != hipSuccess)
-        return tl_gpu_fail(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2", hipGetErrorString(e), __FILE__, __LINE__);
+        return tl_gpu_fail(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2", hipGetErrorString(e), __FILE__,
+                           __LINE__);
     return 0;
 }
 
@@ -1051,8 +1056,8 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     }
     /* pair tiles when an expert averages 1.5 tiles or more */
     const int pair = 2LL * s->tokens * s->top_k >= 3LL * TL_MOE_TILE_M * s->n_experts;
-    /* Stage 2's GEMM after the quant kernel and the combine after the GEMM are dependent launches:
-     * each starts (pointers, tile ids) while the kernel before it finishes and
+    /* Dependent launches: fp8's stage-2 GEMM after the quant kernel, and every dtype's combine
+     * after the GEMM: each starts (pointers, tile ids) while the kernel before it finishes and
      * waits for its output with tl_grid_dep_wait. Measured on the H200 (session 4, one call): fp8
      * stage 2 at M = 1 40.2 -> 38.7 us, M = 8 238.1 -> 236.5; bf16 stage 2 unchanged. */
     const bool dep = stage == 2 && fp8;

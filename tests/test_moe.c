@@ -293,6 +293,13 @@ static void test_compare_act(void **state)
     assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
     assert_true(d.pass);
     assert_int_equal(d.one_step, 1);
+    const uint16_t keep_ref = ref[real * s.width + big], keep_got = got[real * s.width + big];
+    ref[real * s.width + big] = 0x3F80; /* 1.0 against the code two below it: two steps, not one */
+    got[real * s.width + big] = 0x3F7E;
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_false(d.pass);
+    assert_int_equal(d.far, 1);
+    ref[real * s.width + big] = keep_ref, got[real * s.width + big] = keep_got;
     got[real * s.width + big] += 2; /* three steps */
     assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
     assert_false(d.pass);

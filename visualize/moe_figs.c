@@ -452,6 +452,18 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
                 rc = tl_error(TL_EUSAGE, path, "line %d: '%s' is not a number (column %s)", r.line,
                               tl_csv_field(&r, col[i]), need[i]);
         if (rc) break;
+        /* whole numbers in range before any conversion: tokens, stage, block, SM */
+        if (!(v[0] >= 1 && v[0] <= 1048576 && v[0] == floor(v[0]) && (v[1] == 1 || v[1] == 2) && v[3] >= -1 &&
+              v[3] < 1e9 && v[3] == floor(v[3]) && v[4] >= -1 && v[4] < 65536 && v[4] == floor(v[4]))) {
+            rc = tl_error(TL_EUSAGE, path, "line %d: tokens %g, stage %g, block %g, SM %g are not a trace row's",
+                          r.line, v[0], v[1], v[3], v[4]);
+            break;
+        }
+        if (!(v[5] > -1e6 && v[5] <= v[6] && v[6] < 1e9)) {
+            rc = tl_error(TL_EUSAGE, path, "line %d: start %g, end %g are not times of one run (us)", r.line, v[5],
+                          v[6]);
+            break;
+        }
         if (!tokens) tokens = (int)v[0];
         if ((int)v[0] != tokens || (int)v[1] != stage) continue;
         tc->tokens = tokens;
@@ -461,8 +473,8 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
             tc->stage_end = v[6];
             continue;
         }
-        if (!(v[4] >= 0 && v[4] < 65536 && v[5] <= v[6] && v[5] > -1e6 && v[6] < 1e9))
-            rc = tl_error(TL_EUSAGE, path, "line %d: SM %g, start %g, end %g are not a block's", r.line, v[4], v[5], v[6]);
+        if (v[4] < 0)
+            rc = tl_error(TL_EUSAGE, path, "line %d: a block on SM %g", r.line, v[4]);
         else if (tc->n >= TRACE_MAX_BLOCKS)
             rc = tl_error(TL_EUSAGE, path, "more than %d blocks in one case", TRACE_MAX_BLOCKS);
         else if (tc->n == tc->cap) {
@@ -538,23 +550,22 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
             dur[i] = tc.b[i].t1 - tc.b[i].t0;
         }
         qsort(dur, (size_t)tc.n, sizeof *dur, cmp_double);
-        double tmax = fmax(last_end, isfinite(tc.stage_end) ? tc.stage_end : 0.0);
+        double tmin = fmin(0.0, first), tmax = fmax(last_end, isfinite(tc.stage_end) ? tc.stage_end : 0.0) * 1.02;
+        if (!(tmax > tmin)) tmax = tmin + 1.0; /* every time 0: still an axis */
         const double W = 900, H = 660;
         g = tl_gfx_open(out, W, H);
         if (!g) rc = tl_gfx_open_status();
         if (g) {
             tl_plot pl;
-            tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, fmin(0.0, first), tmax * 1.02,
-                         0, 0, n_sm, 0);
+            tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, tmin, tmax, 0, 0, n_sm, 0);
             pl.y_ticks_off = 1;
             char t[320];
             snprintf(t, sizeof t, "Measured MoE stage %d timeline: %s, M = %d", stage, tc.dtype, tc.tokens);
             tl_text_style ts = tl_gfx_style(13);
             ts.bold = 1;
             tl_gfx_text(g, pl.x, 8, t, ts);
-            snprintf(t, sizeof t,
-                     "%d GEMM blocks on %d SMs, up to %d at once; block time %.1f / %.1f / %.1f us (min / median / max)",
-                     tc.n, n_sm, slots, dur[0], dur[tc.n / 2], dur[tc.n - 1]);
+            snprintf(t, sizeof t, "%d GEMM blocks on %d SMs, up to %d at once; block time %.1f / %.1f / %.1f us "
+                     "(min / median / max)", tc.n, n_sm, slots, dur[0], dur[tc.n / 2], dur[tc.n - 1]);
             tl_gfx_text(g, pl.x, 27, t, tl_gfx_style(9.5));
             tl_plot_axes(g, &pl, "time from the moment the stage could start (us)", NULL);
             tl_gfx_rect(g, pl.x, pl.y, pl.w, pl.h, tl_gfx_rgb(1, 1, 1), 0, tl_gfx_rgb(0, 0, 0));
