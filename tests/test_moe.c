@@ -223,6 +223,15 @@ static void test_tolerance_flip_term(void **state)
     assert_true(fabs(t256.row_factor * t256.rel_rms - sqrt(100.0 * base * base + flip * flip)) < 1e-12);
 }
 
+/* Random-routing inputs of shape s (seeded) and their worklist of 16-row tiles. */
+static void make_case(const tl_moe_shape *s, uint64_t seed, tl_moe_inputs *in, tl_worklist *wl)
+{
+    tl_routing r;
+    assert_int_equal(tl_routing_parse("random", &r), 0);
+    assert_int_equal(tl_moe_inputs_make(s, &r, seed, in), 0);
+    assert_int_equal(tl_worklist_build(in->topk_ids, s->tokens, s->top_k, s->n_experts, 16, wl), 0);
+}
+
 /* Stage 2 from given activations: fed the reference's own stage-1 output it reproduces the
  * reference bit for bit (every dtype); one changed activation moves its token's row. */
 static void test_reference_from_act(void **state)
@@ -230,12 +239,9 @@ static void test_reference_from_act(void **state)
     (void)state;
     for (int d = 0; d < 5; d++) {
         tl_moe_shape s = {.tokens = 5, .hidden = 256, .width = 128, .n_experts = 6, .top_k = 2, .dtype = all_dtypes[d]};
-        tl_routing r;
-        assert_int_equal(tl_routing_parse("random", &r), 0);
         tl_moe_inputs in;
-        assert_int_equal(tl_moe_inputs_make(&s, &r, 11, &in), 0);
         tl_worklist wl;
-        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+        make_case(&s, 11, &in, &wl);
         size_t n = (size_t)s.tokens * s.hidden, na = (size_t)wl.n_rows_padded * s.width;
         float *ref = malloc(n * sizeof(float)), *again = malloc(n * sizeof(float));
         uint16_t *act = malloc(na * sizeof(uint16_t));
@@ -265,12 +271,9 @@ static void test_compare_act(void **state)
 {
     (void)state;
     tl_moe_shape s = {.tokens = 3, .hidden = 512, .width = 64, .n_experts = 4, .top_k = 2, .dtype = TL_MOE_BF16};
-    tl_routing r;
-    assert_int_equal(tl_routing_parse("random", &r), 0);
     tl_moe_inputs in;
-    assert_int_equal(tl_moe_inputs_make(&s, &r, 5, &in), 0);
     tl_worklist wl;
-    assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+    make_case(&s, 5, &in, &wl);
     size_t n = (size_t)s.tokens * s.hidden, na = (size_t)wl.n_rows_padded * s.width;
     float *out = malloc(n * sizeof(float));
     uint16_t *ref = malloc(na * sizeof(uint16_t)), *got = malloc(na * sizeof(uint16_t));
