@@ -105,17 +105,19 @@ void tl_moe_result_free(tl_moe_result *r)
 typedef struct {
     const tl_worklist *wl;
     int N, K, tile_n, n_blocks, tile_m, stage;
+    int weights_per_tile; /* every tile reads its expert's weights from HBM */
     double w_elem, in_elem, out_elem, act_share;
 } cost_ctx;
 
 typedef struct {
     double w, a, o, m; /* HBM bytes (first touches): weights, activations, outputs, metadata */
+    double w_again;    /* weights read from HBM again (weights_per_tile): time, not intensity */
     double streamed;   /* every byte the items load or store, cache hits included */
 } byte_parts;
 
 static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 {
-    byte_parts b = {0, 0, 0, 0, 0};
+    byte_parts b = {0, 0, 0, 0, 0, 0};
     int rows = c->wl->tile_rows[tile];
     int last_cols = c->N - (c->n_blocks - 1) * c->tile_n;
     int full = nb1 - nb0 - (nb1 == c->n_blocks ? 1 : 0);
@@ -124,6 +126,7 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     double out_cols = c->stage == 1 ? (double)full * (c->tile_n / 2) + (nb1 == c->n_blocks ? last_cols / 2 : 0) : cols;
     int first_of_expert = tile == 0 || c->wl->tile_expert[tile - 1] != c->wl->tile_expert[tile];
     if (first_of_expert) b.w = cols * c->K * c->w_elem;
+    else if (c->weights_per_tile) b.w_again = cols * c->K * c->w_elem;
     if (nb0 == 0) {
         b.a = rows * (double)c->K * c->in_elem * c->act_share;
         b.m = c->tile_m * 4.0 + 4.0 + rows * 4.0;
@@ -180,6 +183,9 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     p->combine_kernel = p->stage == 2;
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
+    /* evict-first weights (stage 1 always, stage 2 past one wave) and no pairing: each of an
+     * expert's tiles reads its weights from HBM (measured, fp8 M = 1024: 1.9x one read's floor) */
+    p->weights_per_tile = !pair;
     return 0;
 }
 
@@ -281,6 +287,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
+                  .weights_per_tile = p->weights_per_tile,
                   .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
                   .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
@@ -309,7 +316,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             r->act_bytes += b.a;
             r->out_bytes += b.o;
             r->meta_bytes += b.m;
-            wave_bytes += b.w + b.a + b.o + b.m;
+            wave_bytes += b.w + b.w_again + b.a + b.o + b.m;
             wave_streamed += b.streamed;
             left -= take;
             nb += take;

@@ -76,6 +76,10 @@
  *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
  *      12.7 us at M = 1 on the H200, from which block_sync_us = 0.05 was derived; the current one
  *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
+ *    * weights_per_tile: an expert with several tiles has its weights read from HBM for each
+ *      (kernels/moe.hip streams weights evict-first and pairs tiles only for bf16: fp8 at M = 1024,
+ *      two tiles an expert, measured 1.9x the floor of reading its weights once, session 4);
+ *      without it later tiles hit L2.
  *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
  *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
@@ -145,6 +149,9 @@ typedef struct {
     int requant_kernel;  /* fp8 stage 2: a separate kernel re-quantizes the bf16 activations to E4M3
                             in 1x128 groups (one row per block) before the GEMM */
     int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
+    int weights_per_tile; /* the expert's weights come from HBM for each of its tiles, not only its
+                            first (the kernel marks them evict-first and does not pair the tiles);
+                            the re-reads cost time, while hbm_bytes still counts each byte once */
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */
