@@ -665,19 +665,28 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out)
  * probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding. Stage 2 adds
  * its own float32 accumulation over K = width (same inputs on both sides). The bound is 4x the
  * quadrature sum, the project's usual safety factor. */
+/* The relative RMS difference of two float32 sums of K products in different orders (numerics'
+ * accumulation model, before any safety factor): stage 1 has K = hidden, stage 2 K = width. */
+static int fp32_sum_model(long k, double *e)
+{
+    tl_tol_spec sp = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, k, 1, 4.0};
+    tl_tolerance t;
+    int rc = tl_tolerance_make(&sp, &t);
+    *e = rc ? 0.0 : t.predicted;
+    return rc;
+}
+
 int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
 {
-    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->hidden, 1, 4.0};
-    tl_tol_spec s2 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 1, 4.0};
-    tl_tolerance t1, t2;
-    int rc = tl_tolerance_make(&s1, &t1);
-    if (!rc) rc = tl_tolerance_make(&s2, &t2);
+    double e1, e2;
+    int rc = fp32_sum_model(s->hidden, &e1);
+    if (!rc) rc = fp32_sum_model(s->width, &e2);
     if (rc) return rc;
     double u_mid = tl_tol_unit_roundoff(TL_NF_BF16);
     tl_numfmt act = tl_moe_act_format(s->dtype);
     if (act != TL_NF_BF16) u_mid += tl_tol_unit_roundoff((int)act);
-    double flips = 2.0 * u_mid * t1.predicted;
-    t->predicted = sqrt(t1.predicted * t1.predicted + flips + t2.predicted * t2.predicted);
+    double flips = 2.0 * u_mid * e1;
+    t->predicted = sqrt(e1 * e1 + flips + e2 * e2);
     /* The mean above is right, but the error is heavy-tailed: a rounding flip of one intermediate
      * value (an activation one bf16 or E4M3 step apart on the two sides) moves a whole output row at
      * once, and one flip of a large SwiGLU output (5-8 sigma: a = silu(g) u has an exponential tail)
@@ -730,9 +739,8 @@ int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint1
     if (!wl || !ref || !got || !wl->sorted_ids || s->width < 1)
         return tl_error(TL_EUSAGE, "moe activations", "nothing to compare");
     const size_t W = (size_t)s->width, rows = (size_t)wl->n_rows_padded;
-    tl_tolerance t1;
-    tl_tol_spec s1 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->hidden, 1, 4.0};
-    int rc = tl_tolerance_make(&s1, &t1);
+    double e1;
+    int rc = fp32_sum_model(s->hidden, &e1);
     if (rc) return rc;
     double sum2 = 0.0;
     size_t n = 0;
@@ -745,7 +753,7 @@ int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint1
         n += W;
     }
     const double rms = n ? sqrt(sum2 / (double)n) : 0.0;
-    d->tau = 16.0 * t1.predicted * rms;
+    d->tau = 16.0 * e1 * rms;
     double worst = 0.0;
     for (size_t r = 0; r < rows; r++) {
         const int pad = wl->sorted_ids[r] == TL_WL_PAD;
@@ -781,14 +789,11 @@ int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint1
 
 int tl_moe_tolerance_stage2(const tl_moe_shape *s, tl_tolerance *t)
 {
-    tl_tol_spec s2 = {TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, TL_TOL_FP32, s->width, 1, 4.0};
-    tl_tolerance t2;
-    int rc = tl_tolerance_make(&s2, &t2);
+    int rc = fp32_sum_model(s->width, &t->predicted);
     if (rc) return rc;
-    t->predicted = t2.predicted;
     /* 4 sigma, times 4 for the matrix cores' accumulation (the H200's stage-1 differences looked
      * like 4x the float32 model: bench/tolerance/README.md) */
-    t->rel_rms = 16.0 * t2.predicted;
+    t->rel_rms = 16.0 * t->predicted;
     t->check_max_abs = 0;
     t->row_factor = 10.0;
     return 0;
