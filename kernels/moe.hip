@@ -219,7 +219,6 @@ struct GemmArgs {
     int n_out;               /* output columns (width, then hidden) */
     const int32_t *sorted_ids, *tile_expert, *tile_rows, *tile_off, *n_tiles;
     int max_tiles, top_k;
-    int n_experts;
     const float *topk_w;
     uint16_t *act;           /* stage 1 output [rows][width] bf16 */
     float *ybuf;             /* stage 2 output [edges][hidden] */
@@ -965,25 +964,32 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
-/* Output columns of one work item of a stage (host). */
-static int item_cols(int stage)
+/* Blocks of a stage's grid (host): one per work item (tile, n-block), stage 1's n-blocks S1_NB
+ * activation columns, stage 2's one NCOLS block per wave; block b is item (b % max_tiles,
+ * b / max_tiles). */
+static long long stage_blocks(long long max_tiles, int n_out, int stage)
 {
-    return stage == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS;
+    const int cols = stage == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS;
+    return max_tiles * (n_out / cols);
 }
 
-/* One GEMM stage, MT tiles per work item: stage 1 items are (tile, S1_NB activation columns),
- * stage 2 items (tile, one NCOLS block per wave); block b is item (b % max_tiles, b / max_tiles). */
+/* One GEMM stage, MT tiles per work item (stage_blocks). The kernel's resident blocks (SMs x
+ * occupancy) are asked of the driver once per instantiation (tilelab drives one device). */
 template <int DT, int STAGE, int MT>
 static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
 {
     const int threads = STAGE == 1 ? S1_THREADS : S2_THREADS;
-    int dev = 0, sms = 0, per_sm = 0;
-    TL_GPU_CHECK(hipGetDevice(&dev));
-    TL_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev));
-    TL_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_gemm<DT, STAGE, MT>, threads, 0));
+    static long long resident = 0;
+    if (!resident) {
+        int dev = 0, sms = 0, per_sm = 0;
+        TL_GPU_CHECK(hipGetDevice(&dev));
+        TL_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev));
+        TL_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_gemm<DT, STAGE, MT>, threads, 0));
+        resident = (long long)sms * per_sm;
+    }
     GemmArgs a = args;
-    a.resident = (long long)sms * per_sm;
-    dim3 grid((unsigned)((long long)a.max_tiles * (a.n_out / item_cols(STAGE))));
+    a.resident = resident;
+    dim3 grid((unsigned)stage_blocks(a.max_tiles, a.n_out, STAGE));
     hipError_t e = tl_launch(moe_gemm<DT, STAGE, MT>, grid, dim3(threads), 0, st, dependent, a);
     if (e != hipSuccess)
         return tl_gpu_fail(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2", hipGetErrorString(e), __FILE__,
@@ -1018,7 +1024,6 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     a.sorted_ids = g->sorted;
     a.tile_expert = g->tile_expert;
     a.tile_rows = g->tile_rows;
-    a.n_experts = s->n_experts;
     a.tile_off = g->tile_off;
     a.n_tiles = g->n_tiles;
     a.max_tiles = max_tiles;
@@ -1095,14 +1100,22 @@ extern "C" int tl_moe_gpu_run(tl_moe_gpu *g, int parts)
     return 0;
 }
 
+/* The device's tile count, within [0, cap_tiles] (else TL_EFAIL: a sort bug). */
+static int read_n_tiles(tl_moe_gpu *g, int32_t *nt)
+{
+    TL_GPU_CHECK(hipMemcpy(nt, g->n_tiles, sizeof *nt, hipMemcpyDeviceToHost));
+    if (*nt < 0 || *nt > g->cap_tiles)
+        return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles (at most %lld possible)", *nt, g->cap_tiles);
+    return 0;
+}
+
 extern "C" int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_rows,
                                int32_t *tile_expert, int32_t *tile_rows, size_t cap_tiles, int *n_tiles)
 {
     int32_t nt = 0;
-    TL_GPU_CHECK(hipMemcpy(&nt, g->n_tiles, sizeof nt, hipMemcpyDeviceToHost));
+    int rc = read_n_tiles(g, &nt);
     if (n_tiles) *n_tiles = nt;
-    if (nt < 0 || nt > g->cap_tiles)
-        return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles (at most %lld possible)", nt, g->cap_tiles);
+    if (rc) return rc;
     if ((sorted_ids && (size_t)nt * TL_MOE_TILE_M > cap_rows) || ((tile_expert || tile_rows) && (size_t)nt > cap_tiles))
         return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles, more than the caller's worklist holds", nt);
     if (out) TL_GPU_CHECK(hipMemcpy(out, g->out, (size_t)g->s.tokens * g->s.hidden * sizeof(float), hipMemcpyDeviceToHost));
@@ -1116,9 +1129,10 @@ extern "C" int tl_moe_gpu_read(tl_moe_gpu *g, float *out, int32_t *sorted_ids, s
 extern "C" int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows)
 {
     int32_t nt = 0;
-    TL_GPU_CHECK(hipMemcpy(&nt, g->n_tiles, sizeof nt, hipMemcpyDeviceToHost));
-    const size_t rows = (size_t)(nt < 0 ? 0 : nt) * TL_MOE_TILE_M;
-    if (nt < 0 || nt > g->cap_tiles || rows > cap_rows)
+    int rc = read_n_tiles(g, &nt);
+    if (rc) return rc;
+    const size_t rows = (size_t)nt * TL_MOE_TILE_M;
+    if (rows > cap_rows)
         return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles: more rows than the caller holds", nt);
     if (rows) TL_GPU_CHECK(hipMemcpy(act, g->act, rows * (size_t)g->s.width * sizeof(uint16_t), hipMemcpyDeviceToHost));
     return 0;
@@ -1153,7 +1167,7 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
     const int stage = part == TL_MOE_PART_STAGE1 ? 1 : 2;
     const tl_moe_shape *s = &g->s;
     const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
-    const long long grid = max_tiles * ((stage == 1 ? s->width : s->hidden) / item_cols(stage));
+    const long long grid = stage_blocks(max_tiles, stage == 1 ? s->width : s->hidden, stage);
     const size_t words = 2 + 3 * (size_t)grid; /* t0, t1, then 3 per block */
     const double per_us = tl_gpu_clock_per_us();
     if (per_us <= 0.0) return TL_EFAIL;
