@@ -540,6 +540,28 @@ typedef struct {
     int unroll, mode, layout, per_cu, threads;
 } hbm_config;
 
+/* The read-only reduction's configurations (the first is the one --quick and the read floor run). */
+static const hbm_config rcfg[] = {
+    {8, 0, 1, 0, 256}, {4, 0, 1, 0, 256}, {2, 0, 1, 0, 256}, {4, 0, 1, 0, 512}, {8, 0, 1, 0, 512},
+    {8, 1, 1, 0, 256}, {8, 0, 1, 2, 1024}, {8, 0, 0, 2, 1024}, {4, 0, 1, 4, 512}, {8, 2, 1, 0, 256},
+};
+
+/* The launch of one memory-kernel configuration over n16 16-byte vectors: a persistent grid of
+ * per_cu blocks per CU, or (per_cu 0) one UNROLL group of vectors per thread. */
+static void hbm_desc(roofline_ctx *c, const hbm_config *cfg, int which, size_t n16, int cus, launch_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->c = c;
+    d->which = which;
+    d->unroll = cfg->unroll;
+    d->mode = cfg->mode;
+    d->layout = cfg->layout;
+    d->threads = cfg->threads;
+    size_t per_group = (size_t)cfg->threads * (size_t)cfg->unroll;
+    size_t blocks = cfg->per_cu > 0 ? (size_t)cus * (size_t)cfg->per_cu : (n16 + per_group - 1) / per_group;
+    d->blocks = (int)(blocks > MAX_HBM_BLOCKS ? MAX_HBM_BLOCKS : blocks);
+}
+
 /* ---- checks ---- */
 static int check_mma_tiles(roofline_ctx *c)
 {
@@ -702,13 +724,8 @@ static int run_all(roofline_ctx *c)
         }
     }
 
-    /* HBM read-only reduction and copy. per_cu > 0: that many blocks per CU/SM (a persistent
-     * grid); per_cu = 0: a one-shot grid, one UNROLL group of vectors per thread. The first
-     * entry of each list is the one --quick runs. */
-    static const hbm_config rcfg[] = {
-        {8, 0, 1, 0, 256}, {4, 0, 1, 0, 256}, {2, 0, 1, 0, 256}, {4, 0, 1, 0, 512}, {8, 0, 1, 0, 512},
-        {8, 1, 1, 0, 256}, {8, 0, 1, 2, 1024}, {8, 0, 0, 2, 1024}, {4, 0, 1, 4, 512}, {8, 2, 1, 0, 256},
-    };
+    /* HBM read-only reduction (rcfg, above) and copy (hbm_desc says what per_cu means); the
+     * first entry of each list is the one --quick runs. */
     static const hbm_config ccfg[] = {
         {2, 0, 1, 0, 256}, {1, 0, 1, 0, 256}, {1, 0, 1, 0, 512}, {2, 0, 1, 0, 512}, {1, 0, 1, 0, 1024},
         {2, 1, 1, 0, 256}, {4, 0, 1, 0, 256}, {8, 0, 0, 2, 1024}, {4, 0, 1, 2, 1024},
@@ -720,18 +737,7 @@ static int run_all(roofline_ctx *c)
         size_t n16 = pass == 0 ? c->n16 : c->n16 / 2;
         for (int i = 0; i < n; i++) {
             launch_desc d;
-            memset(&d, 0, sizeof d);
-            d.c = c;
-            d.which = pass == 0 ? K_READ : K_COPY;
-            d.unroll = cfg[i].unroll;
-            d.mode = cfg[i].mode;
-            d.layout = cfg[i].layout;
-            d.threads = cfg[i].threads;
-            size_t per_group = (size_t)cfg[i].threads * (size_t)cfg[i].unroll;
-            size_t blocks = cfg[i].per_cu > 0 ? (size_t)cus * (size_t)cfg[i].per_cu
-                                              : (n16 + per_group - 1) / per_group;
-            if (blocks > MAX_HBM_BLOCKS) blocks = MAX_HBM_BLOCKS;
-            d.blocks = (int)blocks;
+            hbm_desc(c, &cfg[i], pass == 0 ? K_READ : K_COPY, n16, cus, &d);
             if (pass == 1 && (st = clear_dst(c))) return st;
             if ((st = time_config(c, &d, pass == 0 ? "hbm_read_gbps" : "hbm_copy_gbps"))) return st;
             if (pass == 0 && (st = check_read_sum(c, d.blocks))) return st;
@@ -839,20 +845,11 @@ extern "C" int tl_roofline_read_floor(double bytes, const tl_bench_opts *opts, d
     c.n16 = (size_t)((bytes + 15.0) / 16.0);
     if (opts) c.bopts = *opts;
     else tl_bench_default_opts(&c.bopts);
-    /* the first (--quick) read configuration: 256 threads x 8 loads in flight, one block per chunk */
-    launch_desc d;
-    memset(&d, 0, sizeof d);
-    d.c = &c;
-    d.which = K_READ;
-    d.unroll = 8;
-    d.layout = 1;
-    d.threads = 256;
-    size_t blocks = (c.n16 + (size_t)d.threads * d.unroll - 1) / ((size_t)d.threads * d.unroll);
-    if (blocks > MAX_HBM_BLOCKS) blocks = MAX_HBM_BLOCKS;
-    d.blocks = (int)blocks;
+    launch_desc d; /* the first (--quick) read configuration: a grid sized to the buffer */
+    hbm_desc(&c, &rcfg[0], K_READ, c.n16, gpu.compute_units, &d);
     tl_bench_result r;
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.hbm, c.n16 * 16), st, done);
-    TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.partial, sizeof(unsigned) * blocks), st, done);
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.partial, sizeof(unsigned) * (size_t)d.blocks), st, done);
     tl_roofline_fill_index<<<2048, 256>>>((unsigned *)c.hbm, c.n16 * 4);
     TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_fill_index", st, done);
     if ((st = tl_bench_run(&c.bopts, launch_one, &d, &r))) goto done;
