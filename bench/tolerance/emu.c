@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "roundings.h"
+
 static int H = 7168, W = 256, E = 256, K = 8, FP8 = 0, RZ = 0, MB = 16;
 /* fp32 rounding of an exact (double) value: RNE, or toward zero when RZ (tensor-core style) */
 static float rnd(double d)
@@ -21,13 +23,6 @@ static float rnd(double d)
     return f;
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 static float normal4(uint64_t h)
 {
     uint32_t a = h & 0xffff, b = (h >> 16) & 0xffff, c = (h >> 32) & 0xffff, d = h >> 48;
@@ -39,28 +34,6 @@ static double gauss(uint64_t *st)
 {
     double u1 = unif(st), u2 = unif(st);
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-static float bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fff + ((u >> 16) & 1);
-    u &= 0xffff0000u;
-    memcpy(&x, &u, 4);
-    return x;
-}
-static float e4m3(float x) /* RNE, saturating to 448 */
-{
-    float a = fabsf(x);
-    if (a == 0) return 0;
-    int e;
-    frexpf(a, &e); /* a = f*2^e, f in [0.5,1): floor(log2 a) = e-1 */
-    int fe = e - 1;
-    if (fe < -6) fe = -6;
-    float step = ldexpf(1.0f, fe - 3);
-    float q = rintf(a / step) * step;
-    if (q > 448.0f) q = 448.0f;
-    return x < 0 ? -q : q;
 }
 
 /* pool: W1t[e][c][r] (r < 2W), W2t[e][j][n]; fp8: code values, scales S1[e][r/128][c/128], S2[e][n/128][j/128] */

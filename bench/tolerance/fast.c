@@ -12,13 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "roundings.h"
+
 typedef struct { uint64_t s; int have; double spare; } rng;
 static double unif(rng *r) { r->s += 0x9e3779b97f4a7c15ull; uint64_t z = mix64(r->s); return ((z >> 11) + 0.5) * 0x1p-53; }
 static double gauss(rng *r)
@@ -29,28 +24,6 @@ static double gauss(rng *r)
     sincos(6.283185307179586 * u2, &s, &c);
     r->spare = rad * s, r->have = 1;
     return rad * c;
-}
-static float bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fff + ((u >> 16) & 1);
-    u &= 0xffff0000u;
-    memcpy(&x, &u, 4);
-    return x;
-}
-static float e4m3(float x)
-{
-    float a = fabsf(x);
-    if (a == 0) return 0;
-    int e;
-    frexpf(a, &e);
-    int fe = e - 1;
-    if (fe < -6) fe = -6;
-    float step = ldexpf(1.0f, fe - 3);
-    float q = rintf(a / step) * step;
-    if (q > 448.0f) q = 448.0f;
-    return x < 0 ? -q : q;
 }
 static float silu(float g) { return g / (1.0f + expf(-g)); }
 static void group_q(float *a, int n)
