@@ -238,12 +238,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef enum { B_ENC_E4M3, B_ENC_E5M2, B_ENC_BF16, B_DEC_E4M3, B_MXFP4, B_MXFP8 } bench_kind;
 
 static void run_once(bench_kind k, const float *x, size_t n, uint8_t *c8, uint16_t *c16, float *y,
@@ -315,7 +309,7 @@ int tl_bench_numerics(int argc, char **argv)
                 times[r] = now_s() - t0;
             }
             if (B[b].k == B_MXFP4 || B[b].k == B_MXFP8) tl_encode_array8(TL_NF_E4M3FN, x, N, 1, c8);
-            qsort(times, (size_t)runs, sizeof *times, cmp_double);
+            qsort(times, (size_t)runs, sizeof *times, tl_cmp_double);
             double med = times[runs / 2], rate = (double)N / med;
             tl_table_row(t);
             tl_table_str(t, B[b].name);

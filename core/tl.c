@@ -89,6 +89,12 @@ double tl_rng_laplace(tl_rng *r)
     return (u < 0 ? b : -b) * log(a);
 }
 
+int tl_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 uint64_t tl_fresh_seed(void)
 {
     struct timespec ts;

@@ -50,6 +50,9 @@ double tl_rng_laplace(tl_rng *r);
 /* A seed from the clock and pid, for "fresh random inputs"; always print it so runs can be repeated. */
 uint64_t tl_fresh_seed(void);
 
+/* qsort comparator of doubles, ascending (medians and quantiles of timings). */
+int tl_cmp_double(const void *a, const void *b);
+
 /* ---- atomic output files ----
  * Writers never leave a half-written file: they write to "<path>.tmp.<pid>" and rename it over
  * <path> on success, or remove it on failure. Between begin and commit/abort the tmp name is

@@ -178,12 +178,6 @@ __global__ void tl_bench_flush_read_kernel(uint4 *buf, size_t n16, unsigned salt
     if (x == salt) buf[(size_t)blockIdx.x * blockDim.x + threadIdx.x].x = x;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Quantile q of sorted v[0..n) by the nearest rank. */
 static double quantile(const double *v, int n, double q)
 {
@@ -349,7 +343,7 @@ extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx
     {
         double sum = 0.0;
         for (int i = 0; i < o.iters; i++) sum += s.times[i];
-        qsort(s.times, (size_t)o.iters, sizeof(double), cmp_double);
+        qsort(s.times, (size_t)o.iters, sizeof(double), tl_cmp_double);
         out->iters = o.iters;
         out->median_ms = o.iters % 2 ? s.times[o.iters / 2]
                                      : 0.5 * (s.times[o.iters / 2 - 1] + s.times[o.iters / 2]);

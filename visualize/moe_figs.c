@@ -521,12 +521,6 @@ static int trace_slots(trace_case *tc, int *n_sm, int *sm_row)
     return max_slots;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
 {
     char *text = NULL;
@@ -549,7 +543,7 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
             last_end = fmax(last_end, tc.b[i].t1);
             dur[i] = tc.b[i].t1 - tc.b[i].t0;
         }
-        qsort(dur, (size_t)tc.n, sizeof *dur, cmp_double);
+        qsort(dur, (size_t)tc.n, sizeof *dur, tl_cmp_double);
         double tmin = fmin(0.0, first), tmax = fmax(last_end, isfinite(tc.stage_end) ? tc.stage_end : 0.0) * 1.02;
         if (!(tmax > tmin)) tmax = tmin + 1.0; /* every time 0: still an axis */
         const double W = 900, H = 660;
