@@ -423,13 +423,6 @@ static int by_sm_then_start(const void *a, const void *b)
     return (x->t0 > y->t0) - (x->t0 < y->t0);
 }
 
-static int parse_double_field(const char *s, double *v)
-{
-    char *end = NULL;
-    *v = strtod(s, &end);
-    return s[0] && end && !*end && isfinite(*v);
-}
-
 /* Reads the rows of (tokens, stage) from the trace text; tokens 0: the first case's. */
 static int trace_read(const char *path, const char *text, int tokens, int stage, trace_case *tc)
 {
@@ -448,7 +441,7 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
         if (tl_csv_blank(&r)) continue;
         double v[7];
         for (int i = 0; i < 7 && !rc; i++)
-            if (i != 2 && !parse_double_field(tl_csv_field(&r, col[i]), &v[i]))
+            if (i != 2 && tl_parse_double(tl_csv_field(&r, col[i]), need[i], &v[i])) /* its message, with the line */
                 rc = tl_error(TL_EUSAGE, path, "line %d: '%s' is not a number (column %s)", r.line,
                               tl_csv_field(&r, col[i]), need[i]);
         if (rc) break;
