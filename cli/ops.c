@@ -481,12 +481,15 @@ static int moe_bench(void *vp, int c, tl_table *t)
         if (rc) return rc;
     }
     tl_gpu_info info;
-    char label[640], date[64];
+    char where[300], label[640], date[64];
     if ((rc = tl_gpu_query(0, &info))) return rc;
     tl_bench_date(date, sizeof date);
+    /* device, date and method, without commas (the trace's source is one CSV field) */
+    snprintf(where, sizeof where, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
+    for (char *ch = where; *ch; ch++)
+        if (*ch == ',') *ch = ' ';
     /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
-    snprintf(label, sizeof label, "measured on %.200s %.63s%s; sim_us simulated on preset %.200s", info.name, date,
-             p->flush_write ? " (write flush)" : " (read flush)", p->hw);
+    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %.200s", where, p->hw);
     tl_hw hw;
     if ((rc = tl_hw_load(p->hw, &hw))) return rc;
     if ((rc = tl_moe_gpu_set_tokens(p->g, &p->in))) return rc;
@@ -501,13 +504,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
         o.flush_l2 = p->flush_write ? TL_BENCH_FLUSH_WRITE : TL_BENCH_FLUSH_READ;
         tl_bench_result r;
         rc = tl_moe_gpu_time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
-        if (!rc && p->trace_path) {
-            char src[400]; /* no commas: one CSV field */
-            snprintf(src, sizeof src, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
-            for (char *ch = src; *ch; ch++)
-                if (*ch == ',') *ch = ' ';
-            rc = moe_trace_stage(p, stage, &o, src);
-        }
+        if (!rc && p->trace_path) rc = moe_trace_stage(p, stage, &o, where);
         if (rc) return rc;
         double us = r.median_ms * 1e3;
         double wbytes = p->wl.active_experts * moe_mat_bytes(stage == 1 ? &p->in.w1 : &p->in.w2);
