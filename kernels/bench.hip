@@ -233,6 +233,20 @@ static int enqueue_flush(uint4 *buf, size_t n16, int mode, unsigned salt, hipStr
     return 0;
 }
 
+/* The stream and the flush buffer of o (the caller frees them with bench_free). */
+static int state_open(bench_state *s, const tl_bench_opts *o)
+{
+    TL_GPU_CHECK(hipStreamCreateWithFlags(&s->stream, hipStreamNonBlocking));
+    s->have_stream = 1;
+    if (o->flush_l2 && o->flush_bytes >= 16) {
+        s->flush16 = o->flush_bytes / 16;
+        s->flush_mode = o->flush_l2;
+        TL_GPU_CHECK(hipMalloc((void **)&s->flush, s->flush16 * 16));
+    }
+    s->spin_us = o->spin_us;
+    return 0;
+}
+
 /* What comes before each iteration: the flush, then the busy-wait. */
 static int flush_l2(bench_state *s, unsigned salt)
 {
@@ -246,29 +260,25 @@ extern "C" int tl_bench_run_marked(const tl_bench_opts *opts, tl_bench_fn fn, vo
     tl_bench_opts o;
     if (opts) o = *opts;
     else tl_bench_default_opts(&o);
-    int st0 = check_method(&o);
-    if (st0) return st0;
+    int rc = check_method(&o);
+    if (rc) return rc;
     if (!fn) return tl_error(TL_EUSAGE, "bench", "no function to run");
-    hipStream_t st = NULL;
-    uint4 *buf = NULL;
-    const size_t n16 = o.flush_l2 ? o.flush_bytes / 16 : 0;
-    int rc = 0;
-    TL_GPU_CHECK_GOTO(hipStreamCreateWithFlags(&st, hipStreamNonBlocking), rc, done);
+    bench_state s;
+    memset(&s, 0, sizeof s);
     /* every allocation first: a new mapping would leave the warm-up's address translations cold */
-    if (n16) TL_GPU_CHECK_GOTO(hipMalloc((void **)&buf, n16 * 16), rc, done);
+    if ((rc = state_open(&s, &o))) goto done;
     if (o.warmup > 0) {
-        if ((rc = enqueue_flush(buf, n16, o.flush_l2, 0x7ace0000u, st))) goto done;
-        if ((rc = fn(ctx, (void *)st))) goto done;
+        if ((rc = enqueue_flush(s.flush, s.flush16, s.flush_mode, 0x7ace0000u, s.stream))) goto done;
+        if ((rc = fn(ctx, (void *)s.stream))) goto done;
     }
-    if ((rc = enqueue_flush(buf, n16, o.flush_l2, 0x7ace0001u, st))) goto done;
-    if ((rc = enqueue_spin(o.spin_us, st, t0_dev))) goto done;
-    if ((rc = fn(ctx, (void *)st))) goto done;
-    if ((rc = enqueue_spin(0.0, st, t1_dev))) goto done;
-    TL_GPU_CHECK_GOTO(hipStreamSynchronize(st), rc, done);
+    if ((rc = enqueue_flush(s.flush, s.flush16, s.flush_mode, 0x7ace0001u, s.stream))) goto done;
+    if ((rc = enqueue_spin(s.spin_us, s.stream, t0_dev))) goto done;
+    if ((rc = fn(ctx, (void *)s.stream))) goto done;
+    if ((rc = enqueue_spin(0.0, s.stream, t1_dev))) goto done;
+    TL_GPU_CHECK_GOTO(hipStreamSynchronize(s.stream), rc, done);
 done:
-    if (st) (void)hipStreamSynchronize(st);
-    if (buf) (void)hipFree(buf);
-    if (st) (void)hipStreamDestroy(st);
+    if (s.have_stream) (void)hipStreamSynchronize(s.stream);
+    bench_free(&s);
     return rc;
 }
 
@@ -294,18 +304,11 @@ extern "C" int tl_bench_run(const tl_bench_opts *opts, tl_bench_fn fn, void *ctx
     s.times = (double *)malloc(sizeof(double) * (size_t)o.iters);
     if (!s.times) return tl_error(TL_EFAIL, "bench", "out of host memory");
 
-    TL_GPU_CHECK_GOTO(hipStreamCreateWithFlags(&s.stream, hipStreamNonBlocking), st, done);
-    s.have_stream = 1;
+    if ((st = state_open(&s, &o))) goto done;
     for (int i = 0; i < 2; i++) {
         TL_GPU_CHECK_GOTO(hipEventCreate(&s.ev[i]), st, done);
         s.have_ev[i] = 1;
     }
-    if (o.flush_l2 && o.flush_bytes >= 16) {
-        s.flush16 = o.flush_bytes / 16;
-        s.flush_mode = o.flush_l2;
-        TL_GPU_CHECK_GOTO(hipMalloc((void **)&s.flush, s.flush16 * 16), st, done);
-    }
-    s.spin_us = o.spin_us;
     if (o.use_graph) {
         TL_GPU_CHECK_GOTO(hipStreamBeginCapture(s.stream, hipStreamCaptureModeThreadLocal), st, done);
         int fst = fn(ctx, (void *)s.stream);
