@@ -9,7 +9,12 @@
  * per SM so that one block's loads are in flight while another starts, computes or reduces, and a
  * grid of (tile, n-block) items that covers every SM even at M = 1 (stage 1: 8 tiles x 128
  * n-blocks). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
- * prefetch of the next chunks were tried and made every shape slower. Staging the weights in
+ * prefetch of the next chunks were tried and made every shape slower. Nor does M = 1 gain from
+ * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
+ * summing them in its last block, stage 2 in the combine; session 5): stage 1 114.7 -> 122.6 us in
+ * bf16 and 64.3 -> 82.3 in fp8, stage 2 68.2 -> 67.8 and 41.9 -> 47.9 (bench/results/
+ * h200_moe_variantD_*; likely each extra block paying its prologue's dependent loads again, not
+ * traced). Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
@@ -559,7 +564,10 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
          * in one call, two calls): stage 1 M = 8 bf16 847 -> 827 us, fp8 471 -> 454; stage 2 M = 8
          * 428 -> 421 / 238 -> 234; stage 1 M = 1 -0.7%; M >= 64 (session 3) bf16 stage 1 4.37 -> 4.48
          * TB/s, fp8 3.99 -> 4.20; but stage 2 at M = 1 (448 items, one wave) 1.5-2.5% slower in bf16
-         * and 0.5% in fp8, hence the exception. (With the write flush, session 3 saw M = 8 lose 2%.) */
+         * and 0.5% in fp8, hence the exception. (With the write flush, session 3 saw M = 8 lose 2%.)
+         * Plain loads everywhere (session 5, one call, twice) were slower at every M tried: stage 1
+         * at M = 64 / 256 / 1024 fp8 1750 -> 1948, 1793 -> 2036, 3250 -> 3474 us, bf16 3348 -> 3501,
+         * 3387 -> 3604, 4086 -> 4408. */
         const bool evict_first = STAGE == 1 || (long long)n_tiles * (p.n_out / NB) > p.resident;
         Chunk<DT, V> ch[U][MT];
         auto load_weights_at = [&](int c0) {

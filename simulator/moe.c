@@ -105,13 +105,13 @@ void tl_moe_result_free(tl_moe_result *r)
 typedef struct {
     const tl_worklist *wl;
     int N, K, tile_n, n_blocks, tile_m, stage;
-    int weights_per_tile; /* every tile reads its expert's weights from HBM */
+    int weights_per_tile; /* every tile pays the time of its expert's weights from HBM */
     double w_elem, in_elem, out_elem, act_share;
 } cost_ctx;
 
 typedef struct {
     double w, a, o, m; /* HBM bytes (first touches): weights, activations, outputs, metadata */
-    double w_again;    /* weights read from HBM again (weights_per_tile): time, not intensity */
+    double w_again;    /* a later tile's weights, charged as HBM time (weights_per_tile), not bytes */
     double streamed;   /* every byte the items load or store, cache hits included */
 } byte_parts;
 
@@ -183,8 +183,8 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     p->combine_kernel = p->stage == 2;
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
-    /* evict-first weights (stage 1 always, stage 2 past one wave) and no pairing: each of an
-     * expert's tiles reads its weights from HBM (measured, fp8 M = 1024: 1.9x one read's floor) */
+    /* unpaired tiles: each of an expert's tiles pays a weight read's time (a stand-in for the
+     * loaded latency that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
     return 0;
 }

@@ -76,10 +76,15 @@
  *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
  *      12.7 us at M = 1 on the H200, from which block_sync_us = 0.05 was derived; the current one
  *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
- *    * weights_per_tile: an expert with several tiles has its weights read from HBM for each
- *      (kernels/moe.hip streams weights evict-first and pairs tiles only for bf16: fp8 at M = 1024,
- *      two tiles an expert, measured 1.9x the floor of reading its weights once, session 4);
- *      without it later tiles hit L2.
+ *    * weights_per_tile: an expert's later tiles (not paired: kernels/moe.hip pairs tiles only
+ *      for bf16) take as long as if their weights came from HBM again. This is a stand-in, not the
+ *      mechanism: fp8 stage 1 at M = 1024 (two tiles an expert) runs 1.9x the floor of reading its
+ *      weights once, but Nsight Compute (session 5) shows them read from HBM once (7.6 GB of DRAM
+ *      reads for 7.5 GB of weights, L2 hit rate 52%) and the warps waiting on their loads (L1TEX
+ *      scoreboard, 55% of stall cycles; DRAM at 55% of peak): a stream held back by load latency
+ *      under load, on which an L2 hit costs about what a miss does. Plain loads instead of
+ *      evict-first were slower (3.25 -> 3.47 ms). The model has no loaded-latency term; without
+ *      this one it predicts fp8 at M = 1024 33% fast.
  *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
  *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
@@ -149,9 +154,9 @@ typedef struct {
     int requant_kernel;  /* fp8 stage 2: a separate kernel re-quantizes the bf16 activations to E4M3
                             in 1x128 groups (one row per block) before the GEMM */
     int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
-    int weights_per_tile; /* the expert's weights come from HBM for each of its tiles, not only its
-                            first (the kernel marks them evict-first and does not pair the tiles);
-                            the re-reads cost time, while hbm_bytes still counts each byte once */
+    int weights_per_tile; /* each of an expert's tiles pays the time of reading its weights from
+                            HBM, not only its first (unpaired tiles; see the stand-in above); the
+                            cost is time only: hbm_bytes still counts each byte once */
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */

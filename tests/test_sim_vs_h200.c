@@ -24,6 +24,8 @@ static const char *const measured_csvs[] = {
     "bench/results/h200_moe_bench_fp8_run12.csv",
     "bench/results/h200_moe_bench_bf16_write_run12.csv", /* --flush write: ~42 MB of dirty lines */
     "bench/results/h200_moe_bench_fp8_write_run12.csv",
+    "bench/results/h200_moe_bench_bf16_run17.csv", /* session 5, another machine, the same kernel */
+    "bench/results/h200_moe_bench_fp8_run17.csv",
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
