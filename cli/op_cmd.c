@@ -7,6 +7,21 @@
 
 #include "../core/op.h"
 #include "cli.h"
+#ifdef TILELAB_HAVE_GPU
+#include "../kernels/bench.h" /* tl_gpu_count */
+#endif
+
+/* Why the GPU part of an op cannot run here, or NULL when it can: a build without the GPU layer,
+ * or a GPU build on a machine where the driver sees no device (then check falls back to the CPU
+ * comparisons and bench stops with exit 1, as in a build without a GPU). Cost: one driver query. */
+static const char *gpu_missing(const tl_op *op)
+{
+    if (!op->gpu) return "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
+#ifdef TILELAB_HAVE_GPU
+    if (tl_gpu_count() < 1) return "no GPU found on this machine";
+#endif
+    return NULL;
+}
 
 static int find_format(int argc, char **argv, tl_format *fmt)
 {
@@ -166,11 +181,11 @@ int tl_cmd_check(int argc, char **argv)
         return tl_error(TL_EFAIL, "check", "out of memory");
     }
     int failed = 0, status = 0;
-    if (op->gpu) {
+    const char *no_gpu = gpu_missing(op);
+    if (!no_gpu) {
         failed = check_problem(op, problem, 1, t, "");
     } else {
-        fprintf(info, "GPU part skipped: this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip); "
-                      "checking the CPU reference against the naive loop instead.\n");
+        fprintf(info, "GPU part skipped: %s; checking the CPU reference against the naive loop instead.\n", no_gpu);
         void *small = NULL;
         if (op->small_problem && (rc = op->small_problem(problem, &small)) == 0) {
             op->describe(small, info);
@@ -186,9 +201,9 @@ int tl_cmd_check(int argc, char **argv)
     }
     if (failed < 0) status = -failed;
     else {
-        tl_table_print(t, fmt, op->gpu ? "GPU kernel against the CPU reference" : "CPU reference against the naive loop",
+        tl_table_print(t, fmt, no_gpu ? "CPU reference against the naive loop" : "GPU kernel against the CPU reference",
                        stdout);
-        if (!op->gpu) printf("GPU check: skipped (no GPU build)\n");
+        if (no_gpu) printf("GPU check: skipped: %s\n", no_gpu);
         if (tl_table_rows(t) == 0) printf("note: no case was cheap enough for the naive loop\n");
         if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
         else printf("all %d comparisons passed\n", tl_table_rows(t));
@@ -208,10 +223,10 @@ int tl_bench_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if ((rc = op->parse(argc, argv, TL_OP_BENCH, &problem))) return rc;
-    if (!op->bench) {
+    const char *no_gpu = op->bench ? gpu_missing(op) : "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
+    if (no_gpu) {
         op->free_problem(problem);
-        return tl_error(TL_EFAIL, "bench", "%s needs a GPU build of tilelab (-DTILELAB_GPU=cuda or hip); this one has "
-                        "none", op->name);
+        return tl_error(TL_EFAIL, "bench", "%s needs a GPU: %s", op->name, no_gpu);
     }
     op->describe(problem, fmt == TL_FMT_TABLE ? stdout : stderr);
     tl_table *t = tl_table_new(op->bench_header);
