@@ -3,7 +3,8 @@
 # so a second run is quick. Everything comes from Debian's own packages.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcairo2-dev libpango1.0-dev libjansson-dev
-      libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core clang-19 libamdhip64-dev python3)
+      libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core clang-19 lld-19 libamdhip64-dev
+      rocm-device-libs python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
