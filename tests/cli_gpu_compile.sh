@@ -45,7 +45,7 @@ if [ -n "$res" ]; then
   "$tilelab" bench roofline --from "$res" --save "$tmp/again.json" >/dev/null || fail "--from --save"
   "$tilelab" bench roofline --from "$tmp/again.json" --format csv | cut -d, -f1,2 >"$tmp/again.csv"
   cut -d, -f1,2 "$tmp/from.csv" | cmp -s - "$tmp/again.csv" || fail "a result saved again does not read back the same"
-  ls "$tmp" | grep -q '\.tmp\.' && fail "--save left a temporary file"
+  compgen -G "$tmp/*.tmp.*" >/dev/null && fail "--save left a temporary file"
 fi
 printf '{"ceilings": [1, 2' >"$tmp/bad.json"
 "$tilelab" bench roofline --from "$tmp/bad.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--from malformed JSON must exit 2"
@@ -212,7 +212,9 @@ else
     zero=$(grep -c "^; ScratchSize: 0$" "$s")
     [ "$kernels" -ge 1 ] || fail "roofline.s holds no kernels"
     [ "$zero" -ge "$kernels" ] || fail "roofline.s: only $zero of $kernels kernels have ScratchSize 0"
-    grep "\.amdhsa_private_segment_fixed_size" "$s" | grep -qv " 0$" && fail "roofline.s: a kernel has a private segment"
+    # (grep -c, not a pipe into grep -q: with pipefail an early exit of grep -q would hide the failure)
+    private=$(grep "\.amdhsa_private_segment_fixed_size" "$s" | grep -cv " 0$")
+    [ "$private" -eq 0 ] || fail "roofline.s: $private kernels have a private segment"
     echo "clang-19 gfx942: compiled $(ls "$src"/kernels/*.hip | wc -l) files; roofline.s: $kernels kernels, no scratch"
   fi
 fi

@@ -29,11 +29,13 @@ if ! cmake --build "$tmp/b" --target tilelab -j2 >"$tmp/build.log" 2>&1; then
 fi
 bin=$tmp/b/tilelab
 grep -qi "warning" "$tmp/build.log" && fail "the HIP build printed warnings: $(grep -m3 -i warning "$tmp/build.log")"
-ldd "$bin" | grep -q "libamdhip64" || fail "tilelab is not linked against libamdhip64"
+# (whole outputs to files first: with pipefail, grep -q closing a pipe early fails the producer)
+ldd "$bin" >"$tmp/ldd" 2>&1
+grep -q "libamdhip64" "$tmp/ldd" || fail "tilelab is not linked against libamdhip64"
 for o in "$tmp"/b/tilelab_gpu_hip/*.o; do # each object's .hip_fatbin bundles a gfx942 code object
   objcopy -O binary --only-section=.hip_fatbin "$o" "$tmp/fatbin" 2>/dev/null
-  /usr/lib/llvm-19/bin/clang-offload-bundler --list --type=o --input="$tmp/fatbin" 2>/dev/null \
-    | grep -q "amdgcn-amd-amdhsa--gfx942" || fail "$(basename "$o") holds no gfx942 code object"
+  /usr/lib/llvm-19/bin/clang-offload-bundler --list --type=o --input="$tmp/fatbin" >"$tmp/bundles" 2>/dev/null
+  grep -q "amdgcn-amd-amdhsa--gfx942" "$tmp/bundles" || fail "$(basename "$o") holds no gfx942 code object"
 done
 "$bin" version >"$tmp/out" 2>&1 || fail "tilelab version exited $?"
 "$bin" bench roofline --hw h200 --iters 1 --warmup 0 --quick >"$tmp/out" 2>"$tmp/err"; rc=$?
