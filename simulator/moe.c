@@ -184,7 +184,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
     /* unpaired tiles: each of an expert's tiles pays a weight read's time (a stand-in for the
-     * loaded latency that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
+     * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
     return 0;
 }

@@ -81,10 +81,11 @@
  *      mechanism: fp8 stage 1 at M = 1024 (two tiles an expert) runs 1.9x the floor of reading its
  *      weights once, but Nsight Compute (session 5) shows them read from HBM once (7.6 GB of DRAM
  *      reads for 7.5 GB of weights, L2 hit rate 52%) and the warps waiting on their loads (L1TEX
- *      scoreboard, 55% of stall cycles; DRAM at 55% of peak): a stream held back by load latency
- *      under load, on which an L2 hit costs about what a miss does. Plain loads instead of
- *      evict-first were slower (3.25 -> 3.47 ms). The model has no loaded-latency term; without
- *      this one it predicts fp8 at M = 1024 33% fast.
+ *      scoreboard, 55% of stall cycles; DRAM at 55% of peak). Pairing fp8's tiles, which halves
+ *      the weight bytes per row, left the time unchanged (3208 -> 3209 us), so what holds it is
+ *      per-row work: each item's activation loads from L2 and its scaling of every 128 group's
+ *      partial sums. Plain loads instead of evict-first were slower (3.25 -> 3.47 ms). The model
+ *      has no term for that work; without this one it predicts fp8 at M = 1024 33% fast.
  *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
  *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
