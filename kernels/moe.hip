@@ -1007,7 +1007,9 @@ static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
 }
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
- * 1.5 tiles or more; bf16 only (fp8 would spill with two tiles' partial sums). Measured on the H200
+ * 1.5 tiles or more; bf16 only. fp8's stage 2 would spill 144 bytes; its stage 1 paired (16 bytes
+ * of spills) was measured no faster at M = 384..1024 (session 5: its per-row work, not its
+ * weights, holds it; bench/results/h200_moe_notes.md, variant G). Measured on the H200
  * at M = 1024 (run 10): stage 1 4278 us (session 2: unpaired 6189), stage 2 2482 us (unpaired
  * 2925). */
 template <int DT, int STAGE>
