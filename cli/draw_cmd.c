@@ -76,7 +76,7 @@ static void name_simulated_source(tl_points *p, const char *path)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char tmp[256];
-    snprintf(tmp, sizeof tmp, "%s (%.200s)", p->source, base);
+    snprintf(tmp, sizeof tmp, "%.40s (%.200s)", p->source, base); /* source: one of the two above */
     strcpy(p->source, tmp);
 }
 

@@ -350,7 +350,9 @@ int tl_bench_roofline(int argc, char **argv)
     return tl_error(TL_EFAIL, "bench roofline",
                     "no GPU: this tilelab was built without one (configure with -DTILELAB_GPU=cuda or hip)");
 #else
-    if (tl_gpu_count() < 1) return tl_error(TL_EFAIL, "bench roofline", "no GPU found on this machine");
+    const int n_gpus = tl_gpu_count();
+    if (n_gpus < 0) return TL_EFAIL; /* the driver's error is recorded */
+    if (n_gpus == 0) return tl_error(TL_EFAIL, "bench roofline", "no GPU found on this machine");
     tl_roofline_opts o;
     tl_roofline_default_opts(&o);
     o.iters = (int)iters;

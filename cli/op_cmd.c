@@ -11,16 +11,24 @@
 #include "../kernels/bench.h" /* tl_gpu_count */
 #endif
 
-/* Why the GPU part of an op cannot run here, or NULL when it can: a build without the GPU layer,
- * or a GPU build on a machine where the driver sees no device (then check falls back to the CPU
- * comparisons and bench stops with exit 1, as in a build without a GPU). Cost: one driver query. */
-static const char *gpu_missing(const tl_op *op)
+/* Whether the GPU part of an op can run here. 0 with *why NULL: it can. 0 with *why saying why
+ * not: a build without the GPU layer, or a GPU build on a machine whose driver reports no GPU
+ * (check then falls back to the CPU comparisons and bench stops with exit 1, as in a build without
+ * a GPU). TL_EFAIL (recorded) when the driver fails otherwise: a GPU it cannot use is an error,
+ * never a skip. Cost: one driver query. */
+static int gpu_missing(const tl_op *op, int needs_bench, const char **why)
 {
-    if (!op->gpu) return "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
+    *why = NULL;
+    if (!op->gpu || (needs_bench && !op->bench)) {
+        *why = "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
+        return 0;
+    }
 #ifdef TILELAB_HAVE_GPU
-    if (tl_gpu_count() < 1) return "no GPU found on this machine";
+    const int n = tl_gpu_count();
+    if (n < 0) return TL_EFAIL;
+    if (n == 0) *why = "no GPU found on this machine";
 #endif
-    return NULL;
+    return 0;
 }
 
 static int find_format(int argc, char **argv, tl_format *fmt)
@@ -181,7 +189,12 @@ int tl_cmd_check(int argc, char **argv)
         return tl_error(TL_EFAIL, "check", "out of memory");
     }
     int failed = 0, status = 0;
-    const char *no_gpu = gpu_missing(op);
+    const char *no_gpu = NULL;
+    if (gpu_missing(op, 0, &no_gpu)) {
+        tl_table_free(t);
+        op->free_problem(problem);
+        return TL_EFAIL;
+    }
     if (!no_gpu) {
         failed = check_problem(op, problem, 1, t, "");
     } else {
@@ -223,10 +236,10 @@ int tl_bench_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if ((rc = op->parse(argc, argv, TL_OP_BENCH, &problem))) return rc;
-    const char *no_gpu = op->bench ? gpu_missing(op) : "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
-    if (no_gpu) {
+    const char *no_gpu = NULL;
+    if ((rc = gpu_missing(op, 1, &no_gpu)) || no_gpu) {
         op->free_problem(problem);
-        return tl_error(TL_EFAIL, "bench", "%s needs a GPU: %s", op->name, no_gpu);
+        return rc ? rc : tl_error(TL_EFAIL, "bench", "%s needs a GPU: %s", op->name, no_gpu);
     }
     op->describe(problem, fmt == TL_FMT_TABLE ? stdout : stderr);
     tl_table *t = tl_table_new(op->bench_header);

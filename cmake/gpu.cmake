@@ -41,7 +41,8 @@ elseif(TL_GPU_MODE STREQUAL "hip")
   set_property(CACHE TILELAB_HIP_LAYOUT PROPERTY STRINGS auto rocm debian)
   set(TL_HIP_LAYOUT "${TILELAB_HIP_LAYOUT}")
   if(TL_HIP_LAYOUT STREQUAL "auto")
-    if(CMAKE_HIP_COMPILER_ROCM_ROOT OR DEFINED ENV{ROCM_PATH}
+    if(CMAKE_HIP_COMPILER_ROCM_ROOT
+       OR (NOT "$ENV{ROCM_PATH}" STREQUAL "" AND EXISTS "$ENV{ROCM_PATH}/lib/cmake/hip-lang/hip-lang-config.cmake")
        OR EXISTS /opt/rocm/lib/cmake/hip-lang/hip-lang-config.cmake)
       set(TL_HIP_LAYOUT rocm)
     else()
@@ -62,9 +63,11 @@ elseif(TL_GPU_MODE STREQUAL "hip")
     find_library(TL_AMDHIP64 amdhip64)
     # The ROCm device libraries (rocm-device-libs): HIP 5.2's headers implement threadIdx,
     # blockDim, __syncthreads and __threadfence through ockl.bc and hip.bc. The package has no
-    # oclc_isa_version_942.bc, so clang's default set cannot be used; exactly these two are
-    # linked, and only the functions the kernels reference are pulled in. No ocml (math):
-    # kernels use __builtin_* math on AMD.
+    # oclc_isa_version_942.bc, so clang's default set cannot be used; exactly these are linked,
+    # and only the functions the kernels reference are pulled in: ockl, hip, and the wave size
+    # that ockl reads (64: every gfx9 target; without optimisation the read is not folded away
+    # and a Debug build's link misses __oclc_wavefrontsize64). No ocml (math): kernels use
+    # __builtin_* math on AMD.
     find_path(TL_HIP_BITCODE ockl.bc PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/amdgcn/bitcode
               /usr/lib/amdgcn/bitcode /usr/amdgcn/bitcode NO_DEFAULT_PATH)
     foreach(v TL_HIP_CLANG:clang-19 TL_HIP_INCLUDE:libamdhip64-dev TL_AMDHIP64:libamdhip64-dev
@@ -102,7 +105,7 @@ elseif(TL_GPU_MODE STREQUAL "hip")
     separate_arguments(TL_HIP_BT_FLAGS UNIX_COMMAND "${CMAKE_CXX_FLAGS_${bt}}")
     set(TL_HIP_FLAGS -x hip -std=c++17 -fPIC ${TL_HIP_BT_FLAGS} ${TL_HIP_ARCH_FLAGS}
         --rocm-path=${TL_HIP_ROOT} --rocm-device-lib-path=${TL_HIP_BITCODE}
-        --hip-device-lib=hip.bc --hip-device-lib=ockl.bc
+        --hip-device-lib=hip.bc --hip-device-lib=ockl.bc --hip-device-lib=oclc_wavefrontsize64_on.bc
         -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -I${CMAKE_SOURCE_DIR}
         # the host pass sees static __device__ helpers that only kernels call: not unused
         -Xarch_host -Wno-unused-function -Xarch_host -Wno-unneeded-internal-declaration)

@@ -47,7 +47,8 @@ typedef struct {
     size_t smem_per_block;  /* largest shared memory / LDS a block may ask for */
 } tl_gpu_info;
 
-/* Number of visible GPUs; 0 (no error recorded) when there is no device or no driver. */
+/* Number of visible GPUs; 0 (no error recorded) when the driver reports no device or there is no
+ * driver; -1 with the driver's error recorded when it fails otherwise (a GPU it cannot use). */
 int tl_gpu_count(void);
 /* Fills *out for device `device` and makes it current. TL_EFAIL (recorded) on failure,
  * TL_EUSAGE for an ordinal out of range. Cost: a few driver queries. */

@@ -10,11 +10,12 @@
 extern "C" int tl_gpu_count(void)
 {
     int n = 0;
-    if (hipGetDeviceCount(&n) != hipSuccess) {
-        (void)hipGetLastError(); /* clear the sticky "no device" error */
-        return 0;
-    }
-    return n;
+    const hipError_t e = hipGetDeviceCount(&n);
+    if (e == hipSuccess) return n;
+    (void)hipGetLastError(); /* clear the sticky error */
+    if (e == hipErrorNoDevice || e == hipErrorInsufficientDriver) return 0;
+    (void)tl_gpu_fail("hipGetDeviceCount", hipGetErrorString(e), __FILE__, __LINE__);
+    return -1;
 }
 
 static int attribute_or_zero(hipDeviceAttribute_t attr, int device)
@@ -30,6 +31,7 @@ static int attribute_or_zero(hipDeviceAttribute_t attr, int device)
 extern "C" int tl_gpu_query(int device, tl_gpu_info *out)
 {
     int n = tl_gpu_count();
+    if (n < 0) return TL_EFAIL;
     if (device < 0 || device >= n)
         return tl_error(TL_EUSAGE, "gpu", "device %d does not exist (%d visible)", device, n);
     memset(out, 0, sizeof *out);

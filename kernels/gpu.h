@@ -64,6 +64,7 @@ typedef cudaDeviceProp hipDeviceProp_t;
 typedef cudaDeviceAttr hipDeviceAttribute_t;
 #define hipSuccess cudaSuccess
 #define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInsufficientDriver cudaErrorInsufficientDriver
 #define hipErrorInvalidDevice cudaErrorInvalidDevice
 #define hipGetErrorString cudaGetErrorString
 #define hipGetErrorName cudaGetErrorName

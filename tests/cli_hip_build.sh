@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-if ! cmake -S "$src" -B "$tmp/b" -DTILELAB_GPU=hip -DCMAKE_HIP_ARCHITECTURES=gfx942 \
+if ! cmake -S "$src" -B "$tmp/b" -DTILELAB_GPU=hip -DTILELAB_HIP_LAYOUT=debian -DCMAKE_HIP_ARCHITECTURES=gfx942 \
      -DTILELAB_TESTS=OFF >"$tmp/cfg.log" 2>&1; then
   tail -20 "$tmp/cfg.log"; echo "FAIL: configure"; exit 1
 fi
