@@ -565,9 +565,9 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
          * 428 -> 421 / 238 -> 234; stage 1 M = 1 -0.7%; M >= 64 (session 3) bf16 stage 1 4.37 -> 4.48
          * TB/s, fp8 3.99 -> 4.20; but stage 2 at M = 1 (448 items, one wave) 1.5-2.5% slower in bf16
          * and 0.5% in fp8, hence the exception. (With the write flush, session 3 saw M = 8 lose 2%.)
-         * Plain loads everywhere (session 5, one call, twice) were slower at every M tried: stage 1
-         * at M = 64 / 256 / 1024 fp8 1750 -> 1948, 1793 -> 2036, 3250 -> 3474 us, bf16 3348 -> 3501,
-         * 3387 -> 3604, 4086 -> 4408. */
+         * Plain loads everywhere (session 5, one call, twice) were slower at every M tried (M = 64,
+         * 256, 1024) but bf16 stage 2 at M = 1024 (-0.3%): stage 1 fp8 1750 -> 1948, 1793 -> 2036,
+         * 3250 -> 3474 us, bf16 3348 -> 3501, 3387 -> 3604, 4086 -> 4408. */
         const bool evict_first = STAGE == 1 || (long long)n_tiles * (p.n_out / NB) > p.resident;
         Chunk<DT, V> ch[U][MT];
         auto load_weights_at = [&](int c0) {
