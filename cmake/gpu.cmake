@@ -88,6 +88,12 @@ elseif(TL_GPU_MODE STREQUAL "hip")
       message(FATAL_ERROR "TILELAB_GPU=hip (Debian layout): ${TL_HIP_CLANG_DIR}/ld.lld not found: "
               "install the lld package of the same version as ${TL_HIP_CLANG} (lld-19 for clang-19)")
     endif()
+    # clang bundles each object's device code with clang-offload-bundler from its own folder, which
+    # Debian ships in clang-tools-N (only a recommendation of clang-N)
+    if(NOT EXISTS "${TL_HIP_CLANG_DIR}/clang-offload-bundler")
+      message(FATAL_ERROR "TILELAB_GPU=hip (Debian layout): ${TL_HIP_CLANG_DIR}/clang-offload-bundler not "
+              "found: install the clang-tools package of the same version as ${TL_HIP_CLANG} (clang-tools-19)")
+    endif()
     get_filename_component(TL_HIP_ROOT "${TL_HIP_INCLUDE}" DIRECTORY)
     # Each architecture must be one this clang knows (clang-19: gfx942 yes, gfx950 no).
     set(TL_HIP_ARCH_FLAGS "")

@@ -3,7 +3,7 @@
 # so a second run is quick. Everything comes from Debian's own packages.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcairo2-dev libpango1.0-dev libjansson-dev
-      libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core clang-19 lld-19 libamdhip64-dev
+      libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core clang-19 clang-tools-19 lld-19 libamdhip64-dev
       rocm-device-libs python3)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -14,6 +14,7 @@ for need in clang++-19 ld.lld-19; do
   command -v "$need" >/dev/null || { echo "SKIPPED: $need not found"; exit 0; }
 done
 [ -f /usr/include/hip/hip_runtime.h ] || { echo "SKIPPED: libamdhip64-dev not installed"; exit 0; }
+[ -x /usr/lib/llvm-19/bin/clang-offload-bundler ] || { echo "SKIPPED: clang-tools-19 not installed"; exit 0; }
 ls /usr/lib/*/amdgcn/bitcode/ockl.bc >/dev/null 2>&1 || { echo "SKIPPED: rocm-device-libs not installed"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
