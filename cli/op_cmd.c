@@ -11,15 +11,15 @@
 #include "../kernels/bench.h" /* tl_gpu_count */
 #endif
 
-/* Whether the GPU part of an op can run here. 0 with *why NULL: it can. 0 with *why saying why
- * not: a build without the GPU layer, or a GPU build on a machine whose driver reports no GPU
- * (check then falls back to the CPU comparisons and bench stops with exit 1, as in a build without
- * a GPU). TL_EFAIL (recorded) when the driver fails otherwise: a GPU it cannot use is an error,
- * never a skip. Cost: one driver query. */
-static int gpu_missing(const tl_op *op, int needs_bench, const char **why)
+/* Whether an op's GPU part (`built`: the op has one in this build) can run here. 0 with *why
+ * NULL: it can. 0 with *why saying why not: a build without the GPU layer, or a GPU build on a
+ * machine whose driver reports no GPU (check then falls back to the CPU comparisons and bench stops
+ * with exit 1, as in a build without a GPU). TL_EFAIL (recorded) when the driver fails otherwise:
+ * a GPU it cannot use is an error, never a skip. Cost: one driver query. */
+static int gpu_missing(int built, const char **why)
 {
     *why = NULL;
-    if (!op->gpu || (needs_bench && !op->bench)) {
+    if (!built) {
         *why = "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
         return 0;
     }
@@ -181,6 +181,11 @@ int tl_cmd_check(int argc, char **argv)
     if ((rc = find_format(argc - 1, argv + 1, &fmt))) return rc;
     void *problem = NULL;
     if ((rc = op->parse(argc - 1, argv + 1, TL_OP_CHECK, &problem))) return rc;
+    const char *no_gpu = NULL;
+    if ((rc = gpu_missing(op->gpu != NULL, &no_gpu))) {
+        op->free_problem(problem);
+        return rc;
+    }
     FILE *info = fmt == TL_FMT_TABLE ? stdout : stderr;
     op->describe(problem, info);
     tl_table *t = tl_table_new("case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes");
@@ -189,12 +194,6 @@ int tl_cmd_check(int argc, char **argv)
         return tl_error(TL_EFAIL, "check", "out of memory");
     }
     int failed = 0, status = 0;
-    const char *no_gpu = NULL;
-    if (gpu_missing(op, 0, &no_gpu)) {
-        tl_table_free(t);
-        op->free_problem(problem);
-        return TL_EFAIL;
-    }
     if (!no_gpu) {
         failed = check_problem(op, problem, 1, t, "");
     } else {
@@ -237,7 +236,7 @@ int tl_bench_op(int argc, char **argv)
     void *problem = NULL;
     if ((rc = op->parse(argc, argv, TL_OP_BENCH, &problem))) return rc;
     const char *no_gpu = NULL;
-    if ((rc = gpu_missing(op, 1, &no_gpu)) || no_gpu) {
+    if ((rc = gpu_missing(op->bench != NULL, &no_gpu)) || no_gpu) {
         op->free_problem(problem);
         return rc ? rc : tl_error(TL_EFAIL, "bench", "%s needs a GPU: %s", op->name, no_gpu);
     }
