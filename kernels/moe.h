@@ -56,6 +56,25 @@ extern "C" {
 #define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
 #define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */
 #define TL_MOE_K_ALIGN 128 /* hidden and width must be multiples of this (block, group, chunk) */
+/* Decode: bf16 stage 2 at one token runs moe_gemv_down instead of the GEMM (every tile holds one
+ * row). A block of TL_MOE_GEMV_THREADS threads is cut into groups of gs threads (a power of 2 up to
+ * a wave, then whole waves, with gs x TL_MOE_GEMV_VJ >= the 16-byte vectors of a weight row); a
+ * group owns TL_MOE_GEMV_R weight rows (output columns) over the whole K, each thread loading
+ * TL_MOE_GEMV_VJ vectors of each row at once. A block takes TL_MOE_GEMV_TASKS such sets of rows in
+ * turn, except the last blocks of the grid, which take one each (TL_MOE_GEMV_TAPER_PCT: the share
+ * of the work in the long blocks). */
+#define TL_MOE_GEMV_THREADS 256
+#define TL_MOE_GEMV_VJ 4
+#define TL_MOE_GEMV_R 2
+#define TL_MOE_GEMV_TASKS 8
+#define TL_MOE_GEMV_TAPER_PCT 85
+#define TL_MOE_GEMV_MINB 3 /* blocks per SM its register budget is cut for (NVIDIA) */
+/* Whether stage `stage` of this shape runs moe_gemv_down (K = width must fit one pass: K <= 8192). */
+static inline int tl_moe_uses_gemv(const tl_moe_shape *s, int stage)
+{
+    return stage == 2 && s->tokens == 1 && s->dtype == TL_MOE_BF16 &&
+           2 * s->width <= 16 * TL_MOE_GEMV_THREADS * TL_MOE_GEMV_VJ;
+}
 
 /* The kernel's shape contract, checked before anything is uploaded: hidden and width must be
  * multiples of 128 (the FP8 block and INT4 group, and the deepest K chunk a wave reads: 4 lanes x
@@ -124,7 +143,7 @@ int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench
  * *blocks (n_blocks entries, in block order) is the caller's to free. Cost: two flushes and two
  * runs of the stage. */
 typedef struct {
-    int block, tile, nblock, sm; /* block b is item (tile, nblock) = (b % max_tiles, b / max_tiles) */
+    int block, tile, nblock, sm; /* the block's item: (b % max_tiles, b / max_tiles); moe_gemv_down: its first */
     double start_us, end_us;
 } tl_moe_trace_block;
 int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks,

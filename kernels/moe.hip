@@ -18,6 +18,8 @@
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
+ * One case runs another kernel: bf16 stage 2 at one token (moe_gemv_down, a dot product per weight
+ * row in small, tapered blocks; kernels/moe.h, tl_moe_uses_gemv).
  */
 #include "gpu.h"
 #include "mma.h"
@@ -669,6 +671,127 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 #endif
 }
 
+/* ---- decode: bf16 stage 2 at one token (kernels/moe.h, TL_MOE_GEMV_*) ------------------------ */
+/* At one token each of the k tiles holds one row, and the GEMM's stage 2 is one round of 448 items
+ * of 512 KB on 528 slots (DeepSeek-V3.2): the H200 traces of session 4 show its blocks ending
+ * 49-67 us apart. Here a group of gs threads owns 2 weight rows over the whole K (every thread's 4
+ * 16-byte vectors of each row loaded at once), a block 8 such tasks in turn, and the last 15% of
+ * the tasks go one to a block, so that those short blocks, issued last, fill the SMs that end
+ * early. After each task's products its registers at once take the next task's weights, which
+ * stream while the task's sums are reduced (shuffles, then shared memory when gs spans waves) and
+ * written. Measured on the H200 (session 6, variant H, bench/results/h200_moe_notes.md): 66.5 ->
+ * 62.1 us against the GEMM in one call. The same design was slower for stage 1 and for fp8
+ * (bench/results/h200_moe_variantH_gemv.patch). */
+static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
+{
+    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        out[2 * i] = bits_f32(u[i] << 16);
+        out[2 * i + 1] = bits_f32(u[i] & 0xFFFF0000u);
+    }
+}
+
+/* Grid: blocks [0, big) take `tasks` consecutive tasks (tile-major, tasks divides the tasks of a
+ * tile), the blocks after them one each; a task is (tile, a block-wide set of 2 x blockDim / gs
+ * output columns). Writes ybuf[edge][n] = topk_w[edge] * (act row . W2[e] row n) for the tile's rows
+ * (one per token that chose expert e: at one token, one row unless a token repeats an expert). */
+__global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, MOE_MINB(TL_MOE_GEMV_MINB))
+    moe_gemv_down(GemmArgs p, int gs, int tasks, int big)
+{
+#if defined(MOE_NO_DEVICE)
+    (void)p, (void)gs, (void)tasks, (void)big;
+#else
+    enum { R = TL_MOE_GEMV_R, VJ = TL_MOE_GEMV_VJ };
+    __shared__ float red[2][TL_MOE_GEMV_THREADS / TL_WAVE][R];
+    const unsigned long long t_start = p.trace ? tl_gpu_clock() : 0;
+    tl_grid_dep_launch(); /* the dependent combine may be scheduled now (it waits for this grid) */
+    const int outs = (int)blockDim.x / gs * R, per_tile = p.n_out / outs, b = blockIdx.x;
+    const int first = b < big ? b * tasks : big * tasks + (b - big);
+    if (b >= big) tasks = 1;
+    const int tile = first / per_tile, nb0 = first % per_tile;
+    /* one round trip: the tile count, the tile's expert and row count, its first row */
+    const int n_tiles = *p.n_tiles, e = p.tile_expert[tile], rows = p.tile_rows[tile];
+    int edge = p.sorted_ids[tile * TL_MOE_TILE_M];
+    if (tile >= n_tiles) return;
+    const int tid = threadIdx.x, grp = tid / gs, gl = tid % gs;
+    const int nv = p.K / 8; /* 16-byte vectors of a weight row and of an activation row */
+    const uint8_t *wexp = p.W + (size_t)e * p.w_mat_bytes;
+    auto col_of = [&](int q, int i) { return (nb0 + q) * outs + grp * R + i; }; /* row i of task q */
+    uint4 w[R][VJ];
+    auto load_task = [&](int q) { /* the thread's vectors gl, gl + gs, ...: one round trip */
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const uint8_t *row = wexp + (size_t)col_of(q, i) * nv * 16;
+#pragma unroll
+            for (int j = 0; j < VJ; j++) {
+                const int v = gl + j * gs;
+                w[i][j] = v < nv ? load_once(row + 16 * (size_t)v) : make_uint4(0, 0, 0, 0);
+            }
+        }
+    };
+    load_task(0);
+    for (int r = 0; r < rows; r++) {
+        if (r) edge = p.sorted_ids[tile * TL_MOE_TILE_M + r];
+        uint4 a[VJ]; /* the activation row's vectors at the same k */
+#pragma unroll
+        for (int j = 0; j < VJ; j++) {
+            const int v = gl + j * gs;
+            a[j] = v < nv ? *(const uint4 *)(p.A + ((size_t)(tile * TL_MOE_TILE_M + r) * nv + v) * 16)
+                          : make_uint4(0, 0, 0, 0);
+        }
+        for (int q = 0; q < tasks; q++) {
+            float acc[R] = {};
+#pragma unroll
+            for (int j = 0; j < VJ; j++) {
+                float x[8];
+                bf16x8_f32(a[j], x);
+#pragma unroll
+                for (int i = 0; i < R; i++) {
+                    float wf[8];
+                    bf16x8_f32(w[i][j], wf);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) acc[i] = fmaf(wf[k], x[k], acc[i]);
+                }
+            }
+            if (q + 1 < tasks) load_task(q + 1);
+            else if (r + 1 < rows) load_task(0);
+            /* the group's sums in a fixed order: lanes, then (gs > a wave) its waves through
+             * shared memory, double-buffered so that one barrier per task suffices */
+            const int span = gs < TL_WAVE ? gs : TL_WAVE;
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                for (int m = span / 2; m > 0; m >>= 1) acc[i] += tl_shfl_xor(acc[i], m);
+            if (gs > TL_WAVE) {
+                float(*rb)[R] = red[(r * tasks + q) & 1];
+                if (tl_lane() == 0)
+#pragma unroll
+                    for (int i = 0; i < R; i++) rb[tl_wave_id()][i] = acc[i];
+                __syncthreads();
+                if (gl == 0)
+#pragma unroll
+                    for (int i = 0; i < R; i++) {
+                        float sum = 0.0f;
+                        for (int wv = 0; wv < gs / TL_WAVE; wv++) sum += rb[tid / TL_WAVE + wv][i];
+                        acc[i] = sum;
+                    }
+            }
+            if (gl == 0)
+#pragma unroll
+                for (int i = 0; i < R; i++) p.ybuf[(size_t)edge * p.n_out + col_of(q, i)] = p.topk_w[edge] * acc[i];
+        }
+    }
+    if (p.trace) {
+        __syncthreads();
+        if (tid == 0) {
+            p.trace[3 * (size_t)blockIdx.x] = t_start;
+            p.trace[3 * (size_t)blockIdx.x + 1] = tl_gpu_clock();
+            p.trace[3 * (size_t)blockIdx.x + 2] = (unsigned long long)tl_gpu_sm_id();
+        }
+    }
+#endif
+}
+
 /* ---- stage 2's FP8 input: activation rows re-quantized in 1x128 groups ----------------------- */
 /* One block per worklist row, one thread per 8 values (a 128 group is 16 lanes of one wave), every
  * load issued at once: amax by a 4-step butterfly, scale = max(amax, TL_BFP8_AMAX_MIN) / 448. */
@@ -973,16 +1096,44 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
-/* Blocks of a stage's grid (host): one per work item (tile, n-block), stage 1's n-blocks S1_NB
- * activation columns, stage 2's one NCOLS block per wave; block b is item (b % max_tiles,
- * b / max_tiles). */
-static long long stage_blocks(long long max_tiles, int n_out, int stage)
+/* moe_gemm's n-blocks per tile (host): stage 1's of S1_NB activation columns, stage 2's of one
+ * NCOLS block per wave; its block b is item (b % max_tiles, b / max_tiles). */
+static long long gemm_per_tile(int n_out, int stage)
 {
-    const int cols = stage == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS;
-    return max_tiles * (n_out / cols);
+    return n_out / (stage == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS);
 }
 
-/* One GEMM stage, MT tiles per work item (stage_blocks). The kernel's resident blocks (SMs x
+/* A stage's grid (host): moe_gemm's, or moe_gemv_down's when tl_moe_uses_gemv. */
+struct StageGrid {
+    bool gemv;
+    int gs, threads;     /* moe_gemv_down: threads per group, per block (a multiple of gs) */
+    long long per_tile;  /* moe_gemm: items per tile; moe_gemv_down: tasks per tile */
+    long long big;       /* moe_gemv_down: blocks of TL_MOE_GEMV_TASKS tasks; those after take one */
+    long long blocks;
+};
+static StageGrid stage_grid(const tl_moe_shape *s, int stage)
+{
+    StageGrid g = {};
+    const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
+    g.gemv = tl_moe_uses_gemv(s, stage);
+    if (!g.gemv) {
+        g.per_tile = gemm_per_tile(stage == 1 ? s->width : s->hidden, stage);
+        g.blocks = max_tiles * g.per_tile;
+        return g;
+    }
+    const int need = s->width / 8 / TL_MOE_GEMV_VJ, wave = tl_gpu_wave_size(); /* vectors / VJ */
+    g.gs = 8; /* a power of 2 up to a wave, then whole waves */
+    while (g.gs < need && g.gs < wave) g.gs *= 2;
+    if (g.gs < need) g.gs = (need + wave - 1) / wave * wave;
+    g.threads = TL_MOE_GEMV_THREADS / g.gs * g.gs;
+    g.per_tile = s->hidden / (g.threads / g.gs * TL_MOE_GEMV_R);
+    const long long tasks = max_tiles * g.per_tile; /* TL_MOE_GEMV_TASKS divides per_tile: hidden % 128 == 0 */
+    g.big = tasks * TL_MOE_GEMV_TAPER_PCT / 100 / TL_MOE_GEMV_TASKS;
+    g.blocks = g.big + (tasks - g.big * TL_MOE_GEMV_TASKS);
+    return g;
+}
+
+/* One GEMM stage, MT tiles per work item (gemm_per_tile). The kernel's resident blocks (SMs x
  * occupancy) are asked of the driver once per instantiation (tilelab drives one device). */
 template <int DT, int STAGE, int MT>
 static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
@@ -998,7 +1149,7 @@ static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
     }
     GemmArgs a = args;
     a.resident = resident;
-    dim3 grid((unsigned)stage_blocks(a.max_tiles, a.n_out, STAGE));
+    dim3 grid((unsigned)(a.max_tiles * gemm_per_tile(a.n_out, STAGE)));
     hipError_t e = tl_launch(moe_gemm<DT, STAGE, MT>, grid, dim3(threads), 0, st, dependent, a);
     if (e != hipSuccess)
         return tl_gpu_fail(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2", hipGetErrorString(e), __FILE__,
@@ -1077,8 +1228,13 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
      * waits for its output with tl_grid_dep_wait. Measured on the H200 (session 4, one call): fp8
      * stage 2 at M = 1 40.2 -> 38.7 us, M = 8 238.1 -> 236.5; bf16 stage 2 unchanged. */
     const bool dep = stage == 2 && fp8;
+    const StageGrid grid = stage_grid(s, stage);
     int rc;
-    switch (s->dtype) {
+    if (grid.gemv) {
+        hipError_t e = tl_launch(moe_gemv_down, dim3((unsigned)grid.blocks), dim3(grid.threads), 0, st, dep, a,
+                                 grid.gs, TL_MOE_GEMV_TASKS, (int)grid.big);
+        rc = e == hipSuccess ? 0 : tl_gpu_fail("moe_gemv_down", hipGetErrorString(e), __FILE__, __LINE__);
+    } else switch (s->dtype) {
     case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, pair, dep, st); break;
     case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, stage, pair, dep, st); break;
     case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, stage, pair, dep, st); break;
@@ -1178,7 +1334,8 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
     const int stage = part == TL_MOE_PART_STAGE1 ? 1 : 2;
     const tl_moe_shape *s = &g->s;
     const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
-    const long long grid = stage_blocks(max_tiles, stage == 1 ? s->width : s->hidden, stage);
+    const StageGrid sg = stage_grid(s, stage);
+    const long long grid = sg.blocks;
     const size_t words = 2 + 3 * (size_t)grid; /* t0, t1, then 3 per block */
     const double per_us = tl_gpu_clock_per_us();
     if (per_us <= 0.0) return TL_EFAIL;
@@ -1201,8 +1358,14 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
         const unsigned long long *w = host + 2 + 3 * i;
         if (!w[0]) continue; /* the block had no item (past n_tiles, or the odd tile of a pair) */
         b[n].block = (int)i;
-        b[n].tile = (int)(i % max_tiles);
-        b[n].nblock = (int)(i / max_tiles);
+        if (sg.gemv) { /* the block's first task */
+            const long long first = i < sg.big ? i * TL_MOE_GEMV_TASKS : sg.big * TL_MOE_GEMV_TASKS + (i - sg.big);
+            b[n].tile = (int)(first / sg.per_tile);
+            b[n].nblock = (int)(first % sg.per_tile);
+        } else {
+            b[n].tile = (int)(i % max_tiles);
+            b[n].nblock = (int)(i / max_tiles);
+        }
         b[n].sm = (int)w[2];
         b[n].start_us = (double)(long long)(w[0] - host[0]) / per_us;
         b[n].end_us = (double)(long long)(w[1] - host[0]) / per_us;

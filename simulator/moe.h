@@ -203,7 +203,8 @@ typedef struct {
  * (kernels/moe.hip, as built for sm_90) for p->dtype, p->stage, p->tokens and p->model; the other
  * fields are left alone. The values mirror kernels/moe.hip's constants (S1_NB, NCOLS, S1_THREADS,
  * S2_THREADS, the blocks per SM of __launch_bounds__, Fmt<>::U and KRUN, the tile pairing rule,
- * moe_quant_act's 128-thread row blocks): change them together. TL_EUSAGE when p or its model is NULL. */
+ * moe_quant_act's 128-thread row blocks; for bf16 stage 2 at one token those of moe_gemv_down,
+ * TL_MOE_GEMV_*): change them together. TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
 /* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */

@@ -325,10 +325,26 @@ static void test_tilelab_kernel_terms(void **state)
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 16 && p.inflight_kib == 16.0);
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
-    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
+    p = problem(&hw200, &ds, TL_MOE_BF16, 8, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_n == 128 && p.blocks_per_cu == 4 && p.combine_kernel && !p.requant_kernel);
+    /* bf16 stage 2 at one token is moe_gemv_down: K = 2048 is 256 vectors, so groups of 64 threads
+     * (4 vectors each), 4 groups x 2 rows x 8 tasks = 64 columns per long block, 3 blocks per SM,
+     * 256 threads x 2 rows x 4 x 16 B = 32 KiB in flight; stage 1 keeps the GEMM */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 64 && p.blocks_per_cu == 3 && p.inflight_kib == 32.0 && p.prologue_loads == 1);
+    assert_true(p.combine_kernel && !p.requant_kernel && !p.weights_per_tile);
     tl_moe_result c = run(p);
+    assert_int_equal(c.work_items, 8 * 7168 / 64);
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 32 && p.blocks_per_cu == 4); /* 16 gate + 16 up rows */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
+    p.tp = 8; /* K = 256: 32 vectors, groups of 8 threads, 32 groups x 2 rows x 8 tasks */
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 512);
+    p.tp = 1;
     assert_int_equal(c.kernels, 2);
     double comb_bytes = 8.0 * 7168 * 4 + 7168.0 * 4; /* fp32 partials in, the token's sum out */
     assert_true(fabs(c.extra_us - (hw200.next_kernel_us + 8 * hw200.load_chain_us + comb_bytes / 4398e3)) < 1e-9);

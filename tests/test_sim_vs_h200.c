@@ -16,16 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/moe.h" /* tl_moe_uses_gemv */
 #include "simulator/moe.h"
 
-/* The measured runs: point these at a later run's files. */
-static const char *const measured_csvs[] = {
-    "bench/results/h200_moe_bench_bf16_run12.csv", /* the default read flush: a clean L2 */
-    "bench/results/h200_moe_bench_fp8_run12.csv",
-    "bench/results/h200_moe_bench_bf16_write_run12.csv", /* --flush write: ~42 MB of dirty lines */
-    "bench/results/h200_moe_bench_fp8_write_run12.csv",
-    "bench/results/h200_moe_bench_bf16_run17.csv", /* session 5, another machine, the same kernel */
-    "bench/results/h200_moe_bench_fp8_run17.csv",
+/* The measured runs: point these at a later run's files. Runs before 19 timed bf16 stage 2 at one
+ * token on moe_gemm, which the model no longer describes there (tl_moe_uses_gemv): those rows are
+ * printed, not asserted. */
+static const struct {
+    const char *path;
+    int gemm_at_one_token;
+} measured_csvs[] = {
+    {"bench/results/h200_moe_bench_bf16_run12.csv", 1}, /* the default read flush: a clean L2 */
+    {"bench/results/h200_moe_bench_fp8_run12.csv", 1},
+    {"bench/results/h200_moe_bench_bf16_write_run12.csv", 1}, /* --flush write: ~42 MB of dirty lines */
+    {"bench/results/h200_moe_bench_fp8_write_run12.csv", 1},
+    {"bench/results/h200_moe_bench_bf16_run17.csv", 1}, /* session 5, another machine, the same kernel */
+    {"bench/results/h200_moe_bench_fp8_run17.csv", 1},
+    {"bench/results/h200_moe_bench_bf16_run19.csv", 0}, /* session 6: moe_gemv_down at one token */
+    {"bench/results/h200_moe_bench_fp8_run19.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
@@ -69,7 +77,7 @@ static void test_h200_prediction(void **state)
            "sim_us", "err%", "limiter");
     for (size_t fi = 0; fi < N_CSVS; fi++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/%s", TL_SOURCE_DIR, measured_csvs[fi]);
+        snprintf(path, sizeof path, "%s/%s", TL_SOURCE_DIR, measured_csvs[fi].path);
         FILE *fp = fopen(path, "r");
         if (!fp) fail_msg("cannot open %s", path);
         char hline[LINE_LEN], line[LINE_LEN];
@@ -102,9 +110,13 @@ static void test_h200_prediction(void **state)
             double meas = atof(f[c_t]), then = atof(f[c_sim]);
             assert_true(meas > 0);
             double err = 100.0 * (r.time_us - meas) / meas;
-            int checked = p.tokens <= MAX_ASSERTED_TOKENS;
+            const tl_moe_shape shape = {.tokens = p.tokens, .hidden = model.hidden, .width = 2048, .n_experts = 256,
+                                        .top_k = 8, .dtype = p.dtype};
+            const int other_kernel = measured_csvs[fi].gemm_at_one_token && tl_moe_uses_gemv(&shape, p.stage);
+            int checked = p.tokens <= MAX_ASSERTED_TOKENS && !other_kernel;
             printf("%-6s %5d %6d %10.2f %10.2f %+8.1f %10.2f %+8.1f %s%s\n", f[c_dt], p.stage, p.tokens, meas, then,
-                   100.0 * (then - meas) / meas, r.time_us, err, r.limiter, checked ? "" : "  (not asserted)");
+                   100.0 * (then - meas) / meas, r.time_us, err, r.limiter,
+                   other_kernel ? "  (moe_gemm then: not asserted)" : checked ? "" : "  (not asserted)");
             rows++;
             if (checked) {
                 asserted++;
