@@ -129,7 +129,6 @@ static int hw_show(int argc, char **argv)
     kvnum(p, "load_chain_us", hw.load_chain_us);
     kvnum(p, "next_kernel_us", hw.next_kernel_us);
     kvnum(p, "flush_dirty_mb", hw.flush_dirty_mb);
-    kvnum(p, "block_sync_us", hw.block_sync_us);
     kvceil(p, "hbm_read_gbps", hw.ceilings.hbm_read_gbps);
     kvceil(p, "hbm_copy_gbps", hw.ceilings.hbm_copy_gbps);
     kvceil(p, "bf16_tflops", hw.ceilings.bf16_tflops);

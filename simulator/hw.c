@@ -86,7 +86,6 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
         tl_json_get_num(root, "load_chain_us", label, 0, 0, 1e3, &hw->load_chain_us) ||
         tl_json_get_num(root, "next_kernel_us", label, 0, 0, 1e6, &hw->next_kernel_us) ||
         tl_json_get_num(root, "flush_dirty_mb", label, 0, 0, 1e6, &hw->flush_dirty_mb) ||
-        tl_json_get_num(root, "block_sync_us", label, 0, 0, 1e3, &hw->block_sync_us) ||
         tl_json_get_str(root, "device", label, 0, hw->device, sizeof hw->device) ||
         tl_json_get_str(root, "date", label, 0, hw->date, sizeof hw->date) ||
         tl_json_get_str(root, "source", label, 0, hw->source, sizeof hw->source))

@@ -7,7 +7,7 @@
  *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
  *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), hbm_latency_us, load_chain_us, next_kernel_us,
- *   block_sync_us, flush_dirty_mb (optional), description (optional),
+ *   flush_dirty_mb (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -79,8 +79,6 @@ typedef struct {
                                    (pointer chase; optional, 0 = hbm_latency_us) */
     double next_kernel_us;      /* each further dependent kernel of one graph or stream, beyond the
                                    first one's launch_us (optional, 0 = launch_us) */
-    double block_sync_us;       /* one step of a block-wide reduction through shared memory with a
-                                   barrier (optional, 0 = free) */
     double flush_dirty_mb;      /* MB of dirty lines a store pass larger than the L2 leaves there,
                                    written back by the next kernel's loads (optional, 0 = the L2) */
     tl_hw_ceilings ceilings;

@@ -74,7 +74,7 @@
  *      width 2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows
  *      resident per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). (The kernel measured
  *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
- *      12.7 us at M = 1 on the H200, from which block_sync_us = 0.05 was derived; the current one
+ *      12.7 us at M = 1 on the H200, about 0.05 us per barrier step; the current one
  *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
  *    * weights_per_tile: an expert's later tiles (not paired: kernels/moe.hip pairs tiles only
  *      for bf16) take as long as if their weights came from HBM again. This is a stand-in, not the
