@@ -24,7 +24,8 @@
  *             tiles as in stage 1), the top-k weight applied in the epilogue; each edge's row goes
  *             to its own slot of a float32 buffer, then a combine kernel (a dependent launch)
  *             sums each token's k slots in slot order: deterministic, no atomics. Output: float32
- *             [tokens][hidden].
+ *             [tokens][hidden]. bf16 at one token runs moe_gemv_down instead of the GEMM (below:
+ *             a dot product per weight row in small blocks, the same buffer and combine).
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
  * host synchronization sits between the sort and the stages.
  *
@@ -56,17 +57,17 @@ extern "C" {
 #define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
 #define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */
 #define TL_MOE_K_ALIGN 128 /* hidden and width must be multiples of this (block, group, chunk) */
-/* Decode: bf16 stage 2 at one token runs moe_gemv_down instead of the GEMM (every tile holds one
- * row). A block of TL_MOE_GEMV_THREADS threads is cut into groups of gs threads (a power of 2 up to
- * a wave, then whole waves, with gs x TL_MOE_GEMV_VJ >= the 16-byte vectors of a weight row); a
- * group owns TL_MOE_GEMV_R weight rows (output columns) over the whole K, each thread loading
- * TL_MOE_GEMV_VJ vectors of each row at once. A block takes TL_MOE_GEMV_TASKS such sets of rows in
- * turn, except the last blocks of the grid, which take one each (TL_MOE_GEMV_TAPER_PCT: the share
- * of the work in the long blocks). */
-#define TL_MOE_GEMV_THREADS 256
+/* Decode: bf16 stage 2 at one token runs moe_gemv_down instead of the GEMM (each tile holds one
+ * row, two only if a token repeats an expert). A block is cut into groups of gs threads; a group
+ * owns TL_MOE_GEMV_R weight rows (output columns) over the whole K, each thread loading
+ * TL_MOE_GEMV_VJ 16-byte vectors of each row at once. A task is one such set of rows for every
+ * group of the block; a block takes `tasks` consecutive tasks of one tile in turn, except the last
+ * blocks of the grid, which take one each (TL_MOE_GEMV_TAPER_PCT: the share of the tasks in the
+ * long blocks). tl_moe_gemv_geometry computes it for the launcher and the simulator. */
+#define TL_MOE_GEMV_THREADS 256 /* at most */
 #define TL_MOE_GEMV_VJ 4
 #define TL_MOE_GEMV_R 2
-#define TL_MOE_GEMV_TASKS 8
+#define TL_MOE_GEMV_TASKS 8 /* at most */
 #define TL_MOE_GEMV_TAPER_PCT 85
 #define TL_MOE_GEMV_MINB 3 /* blocks per SM its register budget is cut for (NVIDIA) */
 /* Whether stage `stage` of this shape runs moe_gemv_down (K = width must fit one pass: K <= 8192). */
@@ -74,6 +75,30 @@ static inline int tl_moe_uses_gemv(const tl_moe_shape *s, int stage)
 {
     return stage == 2 && s->tokens == 1 && s->dtype == TL_MOE_BF16 &&
            2 * s->width <= 16 * TL_MOE_GEMV_THREADS * TL_MOE_GEMV_VJ;
+}
+typedef struct {
+    int gs;              /* threads per group: a power of 2 up to a wave, then whole waves, with
+                            gs x TL_MOE_GEMV_VJ >= the 16-byte vectors of a row (width / 8) */
+    int threads;         /* per block: the most whole groups in TL_MOE_GEMV_THREADS */
+    int cols_per_task;   /* threads / gs x TL_MOE_GEMV_R */
+    int tasks_per_tile;  /* hidden / cols_per_task */
+    int tasks;           /* per long block: the largest power of 2 <= TL_MOE_GEMV_TASKS dividing
+                            tasks_per_tile, so that no block spans two tiles */
+} tl_moe_gemv_geom;
+/* moe_gemv_down's geometry for shape s (tl_moe_uses_gemv(s, 2)) on waves of `wave` lanes. */
+static inline tl_moe_gemv_geom tl_moe_gemv_geometry(const tl_moe_shape *s, int wave)
+{
+    tl_moe_gemv_geom g;
+    const int need = (s->width / 8 + TL_MOE_GEMV_VJ - 1) / TL_MOE_GEMV_VJ;
+    g.gs = 8;
+    while (g.gs < need && g.gs < wave) g.gs *= 2;
+    if (g.gs < need) g.gs = (need + wave - 1) / wave * wave;
+    g.threads = TL_MOE_GEMV_THREADS / g.gs * g.gs;
+    g.cols_per_task = g.threads / g.gs * TL_MOE_GEMV_R;
+    g.tasks_per_tile = s->hidden / g.cols_per_task; /* hidden % 128 == 0, cols_per_task a power of 2 <= 64 */
+    g.tasks = TL_MOE_GEMV_TASKS;
+    while (g.tasks_per_tile % g.tasks) g.tasks /= 2;
+    return g;
 }
 
 /* The kernel's shape contract, checked before anything is uploaded: hidden and width must be
@@ -136,14 +161,14 @@ int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows);
 int tl_moe_gpu_time(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r);
 /* Where the time of one stage goes: one run of `part` (TL_MOE_PART_STAGE1 or _STAGE2) as the bench
  * times it (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; direct
- * launches, no graph), with every GEMM block that had an item recording its start and end on the
- * device clock and its SM. Times are microseconds from the end of the busy-wait (the moment the
+ * launches, no graph), with every GEMM (or moe_gemv_down) block that had an item recording its
+ * start and end on the device clock and its SM. Times are microseconds from the end of the busy-wait (the moment the
  * stage could start; a dependent block, fp8 stage 2's, records its start before it waits for the
  * kernel ahead of it); *end_us is when the stage's last kernel had ended (plus one launch).
  * *blocks (n_blocks entries, in block order) is the caller's to free. Cost: two flushes and two
  * runs of the stage. */
 typedef struct {
-    int block, tile, nblock, sm; /* the block's item: (b % max_tiles, b / max_tiles); moe_gemv_down: its first */
+    int block, tile, nblock, sm; /* moe_gemm: block b is item (b % max_tiles, b / max_tiles); moe_gemv_down: its first task */
     double start_us, end_us;
 } tl_moe_trace_block;
 int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks,

@@ -673,14 +673,15 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 
 /* ---- decode: bf16 stage 2 at one token (kernels/moe.h, TL_MOE_GEMV_*) ------------------------ */
 /* At one token each of the k tiles holds one row, and the GEMM's stage 2 is one round of 448 items
- * of 512 KB on 528 slots (DeepSeek-V3.2): the H200 traces of session 4 show its blocks ending
- * 49-67 us apart. Here a group of gs threads owns 2 weight rows over the whole K (every thread's 4
- * 16-byte vectors of each row loaded at once), a block 8 such tasks in turn, and the last 15% of
- * the tasks go one to a block, so that those short blocks, issued last, fill the SMs that end
- * early. After each task's products its registers at once take the next task's weights, which
- * stream while the task's sums are reduced (shuffles, then shared memory when gs spans waves) and
- * written. Measured on the H200 (session 6, variant H, bench/results/h200_moe_notes.md): 66.5 ->
- * 62.1 us against the GEMM in one call. The same design was slower for stage 1 and for fp8
+ * of 512 KB on 528 slots (DeepSeek-V3.2): in the H200 traces of session 4 the SMs' last blocks end
+ * between 49.9 and 64.8 us. Here a group of gs threads owns 2 weight rows over the whole K (every
+ * thread's 4 16-byte vectors of each row loaded at once), a block up to 8 such tasks in turn, and
+ * the last 15% of the tasks go one to a block, so that those short blocks, issued last, fill the
+ * SMs that end early. After each task's products its registers at once take the next task's
+ * weights, which stream while the task's sums are reduced (shuffles, then shared memory when gs
+ * spans waves) and written. Measured on the H200 (session 6, variant H,
+ * bench/results/h200_moe_notes.md): 66.5 -> 62.1 us against the GEMM in one call; this form 60.8
+ * us in run 19. The same design was slower for stage 1 and for fp8
  * (bench/results/h200_moe_variantH_gemv.patch). */
 static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
 {
@@ -692,9 +693,9 @@ static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
     }
 }
 
-/* Grid: blocks [0, big) take `tasks` consecutive tasks (tile-major, tasks divides the tasks of a
- * tile), the blocks after them one each; a task is (tile, a block-wide set of 2 x blockDim / gs
- * output columns). Writes ybuf[edge][n] = topk_w[edge] * (act row . W2[e] row n) for the tile's rows
+/* Grid (tl_moe_gemv_geometry): blocks [0, big) take `tasks` consecutive tasks (tile-major; tasks
+ * divides a tile's tasks, so no block spans two tiles), the blocks after them one each; a task is
+ * (tile, a block-wide set of 2 x blockDim / gs output columns). Writes ybuf[edge][n] = topk_w[edge] * (act row . W2[e] row n) for the tile's rows
  * (one per token that chose expert e: at one token, one row unless a token repeats an expert). */
 __global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, MOE_MINB(TL_MOE_GEMV_MINB))
     moe_gemv_down(GemmArgs p, int gs, int tasks, int big)
@@ -1106,9 +1107,9 @@ static long long gemm_per_tile(int n_out, int stage)
 /* A stage's grid (host): moe_gemm's, or moe_gemv_down's when tl_moe_uses_gemv. */
 struct StageGrid {
     bool gemv;
-    int gs, threads;     /* moe_gemv_down: threads per group, per block (a multiple of gs) */
-    long long per_tile;  /* moe_gemm: items per tile; moe_gemv_down: tasks per tile */
-    long long big;       /* moe_gemv_down: blocks of TL_MOE_GEMV_TASKS tasks; those after take one */
+    tl_moe_gemv_geom geom; /* moe_gemv_down */
+    long long per_tile;    /* moe_gemm: items per tile; moe_gemv_down: tasks per tile */
+    long long big;         /* moe_gemv_down: blocks of geom.tasks tasks; those after take one */
     long long blocks;
 };
 static StageGrid stage_grid(const tl_moe_shape *s, int stage)
@@ -1121,15 +1122,11 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
         g.blocks = max_tiles * g.per_tile;
         return g;
     }
-    const int need = s->width / 8 / TL_MOE_GEMV_VJ, wave = tl_gpu_wave_size(); /* vectors / VJ */
-    g.gs = 8; /* a power of 2 up to a wave, then whole waves */
-    while (g.gs < need && g.gs < wave) g.gs *= 2;
-    if (g.gs < need) g.gs = (need + wave - 1) / wave * wave;
-    g.threads = TL_MOE_GEMV_THREADS / g.gs * g.gs;
-    g.per_tile = s->hidden / (g.threads / g.gs * TL_MOE_GEMV_R);
-    const long long tasks = max_tiles * g.per_tile; /* TL_MOE_GEMV_TASKS divides per_tile: hidden % 128 == 0 */
-    g.big = tasks * TL_MOE_GEMV_TAPER_PCT / 100 / TL_MOE_GEMV_TASKS;
-    g.blocks = g.big + (tasks - g.big * TL_MOE_GEMV_TASKS);
+    g.geom = tl_moe_gemv_geometry(s, tl_gpu_wave_size());
+    g.per_tile = g.geom.tasks_per_tile;
+    const long long tasks = max_tiles * g.per_tile, per_block = g.geom.tasks; /* per_block divides per_tile */
+    g.big = tasks * TL_MOE_GEMV_TAPER_PCT / 100 / per_block;
+    g.blocks = g.big + (tasks - g.big * per_block);
     return g;
 }
 
@@ -1231,8 +1228,9 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const StageGrid grid = stage_grid(s, stage);
     int rc;
     if (grid.gemv) {
-        hipError_t e = tl_launch(moe_gemv_down, dim3((unsigned)grid.blocks), dim3(grid.threads), 0, st, dep, a,
-                                 grid.gs, TL_MOE_GEMV_TASKS, (int)grid.big);
+        /* bf16: no kernel ahead of it to wait for (it never calls tl_grid_dep_wait) */
+        hipError_t e = tl_launch(moe_gemv_down, dim3((unsigned)grid.blocks), dim3(grid.geom.threads), 0, st, false,
+                                 a, grid.geom.gs, grid.geom.tasks, (int)grid.big);
         rc = e == hipSuccess ? 0 : tl_gpu_fail("moe_gemv_down", hipGetErrorString(e), __FILE__, __LINE__);
     } else switch (s->dtype) {
     case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, pair, dep, st); break;
@@ -1359,7 +1357,7 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
         if (!w[0]) continue; /* the block had no item (past n_tiles, or the odd tile of a pair) */
         b[n].block = (int)i;
         if (sg.gemv) { /* the block's first task */
-            const long long first = i < sg.big ? i * TL_MOE_GEMV_TASKS : sg.big * TL_MOE_GEMV_TASKS + (i - sg.big);
+            const long long first = i < sg.big ? i * sg.geom.tasks : sg.big * sg.geom.tasks + (i - sg.big);
             b[n].tile = (int)(first / sg.per_tile);
             b[n].nblock = (int)(first % sg.per_tile);
         } else {

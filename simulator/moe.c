@@ -176,19 +176,16 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     tl_moe_shape shape = {.tokens = p->tokens, .hidden = p->model->hidden, .width = p->tp > 0 ? width / p->tp : width,
                           .n_experts = E, .top_k = k, .dtype = p->dtype};
     if (tl_moe_uses_gemv(&shape, p->stage)) {
-        /* moe_gemv_down (kernels/moe.h): an item is a long block, TL_MOE_GEMV_TASKS tasks of
-         * (blockDim / gs) x TL_MOE_GEMV_R columns in turn, each thread TL_MOE_GEMV_R x
+        /* moe_gemv_down (kernels/moe.h, tl_moe_gemv_geometry): an item is a long block, up to
+         * TL_MOE_GEMV_TASKS tasks of (blockDim / gs) x TL_MOE_GEMV_R columns in turn, each thread TL_MOE_GEMV_R x
          * TL_MOE_GEMV_VJ 16-byte loads in flight; the next task's loads are issued before this one's
          * sums are reduced, so only the tile's expert is a dependent load. The short blocks that
          * end its grid are not modelled. */
-        int need = shape.width / 8 / TL_MOE_GEMV_VJ, gs = 8;
-        while (gs < need && gs < KERNEL_LANES) gs *= 2;
-        if (gs < need) gs = (need + KERNEL_LANES - 1) / KERNEL_LANES * KERNEL_LANES;
-        int threads = TL_MOE_GEMV_THREADS / gs * gs;
+        tl_moe_gemv_geom g = tl_moe_gemv_geometry(&shape, KERNEL_LANES);
         p->tile_m = KERNEL_TILE_M;
-        p->tile_n = TL_MOE_GEMV_TASKS * threads / gs * TL_MOE_GEMV_R;
+        p->tile_n = g.tasks * g.cols_per_task;
         p->blocks_per_cu = TL_MOE_GEMV_MINB;
-        p->inflight_kib = threads * TL_MOE_GEMV_R * TL_MOE_GEMV_VJ * 16.0 / 1024.0;
+        p->inflight_kib = g.threads * TL_MOE_GEMV_R * TL_MOE_GEMV_VJ * 16.0 / 1024.0;
         p->prologue_loads = 1;
         p->combine_kernel = 1;
         p->requant_kernel = 0;

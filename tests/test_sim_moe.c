@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/moe.h" /* tl_moe_gemv_geometry */
 #include "simulator/moe.h"
 
 static tl_hw hw355, hw300, hw200;
@@ -337,14 +338,28 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(p.combine_kernel && !p.requant_kernel && !p.weights_per_tile);
     tl_moe_result c = run(p);
     assert_int_equal(c.work_items, 8 * 7168 / 64);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 1, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_n == 32 && p.blocks_per_cu == 4); /* 16 gate + 16 up rows */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
     p.tp = 8; /* K = 256: 32 vectors, groups of 8 threads, 32 groups x 2 rows x 8 tasks */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_n == 512);
-    p.tp = 1;
+    /* K = 2560: 320 vectors, 80 a thread's 4 each: groups of 96 (whole 32-lane waves), 2 in 192
+     * threads: 4 columns a task, 8 tasks; 192 x 2 x 4 x 16 B = 24 KiB in flight */
+    tl_model odd = ds;
+    odd.moe_width = 2560;
+    p = problem(&hw200, &odd, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 32 && p.inflight_kib == 24.0);
+    /* hidden 640, K = 256: 64 columns a task, 10 tasks a tile, so blocks take 2 (no block may span
+     * two tiles) */
+    odd.hidden = 640;
+    odd.moe_width = 256;
+    p = problem(&hw200, &odd, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.tile_n == 128);
+    const tl_moe_shape shape = {.tokens = 1, .hidden = 640, .width = 256, .n_experts = 256, .top_k = 8,
+                                .dtype = TL_MOE_BF16};
+    const tl_moe_gemv_geom g = tl_moe_gemv_geometry(&shape, 64); /* AMD waves: the same here */
+    assert_true(g.gs == 8 && g.threads == 256 && g.tasks_per_tile == 10 && g.tasks == 2);
     assert_int_equal(c.kernels, 2);
     double comb_bytes = 8.0 * 7168 * 4 + 7168.0 * 4; /* fp32 partials in, the token's sum out */
     assert_true(fabs(c.extra_us - (hw200.next_kernel_us + 8 * hw200.load_chain_us + comb_bytes / 4398e3)) < 1e-9);

@@ -2,8 +2,8 @@
  * M <= 256). Reads the committed `tilelab bench moe --format csv` files below, re-runs tl_moe_sim
  * for every row with the h200 preset and the kernel's own geometry (tl_moe_tilelab_kernel, as
  * `tilelab bench moe` does), prints the table (measured, the prediction recorded at the time, the
- * prediction now) and asserts |error| <= 15% for every row with tokens <= 256. Rows above 256 are
- * printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1; the
+ * prediction now) and asserts |error| <= 15% for every row with tokens <= 256 that timed the kernel
+ * the model now describes (measured_csvs). Rows above 256 are printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1; the
  * default read flush and --flush write (whose dirty L2 lines the model writes back first; runs up
  * to 11 said only "(read flush)" on the rows that were not written) (bench/results/h200_moe_notes.md). */
 #include <setjmp.h>
@@ -110,8 +110,8 @@ static void test_h200_prediction(void **state)
             double meas = atof(f[c_t]), then = atof(f[c_sim]);
             assert_true(meas > 0);
             double err = 100.0 * (r.time_us - meas) / meas;
-            const tl_moe_shape shape = {.tokens = p.tokens, .hidden = model.hidden, .width = 2048, .n_experts = 256,
-                                        .top_k = 8, .dtype = p.dtype};
+            const tl_moe_shape shape = {.tokens = p.tokens, .hidden = model.hidden, .width = model.moe_width,
+                                        .n_experts = model.n_experts, .top_k = model.top_k, .dtype = p.dtype};
             const int other_kernel = measured_csvs[fi].gemm_at_one_token && tl_moe_uses_gemv(&shape, p.stage);
             int checked = p.tokens <= MAX_ASSERTED_TOKENS && !other_kernel;
             printf("%-6s %5d %6d %10.2f %10.2f %+8.1f %10.2f %+8.1f %s%s\n", f[c_dt], p.stage, p.tokens, meas, then,
