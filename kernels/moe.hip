@@ -695,8 +695,9 @@ static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
 
 /* Grid (tl_moe_gemv_geometry): blocks [0, big) take `tasks` consecutive tasks (tile-major; tasks
  * divides a tile's tasks, so no block spans two tiles), the blocks after them one each; a task is
- * (tile, a block-wide set of 2 x blockDim / gs output columns). Writes ybuf[edge][n] = topk_w[edge] * (act row . W2[e] row n) for the tile's rows
- * (one per token that chose expert e: at one token, one row unless a token repeats an expert). */
+ * (tile, a block-wide set of 2 x blockDim / gs output columns). Writes ybuf[edge][n] = topk_w[edge]
+ * x (act row . W2[e] row n) for each of the tile's rows (one per token that chose expert e: at one
+ * token, one row unless the token repeats an expert). */
 __global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, MOE_MINB(TL_MOE_GEMV_MINB))
     moe_gemv_down(GemmArgs p, int gs, int tasks, int big)
 {
