@@ -698,6 +698,10 @@ static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
  * (tile, a block-wide set of 2 x blockDim / gs output columns). Writes ybuf[edge][n] = topk_w[edge]
  * x (act row . W2[e] row n) for each of the tile's rows (one per token that chose expert e: at one
  * token, one row unless the token repeats an expert). */
+static __host__ __device__ __forceinline__ long long gemv_first_task(long long b, long long big, int tasks)
+{
+    return b < big ? b * tasks : big * tasks + (b - big);
+}
 __global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, MOE_MINB(TL_MOE_GEMV_MINB))
     moe_gemv_down(GemmArgs p, int gs, int tasks, int big)
 {
@@ -709,7 +713,7 @@ __global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, MOE_MINB(TL_MOE_GEMV_MINB
     const unsigned long long t_start = p.trace ? tl_gpu_clock() : 0;
     tl_grid_dep_launch(); /* the dependent combine may be scheduled now (it waits for this grid) */
     const int outs = (int)blockDim.x / gs * R, per_tile = p.n_out / outs, b = blockIdx.x;
-    const int first = b < big ? b * tasks : big * tasks + (b - big);
+    const int first = (int)gemv_first_task(b, big, tasks);
     if (b >= big) tasks = 1;
     const int tile = first / per_tile, nb0 = first % per_tile;
     /* one round trip: the tile count, the tile's expert and row count, its first row */
@@ -1098,14 +1102,9 @@ static int enqueue_sort(tl_moe_gpu *g, hipStream_t st)
     return 0;
 }
 
-/* moe_gemm's n-blocks per tile (host): stage 1's of S1_NB activation columns, stage 2's of one
+/* A stage's grid (host): moe_gemm's, or moe_gemv_down's when tl_moe_uses_gemv. moe_gemm has one
+ * block per work item (tile, n-block), stage 1's n-blocks S1_NB activation columns, stage 2's one
  * NCOLS block per wave; its block b is item (b % max_tiles, b / max_tiles). */
-static long long gemm_per_tile(int n_out, int stage)
-{
-    return n_out / (stage == 1 ? S1_NB : S2_THREADS / tl_gpu_wave_size() * NCOLS);
-}
-
-/* A stage's grid (host): moe_gemm's, or moe_gemv_down's when tl_moe_uses_gemv. */
 struct StageGrid {
     bool gemv;
     tl_moe_gemv_geom geom; /* moe_gemv_down */
@@ -1119,7 +1118,7 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
     g.gemv = tl_moe_uses_gemv(s, stage);
     if (!g.gemv) {
-        g.per_tile = gemm_per_tile(stage == 1 ? s->width : s->hidden, stage);
+        g.per_tile = stage == 1 ? s->width / S1_NB : s->hidden / (S2_THREADS / tl_gpu_wave_size() * NCOLS);
         g.blocks = max_tiles * g.per_tile;
         return g;
     }
@@ -1131,10 +1130,10 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
-/* One GEMM stage, MT tiles per work item (gemm_per_tile). The kernel's resident blocks (SMs x
+/* One GEMM stage, MT tiles per work item, on `blocks` blocks (StageGrid). The kernel's resident blocks (SMs x
  * occupancy) are asked of the driver once per instantiation (tilelab drives one device). */
 template <int DT, int STAGE, int MT>
-static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
+static int launch_stage(const GemmArgs &args, long long blocks, bool dependent, hipStream_t st)
 {
     const int threads = STAGE == 1 ? S1_THREADS : S2_THREADS;
     static long long resident = 0;
@@ -1147,7 +1146,7 @@ static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
     }
     GemmArgs a = args;
     a.resident = resident;
-    dim3 grid((unsigned)(a.max_tiles * gemm_per_tile(a.n_out, STAGE)));
+    dim3 grid((unsigned)blocks);
     hipError_t e = tl_launch(moe_gemm<DT, STAGE, MT>, grid, dim3(threads), 0, st, dependent, a);
     if (e != hipSuccess)
         return tl_gpu_fail(STAGE == 1 ? "moe_gemm stage 1" : "moe_gemm stage 2", hipGetErrorString(e), __FILE__,
@@ -1162,17 +1161,18 @@ static int launch_stage(const GemmArgs &args, bool dependent, hipStream_t st)
  * at M = 1024 (run 10): stage 1 4278 us (session 2: unpaired 6189), stage 2 2482 us (unpaired
  * 2925). */
 template <int DT, int STAGE>
-static int launch_paired(const GemmArgs &a, int pair_tiles, bool dependent, hipStream_t st)
+static int launch_paired(const GemmArgs &a, long long blocks, int pair_tiles, bool dependent, hipStream_t st)
 {
     if constexpr (DT == DT_BF16)
-        if (pair_tiles) return launch_stage<DT, STAGE, 2>(a, dependent, st);
-    return launch_stage<DT, STAGE, 1>(a, dependent, st);
+        if (pair_tiles) return launch_stage<DT, STAGE, 2>(a, blocks, dependent, st);
+    return launch_stage<DT, STAGE, 1>(a, blocks, dependent, st);
 }
 template <int DT>
-static int launch_gemm(const GemmArgs &a, int stage, int pair_tiles, bool dependent, hipStream_t st)
+static int launch_gemm(const GemmArgs &a, long long blocks, int stage, int pair_tiles, bool dependent,
+                       hipStream_t st)
 {
-    return stage == 1 ? launch_paired<DT, 1>(a, pair_tiles, dependent, st)
-                      : launch_paired<DT, 2>(a, pair_tiles, dependent, st);
+    return stage == 1 ? launch_paired<DT, 1>(a, blocks, pair_tiles, dependent, st)
+                      : launch_paired<DT, 2>(a, blocks, pair_tiles, dependent, st);
 }
 
 static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
@@ -1234,11 +1234,11 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
                                  a, grid.geom.gs, grid.geom.tasks, (int)grid.big);
         rc = e == hipSuccess ? 0 : tl_gpu_fail("moe_gemv_down", hipGetErrorString(e), __FILE__, __LINE__);
     } else switch (s->dtype) {
-    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, stage, pair, dep, st); break;
-    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, stage, pair, dep, st); break;
-    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, stage, pair, dep, st); break;
-    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, stage, pair, dep, st); break;
-    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, stage, pair, dep, st); break;
+    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, grid.blocks, stage, pair, dep, st); break;
+    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, grid.blocks, stage, pair, dep, st); break;
+    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, grid.blocks, stage, pair, dep, st); break;
+    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, grid.blocks, stage, pair, dep, st); break;
+    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, grid.blocks, stage, pair, dep, st); break;
     default: return tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
     }
     if (rc || stage == 1) return rc;
@@ -1358,7 +1358,7 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
         if (!w[0]) continue; /* the block had no item (past n_tiles, or the odd tile of a pair) */
         b[n].block = (int)i;
         if (sg.gemv) { /* the block's first task */
-            const long long first = i < sg.big ? i * sg.geom.tasks : sg.big * sg.geom.tasks + (i - sg.big);
+            const long long first = gemv_first_task(i, sg.big, sg.geom.tasks);
             b[n].tile = (int)(first / sg.per_tile);
             b[n].nblock = (int)(first % sg.per_tile);
         } else {
