@@ -13,8 +13,10 @@
  * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
  * summing them in its last block, stage 2 in the combine; session 5): stage 1 114.7 -> 122.6 us in
  * bf16 and 64.3 -> 82.3 in fp8, stage 2 68.2 -> 67.8 and 41.9 -> 47.9 (bench/results/
- * h200_moe_variantD_*; likely each extra block paying its prologue's dependent loads again, not
- * traced). Staging the weights in
+ * h200_moe_variantD_*; likely each extra block paying its prologue's dependent loads again), nor
+ * from splitting only the last items (session 7, variant I: fp8 65.2 -> 68.3..75.6 us, bf16 115.3 ->
+ * 115.9..119.5; traced, a half item took 58% of a whole one's time and the SMs still ended 14 us
+ * apart: block times vary with the SM and the moment more than with their bytes). Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
