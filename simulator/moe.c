@@ -191,6 +191,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
         p->requant_kernel = 0;
         p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
         p->weights_per_tile = 0;
+        p->vector_rows = 1;
         return 0;
     }
     p->tile_m = pair ? 2 * KERNEL_TILE_M : KERNEL_TILE_M;
@@ -206,6 +207,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     /* unpaired tiles: each of an expert's tiles pays a weight read's time (a stand-in for the
      * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
+    p->vector_rows = 0;
     return 0;
 }
 
@@ -229,7 +231,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     const char *ad, *bd;
     tl_moe_instr_dtypes(hw, p->dtype, &ad, &bd);
     tl_instr in;
-    if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in)) return TL_EUSAGE;
+    if (p->vector_rows) /* fp32 FMAs, one real row at a time: nothing to pad to */
+        in = (tl_instr){.name = "none: fp32 FMA per row", .m = 1, .n = 1, .k = 1};
+    else if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in))
+        return TL_EUSAGE;
     int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
 
     tl_worklist wl;
@@ -267,10 +272,11 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     r->tiles = wl.n_tiles;
     r->n_blocks = n_blocks;
     r->work_items = items;
-    r->padding = (double)wl.n_rows_padded / (double)edges;
+    r->padding = p->vector_rows ? 1.0 : (double)wl.n_rows_padded / (double)edges;
     r->k_padding = (double)K_pad / K;
     r->flops_useful = 2.0 * (double)edges * N * K;
-    r->flops_issued = 2.0 * (double)wl.n_rows_padded * ((double)n_blocks * tile_n) * K_pad;
+    r->flops_issued = p->vector_rows ? r->flops_useful
+                                     : 2.0 * (double)wl.n_rows_padded * ((double)n_blocks * tile_n) * K_pad;
 
     if (p->want_schedule) {
         r->items = calloc((size_t)items, sizeof *r->items);
@@ -280,13 +286,17 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         }
     }
 
-    /* compute time of one work item (every item computes a full padded tile) */
-    double instrs = (double)(p->tile_m / in.m) * ((tile_n + in.n - 1) / in.n) * ((double)K_pad / in.k);
-    double item_cycles = instrs * in.cycles / hw->matrix_cores_per_cu;
-    tl_ceiling mc = matrix_ceiling(hw, in.a);
-    double slow = (mc.measured > 0 && mc.datasheet > 0) ? mc.datasheet / mc.measured : 1.0;
-    double item_compute_us = item_cycles / hw->clock_mhz * slow;
-    r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
+    /* compute time of one work item (every item computes a full padded tile; vector_rows: not
+     * charged, see tl_moe_problem) */
+    double item_compute_us = 0.0;
+    if (!p->vector_rows) {
+        double instrs = (double)(p->tile_m / in.m) * ((tile_n + in.n - 1) / in.n) * ((double)K_pad / in.k);
+        double item_cycles = instrs * in.cycles / hw->matrix_cores_per_cu;
+        tl_ceiling mc = matrix_ceiling(hw, in.a);
+        double slow = (mc.measured > 0 && mc.datasheet > 0) ? mc.datasheet / mc.measured : 1.0;
+        item_compute_us = item_cycles / hw->clock_mhz * slow;
+        r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
+    }
     double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps); /* GB/s = 1e3 B/us */
     double lat = hw->hbm_latency_us;
     int bpc = p->blocks_per_cu > 0 ? p->blocks_per_cu : 1;

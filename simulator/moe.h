@@ -158,6 +158,12 @@ typedef struct {
     int weights_per_tile; /* each of an expert's tiles pays the time of reading its weights from
                             HBM, not only its first (unpaired tiles; see the stand-in above); the
                             cost is time only: hbm_bytes still counts each byte once */
+    int vector_rows;     /* the kernel multiplies each real row on the vector units (moe_gemv_down:
+                            a dot product per weight row in fp32 FMAs): no matrix instruction, no
+                            padding rows, no K padding; the result's instruction says so and its
+                            flops_issued are the useful ones. Its FMAs are not charged as time: at
+                            one row a tile they are 1 flop per weight byte (bf16), a fraction of
+                            any vector unit's flops per HBM byte */
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */
@@ -199,7 +205,7 @@ typedef struct {
 } tl_moe_result;
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
- * combine_kernel, requant_kernel, requant_rows_per_cu) to those of this project's fused MoE kernel
+ * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows) to those of this project's fused MoE kernel
  * (kernels/moe.hip, as built for sm_90) for p->dtype, p->stage, p->tokens and p->model; the other
  * fields are left alone. The values mirror kernels/moe.hip's constants (S1_NB, NCOLS, S1_THREADS,
  * S2_THREADS, the blocks per SM of __launch_bounds__, Fmt<>::U and KRUN, the tile pairing rule,

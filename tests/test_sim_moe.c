@@ -328,7 +328,7 @@ static void test_tilelab_kernel_terms(void **state)
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
     p = problem(&hw200, &ds, TL_MOE_BF16, 8, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_n == 128 && p.blocks_per_cu == 4 && p.combine_kernel && !p.requant_kernel);
+    assert_true(p.tile_n == 128 && p.blocks_per_cu == 4 && p.combine_kernel && !p.requant_kernel && !p.vector_rows);
     /* bf16 stage 2 at one token is moe_gemv_down: K = 2048 is 256 vectors, so groups of 64 threads
      * (4 vectors each), 4 groups x 2 rows x 8 tasks = 64 columns per long block, 3 blocks per SM,
      * 256 threads x 2 rows x 4 x 16 B = 32 KiB in flight; stage 1 keeps the GEMM */
@@ -338,6 +338,9 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(p.combine_kernel && !p.requant_kernel && !p.weights_per_tile);
     tl_moe_result c = run(p);
     assert_int_equal(c.work_items, 8 * 7168 / 64);
+    /* it multiplies each tile's one real row in fp32 FMAs: no matrix instruction, nothing padded */
+    assert_true(p.vector_rows && strncmp(c.instr.name, "none", 4) == 0);
+    assert_true(c.padding == 1.0 && c.k_padding == 1.0 && c.flops_issued == c.flops_useful && c.compute_us == 0.0);
     p = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
     p.tp = 8; /* K = 256: 32 vectors, groups of 8 threads, 32 groups x 2 rows x 8 tasks */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
