@@ -60,6 +60,7 @@
 
 #include "gpu.h"
 #include "mma_shapes.h"
+#include "../numerics/codes.h" /* the plain loop decodes BF16 and E4M3 */
 
 #if defined(__gfx950__)
 #define TL_MMA_TARGET_GFX950 1
@@ -121,29 +122,6 @@
 #endif
 
 #define TL_MMA_FN static __device__ __forceinline__
-
-/* ---- decoding used by the plain loop only (numerics/ is the reference for these formats) --- */
-static __host__ __device__ inline float tl_mma_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-/* E4M3FN (OCP): bias 7, 0x7F/0xFF NaN. Exact: every E4M3 value is a float. */
-static __host__ __device__ inline float tl_mma_e4m3_to_f32(uint8_t b)
-{
-    uint32_t s = (uint32_t)(b >> 7) << 31, e = (b >> 3) & 15u, m = b & 7u, u;
-    float f;
-    if ((b & 0x7Fu) == 0x7Fu) u = 0x7FC00000u;                 /* NaN */
-    else if (e != 0) u = s | ((e + 120u) << 23) | (m << 20);    /* rebias 7 -> 127 */
-    else {                                                      /* m * 2^-9 */
-        f = (float)m * (1.0f / 512.0f);
-        return s ? -f : f;
-    }
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* =============================================================================================
  * GFX950
@@ -298,8 +276,8 @@ TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_
                 uint32_t wa = __shfl_sync(0xffffffffu, a->r[reg_a], ra);
                 int tb = (kk % 16) / 4, rb = col * 4 + tb, reg_b = kk / 16;
                 uint32_t wb = __shfl_sync(0xffffffffu, b->r[reg_b], rb);
-                s += tl_mma_e4m3_to_f32((uint8_t)(wa >> (8 * (kk % 4)))) *
-                     tl_mma_e4m3_to_f32((uint8_t)(wb >> (8 * (kk % 4))));
+                s += tl_code_e4m3_to_f32((uint8_t)(wa >> (8 * (kk % 4)))) *
+                     tl_code_e4m3_to_f32((uint8_t)(wb >> (8 * (kk % 4))));
             }
             c->v[2 * h + cc] += s;
         }
@@ -356,8 +334,8 @@ TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_
         for (int n = 0; n < TL_MMA_BF16_N; n++) {
             float s = 0.0f;
             for (int k = 0; k < TL_MMA_BF16_K; k++)
-                s += tl_mma_bf16_to_f32(a->x[i * TL_MMA_BF16_K + k]) *
-                     tl_mma_bf16_to_f32(b->x[n * TL_MMA_BF16_K + k]);
+                s += tl_code_bf16_to_f32(a->x[i * TL_MMA_BF16_K + k]) *
+                     tl_code_bf16_to_f32(b->x[n * TL_MMA_BF16_K + k]);
             c->v[i * TL_MMA_BF16_N + n] += s;
         }
 }
@@ -367,8 +345,8 @@ TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_
         for (int n = 0; n < TL_MMA_FP8_N; n++) {
             float s = 0.0f;
             for (int k = 0; k < TL_MMA_FP8_K; k++)
-                s += tl_mma_e4m3_to_f32(a->x[i * TL_MMA_FP8_K + k]) *
-                     tl_mma_e4m3_to_f32(b->x[n * TL_MMA_FP8_K + k]);
+                s += tl_code_e4m3_to_f32(a->x[i * TL_MMA_FP8_K + k]) *
+                     tl_code_e4m3_to_f32(b->x[n * TL_MMA_FP8_K + k]);
             c->v[i * TL_MMA_FP8_N + n] += s;
         }
 }

@@ -16,7 +16,10 @@
  * h200_moe_variantD_*; likely each extra block paying its prologue's dependent loads again), nor
  * from splitting only the last items (session 7, variant I: fp8 65.2 -> 68.3..75.6 us, bf16 115.3 ->
  * 115.9..119.5; traced, a half item took 58% of a whole one's time and the SMs still ended 14 us
- * apart: block times vary with the SM and the moment more than with their bytes). Staging the weights in
+ * apart: block times vary with the SM and the moment more than with their bytes), nor from two items
+ * per block in one round (variant J: fp8 -0.9%, bf16 +1.3%; the SMs' speeds differ by up to 20%, which
+ * a fixed share cannot follow) or the row ids fetched a round trip earlier (variant K: fp8 +1..3%).
+ * Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
@@ -27,6 +30,7 @@
 #include "mma.h"
 #include "moe.h"
 #include "../numerics/blockfp8.h" /* the FP8 scale group and amax clamp */
+#include "../numerics/codes.h"    /* per-element BF16, E4M3, E2M1, E8M0 conversions */
 #include "../numerics/mx.h"       /* the MX block */
 
 #include <math.h>
@@ -114,7 +118,6 @@ template <> struct Fmt<DT_FP8, 2> { enum { KRUN = 32, U = 2, A_FP8 = 1, W_VEC = 
 #define moe_expf __builtin_expf
 #define moe_fabsf __builtin_fabsf
 #define moe_fmaxf __builtin_fmaxf
-#define moe_rintf __builtin_rintf
 #define wave_ballot(p) ((unsigned long long)__ballot(p))
 #define wave_popc(m) __popcll(m)
 typedef unsigned long long wave_mask;
@@ -122,59 +125,12 @@ typedef unsigned long long wave_mask;
 #define moe_expf expf
 #define moe_fabsf fabsf
 #define moe_fmaxf fmaxf
-#define moe_rintf rintf
 #define wave_ballot(p) __ballot_sync(0xffffffffu, (p))
 #define wave_popc(m) __popc(m)
 typedef unsigned int wave_mask;
 #endif
 
-/* ---- small device helpers -------------------------------------------------------------------- */
-static __device__ __forceinline__ float bits_f32(uint32_t u) { return __uint_as_float(u); }
-static __device__ __forceinline__ uint32_t f32_bits(float f) { return __float_as_uint(f); }
-
-/* float -> bf16, round to nearest even (inputs here are finite). */
-static __device__ __forceinline__ uint32_t bf16_rne(float f)
-{
-    uint32_t u = f32_bits(f);
-    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-}
-static __device__ __forceinline__ float bf16_f32(uint32_t h) { return bits_f32(h << 16); }
-
-/* E4M3FN code -> float, exact (0x7F/0xFF NaN). */
-static __device__ __forceinline__ float e4m3_f32(uint32_t b)
-{
-    uint32_t s = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
-    if ((b & 0x7Fu) == 0x7Fu) return bits_f32(0x7FC00000u);
-    if (e) return bits_f32(s | ((e + 120u) << 23) | (m << 20));
-    float v = (float)m * (1.0f / 512.0f);
-    return s ? -v : v;
-}
-/* E2M1 code (4 bits) -> float, exact. */
-static __device__ __forceinline__ float e2m1_f32(uint32_t c)
-{
-    uint32_t s = (c & 8u) << 28, e = (c >> 1) & 3u, m = c & 1u;
-    if (e == 0) return bits_f32(s | (m ? 0x3F000000u : 0u)); /* 0 or 0.5 */
-    return bits_f32(s | ((e + 126u) << 23) | (m << 22));
-}
-/* E8M0 code -> 2^(code - 127) as a float (0xFF NaN). */
-static __device__ __forceinline__ float e8m0_f32(uint32_t c)
-{
-    if (c == 255u) return bits_f32(0x7FC00000u);
-    return c ? bits_f32(c << 23) : bits_f32(0x00400000u);
-}
-/* float -> E4M3FN code, RNE, saturating at 448 (numerics/formats.h's rule for finite inputs). */
-static __device__ __forceinline__ uint32_t f32_e4m3(float x)
-{
-    uint32_t sign = (f32_bits(x) >> 24) & 0x80u;
-    float a = moe_fabsf(x);
-    if (!(a < 448.0f)) return sign | 0x7Eu;
-    if (a < 0.015625f) return sign | (uint32_t)moe_rintf(a * 512.0f); /* subnormal; 8 -> 0x08 = 2^-6 */
-    uint32_t u = f32_bits(a);
-    u += 0x7FFFFu + ((u >> 20) & 1u); /* RNE to 3 mantissa bits */
-    uint32_t e = (u >> 23) - 120u, m = (u >> 20) & 7u;
-    if (e > 15u || (e == 15u && m == 7u)) return sign | 0x7Eu;
-    return sign | (e << 3) | m;
-}
+/* ---- small device helpers (the per-element format conversions are numerics/codes.h's) ---------- */
 static __device__ __forceinline__ uint32_t pack2(uint32_t lo, uint32_t hi) { return lo | (hi << 16); }
 
 
@@ -296,9 +252,9 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
 #pragma unroll
         for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
-            float v0 = e4m3_f32(b0), v1 = e4m3_f32(b1);
+            float v0 = tl_code_e4m3_to_f32(b0), v1 = tl_code_e4m3_to_f32(b1);
             if (DT == DT_MXFP8) v0 *= mx_scale, v1 *= mx_scale;
-            out[i] = pack2(bf16_rne(v0), bf16_rne(v1));
+            out[i] = pack2(tl_code_bf16_from_exact_f32(v0), tl_code_bf16_from_exact_f32(v1));
         }
     } else {
 #pragma unroll
@@ -309,10 +265,10 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
                 v0 = (float)((int)lo - 8);
                 v1 = (float)((int)hi - 8);
             } else {
-                v0 = e2m1_f32(lo) * mx_scale;
-                v1 = e2m1_f32(hi) * mx_scale;
+                v0 = tl_code_e2m1_to_f32(lo) * mx_scale;
+                v1 = tl_code_e2m1_to_f32(hi) * mx_scale;
             }
-            out[i] = pack2(bf16_rne(v0), bf16_rne(v1));
+            out[i] = pack2(tl_code_bf16_from_exact_f32(v0), tl_code_bf16_from_exact_f32(v1));
         }
     }
 }
@@ -326,7 +282,8 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT, V> &ch, int r, u
 #pragma unroll
         for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
-            out[i] = pack2(bf16_rne(e4m3_f32(b0)), bf16_rne(e4m3_f32(b1)));
+            out[i] = pack2(tl_code_bf16_from_exact_f32(tl_code_e4m3_to_f32(b0)),
+                           tl_code_bf16_from_exact_f32(tl_code_e4m3_to_f32(b1)));
         }
     } else {
         const uint32_t *q = (const uint32_t *)&ch.a[r][0];
@@ -602,7 +559,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 #pragma unroll
                 for (int f = 0; f < NF; f++)
                     mxs[f] = (DT == DT_MXFP4 || DT == DT_MXFP8)
-                                 ? e8m0_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) +
+                                 ? tl_code_e8m0_to_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) +
                                                      k / TL_MX_BLOCK])
                                  : 1.0f;
                 mma_chunk<DT, V, MT>(ch[u], acc, mxs, [&](int m, int j, int r) {
@@ -659,7 +616,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
                 gs += red[(w * ROWS + row) * NCOLS + c];
                 us += red[(w * ROWS + row) * NCOLS + S1_NB + c];
             }
-            *dst = (uint16_t)bf16_rne(gs / (1.0f + moe_expf(-gs)) * us);
+            *dst = (uint16_t)tl_code_bf16_from_f32(gs / (1.0f + moe_expf(-gs)) * us);
         }
     }
     if (p.trace) { /* block-uniform: the block's end is its last thread's */
@@ -690,8 +647,8 @@ static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
     const uint32_t u[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        out[2 * i] = bits_f32(u[i] << 16);
-        out[2 * i + 1] = bits_f32(u[i] & 0xFFFF0000u);
+        out[2 * i] = tl_code_bits_f32(u[i] << 16);
+        out[2 * i + 1] = tl_code_bits_f32(u[i] & 0xFFFF0000u);
     }
 }
 
@@ -818,7 +775,7 @@ __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, co
         float x[8], a = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            x[i] = bf16_f32((w[i / 2] >> (16 * (i % 2))) & 0xFFFFu);
+            x[i] = tl_code_bf16_to_f32((w[i / 2] >> (16 * (i % 2))) & 0xFFFFu);
             a = moe_fmaxf(a, moe_fabsf(x[i]));
         }
 #pragma unroll
@@ -827,8 +784,8 @@ __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, co
         uint32_t lo = 0, hi = 0;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            lo |= f32_e4m3(x[i] / scale) << (8 * i);
-            hi |= f32_e4m3(x[i + 4] / scale) << (8 * i);
+            lo |= tl_code_e4m3_from_f32(x[i] / scale) << (8 * i);
+            hi |= tl_code_e4m3_from_f32(x[i + 4] / scale) << (8 * i);
         }
         if (on) {
             *(uint2 *)(act_q + at) = make_uint2(lo, hi);

@@ -357,14 +357,6 @@ static void mma_shape(arch_kind a, int fp8, int *m, int *n, int *k)
     }
 }
 
-static uint16_t f32_to_bf16_rne(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* A random E4M3 byte that is finite in both the OCP and the FNUZ reading (not 0x7F/0xFF, 0x80). */
 static uint8_t random_fp8(tl_rng *r)
 {
@@ -376,7 +368,7 @@ static uint8_t random_fp8(tl_rng *r)
 
 static float fp8_value(uint8_t b, int fnuz)
 {
-    float v = tl_mma_e4m3_to_f32(b);
+    float v = tl_code_e4m3_to_f32(b);
     return fnuz ? 0.5f * v : v; /* FNUZ bias 8: the same bits mean half */
 }
 
@@ -584,8 +576,8 @@ static int check_mma_tiles(roofline_ctx *c)
         st = tl_error(TL_EFAIL, "roofline", "out of host memory");
         goto done;
     }
-    for (size_t i = 0; i < na; i++) hA[i] = f32_to_bf16_rne((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
-    for (size_t i = 0; i < nbt; i++) hB[i] = f32_to_bf16_rne((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
+    for (size_t i = 0; i < na; i++) hA[i] = (uint16_t)tl_code_bf16_from_f32((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
+    for (size_t i = 0; i < nbt; i++) hB[i] = (uint16_t)tl_code_bf16_from_f32((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
     for (size_t i = 0; i < fa; i++) qA[i] = random_fp8(&rng);
     for (size_t i = 0; i < fbt; i++) qB[i] = random_fp8(&rng);
     TL_GPU_CHECK_GOTO(hipMalloc(&dA, 4096), st, done);
@@ -613,8 +605,8 @@ static int check_mma_tiles(roofline_ctx *c)
             for (int j = 0; j < n; j++) {
                 double ref = 0.0, mag = 0.0;
                 for (int kk = 0; kk < 2 * k; kk++) {
-                    double x = pass ? fp8_value(qA[i * 2 * k + kk], fnuz) : tl_mma_bf16_to_f32(hA[i * 2 * k + kk]);
-                    double y = pass ? fp8_value(qB[j * 2 * k + kk], fnuz) : tl_mma_bf16_to_f32(hB[j * 2 * k + kk]);
+                    double x = pass ? fp8_value(qA[i * 2 * k + kk], fnuz) : tl_code_bf16_to_f32(hA[i * 2 * k + kk]);
+                    double y = pass ? fp8_value(qB[j * 2 * k + kk], fnuz) : tl_code_bf16_to_f32(hB[j * 2 * k + kk]);
                     ref += x * y;
                     mag += fabs(x * y);
                 }
@@ -814,7 +806,7 @@ extern "C" int tl_roofline_run(int device, const tl_roofline_opts *opts, tl_roof
         tl_rng r;
         tl_rng_seed(&r, 0x5eed1234ULL);
         for (int i = 0; i < TILE_BYTES / 2; i += 2) {
-            uint16_t h = f32_to_bf16_rne((float)(0.25 * (2.0 * tl_rng_uniform(&r) - 1.0)));
+            uint16_t h = (uint16_t)tl_code_bf16_from_f32((float)(0.25 * (2.0 * tl_rng_uniform(&r) - 1.0)));
             memcpy(host + i, &h, 2);
         }
         for (int i = TILE_BYTES / 2; i < TILE_BYTES; i++) host[i] = random_fp8(&r);

@@ -128,9 +128,9 @@ int main(void)
 #if !defined(TL_MMA_TARGET_GENERIC)
     return 3;
 #else
-    if (tl_mma_e4m3_to_f32(0x7E) != 448.0f || tl_mma_e4m3_to_f32(0x38) != 1.0f ||
-        tl_mma_e4m3_to_f32(0xC0) != -2.0f || tl_mma_e4m3_to_f32(0x01) != 1.0f / 512 ||
-        !isnan(tl_mma_e4m3_to_f32(0x7F)) || tl_mma_bf16_to_f32(0x3FC0) != 1.5f)
+    if (tl_code_e4m3_to_f32(0x7E) != 448.0f || tl_code_e4m3_to_f32(0x38) != 1.0f ||
+        tl_code_e4m3_to_f32(0xC0) != -2.0f || tl_code_e4m3_to_f32(0x01) != 1.0f / 512 ||
+        !isnan(tl_code_e4m3_to_f32(0x7F)) || tl_code_bf16_to_f32(0x3FC0) != 1.5f)
         return 4;
     enum { M = TL_MMA_BF16_M, N = TL_MMA_BF16_N, K = TL_MMA_BF16_K, FK = TL_MMA_FP8_K };
     static uint16_t A[M * 2 * K], Bt[N * 2 * K];
@@ -166,8 +166,8 @@ int main(void)
             for (int j = 0; j < N; j++) {
                 double ref = 0, mag = 0;
                 for (int kk = 0; kk < 2 * k; kk++) {
-                    double x = pass ? tl_mma_e4m3_to_f32(QA[i * 2 * k + kk]) : tl_mma_bf16_to_f32(A[i * 2 * k + kk]);
-                    double y = pass ? tl_mma_e4m3_to_f32(QB[j * 2 * k + kk]) : tl_mma_bf16_to_f32(Bt[j * 2 * k + kk]);
+                    double x = pass ? tl_code_e4m3_to_f32(QA[i * 2 * k + kk]) : tl_code_bf16_to_f32(A[i * 2 * k + kk]);
+                    double y = pass ? tl_code_e4m3_to_f32(QB[j * 2 * k + kk]) : tl_code_bf16_to_f32(Bt[j * 2 * k + kk]);
                     ref += x * y;
                     mag += fabs(x * y);
                 }

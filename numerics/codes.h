@@ -1,0 +1,96 @@
+/* numerics/codes.h: the few code <-> float32 conversions that GPU kernels do per element (BF16,
+ * E4M3FN, E2M1, E8M0), as bit manipulation that compiles for the host (C17) and for the device
+ * (HIP, CUDA). They are the kernels' copy of numerics/formats.h's rules: tests/test_codes.c checks
+ * each against tl_encode / tl_decode on every code and on a sweep of float32 inputs, so a kernel
+ * that calls these writes and reads exactly what the reference does.
+ *
+ * Contracts (x is any float32, NaN and Inf included):
+ *   tl_code_bf16_from_f32(x)  = tl_encode(TL_NF_BF16, x, 0): RNE, overflow to Inf, NaN -> 0x7FC0|s
+ *   tl_code_e4m3_from_f32(x)  = tl_encode(TL_NF_E4M3FN, x, 1): RNE, saturating at +-448, NaN -> 0x7F|s
+ *   tl_code_bf16_from_exact_f32(x) = the same as tl_code_bf16_from_f32 where x is a BF16 value,
+ *     Inf or NaN (NaN may keep a payload: any NaN code), without the rounding
+ *   tl_code_bf16_to_f32(h), tl_code_e4m3_to_f32(b), tl_code_e2m1_to_f32(c), tl_code_e8m0_to_f32(c):
+ *     = tl_decode of the format, exact; bits above the code's width are ignored (E8M0: c < 256).
+ *     NaN codes give a quiet NaN (E4M3FN 0x7F/0xFF, E8M0 0xFF).
+ * Cost: a handful of integer operations and at most two branches each; no tables, no libm.
+ */
+#ifndef TL_NUMERICS_CODES_H
+#define TL_NUMERICS_CODES_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define TL_CODE_FN static __host__ __device__ inline
+#elif defined(__HIP__)
+#define TL_CODE_FN static __attribute__((host, device)) inline
+#else
+#define TL_CODE_FN static inline
+#endif
+
+TL_CODE_FN float tl_code_bits_f32(uint32_t u)
+{
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+}
+TL_CODE_FN uint32_t tl_code_f32_bits(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* ---- BF16: the top half of a float32 ---------------------------------------------------------- */
+TL_CODE_FN float tl_code_bf16_to_f32(uint32_t h) { return tl_code_bits_f32(h << 16); }
+TL_CODE_FN uint32_t tl_code_bf16_from_f32(float x)
+{
+    const uint32_t u = tl_code_f32_bits(x);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return ((u >> 16) & 0x8000u) | 0x7FC0u; /* NaN */
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16; /* RNE; the carry makes max + half an ulp Inf */
+}
+
+/* The code of a float32 that BF16 holds exactly (a decoded E4M3, E2M1 or INT4 value, times a power
+ * of two): its top half, no rounding needed; NaN stays NaN and Inf stays Inf. For other values it
+ * truncates (use tl_code_bf16_from_f32). One shift. */
+TL_CODE_FN uint32_t tl_code_bf16_from_exact_f32(float x) { return tl_code_f32_bits(x) >> 16; }
+
+/* ---- E4M3FN (OCP FP8): bias 7, max 448, 0x7F/0xFF NaN, no Inf --------------------------------- */
+TL_CODE_FN float tl_code_e4m3_to_f32(uint32_t b)
+{
+    const uint32_t s = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+    if ((b & 0x7Fu) == 0x7Fu) return tl_code_bits_f32(s | 0x7FC00000u);
+    if (e) return tl_code_bits_f32(s | ((e + 120u) << 23) | (m << 20)); /* rebias 7 -> 127 */
+    return tl_code_bits_f32(s | (m ? tl_code_f32_bits((float)m * (1.0f / 512.0f)) : 0u)); /* m x 2^-9 */
+}
+TL_CODE_FN uint32_t tl_code_e4m3_from_f32(float x)
+{
+    const uint32_t sign = (tl_code_f32_bits(x) >> 24) & 0x80u, u = tl_code_f32_bits(x) & 0x7FFFFFFFu;
+    if (u > 0x7F800000u) return sign | 0x7Fu;      /* NaN */
+    if (u >= 0x43E00000u) return sign | 0x7Eu;     /* |x| >= 448 (Inf too): saturate */
+    if (u < 0x3C800000u) {                         /* |x| < 2^-6: subnormal steps of 2^-9 */
+        /* |x| x 512 < 8 is exact; adding 2^23 rounds it to an integer, ties to even */
+        const float steps = (tl_code_bits_f32(u) * 512.0f + 8388608.0f) - 8388608.0f;
+        return sign | (uint32_t)steps;             /* 8 steps = 0x08 = 2^-6, the first normal */
+    }
+    const uint32_t r = u + 0x7FFFFu + ((u >> 20) & 1u); /* RNE to 3 mantissa bits */
+    const uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u;
+    if (e > 15u || (e == 15u && m == 7u)) return sign | 0x7Eu; /* rounded past 448 */
+    return sign | (e << 3) | m;
+}
+
+/* ---- E2M1 (FP4): bias 1, max 6, no Inf or NaN -------------------------------------------------- */
+TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
+{
+    const uint32_t s = (c & 8u) << 28, e = (c >> 1) & 3u, m = c & 1u;
+    if (e == 0) return tl_code_bits_f32(s | (m ? 0x3F000000u : 0u)); /* 0 or 0.5 */
+    return tl_code_bits_f32(s | ((e + 126u) << 23) | (m << 22));
+}
+
+/* ---- E8M0 (MX scale): 2^(c - 127), 0xFF NaN ---------------------------------------------------- */
+TL_CODE_FN float tl_code_e8m0_to_f32(uint32_t c)
+{
+    if (c == 255u) return tl_code_bits_f32(0x7FC00000u);
+    return tl_code_bits_f32(c ? c << 23 : 0x00400000u); /* code 0 is 2^-127, a subnormal */
+}
+
+#endif

@@ -1,0 +1,145 @@
+/* numerics/codes.h (the kernels' per-element conversions) against numerics/formats.h: every code
+ * decoded, and encoding checked on every rounding boundary of BF16 and E4M3FN (each float32 whose
+ * bits below the kept ones are 0, just under half, half, just over half, or all ones), on the
+ * specials, and on a strided sweep of all 2^32 bit patterns. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "numerics/codes.h"
+#include "numerics/formats.h"
+
+static float f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* decoded values agree bit for bit (NaN: both NaN) */
+static void same_value(float got, float want, uint32_t code, const char *fmt)
+{
+    if (isnan(want)) {
+        if (!isnan(got)) fail_msg("%s code 0x%X: %g, want NaN", fmt, code, (double)got);
+        return;
+    }
+    uint32_t g, w;
+    memcpy(&g, &got, sizeof g);
+    memcpy(&w, &want, sizeof w);
+    if (g != w) fail_msg("%s code 0x%X: %a, want %a", fmt, code, (double)got, (double)want);
+}
+
+static void every_code_decodes_as_numerics_does(void **state)
+{
+    (void)state;
+    for (uint32_t c = 0; c < 65536; c++)
+        same_value(tl_code_bf16_to_f32(c), tl_decode(TL_NF_BF16, (uint16_t)c), c, "bf16");
+    for (uint32_t c = 0; c < 256; c++) {
+        same_value(tl_code_e4m3_to_f32(c), tl_decode(TL_NF_E4M3FN, (uint16_t)c), c, "e4m3");
+        same_value(tl_code_e8m0_to_f32(c), tl_decode(TL_NF_E8M0, (uint16_t)c), c, "e8m0");
+        /* bits above the code are ignored */
+        same_value(tl_code_e4m3_to_f32(c | 0xA500u), tl_decode(TL_NF_E4M3FN, (uint16_t)c), c, "e4m3 high bits");
+    }
+    for (uint32_t c = 0; c < 16; c++) {
+        same_value(tl_code_e2m1_to_f32(c), tl_decode(TL_NF_E2M1, (uint16_t)c), c, "e2m1");
+        same_value(tl_code_e2m1_to_f32(c | 0xF0u), tl_decode(TL_NF_E2M1, (uint16_t)c), c, "e2m1 high bits");
+    }
+}
+
+/* every BF16 value goes back to its own code without rounding; NaN codes stay NaN */
+static void exact_values_keep_their_bf16_code(void **state)
+{
+    (void)state;
+    for (uint32_t c = 0; c < 65536; c++) {
+        const uint32_t back = tl_code_bf16_from_exact_f32(tl_code_bf16_to_f32(c));
+        if (isnan(tl_decode(TL_NF_BF16, (uint16_t)c))) assert_true(isnan(tl_code_bf16_to_f32(back)));
+        else if (back != c) fail_msg("bf16 code 0x%04X came back as 0x%04X", c, back);
+    }
+    /* decoded E4M3 and E2M1 values times an E8M0 scale are BF16 values: the shift equals RNE */
+    for (uint32_t b = 0; b < 256; b++)
+        for (uint32_t sc = 100; sc < 160; sc += 7) {
+            const float v = tl_code_e4m3_to_f32(b) * tl_code_e8m0_to_f32(sc), w = tl_code_e2m1_to_f32(b) * tl_code_e8m0_to_f32(sc);
+            if (!isnan(v)) assert_int_equal(tl_code_bf16_from_exact_f32(v), tl_code_bf16_from_f32(v));
+            assert_int_equal(tl_code_bf16_from_exact_f32(w), tl_code_bf16_from_f32(w));
+        }
+}
+
+/* one input through both encoders; *checked counts them */
+static void encodes_alike(uint32_t u, long *checked)
+{
+    const float x = f32(u);
+    const uint32_t b = tl_code_bf16_from_f32(x), bw = tl_encode(TL_NF_BF16, x, 0);
+    if (b != bw) fail_msg("bf16 of %a (0x%08X): 0x%04X, want 0x%04X", (double)x, u, b, bw);
+    const uint32_t e = tl_code_e4m3_from_f32(x), ew = tl_encode(TL_NF_E4M3FN, x, 1);
+    if (e != ew) fail_msg("e4m3 of %a (0x%08X): 0x%02X, want 0x%02X", (double)x, u, e, ew);
+    (*checked)++;
+}
+
+static void rounding_boundaries_encode_as_numerics_does(void **state)
+{
+    (void)state;
+    long checked = 0;
+    /* BF16 keeps the top 16 bits: its boundaries sit in the low 16 */
+    static const uint32_t low16[] = {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu};
+    for (uint32_t hi = 0; hi < 65536; hi++)
+        for (size_t i = 0; i < sizeof low16 / sizeof low16[0]; i++) encodes_alike(hi << 16 | low16[i], &checked);
+    /* E4M3 keeps 3 mantissa bits of a normal float32: its boundaries sit in the low 20 bits */
+    static const uint32_t low20[] = {0x00000u, 0x00001u, 0x7FFFFu, 0x80000u, 0x80001u, 0xFFFFFu};
+    for (uint32_t hi = 0; hi < 4096; hi++)
+        for (size_t i = 0; i < sizeof low20 / sizeof low20[0]; i++) encodes_alike(hi << 20 | low20[i], &checked);
+    /* E4M3 subnormals are steps of 2^-9 below 2^-6: each step, half step and its neighbours */
+    for (int k = 0; k <= 16; k++) {
+        const float half = (float)k * (1.0f / 1024.0f); /* k half-steps of 2^-10 */
+        uint32_t u;
+        memcpy(&u, &half, sizeof u);
+        for (int d = -2; d <= 2; d++) {
+            encodes_alike(u + (uint32_t)d, &checked);
+            encodes_alike((u + (uint32_t)d) | 0x80000000u, &checked);
+        }
+    }
+    /* specials: zeros, Inf, NaN (quiet, signalling, negative), the largest and smallest floats */
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                                       0xFFC00000u, 0x7F800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7F7FFFFFu,
+                                       0x00000001u, 0x80000001u, 0x43E00000u, 0x43E80000u, 0x43F00000u};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) encodes_alike(special[i], &checked);
+    /* and a stride through every bit pattern */
+    for (uint64_t u = 0; u < (1ull << 32); u += 65521u) encodes_alike((uint32_t)u, &checked);
+    assert_true(checked > 450000);
+}
+
+/* The values the kernels rely on, written out. */
+static void known_values(void **state)
+{
+    (void)state;
+    assert_true(tl_code_e4m3_to_f32(0x7E) == 448.0f && tl_code_e4m3_to_f32(0x38) == 1.0f);
+    assert_true(tl_code_e4m3_to_f32(0xC0) == -2.0f && tl_code_e4m3_to_f32(0x01) == 1.0f / 512);
+    assert_true(isnan(tl_code_e4m3_to_f32(0x7F)) && isnan(tl_code_e4m3_to_f32(0xFF)));
+    assert_int_equal(tl_code_e4m3_from_f32(449.0f), 0x7E);  /* FACTS.md: 449 -> 448 */
+    assert_int_equal(tl_code_e4m3_from_f32(464.0f), 0x7E);  /* tie to even */
+    assert_int_equal(tl_code_e4m3_from_f32(-1e9f), 0xFE);   /* saturating */
+    assert_int_equal(tl_code_e4m3_from_f32(NAN), 0x7F);     /* NaN stays NaN */
+    assert_int_equal(tl_code_e4m3_from_f32(0x1.8p-9f), 0x02); /* 1.5 steps: tie to even */
+    assert_int_equal(tl_code_bf16_from_f32(1.5f), 0x3FC0);
+    assert_int_equal(tl_code_bf16_from_f32(f32(0x7FFFFFFFu)), 0x7FC0); /* a NaN the carry would wrap */
+    assert_int_equal(tl_code_bf16_from_f32(f32(0x7F7FFFFFu)), 0x7F80); /* max + half an ulp: Inf */
+    assert_true(tl_code_bf16_to_f32(0x3FC0) == 1.5f);
+    assert_true(tl_code_e2m1_to_f32(0x7) == 6.0f && tl_code_e2m1_to_f32(0x9) == -0.5f);
+    assert_true(tl_code_e8m0_to_f32(127) == 1.0f && tl_code_e8m0_to_f32(0) == 0x1p-127f);
+    assert_true(isnan(tl_code_e8m0_to_f32(255)));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_code_decodes_as_numerics_does),
+        cmocka_unit_test(rounding_boundaries_encode_as_numerics_does),
+        cmocka_unit_test(exact_values_keep_their_bf16_code),
+        cmocka_unit_test(known_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
