@@ -254,7 +254,7 @@ static const char moe_usage[] =
     "             tilelab: this project's kernels/moe.hip with its own geometry, timed as `tilelab bench\n"
     "             moe` times it by default (after a read flush): the bench's sim_us column\n"
     "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
-    "limiter: hbm, matrix, padding, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
 
 static int sim_moe(int argc, char **argv)
 {

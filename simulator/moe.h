@@ -86,6 +86,19 @@
  *      per-row work: each item's activation loads from L2 and its scaling of every 128 group's
  *      partial sums. Plain loads instead of evict-first were slower (3.25 -> 3.47 ms). The model
  *      has no term for that work; without this one it predicts fp8 at M = 1024 33% fast.
+ *    * dequant_instr: a16w4, mxfp4 and mxfp8 weights are turned into BF16 in registers, element
+ *      by element, before the BF16 matrix instruction (kernels/moe.hip, weights_bf16). That work runs
+ *      on the CU's issue slots: an item's dequant time = its weight elements (tile_n x K) x
+ *      dequant_instr / (wave_size x matrix_cores_per_cu x clock_mhz, the preset's clock), added
+ *      to its matrix compute. The instructions per element are the kernel's, measured on the H200
+ *      (run 22, 2026-11-29,
+ *      `h200_moe_bench_{a16w4,mxfp4,mxfp8}_run22.csv`: every stage bound by them, 3-6x the read
+ *      floor at every M) and set by tl_moe_tilelab_kernel. One value per dtype is fitted to its 8
+ *      timings (both stages, M = 1, 8, 64, 256): a16w4 9.5 (unpack, int to float, shift to BF16),
+ *      mxfp4 24 and mxfp8 40 (E2M1 / E4M3 decoded by bit manipulation, times the E8M0 scale, which
+ *      each lane loads per 16 or 32 elements). Largest error over those timings: 9.5% (a16w4
+ *      stage 2 at M = 1), 6.2% (mxfp4) and 7.1% (mxfp8); without the term the model was 44-83%
+ *      fast. Fitted, not derived from the instruction stream; AMD targets are not measured.
  *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
  *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
  *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
@@ -96,8 +109,9 @@
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
- *    compute-bound ones; "padding" when compute bounds and flops_issued >= 2 x flops_useful
- *    (padding at least halves the useful rate); else "matrix".
+ *    compute-bound ones; "dequant" when compute bounds and most of the compute is the weights'
+ *    conversion (dequant_instr); "padding" when compute bounds and flops_issued >= 2 x
+ *    flops_useful (padding at least halves the useful rate); else "matrix".
  *
  * Ignored by the model (and stated so): L2/MALL capacity (every re-read of weights and activations
  * after the first is assumed to hit; on the H200 at M = 1024, where each expert has two 16-row
@@ -158,6 +172,12 @@ typedef struct {
     int weights_per_tile; /* each of an expert's tiles pays the time of reading its weights from
                             HBM, not only its first (unpaired tiles; see the stand-in above); the
                             cost is time only: hbm_bytes still counts each byte once */
+    double dequant_instr; /* instructions a lane issues per weight element that the kernel turns
+                            into BF16 in registers before its matrix instruction (0: the weights go
+                            to the matrix cores as stored). They take the CU's issue slots, one
+                            wave instruction per clock in each of matrix_cores_per_cu sub-partitions
+                            (one matrix core each, on CDNA and on Hopper alike), and add to an
+                            item's compute; see the dequantization paragraph above */
     int vector_rows;     /* the kernel multiplies each real row on the vector units (moe_gemv_down:
                             a dot product per weight row in fp32 FMAs): no matrix instruction, no
                             padding rows, no K padding; the result's instruction says so and its
@@ -200,7 +220,8 @@ typedef struct {
     int kernels;         /* kernels the stage launches */
     double bw_gbps;      /* the full-GPU bandwidth used */
     double matrix_tflops;/* the instruction rate used (measured-scaled) */
-    const char *limiter; /* "hbm", "matrix", "padding", "fixed", "tail" (static string) */
+    const char *limiter; /* "hbm", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
+    double dequant_us;   /* of compute_us: the weights' conversion to BF16 (dequant_instr) */
     tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
 } tl_moe_result;
 

@@ -34,6 +34,9 @@ static const struct {
     {"bench/results/h200_moe_bench_fp8_run17.csv", 1},
     {"bench/results/h200_moe_bench_bf16_run19.csv", 0}, /* session 6: moe_gemv_down at one token */
     {"bench/results/h200_moe_bench_fp8_run19.csv", 0},
+    {"bench/results/h200_moe_bench_a16w4_run22.csv", 0}, /* session 7: the dequantizing dtypes */
+    {"bench/results/h200_moe_bench_mxfp4_run22.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp8_run22.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
