@@ -241,7 +241,9 @@ static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArg
         }
 }
 
-/* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied (exact). */
+/* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied. Exact, so a shift
+ * makes them BF16 (numerics/codes.h), but for mxfp8 blocks of E8M0 code 0-2 (amax under 2^-116),
+ * where a BF16 subnormal step can be truncated. */
 template <int DT, int V>
 static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int f, float mx_scale, uint32_t *out)
 {

@@ -1,6 +1,6 @@
 /* numerics/codes.h: the few code <-> float32 conversions that GPU kernels do per element (BF16,
  * E4M3FN, E2M1, E8M0), as bit manipulation that compiles for the host (C17) and for the device
- * (HIP, CUDA). They are the kernels' copy of numerics/formats.h's rules: tests/test_codes.c checks
+ * (HIP, CUDA). They are the kernels' copy of numerics/formats.h's rules: tests/test_numerics_codes.c checks
  * each against tl_encode / tl_decode on every code and on a sweep of float32 inputs, so a kernel
  * that calls these writes and reads exactly what the reference does.
  *
@@ -8,7 +8,10 @@
  *   tl_code_bf16_from_f32(x)  = tl_encode(TL_NF_BF16, x, 0): RNE, overflow to Inf, NaN -> 0x7FC0|s
  *   tl_code_e4m3_from_f32(x)  = tl_encode(TL_NF_E4M3FN, x, 1): RNE, saturating at +-448, NaN -> 0x7F|s
  *   tl_code_bf16_from_exact_f32(x) = the same as tl_code_bf16_from_f32 where x is a BF16 value,
- *     Inf or NaN (NaN may keep a payload: any NaN code), without the rounding
+ *     Inf or a quiet NaN (which may keep a payload: a NaN code), without the rounding. Exact
+ *     inputs: INT4 and E2M1 values times any power of two, E4M3 values times 2^k for k >= -124
+ *     (E8M0 codes >= 3; below that the product can fall under BF16's smallest subnormal, 2^-133,
+ *     and the shift truncates where RNE would round: one subnormal step)
  *   tl_code_bf16_to_f32(h), tl_code_e4m3_to_f32(b), tl_code_e2m1_to_f32(c), tl_code_e8m0_to_f32(c):
  *     = tl_decode of the format, exact; bits above the code's width are ignored (E8M0: c < 256).
  *     NaN codes give a quiet NaN (E4M3FN 0x7F/0xFF, E8M0 0xFF).
@@ -49,9 +52,9 @@ TL_CODE_FN uint32_t tl_code_bf16_from_f32(float x)
     return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16; /* RNE; the carry makes max + half an ulp Inf */
 }
 
-/* The code of a float32 that BF16 holds exactly (a decoded E4M3, E2M1 or INT4 value, times a power
- * of two): its top half, no rounding needed; NaN stays NaN and Inf stays Inf. For other values it
- * truncates (use tl_code_bf16_from_f32). One shift. */
+/* The code of a float32 that BF16 holds exactly (see the contract above): its top half, no rounding
+ * needed; a quiet NaN stays NaN and Inf stays Inf. For other values it truncates (use
+ * tl_code_bf16_from_f32). One shift. */
 TL_CODE_FN uint32_t tl_code_bf16_from_exact_f32(float x) { return tl_code_f32_bits(x) >> 16; }
 
 /* ---- E4M3FN (OCP FP8): bias 7, max 448, 0x7F/0xFF NaN, no Inf --------------------------------- */
@@ -67,10 +70,12 @@ TL_CODE_FN uint32_t tl_code_e4m3_from_f32(float x)
     const uint32_t sign = (tl_code_f32_bits(x) >> 24) & 0x80u, u = tl_code_f32_bits(x) & 0x7FFFFFFFu;
     if (u > 0x7F800000u) return sign | 0x7Fu;      /* NaN */
     if (u >= 0x43E00000u) return sign | 0x7Eu;     /* |x| >= 448 (Inf too): saturate */
-    if (u < 0x3C800000u) {                         /* |x| < 2^-6: subnormal steps of 2^-9 */
-        /* |x| x 512 < 8 is exact; adding 2^23 rounds it to an integer, ties to even */
-        const float steps = (tl_code_bits_f32(u) * 512.0f + 8388608.0f) - 8388608.0f;
-        return sign | (uint32_t)steps;             /* 8 steps = 0x08 = 2^-6, the first normal */
+    if (u < 0x3C800000u) { /* |x| < 2^-6: steps of 2^-9, rounded in integers (no float mode matters) */
+        const uint32_t ex = u >> 23, sig = ex ? (u & 0x7FFFFFu) | 0x800000u : u;
+        const uint32_t sh = 141u - (ex ? ex : 1u); /* |x| x 512 = sig x 2^-sh, sh >= 21 */
+        if (sh >= 32u) return sign;                /* under a quarter step */
+        const uint32_t q = sig >> sh, rem = sig & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+        return sign | (q + (rem > half || (rem == half && (q & 1u)))); /* 8 steps = 0x08 = 2^-6 */
     }
     const uint32_t r = u + 0x7FFFFu + ((u >> 20) & 1u); /* RNE to 3 mantissa bits */
     const uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u;

@@ -74,6 +74,7 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
         tl_json_get_num(root, "clock_mhz", label, 1, 1, 1e5, &hw->clock_mhz) ||
         tl_json_get_int(root, "wave_size", label, 1, 1, 1024, &hw->wave_size) ||
         tl_json_get_int(root, "matrix_cores_per_cu", label, 1, 1, 64, &hw->matrix_cores_per_cu) ||
+        tl_json_get_int(root, "vector_lanes_per_cu", label, 0, 1, 100000, &hw->vector_lanes_per_cu) ||
         tl_json_get_num(root, "lds_kib", label, 1, 0, 1e6, &hw->lds_kib) ||
         tl_json_get_num(root, "l2_mib_per_xcd", label, 1, 0, 1e6, &hw->l2_mib_per_xcd) ||
         tl_json_get_num(root, "llc_mib", label, 0, 0, 1e6, &hw->llc_mib) ||
@@ -93,6 +94,7 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
     if (hw->l2_per_cu_gbps <= 0) hw->l2_per_cu_gbps = hw->hbm_per_cu_gbps;
     if (hw->load_chain_us <= 0) hw->load_chain_us = hw->hbm_latency_us;
     if (hw->next_kernel_us <= 0) hw->next_kernel_us = hw->launch_us;
+    if (hw->vector_lanes_per_cu <= 0) hw->vector_lanes_per_cu = hw->wave_size * hw->matrix_cores_per_cu;
     if (hw->flush_dirty_mb <= 0) hw->flush_dirty_mb = hw->l2_mib_per_xcd * hw->xcds * 1.048576;
     if (hw->cus % hw->xcds != 0)
         return tl_error(TL_EUSAGE, label, "cus = %d is not a multiple of xcds = %d", hw->cus, hw->xcds);

@@ -62,6 +62,9 @@ typedef struct {
     double clock_mhz;           /* the engine clock the datasheet peaks assume */
     int wave_size;              /* 64 on CDNA, 32 (warp) on NVIDIA */
     int matrix_cores_per_cu;
+    int vector_lanes_per_cu;    /* lanes of vector (non-matrix) instructions a CU issues per clock:
+                                   128 on the H200 (4 schedulers x 32), 64 on CDNA (4 SIMDs x 16);
+                                   optional in a preset, else wave_size x matrix_cores_per_cu */
     double lds_kib;             /* per CU */
     double l2_mib_per_xcd;
     double llc_mib;             /* MALL / Infinity Cache; 0 when none */

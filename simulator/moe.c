@@ -303,7 +303,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     }
     /* the weights' conversion to BF16 on the issue slots (dequant_instr) */
     double item_dequant_us = p->dequant_instr > 0 ? (double)tile_n * K * p->dequant_instr /
-                                                        ((double)hw->wave_size * hw->matrix_cores_per_cu * hw->clock_mhz)
+                                                        ((double)hw->vector_lanes_per_cu * hw->clock_mhz)
                                                   : 0.0;
     item_compute_us += item_dequant_us;
     double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps); /* GB/s = 1e3 B/us */

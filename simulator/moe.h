@@ -88,9 +88,9 @@
  *      has no term for that work; without this one it predicts fp8 at M = 1024 33% fast.
  *    * dequant_instr: a16w4, mxfp4 and mxfp8 weights are turned into BF16 in registers, element
  *      by element, before the BF16 matrix instruction (kernels/moe.hip, weights_bf16). That work runs
- *      on the CU's issue slots: an item's dequant time = its weight elements (tile_n x K) x
- *      dequant_instr / (wave_size x matrix_cores_per_cu x clock_mhz, the preset's clock), added
- *      to its matrix compute. The instructions per element are the kernel's, measured on the H200
+ *      on the CU's vector units: an item's dequant time = its weight elements (tile_n x K) x
+ *      dequant_instr / (vector_lanes_per_cu x clock_mhz, the preset's), added to its matrix
+ *      compute. The instructions per element are the kernel's, measured on the H200
  *      (run 22, 2026-11-29,
  *      `h200_moe_bench_{a16w4,mxfp4,mxfp8}_run22.csv`: every stage bound by them, 3-6x the read
  *      floor at every M) and set by tl_moe_tilelab_kernel. One value per dtype is fitted to its 8
@@ -174,10 +174,9 @@ typedef struct {
                             cost is time only: hbm_bytes still counts each byte once */
     double dequant_instr; /* instructions a lane issues per weight element that the kernel turns
                             into BF16 in registers before its matrix instruction (0: the weights go
-                            to the matrix cores as stored). They take the CU's issue slots, one
-                            wave instruction per clock in each of matrix_cores_per_cu sub-partitions
-                            (one matrix core each, on CDNA and on Hopper alike), and add to an
-                            item's compute; see the dequantization paragraph above */
+                            to the matrix cores as stored). They run at the preset's
+                            vector_lanes_per_cu lane-instructions per clock and add to an item's
+                            compute; see the dequantization paragraph above */
     int vector_rows;     /* the kernel multiplies each real row on the vector units (moe_gemv_down:
                             a dot product per weight row in fp32 FMAs): no matrix instruction, no
                             padding rows, no K padding; the result's instruction says so and its

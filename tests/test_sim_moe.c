@@ -341,17 +341,21 @@ static void test_tilelab_kernel_terms(void **state)
     /* it multiplies each tile's one real row in fp32 FMAs: no matrix instruction, nothing padded */
     assert_true(p.vector_rows && strncmp(c.instr.name, "none", 4) == 0);
     assert_true(c.padding == 1.0 && c.k_padding == 1.0 && c.flops_issued == c.flops_useful && c.compute_us == 0.0);
-    /* a16w4, mxfp4 and mxfp8 turn their weights into BF16 on the issue slots: at M = 64 that, not
-     * HBM, bounds them; one stage-1 item's share is 32 rows x 7168 x 9.5 / (lanes x sub-partitions x
-     * MHz) us */
+    /* a16w4, mxfp4 and mxfp8 turn their weights into BF16 on the vector units: at M = 64 that, not
+     * HBM, bounds them; one stage-1 item's share is 32 rows x 7168 x 9.5 / (lanes a clock x MHz) us */
     p = problem(&hw200, &ds, TL_MOE_A16W4, 64, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.dequant_instr == 9.5);
     tl_moe_result q = run(p);
     assert_string_equal(q.limiter, "dequant");
-    const double item_dq = 32.0 * 7168 * 9.5 / ((double)hw200.wave_size * hw200.matrix_cores_per_cu * hw200.clock_mhz);
-    const double dq_items = q.dequant_us / item_dq; /* the busiest CU's items, summed over waves */
-    assert_true(q.dequant_us > 0.5 * q.compute_us && dq_items >= 1 && fabs(dq_items - round(dq_items)) < 1e-6);
+    assert_int_equal(hw200.vector_lanes_per_cu, 128);
+    assert_int_equal(hw355.vector_lanes_per_cu, 64); /* 4 SIMDs of 16 lanes: a wave64 takes 4 clocks */
+    const double item_dq = 32.0 * 7168 * 9.5 / (128.0 * hw200.clock_mhz);
+    long long busiest = 0; /* the busiest CU's items, summed over the waves of cus x blocks_per_cu */
+    for (long long left = q.work_items, slots = (long long)hw200.cus * p.blocks_per_cu; left > 0; left -= slots)
+        busiest += ((left < slots ? left : slots) + hw200.cus - 1) / hw200.cus;
+    assert_true(busiest > 1 && fabs(q.dequant_us - busiest * item_dq) < 1e-6 * q.dequant_us);
+    assert_true(q.dequant_us > 0.5 * q.compute_us);
     tl_moe_result_free(&q);
     p = problem(&hw200, &ds, TL_MOE_BF16, 64, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
