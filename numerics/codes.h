@@ -12,6 +12,8 @@
  *     inputs: INT4 and E2M1 values times any power of two, E4M3 values times 2^k for k >= -124
  *     (E8M0 codes >= 3; below that the product can fall under BF16's smallest subnormal, 2^-133,
  *     and the shift truncates where RNE would round: one subnormal step)
+ *   tl_code_int4x2_bf16_plus128(byte) = the BF16 pair (128 + n_lo, 128 + n_hi); minus
+ *     TL_CODE_INT4_BF16_OFFSET each half is tl_int4_dequantize's value with scale 1 and zero 8
  *   tl_code_bf16_to_f32(h), tl_code_e4m3_to_f32(b), tl_code_e2m1_to_f32(c), tl_code_e8m0_to_f32(c):
  *     = tl_decode of the format, exact; bits above the code's width are ignored (E8M0: c < 256).
  *     NaN codes give a quiet NaN (E4M3FN 0x7F/0xFF, E8M0 0xFF).
@@ -89,6 +91,17 @@ TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
     const uint32_t s = (c & 8u) << 28, e = (c >> 1) & 3u, m = c & 1u;
     if (e == 0) return tl_code_bits_f32(s | (m ? 0x3F000000u : 0u)); /* 0 or 0.5 */
     return tl_code_bits_f32(s | ((e + 126u) << 23) | (m << 22));
+}
+
+/* ---- INT4 (numerics/int4.h, symmetric): a nibble n holds n - 8, two per byte, low nibble first --- */
+#define TL_CODE_INT4_ZERO 8u
+/* A byte's two nibbles as the BF16 pair (128 + low, 128 + high), low nibble in the low half: taking
+ * TL_CODE_INT4_BF16_OFFSET (BF16 136 = 128 + the zero point) from each half gives the two values,
+ * exactly (one packed BF16 FMA on NVIDIA). Three integer operations. */
+#define TL_CODE_INT4_BF16_OFFSET 0x4308u
+TL_CODE_FN uint32_t tl_code_int4x2_bf16_plus128(uint32_t byte)
+{
+    return (byte & 0x0Fu) | ((byte & 0xF0u) << 12) | 0x43004300u;
 }
 
 /* ---- E8M0 (MX scale): 2^(c - 127), 0xFF NaN ---------------------------------------------------- */

@@ -13,6 +13,7 @@
 
 #include "numerics/codes.h"
 #include "numerics/formats.h"
+#include "numerics/int4.h"
 
 static float f32(uint32_t u)
 {
@@ -73,6 +74,23 @@ static void exact_values_keep_their_bf16_code(void **state)
             assert_int_equal(tl_code_bf16_from_exact_f32(w), tl_code_bf16_from_f32(w));
         }
     assert_true(e4m3_inexact > 0); /* the contract's bound is tight: codes 0-2 do lose a step */
+}
+
+/* every byte of packed INT4: the BF16 pair minus the offset is what tl_int4_dequantize gives */
+static void int4_bytes_match_numerics(void **state)
+{
+    (void)state;
+    uint8_t packed[256];
+    float scale = 1.0f, y[512];
+    for (int b = 0; b < 256; b++) packed[b] = (uint8_t)b;
+    assert_int_equal(tl_int4_dequantize(512, packed, &scale, NULL, 1, 512, y), 0); /* symmetric: zero 8 */
+    const float off = tl_code_bf16_to_f32(TL_CODE_INT4_BF16_OFFSET);
+    assert_true(off == 128.0f + (float)TL_CODE_INT4_ZERO);
+    for (uint32_t b = 0; b < 256; b++) {
+        const uint32_t pair = tl_code_int4x2_bf16_plus128(b);
+        assert_true(tl_code_bf16_to_f32(pair & 0xFFFFu) - off == y[2 * b]);
+        assert_true(tl_code_bf16_to_f32(pair >> 16) - off == y[2 * b + 1]);
+    }
 }
 
 /* one input through both encoders; *checked counts them */
@@ -145,6 +163,7 @@ int main(void)
         cmocka_unit_test(every_code_decodes_as_numerics_does),
         cmocka_unit_test(rounding_boundaries_encode_as_numerics_does),
         cmocka_unit_test(exact_values_keep_their_bf16_code),
+        cmocka_unit_test(int4_bytes_match_numerics),
         cmocka_unit_test(known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
