@@ -281,6 +281,18 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
             }
             return;
         }
+        if (DT == DT_MXFP4) { /* NVIDIA: the codes as BF16 values x 2^-126 (integer operations), then
+                               * two packed FMAs: x 2^126, x the MX scale; exact (the products are
+                               * BF16 values; 0.5 x 2^-127 is a BF16 subnormal) */
+            const uint32_t unscale = TL_CODE_E2M1_BF16_UNSCALE * 0x10001u,
+                           scale = tl_code_bf16_from_exact_f32(mx_scale) * 0x10001u, minus0 = 0x80008000u;
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const uint32_t byte = (q[i / 4] >> (8 * (i % 4))) & 0xFFu;
+                out[i] = bf16x2_fma(bf16x2_fma(tl_code_e2m1x2_bf16_2m126(byte), unscale, minus0), scale, minus0);
+            }
+            return;
+        }
 #endif
 #pragma unroll
         for (int i = 0; i < 16; i++) {

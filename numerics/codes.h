@@ -14,6 +14,8 @@
  *     and the shift truncates where RNE would round: one subnormal step)
  *   tl_code_int4x2_bf16_plus128(byte) = the BF16 pair (128 + n_lo, 128 + n_hi); minus
  *     TL_CODE_INT4_BF16_OFFSET each half is tl_int4_dequantize's value with scale 1 and zero 8
+ *   tl_code_e2m1x2_bf16_2m126(byte) = the BF16 pair of the byte's two E2M1 values times 2^-126;
+ *     times TL_CODE_E2M1_BF16_UNSCALE each half is tl_decode(TL_NF_E2M1, nibble), exactly
  *   tl_code_bf16_to_f32(h), tl_code_e4m3_to_f32(b), tl_code_e2m1_to_f32(c), tl_code_e8m0_to_f32(c):
  *     = tl_decode of the format, exact; bits above the code's width are ignored (E8M0: c < 256).
  *     NaN codes give a quiet NaN (E4M3FN 0x7F/0xFF, E8M0 0xFF).
@@ -102,6 +104,16 @@ TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
 TL_CODE_FN uint32_t tl_code_int4x2_bf16_plus128(uint32_t byte)
 {
     return (byte & 0x0Fu) | ((byte & 0xF0u) << 12) | 0x43004300u;
+}
+
+/* A byte's two E2M1 codes (low nibble first) as a BF16 pair whose values are theirs times 2^-126:
+ * the code's 3 magnitude bits go to BF16's exponent and top mantissa bit, where BF16 subnormals
+ * continue E2M1's (0.5 lands on 2^-127). Multiplying each half by TL_CODE_E2M1_BF16_UNSCALE (BF16
+ * 2^126) gives the values exactly. A few integer operations. */
+#define TL_CODE_E2M1_BF16_UNSCALE 0x7E80u
+TL_CODE_FN uint32_t tl_code_e2m1x2_bf16_2m126(uint32_t byte)
+{
+    return ((byte & 0x07u) << 6) | ((byte & 0x08u) << 12) | ((byte & 0x70u) << 18) | ((byte & 0x80u) << 24);
 }
 
 /* ---- E8M0 (MX scale): 2^(c - 127), 0xFF NaN ---------------------------------------------------- */

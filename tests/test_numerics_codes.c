@@ -93,6 +93,19 @@ static void int4_bytes_match_numerics(void **state)
     }
 }
 
+/* every byte of packed E2M1: each BF16 half times 2^126 is the nibble's value */
+static void e2m1_bytes_match_numerics(void **state)
+{
+    (void)state;
+    const float unscale = tl_code_bf16_to_f32(TL_CODE_E2M1_BF16_UNSCALE);
+    assert_true(unscale == 0x1p126f);
+    for (uint32_t b = 0; b < 256; b++) {
+        const uint32_t pair = tl_code_e2m1x2_bf16_2m126(b);
+        same_value(tl_code_bf16_to_f32(pair & 0xFFFFu) * unscale, tl_decode(TL_NF_E2M1, (uint16_t)(b & 15u)), b, "e2m1 low");
+        same_value(tl_code_bf16_to_f32(pair >> 16) * unscale, tl_decode(TL_NF_E2M1, (uint16_t)(b >> 4)), b, "e2m1 high");
+    }
+}
+
 /* one input through both encoders; *checked counts them */
 static void encodes_alike(uint32_t u, long *checked)
 {
@@ -164,6 +177,7 @@ int main(void)
         cmocka_unit_test(rounding_boundaries_encode_as_numerics_does),
         cmocka_unit_test(exact_values_keep_their_bf16_code),
         cmocka_unit_test(int4_bytes_match_numerics),
+        cmocka_unit_test(e2m1_bytes_match_numerics),
         cmocka_unit_test(known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
