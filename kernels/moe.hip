@@ -250,9 +250,9 @@ static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArg
         }
 }
 
-/* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied. Exact, so a shift
- * makes them BF16 (numerics/codes.h), but for mxfp8 blocks of E8M0 code 0-2 (amax under 2^-116),
- * where a BF16 subnormal step can be truncated. */
+/* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied. Exact (numerics/
+ * codes.h), but for mxfp8 blocks of E8M0 code 0-2 (amax under 2^-116), whose products can fall
+ * between BF16 subnormal steps: NVIDIA rounds them to nearest even, the generic path truncates. */
 template <int DT, int V>
 static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int f, float mx_scale, uint32_t *out)
 {
@@ -260,6 +260,20 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
     if (DT == DT_BF16) {
         for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) out[i] = q[i];
     } else if (DT == DT_FP8 || DT == DT_MXFP8) {
+#if defined(TL_MMA_TARGET_SM80)
+        if (DT == DT_MXFP8) { /* NVIDIA: two codes as BF16 values x 2^-120 (integer operations), then
+                               * two packed FMAs: x 2^120, x the MX scale; exact but for E8M0 codes
+                               * 0-2, where the product is rounded to BF16's subnormal step (RNE) */
+            const uint32_t unscale = TL_CODE_E4M3_BF16_UNSCALE * 0x10001u,
+                           scale = tl_code_bf16_from_exact_f32(mx_scale) * 0x10001u, minus0 = 0x80008000u;
+#pragma unroll
+            for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
+                const uint32_t h = (q[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+                out[i] = bf16x2_fma(bf16x2_fma(tl_code_e4m3x2_bf16_2m120(h), unscale, minus0), scale, minus0);
+            }
+            return;
+        }
+#endif
 #pragma unroll
         for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;

@@ -14,6 +14,9 @@
  *     and the shift truncates where RNE would round: one subnormal step)
  *   tl_code_int4x2_bf16_plus128(byte) = the BF16 pair (128 + n_lo, 128 + n_hi); minus
  *     TL_CODE_INT4_BF16_OFFSET each half is tl_int4_dequantize's value with scale 1 and zero 8
+ *   tl_code_e4m3x2_bf16_2m120(h) = the BF16 pair of h's two E4M3 values (low byte first) times
+ *     2^-120; times TL_CODE_E4M3_BF16_UNSCALE each half is tl_decode(TL_NF_E4M3FN, byte), exactly
+ *     (NaN codes: NaN)
  *   tl_code_e2m1x2_bf16_2m126(byte) = the BF16 pair of the byte's two E2M1 values times 2^-126;
  *     times TL_CODE_E2M1_BF16_UNSCALE each half is tl_decode(TL_NF_E2M1, nibble), exactly
  *   tl_code_bf16_to_f32(h), tl_code_e4m3_to_f32(b), tl_code_e2m1_to_f32(c), tl_code_e8m0_to_f32(c):
@@ -85,6 +88,18 @@ TL_CODE_FN uint32_t tl_code_e4m3_from_f32(float x)
     const uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u;
     if (e > 15u || (e == 15u && m == 7u)) return sign | 0x7Eu; /* rounded past 448 */
     return sign | (e << 3) | m;
+}
+
+/* Two E4M3 codes (bits 0-7 and 8-15 of h) as a BF16 pair whose values are theirs times 2^-120:
+ * the code's 7 magnitude bits go to BF16's exponent and top 3 mantissa bits, where BF16 subnormals
+ * continue E4M3's; NaN codes (0x7F, 0xFF) become BF16 NaN. Multiplying each half by
+ * TL_CODE_E4M3_BF16_UNSCALE (BF16 2^120) gives the values exactly. A few integer operations. */
+#define TL_CODE_E4M3_BF16_UNSCALE 0x7B80u
+TL_CODE_FN uint32_t tl_code_e4m3x2_bf16_2m120(uint32_t h)
+{
+    const uint32_t bits = ((h & 0x7Fu) << 4) | ((h & 0x80u) << 8) | ((h & 0x7F00u) << 12) | ((h & 0x8000u) << 16);
+    const uint32_t nan = ((h & 0x7F7Fu) + 0x0101u) & 0x8080u; /* bit 7 / 15: that byte is 0x7F or 0xFF */
+    return bits | ((nan & 0x80u) ? 0x7FC0u : 0u) | ((nan & 0x8000u) ? 0x7FC00000u : 0u);
 }
 
 /* ---- E2M1 (FP4): bias 1, max 6, no Inf or NaN -------------------------------------------------- */

@@ -93,6 +93,19 @@ static void int4_bytes_match_numerics(void **state)
     }
 }
 
+/* every pair of E4M3 codes: each BF16 half times 2^120 is the code's value (NaN: NaN) */
+static void e4m3_pairs_match_numerics(void **state)
+{
+    (void)state;
+    const float unscale = tl_code_bf16_to_f32(TL_CODE_E4M3_BF16_UNSCALE);
+    assert_true(unscale == 0x1p120f);
+    for (uint32_t h = 0; h < 65536; h++) {
+        const uint32_t pair = tl_code_e4m3x2_bf16_2m120(h);
+        same_value(tl_code_bf16_to_f32(pair & 0xFFFFu) * unscale, tl_decode(TL_NF_E4M3FN, (uint16_t)(h & 0xFFu)), h, "e4m3 low");
+        same_value(tl_code_bf16_to_f32(pair >> 16) * unscale, tl_decode(TL_NF_E4M3FN, (uint16_t)(h >> 8)), h, "e4m3 high");
+    }
+}
+
 /* every byte of packed E2M1: each BF16 half times 2^126 is the nibble's value */
 static void e2m1_bytes_match_numerics(void **state)
 {
@@ -178,6 +191,7 @@ int main(void)
         cmocka_unit_test(exact_values_keep_their_bf16_code),
         cmocka_unit_test(int4_bytes_match_numerics),
         cmocka_unit_test(e2m1_bytes_match_numerics),
+        cmocka_unit_test(e4m3_pairs_match_numerics),
         cmocka_unit_test(known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
