@@ -114,7 +114,7 @@ TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
 #define TL_CODE_INT4_ZERO 8u
 /* A byte's two nibbles as the BF16 pair (128 + low, 128 + high), low nibble in the low half: taking
  * TL_CODE_INT4_BF16_OFFSET (BF16 136 = 128 + the zero point) from each half gives the two values,
- * exactly (one packed BF16 FMA on NVIDIA). Three integer operations. */
+ * exactly (one packed BF16 FMA on NVIDIA). A few integer operations. */
 #define TL_CODE_INT4_BF16_OFFSET 0x4308u
 TL_CODE_FN uint32_t tl_code_int4x2_bf16_plus128(uint32_t byte)
 {
