@@ -93,30 +93,31 @@ static void int4_bytes_match_numerics(void **state)
     }
 }
 
-/* every pair of E4M3 codes: each BF16 half times 2^120 is the code's value (NaN: NaN) */
-static void e4m3_pairs_match_numerics(void **state)
+/* place() puts two codes of format f (the low `bits` of its input first) into a BF16 pair of their
+ * values times 1 / unscale: check every input, both halves, against tl_decode */
+static void placed_pairs_match(uint32_t (*place)(uint32_t), uint32_t unscale_code, float unscale_want, tl_numfmt f,
+                               int bits, const char *name)
 {
-    (void)state;
-    const float unscale = tl_code_bf16_to_f32(TL_CODE_E4M3_BF16_UNSCALE);
-    assert_true(unscale == 0x1p120f);
-    for (uint32_t h = 0; h < 65536; h++) {
-        const uint32_t pair = tl_code_e4m3x2_bf16_2m120(h);
-        same_value(tl_code_bf16_to_f32(pair & 0xFFFFu) * unscale, tl_decode(TL_NF_E4M3FN, (uint16_t)(h & 0xFFu)), h, "e4m3 low");
-        same_value(tl_code_bf16_to_f32(pair >> 16) * unscale, tl_decode(TL_NF_E4M3FN, (uint16_t)(h >> 8)), h, "e4m3 high");
+    const float unscale = tl_code_bf16_to_f32(unscale_code);
+    assert_true(unscale == unscale_want);
+    const uint32_t mask = (1u << bits) - 1u;
+    for (uint32_t x = 0; x < 1u << (2 * bits); x++) {
+        const uint32_t pair = place(x);
+        same_value(tl_code_bf16_to_f32(pair & 0xFFFFu) * unscale, tl_decode(f, (uint16_t)(x & mask)), x, name);
+        same_value(tl_code_bf16_to_f32(pair >> 16) * unscale, tl_decode(f, (uint16_t)(x >> bits)), x, name);
     }
 }
 
-/* every byte of packed E2M1: each BF16 half times 2^126 is the nibble's value */
+/* every pair of E4M3 codes (NaN codes: NaN) and every byte of packed E2M1 */
+static void e4m3_pairs_match_numerics(void **state)
+{
+    (void)state;
+    placed_pairs_match(tl_code_e4m3x2_bf16_2m120, TL_CODE_E4M3_BF16_UNSCALE, 0x1p120f, TL_NF_E4M3FN, 8, "e4m3 pair");
+}
 static void e2m1_bytes_match_numerics(void **state)
 {
     (void)state;
-    const float unscale = tl_code_bf16_to_f32(TL_CODE_E2M1_BF16_UNSCALE);
-    assert_true(unscale == 0x1p126f);
-    for (uint32_t b = 0; b < 256; b++) {
-        const uint32_t pair = tl_code_e2m1x2_bf16_2m126(b);
-        same_value(tl_code_bf16_to_f32(pair & 0xFFFFu) * unscale, tl_decode(TL_NF_E2M1, (uint16_t)(b & 15u)), b, "e2m1 low");
-        same_value(tl_code_bf16_to_f32(pair >> 16) * unscale, tl_decode(TL_NF_E2M1, (uint16_t)(b >> 4)), b, "e2m1 high");
-    }
+    placed_pairs_match(tl_code_e2m1x2_bf16_2m126, TL_CODE_E2M1_BF16_UNSCALE, 0x1p126f, TL_NF_E2M1, 4, "e2m1 byte");
 }
 
 /* one input through both encoders; *checked counts them */
