@@ -264,8 +264,8 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
         if (DT == DT_MXFP8) { /* NVIDIA: two codes as BF16 values x 2^-120 (integer operations), then
                                * two packed FMAs: x 2^120, x the MX scale; exact but for E8M0 codes
                                * 0-2, where the product is rounded to BF16's subnormal step (RNE) */
-            const uint32_t unscale = TL_CODE_E4M3_BF16_UNSCALE * 0x10001u,
-                           scale = tl_code_bf16_from_exact_f32(mx_scale) * 0x10001u, minus0 = 0x80008000u;
+            const uint32_t unscale = tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE),
+                           scale = tl_code_bf16x2_splat(tl_code_bf16_from_exact_f32(mx_scale)), minus0 = TL_CODE_BF16X2_MINUS0;
 #pragma unroll
             for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
                 const uint32_t h = (q[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
@@ -290,16 +290,15 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
 #pragma unroll
             for (int i = 0; i < 16; i++) {
                 const uint32_t byte = (q[i / 4] >> (8 * (i % 4))) & 0xFFu;
-                out[i] = bf16x2_fma(tl_code_int4x2_bf16_plus128(byte), 0x3F803F80u, /* x 1.0 - offset */
-                                    0x80008000u | TL_CODE_INT4_BF16_OFFSET | TL_CODE_INT4_BF16_OFFSET << 16);
+                out[i] = bf16x2_fma(tl_code_int4x2_bf16_plus128(byte), TL_CODE_BF16X2_ONE, TL_CODE_INT4_BF16X2_MINUS_OFFSET);
             }
             return;
         }
         if (DT == DT_MXFP4) { /* NVIDIA: the codes as BF16 values x 2^-126 (integer operations), then
                                * two packed FMAs: x 2^126, x the MX scale; exact (the products are
                                * BF16 values; 0.5 x 2^-127 is a BF16 subnormal) */
-            const uint32_t unscale = TL_CODE_E2M1_BF16_UNSCALE * 0x10001u,
-                           scale = tl_code_bf16_from_exact_f32(mx_scale) * 0x10001u, minus0 = 0x80008000u;
+            const uint32_t unscale = tl_code_bf16x2_splat(TL_CODE_E2M1_BF16_UNSCALE),
+                           scale = tl_code_bf16x2_splat(tl_code_bf16_from_exact_f32(mx_scale)), minus0 = TL_CODE_BF16X2_MINUS0;
 #pragma unroll
             for (int i = 0; i < 16; i++) {
                 const uint32_t byte = (q[i / 4] >> (8 * (i % 4))) & 0xFFu;

@@ -110,12 +110,18 @@ TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
     return tl_code_bits_f32(s | ((e + 126u) << 23) | (m << 22));
 }
 
+/* ---- BF16 pairs (two values in one 32-bit word, the first in the low half) --------------------- */
+#define TL_CODE_BF16X2_ONE 0x3F803F80u    /* (1, 1) */
+#define TL_CODE_BF16X2_MINUS0 0x80008000u /* (-0, -0): the addend that leaves a product as it is */
+TL_CODE_FN uint32_t tl_code_bf16x2_splat(uint32_t h) { return (h & 0xFFFFu) * 0x10001u; }
+
 /* ---- INT4 (numerics/int4.h, symmetric): a nibble n holds n - 8, two per byte, low nibble first --- */
 #define TL_CODE_INT4_ZERO 8u
 /* A byte's two nibbles as the BF16 pair (128 + low, 128 + high), low nibble in the low half: taking
  * TL_CODE_INT4_BF16_OFFSET (BF16 136 = 128 + the zero point) from each half gives the two values,
  * exactly (one packed BF16 FMA on NVIDIA). A few integer operations. */
 #define TL_CODE_INT4_BF16_OFFSET 0x4308u
+#define TL_CODE_INT4_BF16X2_MINUS_OFFSET 0xC308C308u /* (-136, -136): the addend of that FMA */
 TL_CODE_FN uint32_t tl_code_int4x2_bf16_plus128(uint32_t byte)
 {
     return (byte & 0x0Fu) | ((byte & 0xF0u) << 12) | 0x43004300u;

@@ -120,6 +120,62 @@ static void e2m1_bytes_match_numerics(void **state)
     placed_pairs_match(tl_code_e2m1x2_bf16_2m126, TL_CODE_E2M1_BF16_UNSCALE, 0x1p126f, TL_NF_E2M1, 4, "e2m1 byte");
 }
 
+/* fma.rn.bf16x2 on the host: each half a x b + c, rounded once to BF16 (RNE). Exact for the
+ * kernels' chains: their products have at most 8 significant bits, so float holds them exactly. */
+static uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t d = 0;
+    for (int h = 0; h < 32; h += 16) {
+        const float x = tl_code_bf16_to_f32((a >> h) & 0xFFFFu) * tl_code_bf16_to_f32((b >> h) & 0xFFFFu) +
+                        tl_code_bf16_to_f32((c >> h) & 0xFFFFu);
+        d |= tl_code_bf16_from_f32(x) << h;
+    }
+    return d;
+}
+
+/* each half of the chain's pair is the BF16 (RNE) of the value the reference reads */
+static void same_bf16(uint32_t pair, float lo, float hi, uint32_t what, const char *name)
+{
+    const float want[2] = {lo, hi};
+    for (int h = 0; h < 2; h++) {
+        const uint32_t got = (pair >> (16 * h)) & 0xFFFFu, w = tl_encode(TL_NF_BF16, want[h], 0);
+        if (isnan(want[h]) ? !isnan(tl_code_bf16_to_f32(got)) : got != w)
+            fail_msg("%s 0x%X half %d: 0x%04X, want 0x%04X", name, what, h, got, w);
+    }
+}
+
+/* The kernel's dequantization chains (kernels/moe.hip, weights_bf16 on NVIDIA), constants and all,
+ * against numerics: INT4 every byte; E2M1 every byte at every E8M0 scale; E4M3 every pair at the
+ * scales at either end of the range and a few between. */
+static void kernel_chains_match_numerics(void **state)
+{
+    (void)state;
+    for (uint32_t b = 0; b < 256; b++)
+        same_bf16(fma_bf16x2(tl_code_int4x2_bf16_plus128(b), TL_CODE_BF16X2_ONE, TL_CODE_INT4_BF16X2_MINUS_OFFSET),
+                  (float)((int)(b & 15u) - (int)TL_CODE_INT4_ZERO), (float)((int)(b >> 4) - (int)TL_CODE_INT4_ZERO), b, "int4");
+    static const uint32_t e4m3_scales[] = {0, 1, 2, 3, 4, 64, 120, 127, 128, 200, 253, 254, 255};
+    for (uint32_t c = 0; c < 256; c++) {
+        const float s = tl_code_e8m0_to_f32(c);
+        const uint32_t scale = tl_code_bf16x2_splat(tl_code_bf16_from_exact_f32(s));
+        for (uint32_t b = 0; b < 256; b++) {
+            const uint32_t u = fma_bf16x2(tl_code_e2m1x2_bf16_2m126(b), tl_code_bf16x2_splat(TL_CODE_E2M1_BF16_UNSCALE),
+                                          TL_CODE_BF16X2_MINUS0);
+            same_bf16(fma_bf16x2(u, scale, TL_CODE_BF16X2_MINUS0), tl_decode(TL_NF_E2M1, (uint16_t)(b & 15u)) * s,
+                      tl_decode(TL_NF_E2M1, (uint16_t)(b >> 4)) * s, b | c << 8, "e2m1 x scale");
+        }
+    }
+    for (size_t i = 0; i < sizeof e4m3_scales / sizeof e4m3_scales[0]; i++) {
+        const float s = tl_code_e8m0_to_f32(e4m3_scales[i]);
+        const uint32_t scale = tl_code_bf16x2_splat(tl_code_bf16_from_exact_f32(s));
+        for (uint32_t h = 0; h < 65536; h++) {
+            const uint32_t u = fma_bf16x2(tl_code_e4m3x2_bf16_2m120(h), tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE),
+                                          TL_CODE_BF16X2_MINUS0);
+            same_bf16(fma_bf16x2(u, scale, TL_CODE_BF16X2_MINUS0), tl_decode(TL_NF_E4M3FN, (uint16_t)(h & 0xFFu)) * s,
+                      tl_decode(TL_NF_E4M3FN, (uint16_t)(h >> 8)) * s, h, "e4m3 x scale");
+        }
+    }
+}
+
 /* one input through both encoders; *checked counts them */
 static void encodes_alike(uint32_t u, long *checked)
 {
@@ -193,6 +249,7 @@ int main(void)
         cmocka_unit_test(int4_bytes_match_numerics),
         cmocka_unit_test(e2m1_bytes_match_numerics),
         cmocka_unit_test(e4m3_pairs_match_numerics),
+        cmocka_unit_test(kernel_chains_match_numerics),
         cmocka_unit_test(known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
