@@ -37,6 +37,11 @@ static const struct {
     {"bench/results/h200_moe_bench_a16w4_run24.csv", 0}, /* session 7: the dequantizing dtypes (a16w4: run 24 kernel) */
     {"bench/results/h200_moe_bench_mxfp4_run25.csv", 0},
     {"bench/results/h200_moe_bench_mxfp8_run26.csv", 0},
+    {"bench/results/h200_moe_bench_bf16_run27.csv", 0}, /* session 7's final code, all five dtypes */
+    {"bench/results/h200_moe_bench_fp8_run27.csv", 0},
+    {"bench/results/h200_moe_bench_a16w4_run27.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp4_run27.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp8_run27.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
