@@ -74,6 +74,13 @@ int tl_bench_sim(int argc, char **argv);
 int tl_bench_roofline(int argc, char **argv);
 int tl_bench_op(int argc, char **argv); /* ops of the op table, e.g. `bench moe` (argv[0] = op) */
 
+/* Whether GPU code (`built`: present in this build) can run here (cli/gpu_cmd.c). 0 with *why
+ * NULL: it can. 0 with *why saying why not: a build without the GPU layer, or a GPU build on a
+ * machine whose driver reports no GPU (check then falls back to the CPU comparisons and the benches
+ * stop with exit 1, as in a build without a GPU). TL_EFAIL (recorded) when the driver fails
+ * otherwise: a GPU it cannot use is an error, never a skip. Cost: one driver query. */
+int tl_cli_gpu_missing(int built, const char **why);
+
 /* pictures: `tilelab draw NAME ...` */
 int tl_draw_moe_tiles(int argc, char **argv);
 int tl_draw_padding(int argc, char **argv);

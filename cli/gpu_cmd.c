@@ -13,6 +13,21 @@
 #include "../simulator/mfma.h"
 #include "../kernels/roofline.h" /* plain C types; its functions exist only in GPU builds */
 
+int tl_cli_gpu_missing(int built, const char **why)
+{
+    *why = NULL;
+    if (!built) {
+        *why = "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
+        return 0;
+    }
+#ifdef TILELAB_HAVE_GPU
+    const int n = tl_gpu_count();
+    if (n < 0) return TL_EFAIL;
+    if (n == 0) *why = "no GPU found on this machine";
+#endif
+    return 0;
+}
+
 /* =============================================================================================
  * bench roofline
  * =========================================================================================== */
@@ -350,9 +365,9 @@ int tl_bench_roofline(int argc, char **argv)
     return tl_error(TL_EFAIL, "bench roofline",
                     "no GPU: this tilelab was built without one (configure with -DTILELAB_GPU=cuda or hip)");
 #else
-    const int n_gpus = tl_gpu_count();
-    if (n_gpus < 0) return TL_EFAIL; /* the driver's error is recorded */
-    if (n_gpus == 0) return tl_error(TL_EFAIL, "bench roofline", "no GPU found on this machine");
+    const char *no_gpu = NULL;
+    if ((st = tl_cli_gpu_missing(1, &no_gpu))) return st;
+    if (no_gpu) return tl_error(TL_EFAIL, "bench roofline", "%s", no_gpu);
     tl_roofline_opts o;
     tl_roofline_default_opts(&o);
     o.iters = (int)iters;

@@ -7,29 +7,6 @@
 
 #include "../core/op.h"
 #include "cli.h"
-#ifdef TILELAB_HAVE_GPU
-#include "../kernels/bench.h" /* tl_gpu_count */
-#endif
-
-/* Whether an op's GPU part (`built`: the op has one in this build) can run here. 0 with *why
- * NULL: it can. 0 with *why saying why not: a build without the GPU layer, or a GPU build on a
- * machine whose driver reports no GPU (check then falls back to the CPU comparisons and bench stops
- * with exit 1, as in a build without a GPU). TL_EFAIL (recorded) when the driver fails otherwise:
- * a GPU it cannot use is an error, never a skip. Cost: one driver query. */
-static int gpu_missing(int built, const char **why)
-{
-    *why = NULL;
-    if (!built) {
-        *why = "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
-        return 0;
-    }
-#ifdef TILELAB_HAVE_GPU
-    const int n = tl_gpu_count();
-    if (n < 0) return TL_EFAIL;
-    if (n == 0) *why = "no GPU found on this machine";
-#endif
-    return 0;
-}
 
 static int find_format(int argc, char **argv, tl_format *fmt)
 {
@@ -182,7 +159,7 @@ int tl_cmd_check(int argc, char **argv)
     void *problem = NULL;
     if ((rc = op->parse(argc - 1, argv + 1, TL_OP_CHECK, &problem))) return rc;
     const char *no_gpu = NULL;
-    if ((rc = gpu_missing(op->gpu != NULL, &no_gpu))) {
+    if ((rc = tl_cli_gpu_missing(op->gpu != NULL, &no_gpu))) {
         op->free_problem(problem);
         return rc;
     }
@@ -236,7 +213,7 @@ int tl_bench_op(int argc, char **argv)
     void *problem = NULL;
     if ((rc = op->parse(argc, argv, TL_OP_BENCH, &problem))) return rc;
     const char *no_gpu = NULL;
-    if ((rc = gpu_missing(op->bench != NULL, &no_gpu)) || no_gpu) {
+    if ((rc = tl_cli_gpu_missing(op->bench != NULL, &no_gpu)) || no_gpu) {
         op->free_problem(problem);
         return rc ? rc : tl_error(TL_EFAIL, "bench", "%s needs a GPU: %s", op->name, no_gpu);
     }
