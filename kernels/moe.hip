@@ -18,7 +18,10 @@
  * 115.9..119.5; traced, a half item took 58% of a whole one's time and the SMs still ended 14 us
  * apart: block times vary with the SM and the moment more than with their bytes), nor from two items
  * per block in one round (variant J: fp8 -0.9%, bf16 +1.3%; the SMs' speeds differ by up to 20%, which
- * a fixed share cannot follow) or the row ids fetched a round trip earlier (variant K: fp8 +1..3%).
+ * a fixed share cannot follow) or the row ids fetched a round trip earlier (variant K: fp8 +1..3%),
+ * nor from a persistent grid taking K-part units from a counter with the next unit's prologue and
+ * first weights prefetched (session 8, variant L: whole items bf16 +0.2%, fp8 +7%; 4 parts bf16 +6%,
+ * fp8 +37%; traced, the SMs still ended 13 us apart and each unit boundary cost a barrier).
  * Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
