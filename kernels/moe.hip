@@ -26,6 +26,9 @@
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
  * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
+ * Stage 2's combine stays a separate, dependent kernel: fused into the GEMM's blocks (each block's
+ * fence, then a per-(token, chunk) count, the last block summing the slots) it was slower at every M
+ * (session 8, variant M: fp8 M = 1 38.8 -> 41.0 us, bf16 decode 60.7 -> 68.6).
  * One case runs another kernel: bf16 stage 2 at one token (moe_gemv_down, a dot product per weight
  * row in small, tapered blocks; kernels/moe.h, tl_moe_uses_gemv).
  */
