@@ -258,7 +258,8 @@ static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArg
 
 /* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied. Exact (numerics/
  * codes.h), but for mxfp8 blocks of E8M0 code 0-2 (amax under 2^-116), whose products can fall
- * between BF16 subnormal steps: NVIDIA rounds them to nearest even, the generic path truncates. */
+ * between BF16 subnormal steps: both paths round those to nearest even (NVIDIA in its packed FMA,
+ * the generic path by tl_code_bf16_from_f32 for scales under 2^-124 only), so they agree bit for bit. */
 template <int DT, int V>
 static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int f, float mx_scale, uint32_t *out)
 {
@@ -284,6 +285,10 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
         for (int i = 0; i < Fmt<DT, V>::KRUN / 2; i++) {
             uint32_t b0 = (q[i / 2] >> (16 * (i % 2))) & 0xFF, b1 = (q[i / 2] >> (16 * (i % 2) + 8)) & 0xFF;
             float v0 = tl_code_e4m3_to_f32(b0), v1 = tl_code_e4m3_to_f32(b1);
+            if (DT == DT_MXFP8 && mx_scale < 0x1p-124f) { /* E8M0 codes 0-2: products may need rounding */
+                out[i] = pack2(tl_code_bf16_from_f32(v0 * mx_scale), tl_code_bf16_from_f32(v1 * mx_scale));
+                continue;
+            }
             if (DT == DT_MXFP8) v0 *= mx_scale, v1 *= mx_scale;
             out[i] = pack2(tl_code_bf16_from_exact_f32(v0), tl_code_bf16_from_exact_f32(v1));
         }
