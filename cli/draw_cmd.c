@@ -12,6 +12,15 @@
 #include "../visualize/points.h"
 
 #define MAX_POINT_FILES 8
+/* Routed rows (tokens x k) one picture's worklist may hold, as `sim moe` allows (about 1 s per
+ * 2^24 rows on one core, more with zipf routing), and all panels of moe-tiles together. */
+#define MAX_PICTURE_EDGES (1L << 24)
+#define MAX_PICTURE_EDGES_TOTAL (1L << 25)
+/* Where a point can sit on a roofline: FLOP/byte and TFLOP/s (wider spans are not a picture). */
+#define POINT_MIN_INTENSITY 1e-6
+#define POINT_MAX_INTENSITY 1e9
+#define POINT_MIN_TFLOPS 1e-9
+#define POINT_MAX_TFLOPS 1e9
 
 /* The picture's file: every draw command needs -o. */
 static int need_output(const char *out, const char *cmd)
@@ -64,9 +73,29 @@ static int parse_band(const char *s, tl_band *b)
     strcpy(hi, colon + 1);
     if (tl_parse_double(lo, "--band LO", &b->lo) || tl_parse_double(hi, "--band HI", &b->hi))
         return TL_EUSAGE;
-    if (!(b->lo > 0 && b->hi > b->lo && b->hi < 1e12))
-        return tl_error(TL_EUSAGE, "--band", "needs 0 < LO < HI, got '%s'", s);
+    if (!(b->lo >= POINT_MIN_INTENSITY && b->hi > b->lo && b->hi < 1e12))
+        return tl_error(TL_EUSAGE, "--band", "needs %g <= LO < HI < 1e12, got '%s'", POINT_MIN_INTENSITY, s);
     b->on = 1;
+    return TL_OK;
+}
+
+/* TL_EUSAGE when a point of p lies off any sensible roofline (e.g. 1e300 FLOPs over 1e-300 bytes:
+ * an infinite intensity empties the axes). */
+static int check_point_ranges(const tl_points *p, const char *path)
+{
+    for (int i = 0; i < p->n; i++) {
+        const tl_point *q = &p->pts[i];
+        if (q->intensity >= POINT_MIN_INTENSITY && q->intensity <= POINT_MAX_INTENSITY &&
+            q->tflops >= POINT_MIN_TFLOPS && q->tflops <= POINT_MAX_TFLOPS)
+            continue;
+        char label[64]; /* the label as one line of text */
+        snprintf(label, sizeof label, "%.63s", q->label);
+        for (char *c = label; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+        return tl_error(TL_EUSAGE, path, "point %d ('%s'): %g FLOP/B at %g TFLOP/s is off the roofline "
+                        "([%g, %g] FLOP/B, [%g, %g] TFLOP/s)", i + 1, label, q->intensity, q->tflops,
+                        POINT_MIN_INTENSITY, POINT_MAX_INTENSITY, POINT_MIN_TFLOPS, POINT_MAX_TFLOPS);
+    }
     return TL_OK;
 }
 
@@ -98,6 +127,10 @@ int tl_draw_roofline(int argc, char **argv)
     int nsets = 0;
     for (int i = 0; i < npoints; i++) {
         if ((rc = tl_points_read(points[i], &sets[nsets]))) break;
+        if ((rc = check_point_ranges(&sets[nsets], points[i]))) {
+            tl_points_free(&sets[nsets]);
+            break;
+        }
         name_simulated_source(&sets[nsets], points[i]);
         if (measured_on && sets[nsets].format != TL_POINTS_TILELAB) {
             /* keep the reader's note on kernels it could not place ("; 2 kernels without ...") */
@@ -132,6 +165,26 @@ static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_mo
     return rc;
 }
 
+/* TL_EUSAGE when tokens x the model's k routed rows are more than a picture simulates (a worklist
+ * of 2^31 rows takes minutes and gigabytes before any limit downstream is reached). */
+static int check_edges(const tl_model *model, const int *tokens, int ntok, long total_cap)
+{
+    int E, k, width;
+    tl_model_moe_shape(model, &E, &k, &width);
+    long long total = 0;
+    for (int i = 0; i < ntok; i++) {
+        long long rows = (long long)tokens[i] * k;
+        if (rows > MAX_PICTURE_EDGES)
+            return tl_error(TL_EUSAGE, "--tokens", "%d tokens x k = %d is %lld routed rows, more than the %ld a "
+                            "picture simulates", tokens[i], k, rows, MAX_PICTURE_EDGES);
+        total += rows;
+    }
+    if (total > total_cap)
+        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k add up to %lld routed rows, more than the %ld "
+                        "one picture simulates", total, total_cap);
+    return TL_OK;
+}
+
 static int parse_seed(const char *s, uint64_t *seed)
 {
     long v;
@@ -161,7 +214,9 @@ int tl_draw_moe_tiles(int argc, char **argv)
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(hw_s, model_s, &hw, &model))) return rc;
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) ||
+        (rc = check_edges(&model, tokens, ntok, MAX_PICTURE_EDGES_TOTAL)))
+        return rc;
     return tl_fig_moe_tiles(out, &hw, &model, dtype, tokens, ntok, (int)tile_m, &routing, seed);
 }
 
@@ -246,7 +301,8 @@ int tl_draw_timeline(int argc, char **argv)
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(hw_s, model_s, &hw, &model))) return rc;
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, &p.tokens, 1, MAX_PICTURE_EDGES)))
+        return rc;
     p.hw = &hw;
     p.model = &model;
     return tl_fig_timeline(out, &p);

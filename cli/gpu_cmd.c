@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../core/table.h"
 #include "../simulator/hw.h"
@@ -203,22 +204,45 @@ static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const c
     tl_table_free(t);
 }
 
-static double number_at(json_t *obj, const char *key)
+/* Readers of a --save result's fields: absent (or null) reads as 0 / ""; a field of another JSON
+ * type, or a string with a control character (it would break the one-line titles and the overlay
+ * `--hw BASE,FILE` reads), sets *bad to its key (the first such one) and reads as 0 / "". */
+static double number_at(json_t *obj, const char *key, const char **bad)
 {
     json_t *v = json_object_get(obj, key);
+    if (v && !json_is_null(v) && !json_is_number(v) && !*bad) *bad = key;
     return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
-static void copy_string(char *dst, size_t cap, json_t *obj, const char *key)
+static void copy_string(char *dst, size_t cap, json_t *obj, const char *key, const char **bad)
 {
     json_t *v = json_object_get(obj, key);
-    snprintf(dst, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    if (v && !json_is_null(v) && !json_is_string(v) && !*bad) *bad = key;
+    for (const char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+            if (!*bad) *bad = key;
+            s = "";
+            break;
+        }
+    snprintf(dst, cap, "%s", s);
+}
+
+/* An object field, absent or null reads as NULL; another JSON type sets *bad. */
+static json_t *object_at(json_t *obj, const char *key, const char **bad)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v && !json_is_null(v) && !json_is_object(v) && !*bad) *bad = key;
+    return json_is_object(v) ? v : NULL;
 }
 
 /* Reads a file written by --save back into *r (and its label). TL_EUSAGE for an unreadable or
- * malformed file, or one without "ceilings". */
+ * malformed file, one without "ceilings", a field of the wrong JSON type, a control character in a
+ * string, a value out of range, or more configurations than a report holds. */
 static int load_overlay(const char *path, tl_roofline_report *r, char *label, size_t label_cap)
 {
+    struct stat st; /* a folder would read as an empty file: "'[' expected near end of file" */
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return tl_error(TL_EUSAGE, path, "is a folder, not a file");
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
     if (!root && err.line < 1) return tl_error(TL_EUSAGE, path, "%s", err.text); /* cannot open */
@@ -229,20 +253,25 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
         return tl_error(TL_EUSAGE, path, "not a roofline result: no \"ceilings\" object");
     }
     memset(r, 0, sizeof *r);
-    copy_string(r->gpu.name, sizeof r->gpu.name, root, "device");
-    copy_string(r->gpu.arch, sizeof r->gpu.arch, root, "arch");
-    copy_string(r->date, sizeof r->date, root, "date");
-    copy_string(r->mma_target, sizeof r->mma_target, root, "mma");
-    json_t *clk = json_object_get(root, "clocks");
-    double sm = number_at(clk, "sm_mhz"), mem = number_at(clk, "mem_mhz");
-    r->memcpy_gbps = number_at(root, "memcpy_gbps");
+    const char *bad = NULL;
+    copy_string(r->gpu.name, sizeof r->gpu.name, root, "device", &bad);
+    copy_string(r->gpu.arch, sizeof r->gpu.arch, root, "arch", &bad);
+    copy_string(r->date, sizeof r->date, root, "date", &bad);
+    copy_string(r->mma_target, sizeof r->mma_target, root, "mma", &bad);
+    json_t *clk = object_at(root, "clocks", &bad);
+    double sm = number_at(clk, "sm_mhz", &bad), mem = number_at(clk, "mem_mhz", &bad);
+    r->memcpy_gbps = number_at(root, "memcpy_gbps", &bad);
+    copy_string(label, label_cap, root, "label", &bad);
+    if (bad) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, path, "field '%s' has the wrong JSON type or a control character", bad);
+    }
     if (!(sm >= 0 && sm <= 1e5 && mem >= 0 && mem <= 1e5 && r->memcpy_gbps >= 0 && r->memcpy_gbps < 1e9)) {
         json_decref(root);
         return tl_error(TL_EUSAGE, path, "clocks (MHz) or memcpy_gbps out of range");
     }
     r->gpu.clock_mhz = (int)sm;
     r->gpu.mem_clock_mhz = (int)mem;
-    copy_string(label, label_cap, root, "label");
     if (!label[0]) snprintf(label, label_cap, "%s, %s", r->gpu.name, r->date);
     struct { const char *key; double *dst; } keys[] = {
         {"hbm_read_gbps", &r->hbm_read_gbps}, {"hbm_copy_gbps", &r->hbm_copy_gbps},
@@ -251,8 +280,9 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
     };
     int any_measured = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        double v = number_at(json_object_get(c, keys[i].key), "measured");
-        if (!(v >= 0.0 && v < 1e9)) {
+        double v = number_at(object_at(c, keys[i].key, &bad), "measured", &bad);
+        /* 0 = not measured; as in a preset, a rate below 0.001 is not one (--save would round it to 0) */
+        if (bad || !(v == 0.0 || (v >= 1e-3 && v < 1e9))) {
             json_decref(root);
             return tl_error(TL_EUSAGE, path, "ceiling %s has a bad measured value", keys[i].key);
         }
@@ -264,19 +294,27 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
         return tl_error(TL_EUSAGE, path, "not a roofline result: no ceiling has a measured value");
     }
     json_t *pts = json_object_get(root, "configurations");
+    if ((pts && !json_is_null(pts) && !json_is_array(pts)) || json_array_size(pts) > TL_ROOFLINE_MAX_POINTS) {
+        json_decref(root);
+        return tl_error(TL_EUSAGE, path, "'configurations' must be an array of at most %d", TL_ROOFLINE_MAX_POINTS);
+    }
     size_t i;
     json_t *o;
     json_array_foreach(pts, i, o) {
-        if (r->npoints >= TL_ROOFLINE_MAX_POINTS) break;
         tl_roofline_point *p = &r->points[r->npoints++];
-        copy_string(p->ceiling, sizeof p->ceiling, o, "ceiling");
-        copy_string(p->kernel, sizeof p->kernel, o, "kernel");
-        copy_string(p->config, sizeof p->config, o, "config");
-        p->median_ms = number_at(o, "median_ms");
-        p->value = number_at(o, "value");
-        p->flops = number_at(o, "flops");
-        p->bytes = number_at(o, "bytes");
+        copy_string(p->ceiling, sizeof p->ceiling, o, "ceiling", &bad);
+        copy_string(p->kernel, sizeof p->kernel, o, "kernel", &bad);
+        copy_string(p->config, sizeof p->config, o, "config", &bad);
+        p->median_ms = number_at(o, "median_ms", &bad);
+        p->value = number_at(o, "value", &bad);
+        p->flops = number_at(o, "flops", &bad);
+        p->bytes = number_at(o, "bytes", &bad);
         p->best = json_is_true(json_object_get(o, "best"));
+        if (bad) {
+            json_decref(root);
+            return tl_error(TL_EUSAGE, path, "configurations[%zu]: field '%s' has the wrong JSON type or a control "
+                            "character", i, bad);
+        }
         /* these become times, rates and intensities in the tables and the points CSV */
         if (!(p->median_ms > 0 && p->median_ms < 1e9 && p->value >= 0 && p->value < 1e12 && p->flops >= 0 &&
               p->flops < 1e30 && p->bytes >= 0 && p->bytes < 1e30)) {
@@ -316,6 +354,12 @@ static int report(const tl_roofline_report *r, const char *hw_spec, const char *
         return st;
     }
     if (save) st = write_overlay(&sa, r, label);
+    /* the overlay's temporary file seen under the points' name: both options name one file, and the
+     * points would overwrite the overlay before each rename took the other's file */
+    struct stat ss, ps;
+    if (!st && save && points && stat(sa.tmp, &ss) == 0 && stat(pa.tmp, &ps) == 0 && ss.st_dev == ps.st_dev &&
+        ss.st_ino == ps.st_ino)
+        st = tl_error(TL_EUSAGE, "bench roofline", "--save and --points name the same file '%s'", points);
     if (!st && points) st = write_points(&pa, r, label);
     if (!st && save) st = tl_atomic_commit(&sa);
     if (!st && points) st = tl_atomic_commit(&pa);
@@ -345,6 +389,8 @@ int tl_bench_roofline(int argc, char **argv)
         (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
         (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
         return st;
+    if (from && (quick || iters_s || warmup_s || gib_s)) /* they shape a measurement; --from makes none */
+        return tl_error(TL_EUSAGE, "bench roofline", "--quick, --iters, --warmup and --hbm-gib measure: not with --from");
     if (!(gib >= 0.0625 && gib <= 64.0))
         return tl_error(TL_EUSAGE, "bench roofline", "--hbm-gib %g is out of range [0.0625, 64]", gib);
     if (hw_spec) { /* a bad --hw is a usage error before anything runs */

@@ -32,8 +32,7 @@ int tl_cmd_draw(int argc, char **argv) { return tl_dispatch(draw_table, "draw", 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 1) return tl_error(TL_EUSAGE, "version", "unexpected argument '%s'", argv[1]);
     printf("tilelab %s\n", TILELAB_VERSION);
     return 0;
 }
@@ -86,18 +85,10 @@ static int cmd_help(int argc, char **argv)
     }
     const tl_command *c = find(top_table, argv[1]);
     if (!c) return tl_error(TL_EUSAGE, "help", "unknown command '%s'", argv[1]);
-    if (argc >= 3) {
-        const tl_command *sub = NULL;
-        if (strcmp(c->name, "bench") == 0) sub = find(bench_table, argv[2]);
-        if (strcmp(c->name, "draw") == 0) sub = find(draw_table, argv[2]);
-        if (sub && sub->usage[0]) {
-            fputs(sub->usage, stdout);
-            return 0;
-        }
-        if (sub) { /* the command prints its own usage */
-            char *args[] = {argv[2], "--help", NULL};
-            return sub->fn(2, args);
-        }
+    if (argc > 3) return tl_error(TL_EUSAGE, "help", "unexpected argument '%s'", argv[3]);
+    if (argc == 3) { /* `help CMD SUB` is `CMD SUB --help`: the command checks SUB and prints its usage */
+        char *args[] = {argv[1], argv[2], "--help", NULL};
+        return c->fn(3, args);
     }
     printf("tilelab %s: %s\n%s", c->name, c->summary, c->usage);
     return 0;
@@ -148,18 +139,12 @@ int main(int argc, char **argv)
         tl_report_error();
         return TL_EUSAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        print_top_help(stdout);
-        return 0;
-    }
-    if (strcmp(argv[1], "--version") == 0) return cmd_version(argc, argv);
     const tl_command *c = find(top_table, argv[1]);
-    if (!c) {
-        tl_error(TL_EUSAGE, "command", "unknown command '%s' (try tilelab --help)", argv[1]);
-        tl_report_error();
-        return TL_EUSAGE;
-    }
-    int rc = c->fn(argc - 1, argv + 1);
+    int rc;
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) rc = cmd_help(1, argv);
+    else if (strcmp(argv[1], "--version") == 0) rc = cmd_version(argc - 1, argv + 1);
+    else if (c) rc = c->fn(argc - 1, argv + 1);
+    else rc = tl_error(TL_EUSAGE, "command", "unknown command '%s' (try tilelab --help)", argv[1]);
     /* output that could not be written (a full disk, a closed pipe) is a failure, not success */
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (rc == 0) rc = tl_error(TL_EFAIL, "standard output", "write failed: %s", strerror(errno));

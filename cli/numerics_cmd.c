@@ -1,6 +1,7 @@
 /* `tilelab numerics convert|table|quantize` and `tilelab bench numerics`. */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ static const char CONVERT_USAGE[] =
     "skipped. FMT: e4m3fn e5m2 e4m3fnuz e5m2fnuz e2m3 e3m2 e2m1 e8m0 bf16 fp16.\n"
     "--saturate (default): overflow and +-inf go to +-max. --no-saturate: overflow goes to Inf where\n"
     "the format has one, else NaN (FP4/FP6 saturate in both modes). Nothing is printed unless every\n"
-    "line parses; a bad line is one error and exit status 2.\n";
+    "line parses; a bad line (not a number, not text, over 4095 bytes) is one error and exit status 2.\n";
 
 /* Strips leading and trailing white space in place; returns the start. */
 static char *trim(char *s)
@@ -32,6 +33,25 @@ static char *trim(char *s)
     size_t n = strlen(s);
     while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
     return s;
+}
+
+#define CONVERT_LINE_MAX 4095 /* bytes of one input line before its newline: a number, with room to spare */
+
+/* Reads one line of f into buf (cap bytes, NUL-terminated, newline kept). Returns its length, -1 at
+ * the end of the input, or -2 when it holds more than cap - 2 bytes before its newline (it stops
+ * there: an endless line such as /dev/zero's is refused after cap bytes, not read into memory).
+ * NUL bytes are kept. */
+static long read_line(FILE *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (c != '\n' && n + 2 >= cap) return -2; /* no room for it and a newline */
+        buf[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    buf[n] = '\0';
+    return n == 0 ? -1 : (long)n;
 }
 
 static int parse_input_number(const char *s, float *out)
@@ -56,16 +76,15 @@ static int cmd_convert(int argc, char **argv)
     int rc = tl_numfmt_parse(to, &f);
     if (rc) return rc;
     int digits = tl_numfmt_bits(f) <= 8 ? 2 : 4;
-    char *outbuf = NULL, *line = NULL;
-    size_t outlen = 0, cap = 0;
+    char *outbuf = NULL, line[CONVERT_LINE_MAX + 2]; /* the line, its newline and a NUL */
+    size_t outlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     if (!out) return tl_error(TL_EFAIL, "numerics convert", "out of memory");
-    long lineno = 0;
-    ssize_t got;
-    while ((got = getline(&line, &cap, stdin)) >= 0) {
+    long lineno = 0, got;
+    while ((got = read_line(stdin, line, sizeof line)) >= 0) {
         lineno++;
         int binary = memchr(line, '\0', (size_t)got) != NULL;
-        for (ssize_t j = 0; j < got && !binary; j++) /* control bytes would garble the error line */
+        for (long j = 0; j < got && !binary; j++) /* control bytes would garble the error line */
             binary = ((unsigned char)line[j] < 0x20 && !strchr("\t\r\n", line[j])) || line[j] == 0x7f;
         if (binary) {
             rc = tl_error(TL_EUSAGE, "numerics convert", "line %ld: not text", lineno);
@@ -81,7 +100,10 @@ static int cmd_convert(int argc, char **argv)
         uint16_t code = tl_encode(f, x, saturate);
         fprintf(out, "%s 0x%0*X %.9g\n", s, digits, (unsigned)code, (double)tl_decode(f, code));
     }
-    free(line);
+    if (!rc && got == -2)
+        rc = tl_error(TL_EUSAGE, "numerics convert", "line %ld: longer than %d bytes", lineno + 1, CONVERT_LINE_MAX);
+    if (!rc && ferror(stdin)) /* e.g. standard input a folder: not an empty input */
+        rc = tl_error(TL_EUSAGE, "numerics convert", "cannot read standard input: %s", strerror(errno));
     fclose(out);
     if (!rc) fwrite(outbuf, 1, outlen, stdout);
     free(outbuf);

@@ -11,11 +11,13 @@
 static int find_format(int argc, char **argv, tl_format *fmt)
 {
     *fmt = TL_FMT_TABLE;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--format=", 9) == 0) return tl_parse_format(argv[i] + 9, fmt); /* as opts.c reads it */
         if (strcmp(argv[i], "--format") == 0) {
             if (i + 1 >= argc) return tl_error(TL_EUSAGE, "--format", "needs a value (table, csv or json)");
             return tl_parse_format(argv[i + 1], fmt);
         }
+    }
     return 0;
 }
 

@@ -280,8 +280,9 @@ static int sim_moe(int argc, char **argv)
         tl_parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || tl_parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
         tl_parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
         return TL_EUSAGE;
-    if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps <= 0 || p.cu_gbps > 1e6))
-        return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in (0, 1e6] GB/s", cu_s);
+    /* the lower bound is a preset's hbm_per_cu_gbps's: below it times overflow to inf */
+    if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps < 1e-3 || p.cu_gbps > 1e6))
+        return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in [0.001, 1e6] GB/s", cu_s);
     int tilelab_kernel = strcmp(kernel_s, "tilelab") == 0;
     if (!tilelab_kernel && strcmp(kernel_s, "generic") != 0)
         return tl_error(TL_EUSAGE, "--kernel", "'%s' is not generic or tilelab", kernel_s);

@@ -28,7 +28,15 @@ void tl_clear_error(void) { last_error[0] = '\0'; }
 
 void tl_report_error(void)
 {
-    if (last_error[0]) fprintf(stderr, "tilelab: error: %s\n", last_error);
+    if (!last_error[0]) return;
+    char line[sizeof last_error]; /* one line: a newline or escape from the input shows as '?' */
+    size_t n = 0;
+    for (; last_error[n]; n++) {
+        unsigned char c = (unsigned char)last_error[n];
+        line[n] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    line[n] = '\0';
+    fprintf(stderr, "tilelab: error: %s\n", line);
 }
 
 /* ---- random numbers ---- */

@@ -31,7 +31,8 @@ int tl_error(int status, const char *what, const char *fmt, ...) TL_PRINTF(3, 4)
 const char *tl_last_error(void);
 /* Clears the last error. */
 void tl_clear_error(void);
-/* Prints "tilelab: error: <last error>" on stderr (nothing if none was recorded). */
+/* Prints "tilelab: error: <last error>" on stderr as one line, control characters (a newline or an
+ * escape from the input) shown as '?' (nothing if none was recorded). */
 void tl_report_error(void);
 
 /* ---- seeded random numbers (xoshiro256**, seeded through splitmix64) ----

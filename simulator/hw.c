@@ -29,6 +29,9 @@ static int read_ceiling(json_t *ceil, const char *key, const char *label, tl_cei
     snprintf(what, sizeof what, "%s: ceilings.%s", label, key);
     if (tl_json_get_num(o, "datasheet", what, 0, 0, 1e9, &c->datasheet)) return TL_EUSAGE;
     if (tl_json_get_num(o, "measured", what, 0, 0, 1e9, &c->measured)) return TL_EUSAGE;
+    /* 0 means absent; a tiny rate (1e-300) would turn times into 1e62 us and rooflines into noise */
+    if ((c->datasheet > 0 && c->datasheet < 1e-3) || (c->measured > 0 && c->measured < 1e-3))
+        return tl_error(TL_EUSAGE, what, "a rate must be 0 (absent) or at least 0.001");
     return 0;
 }
 

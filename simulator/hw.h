@@ -11,7 +11,8 @@
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
- *     (a ceiling an arch lacks is omitted; either of datasheet/measured may be absent),
+ *     (a ceiling an arch lacks is omitted; either of datasheet/measured may be absent; a value
+ *     is 0 = absent, or in [0.001, 1e9]),
  *   "matrix_instructions": [ {"name": "v_mfma_f32_16x16x32_bf16", "m": 16, "n": 16, "k": 32,
  *                             "a": "bf16", "b": "bf16", "cycles": 16}, ... ]
  *     dtype names: "bf16", "f16", "fp8", "fp6", "fp4", "f32", "f64" ("fp8" covers e4m3/e5m2 and

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define ZIPF_MAX_S 100.0
 #define ZIPF_TRIES 64
@@ -200,6 +201,12 @@ static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
 {
     FILE *f = fopen(path, "r");
     if (!f) return tl_error(TL_EUSAGE, "--routing", "cannot open trace '%s'", path);
+    /* a file or a pipe (<(...)); a device such as /dev/zero would be one endless line */
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        fclose(f);
+        return tl_error(TL_EUSAGE, "--routing", "trace '%s' is not a regular file", path);
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;

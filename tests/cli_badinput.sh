@@ -107,6 +107,7 @@ model '"m"' 'topk=0' >"$tmp/m_topk0.json"
 model '"a\nb"' '' >"$tmp/m_ctrlname.json"
 model '""' '' >"$tmp/m_emptyname.json"
 model '"m"' 'hidden=100000000' >"$tmp/m_huge.json"
+model '"m"' 'experts=1000000 topk=1000000' >"$tmp/m_wide.json"
 
 printf '0,1,2,3,4,5,6,256\n' >"$tmp/tr_range.csv"
 printf '0,1,2,3,4,5,6,99999999999\n' >"$tmp/tr_huge.csv"
@@ -286,6 +287,56 @@ run timeout -s TERM 1 "$tl" draw timeline --tokens 200000 -o "$out/sig.png"
 left=$(find "$out" -name 'sig.png.tmp.*' | head -1)
 [ "$RC" -eq 124 ] && [ -z "$left" ] # 124: the signal ended it mid-run (a quick exit would test nothing)
 report $((1 - $?)) "SIGTERM removes the temporary picture" "exit $RC, left '$left'"
+
+# ---- the audit of 2026-11-29 21:00 UTC: each case below was a defect ----
+# --cu-gbps 1e-300 and preset rates of 1e-300 made times of 1e62 us (inf) and an empty roofline
+bad 2 "--cu-gbps 1e-300" -- "$tl" sim moe --cu-gbps 1e-300 --tokens 1
+hwjson mini 132 '{"hbm_read_gbps": {"datasheet": 1e-300}}' >"$tmp/hw_tinyceil.json"
+bad 2 "a ceiling of 1e-300 GB/s" -- "$tl" sim paged-decode --hw "$tmp/hw_tinyceil.json" --gqa 1 --batch 1 --seq 1 --kv-heads 1
+# worklists of 2^31 routed rows (minutes, gigabytes) behind draw timeline and draw moe-tiles
+bad 2 "timeline of 2^31 routed rows" -- "$tl" draw timeline --tokens 268435455 -o "$out/big.png"
+absent "$out/big.png" "draw timeline of 2^31 rows wrote nothing"
+bad 2 "moe-tiles of 1e6 experts x top-1e6" -- "$tl" draw moe-tiles --model "$tmp/m_wide.json" -o "$out/wide.png"
+# a routing trace that is a device: one endless line read into memory
+bad 2 "trace /dev/zero" -- "$tl" sim moe --routing trace:/dev/zero --tokens 4
+# points far off any roofline (an infinite intensity emptied the axes), a band of 1e-300
+printf 'name,flops,hbm_bytes,time_us\nk,1e300,1e-300,1e-300\n' >"$tmp/p_inf.csv"
+bad 2 "points of infinite intensity" -- "$tl" draw roofline --points "$tmp/p_inf.csv" -o "$out/pinf.png"
+absent "$out/pinf.png" "draw roofline with an infinite point wrote nothing"
+bad 2 "--band 1e-300:1e-299" -- "$tl" draw roofline --band 1e-300:1e-299 -o "$out/pb.png"
+# a kernel name with a quoted newline split the error in two lines
+printf '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k\nx","gpu__time_duration.sum","us","5"\n' >"$tmp/ncu_nl.csv"
+bad 2 "ncu kernel name with a newline" -- "$tl" draw roofline --points "$tmp/ncu_nl.csv" -o "$out/nl.png"
+bad 2 "an argument with a newline" -- "$tl" sim moe --tokens "$(printf '1\n2')"
+# bench roofline --from: wrong JSON types were read as 0 or "", control characters were kept
+R=$src/bench/results/2026-11-29_h200_roofline.json
+sed 's/"device": "[^"]*"/"device": "H200\\nX"/' "$R" >"$tmp/rf_ctrl.json"
+bad 2 "--from with a newline in device" -- "$tl" bench roofline --from "$tmp/rf_ctrl.json" --save "$out/ctrl.json"
+absent "$out/ctrl.json" "--from with a bad device saved nothing"
+sed 's/"sm_mhz": [0-9]*/"sm_mhz": "fast"/' "$R" >"$tmp/rf_str.json"
+bad 2 "--from with a string clock" -- "$tl" bench roofline --from "$tmp/rf_str.json"
+bad 2 "--from with --iters (measures nothing)" -- "$tl" bench roofline --from "$R" --iters 5
+bad 2 "--from a folder" -- "$tl" bench roofline --from "$tmp/tr_dir"
+check_msg "is a folder"
+report $((1 - $?)) "--from a folder named as such" "message: $ERR"
+# --save and --points naming one file: the CSV replaced the overlay, exit 1, the file left behind
+bad 2 "--save and --points one file" -- "$tl" bench roofline --from "$R" --save "$out/same" --points "$out/./same"
+absent "$out/same" "--save and --points on one file left nothing"
+# check/bench read --format=VALUE as the option reader does
+bad 2 "check moe --format=xml" -- "$tl" check moe --format=xml
+# numerics convert: /dev/zero grew one line without end; a folder read as empty input
+run sh -c "\"$tl\" numerics convert --to bf16 </dev/zero"
+[ "$RC" -eq 2 ] && grep -q "longer than" <<<"$ERR"
+report $((1 - $?)) "convert: an endless line is refused" "exit $RC"
+run sh -c "\"$tl\" numerics convert --to bf16 <\"$tmp/tr_dir\""
+[ "$RC" -eq 2 ]
+report $((1 - $?)) "convert: standard input a folder" "exit $RC"
+# help and version: unknown names and extra words were ignored; --help > /dev/full was exit 0
+bad 2 "help draw nosuch" -- "$tl" help draw nosuch
+bad 2 "help numerics nosuch" -- "$tl" help numerics nosuch
+bad 2 "version extra" -- "$tl" version extra
+bad 1 "--help on a full disk" -- sh -c "\"$tl\" --help >/dev/full"
+good "help numerics convert" -- "$tl" help numerics convert
 
 # ---- the MoE op: exit codes only ----
 bad 2 "check moe --tokens -1" -- "$tl" check moe --tokens -1
