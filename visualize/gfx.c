@@ -586,26 +586,32 @@ double tl_gfx_legend(tl_gfx *g, double x, double y, const tl_legend_entry *e, in
 
 void tl_gfx_footer(tl_gfx *g, const char *provenance)
 {
-    double y = g->h - TL_GFX_FOOTER_PT / 2;
     tl_rgba grey = tl_gfx_rgb(0.35, 0.35, 0.35);
-    tl_gfx_line(g, 8, g->h - TL_GFX_FOOTER_PT, g->w - 8, g->h - TL_GFX_FOOTER_PT, 0.4,
-                tl_gfx_rgb(0.75, 0.75, 0.75), 0);
     tl_text_style st = tl_gfx_style(8);
     st.color = grey;
     st.va = TL_MIDDLE;
     st.ha = TL_RIGHT;
-    double vw = tl_gfx_text(g, g->w - 10, y, "tilelab " TILELAB_VERSION, st);
-    /* The provenance shrinks (down to 6 pt) to fit beside the version, then is cut with "...". */
+    double vw = tl_gfx_text(g, g->w - 10, g->h - TL_GFX_FOOTER_PT / 2, "tilelab " TILELAB_VERSION, st);
+    /* The provenance shrinks (down to 7 pt) to fit on one line beside the version; longer ones
+     * wrap onto two lines of 7 pt (the rule above moves up a little), cut with "..." beyond. */
     const char *text = provenance && *provenance ? provenance : "provenance unknown";
     double room = g->w - 20 - vw - 14, size = 8, w, h;
     tl_gfx_text_size(g, text, size, 0, &w, &h);
-    if (w > room) size = fmax(6.0, 8 * room / w);
+    int two_lines = w * 7 / 8 > room;
+    if (w > room) size = two_lines ? 7 : 8 * room / w;
     PangoLayout *lay = make_layout(g, text, size, 0);
     pango_layout_set_width(lay, (int)(room * PANGO_SCALE));
+    if (two_lines) {
+        pango_layout_set_wrap(lay, PANGO_WRAP_WORD_CHAR);
+        pango_layout_set_height(lay, -2);
+    }
     pango_layout_set_ellipsize(lay, PANGO_ELLIPSIZE_END);
     layout_size(lay, &w, &h);
+    double y = two_lines ? g->h - 2 - h : g->h - TL_GFX_FOOTER_PT / 2 - h / 2;
+    double rule = fmin(g->h - TL_GFX_FOOTER_PT, y - 3);
+    tl_gfx_line(g, 8, rule, g->w - 8, rule, 0.4, tl_gfx_rgb(0.75, 0.75, 0.75), 0);
     cairo_save(g->cr);
-    cairo_move_to(g->cr, 10, y - h / 2);
+    cairo_move_to(g->cr, 10, y);
     set_source(g->cr, grey);
     pango_cairo_update_layout(g->cr, lay);
     pango_cairo_show_layout(g->cr, lay);

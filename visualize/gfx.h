@@ -131,7 +131,9 @@ double tl_gfx_legend(tl_gfx *g, double x, double y, const tl_legend_entry *e, in
 /* ---- provenance ---- */
 /* Footer line at the bottom of the figure: `provenance` on the left (e.g. "simulated on preset
  * mi355x" or "measured on NVIDIA H200, 2026-11-29") and "tilelab <version>" on the right.
- * Every figure must call it once. Reserve TL_GFX_FOOTER_PT at the bottom for it. */
+ * Every figure must call it once. Reserve TL_GFX_FOOTER_PT at the bottom for it; a provenance too
+ * long for one line wraps onto two lines of 7 pt, and then the rule above it sits about 4 pt
+ * higher (leave that much free under the x-axis title). */
 #define TL_GFX_FOOTER_PT 18.0
 void tl_gfx_footer(tl_gfx *g, const char *provenance);
 

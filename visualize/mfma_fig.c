@@ -164,11 +164,23 @@ int tl_fig_mfma(const char *out, const char *arch, const char *instr)
     tl_gfx_line(g, A.x + A.cols * s, ky - 3, A.x + A.cols * s, ky + 3, 1, ink, 0);
     tl_text_style ks = tl_gfx_style(9);
     ks.ha = TL_CENTER;
+    /* N: the width of B and C, under C (A's bracket holds K; the K label drops its explanation
+     * when A is too narrow for it to stay clear of the N label). */
+    char nbuf[32];
+    snprintf(nbuf, sizeof nbuf, "N = %d", in->n);
+    double nw, nh, kw, kh;
+    tl_gfx_text_size(g, nbuf, 9, 0, &nw, &nh);
+    double nx = C.x + C.cols * s / 2;
     snprintf(buf, sizeof buf, "K = %d (one instruction's reduction depth)", in->k);
-    double kw, kh;
     tl_gfx_text_size(g, buf, 9, 0, &kw, &kh);
     double kx = fmax(A.x + A.cols * s / 2, 8 + kw / 2);
+    if (kx + kw / 2 + 6 > nx - nw / 2) {
+        snprintf(buf, sizeof buf, "K = %d", in->k);
+        tl_gfx_text_size(g, buf, 9, 0, &kw, &kh);
+        kx = fmax(A.x + A.cols * s / 2, 8 + kw / 2);
+    }
     tl_gfx_text(g, kx, ky + 4, buf, ks);
+    tl_gfx_text(g, nx, ky + 4, nbuf, ks);
 
     double dy = ky + 22;
     describe_operand(g, in, &A, "M", "K", blocks, 60, dy);

@@ -163,6 +163,19 @@ static int simulated_padding(int tokens, int E, int k, int tile_m, double *pad)
     return rc;
 }
 
+/* How many of a polyline's points (each segment sampled 8 times) fall inside the box. */
+static int polyline_hits(const double *x, const double *y, int n, double bx, double by, double bw,
+                         double bh)
+{
+    int hits = 0;
+    for (int i = 0; i + 1 < n; i++)
+        for (int j = 0; j < 8; j++) {
+            double t = j / 8.0, px = x[i] + t * (x[i + 1] - x[i]), py = y[i] + t * (y[i + 1] - y[i]);
+            hits += px >= bx && px <= bx + bw && py >= by && py <= by + bh;
+        }
+    return hits;
+}
+
 int tl_fig_padding(const char *out, const char *preset, const int *experts, int ne,
                    const int *topk, int nk, const int *tile_m, int nm, int max_tokens)
 {
@@ -190,53 +203,91 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
                         "more than 2^25", max_tokens, rows);
     double ymax = 1;
     for (int c = 0; c < nm; c++) ymax = fmax(ymax, tile_m[c]);
-    const double W = 760, H = 500;
-    tl_gfx *g = tl_gfx_open(out, W, H);
-    if (!g) return tl_gfx_open_status();
-    tl_plot pl;
-    tl_plot_init(&pl, 70, 40, W - 70 - 24, H - 40 - 46 - TL_GFX_FOOTER_PT, 1,
-                 pow(10, ceil(log10(max_tokens))), 1, 0.8, ymax * 1.6, 1);
-    tl_text_style ts = tl_gfx_style(13);
-    ts.bold = 1;
-    tl_gfx_text(g, pl.x, 12, "MoE tile padding against batch size (balanced routing)", ts);
-    tl_plot_axes(g, &pl, "tokens in the batch M (log scale)", "padding factor (rows computed / real rows)");
-
-    static const int colours[7] = {5, 6, 3, 1, 7, 2, 0};
-    tl_legend_entry le[14];
+    /* The curves first (data only), so that the legend's place can be chosen before drawing. */
+    double pad[12][64], closed[12][64];
     char labels[12][64];
-    int nle = 0, curve = 0, rc = TL_OK;
-    double xs[64], ys[64], yc[64];
-    tl_plot_clip(g, &pl);
+    int curve = 0, rc = TL_OK;
     for (int a = 0; a < ne && rc == TL_OK; a++)
         for (int b = 0; b < nk && rc == TL_OK; b++)
             for (int c = 0; c < nm && rc == TL_OK; c++, curve++) {
                 int E = experts[a], k = topk[b], tm = tile_m[c];
-                tl_rgba col = tl_gfx_palette(colours[curve % 7]);
                 for (int i = 0; i < nms && rc == TL_OK; i++) {
-                    double pad = 1;
-                    rc = simulated_padding(ms[i], E, k, tm, &pad);
-                    xs[i] = tl_plot_x(&pl, ms[i]);
-                    ys[i] = tl_plot_y(&pl, pad);
-                    double closed = fmax(1.0, fmin((double)tm * E / ((double)ms[i] * k), tm));
-                    yc[i] = tl_plot_y(&pl, closed);
+                    pad[curve][i] = 1;
+                    rc = simulated_padding(ms[i], E, k, tm, &pad[curve][i]);
+                    closed[curve][i] = fmax(1.0, fmin((double)tm * E / ((double)ms[i] * k), tm));
                 }
-                if (rc) break;
-                /* Simulated: a wide translucent band with markers; the closed form dashed on top,
-                 * so both stay visible where they agree. */
-                tl_gfx_polyline(g, xs, ys, nms, 3.2, tl_gfx_alpha(col, 0.55), 0);
-                for (int i = 0; i < nms; i++) tl_gfx_marker(g, xs[i], ys[i], curve / 7, 5.5, col);
-                tl_gfx_polyline(g, xs, yc, nms, 1.1, tl_gfx_rgb(0.1, 0.1, 0.1), 3.5);
                 snprintf(labels[curve], sizeof labels[curve], "E = %d, k = %d, tile %d rows", E, k, tm);
-                le[nle++] = (tl_legend_entry){labels[curve], col, TL_KEY_MARKER, 0, curve / 7};
             }
-    tl_gfx_unclip(g);
-    if (rc) {
-        tl_gfx_abort(g);
-        return rc;
-    }
+    if (rc) return rc;
+
+    const double W = 760, H = 500;
+    tl_gfx *g = tl_gfx_open(out, W, H);
+    if (!g) return tl_gfx_open_status();
+    static const int colours[7] = {5, 6, 3, 1, 7, 2, 0};
+    tl_legend_entry le[14];
+    int nle = 0;
+    for (int c = 0; c < curve; c++)
+        le[nle++] = (tl_legend_entry){labels[c], tl_gfx_palette(colours[c % 7]), TL_KEY_MARKER, 0, c / 7};
     le[nle++] = (tl_legend_entry){"simulated worklist (wide, markers)", tl_gfx_alpha(tl_gfx_rgb(0.3, 0.3, 0.3), 0.55), TL_KEY_LINE, 0, 0};
     le[nle++] = (tl_legend_entry){"closed form max(1, min(tile E / (M k), tile))", tl_gfx_rgb(0.1, 0.1, 0.1), TL_KEY_LINE, 3.5, 0};
-    tl_gfx_legend(g, pl.x + pl.w - 8, pl.y + 8, le, nle, 1);
+    double lw = 0;
+    for (int i = 0; i < nle; i++) {
+        double w, h;
+        tl_gfx_text_size(g, le[i].label, 8.5, 0, &w, &h);
+        lw = fmax(lw, w);
+    }
+    lw += 10 + 22 + 4; /* the legend's box, as tl_gfx_legend draws it */
+    double lh = 10 + 13.0 * nle;
+
+    /* The legend goes to the corner of the plot (top right, bottom left, bottom right) that hides
+     * no curve, top right first; when every corner would hide one, the plot narrows and the legend
+     * stands to its right. */
+    tl_plot pl;
+    double xmax = pow(10, ceil(log10(max_tokens))), pw = W - 70 - 24, ph = H - 40 - 46 - TL_GFX_FOOTER_PT;
+    tl_plot_init(&pl, 70, 40, pw, ph, 1, xmax, 1, 0.8, ymax * 1.6, 1);
+    double xs[64], ys[64], yc[64], lx = 0, ly = 0;
+    int free_corner = 0;
+    for (int k = 0; k < 3 && !free_corner; k++) {
+        lx = k == 1 ? pl.x + 8 : pl.x + pl.w - 8 - lw;
+        ly = k == 0 ? pl.y + 8 : pl.y + pl.h - 8 - lh;
+        int hits = 0;
+        for (int c = 0; c < curve; c++) {
+            for (int i = 0; i < nms; i++) {
+                xs[i] = tl_plot_x(&pl, ms[i]);
+                ys[i] = tl_plot_y(&pl, pad[c][i]);
+                yc[i] = tl_plot_y(&pl, closed[c][i]);
+            }
+            hits += polyline_hits(xs, ys, nms, lx - 4, ly - 4, lw + 8, lh + 8) +
+                    polyline_hits(xs, yc, nms, lx - 4, ly - 4, lw + 8, lh + 8);
+        }
+        free_corner = hits == 0;
+    }
+    if (!free_corner) {
+        tl_plot_init(&pl, 70, 40, pw - lw - 12, ph, 1, xmax, 1, 0.8, ymax * 1.6, 1);
+        lx = pl.x + pl.w + 12;
+        ly = pl.y;
+    }
+
+    tl_text_style ts = tl_gfx_style(13);
+    ts.bold = 1;
+    tl_gfx_text(g, pl.x, 12, "MoE tile padding against batch size (balanced routing)", ts);
+    tl_plot_axes(g, &pl, "tokens in the batch M (log scale)", "padding factor (rows computed / real rows)");
+    tl_plot_clip(g, &pl);
+    for (int c = 0; c < curve; c++) {
+        tl_rgba col = tl_gfx_palette(colours[c % 7]);
+        for (int i = 0; i < nms; i++) {
+            xs[i] = tl_plot_x(&pl, ms[i]);
+            ys[i] = tl_plot_y(&pl, pad[c][i]);
+            yc[i] = tl_plot_y(&pl, closed[c][i]);
+        }
+        /* Simulated: a wide translucent band with markers; the closed form dashed on top, so both
+         * stay visible where they agree. */
+        tl_gfx_polyline(g, xs, ys, nms, 3.2, tl_gfx_alpha(col, 0.55), 0);
+        for (int i = 0; i < nms; i++) tl_gfx_marker(g, xs[i], ys[i], c / 7, 5.5, col);
+        tl_gfx_polyline(g, xs, yc, nms, 1.1, tl_gfx_rgb(0.1, 0.1, 0.1), 3.5);
+    }
+    tl_gfx_unclip(g);
+    tl_gfx_legend(g, lx, ly, le, nle, 0);
     char foot[300];
     snprintf(foot, sizeof foot,
              "simulated on preset %s: tl_route (balanced) + tl_worklist_build at each M; padding does not depend on the hardware",
@@ -309,16 +360,18 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, 0, tmax * 1.02, 0,
                      0, ncu, 0);
         pl.y_ticks_off = 1;
-        char title[300];
-        snprintf(title, sizeof title, "MoE stage %d timeline: %s, %s, M = %d on %s", p.stage,
-                 p.model->name, tl_moe_dtype_name(p.dtype), p.tokens, hw->name);
+        const char *units = strncmp(hw->arch, "sm_", 3) == 0 ? "SMs" : "CUs";
+        char title[300], tps[24] = "";
+        if (p.tp > 1) snprintf(tps, sizeof tps, ", TP %d", p.tp);
+        snprintf(title, sizeof title, "MoE stage %d timeline: %s%s, %s, M = %d on %s", p.stage,
+                 p.model->name, tps, tl_moe_dtype_name(p.dtype), p.tokens, hw->name);
         tl_text_style ts = tl_gfx_style(13);
         ts.bold = 1;
         tl_gfx_text(g, pl.x, 8, title, ts);
         snprintf(title, sizeof title,
-                 "%lld work items (%d tiles x %d n-blocks of %d) in %d wave%s of %d CUs; %.1f us, limiter: %s",
-                 r.work_items, r.tiles, r.n_blocks, r.tile_n, r.waves, r.waves == 1 ? "" : "s", ncu,
-                 r.time_us, r.limiter ? r.limiter : "?");
+                 "%lld work items (%d tiles of %d rows x %d n-blocks of %d) in %d wave%s of %d %s; %.1f us, limiter: %s",
+                 r.work_items, r.tiles, r.tile_m, r.n_blocks, r.tile_n, r.waves, r.waves == 1 ? "" : "s", ncu,
+                 units, r.time_us, r.limiter ? r.limiter : "?");
         tl_text_style st = tl_gfx_style(9.5);
         tl_gfx_text(g, pl.x, 27, title, st);
 
@@ -355,38 +408,55 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         }
         if (nx <= 1) {
             char lab[48];
-            snprintf(lab, sizeof lab, "%d SMs/CUs", ncu);
+            snprintf(lab, sizeof lab, "%d %s (rows)", ncu, units);
             xs.angle_deg = 90;
             xs.ha = TL_CENTER;
             xs.va = TL_BOTTOM;
             tl_gfx_text(g, pl.x - 8, pl.y + pl.h / 2, lab, xs);
         }
-        /* Wave boundaries, labelled at the top (thinned out when there are many waves). */
+        /* Wave boundaries, labelled at the top (thinned out when there are many waves). The last
+         * wave is always labelled, right-aligned to the figure's edge if it would run off it; a
+         * thinned label that would run into it is left out. */
         int every = r.waves <= 16 ? 1 : (r.waves + 15) / 16;
         tl_text_style wl = tl_gfx_style(8);
         wl.ha = TL_LEFT;
         wl.va = TL_BOTTOM;
         wl.color = tl_gfx_rgb(0.2, 0.2, 0.2);
+        double last_x = INFINITY;
+        if (tail >= 0 && isfinite(wave_t0[tail])) {
+            char lab[32];
+            snprintf(lab, sizeof lab, tail_partial ? "tail %d" : "w%d", tail);
+            double lw, lh;
+            tl_gfx_text_size(g, lab, 8, 0, &lw, &lh);
+            last_x = fmin(tl_plot_x(&pl, wave_t0[tail]) + 2, W - 4 - lw);
+            tl_gfx_text(g, last_x, pl.y - 2, lab, wl);
+        }
         for (int w = 0; w < r.waves; w++) {
             if (!isfinite(wave_t0[w])) continue;
             double x = tl_plot_x(&pl, wave_t0[w]);
             tl_gfx_line(g, x, pl.y - 4, x, pl.y + pl.h, 0.7, tl_gfx_rgb(0.1, 0.1, 0.1), 3);
-            if (w % every == 0 || w == r.waves - 1) {
-                char lab[32];
-                snprintf(lab, sizeof lab, w == tail && tail_partial ? "tail %d" : "w%d", w);
-                if (w % every == 0 || w == tail) tl_gfx_text(g, x + 2, pl.y - 2, lab, wl);
-            }
+            if (w % every != 0 || w == tail) continue;
+            char lab[32];
+            snprintf(lab, sizeof lab, "w%d", w);
+            double lw, lh;
+            tl_gfx_text_size(g, lab, 8, 0, &lw, &lh);
+            if (x + 2 + lw + 4 <= last_x) tl_gfx_text(g, x + 2, pl.y - 2, lab, wl);
         }
-        tl_legend_entry le[3] = {
-            {"even waves", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
-            {"odd waves", tl_gfx_palette(2), TL_KEY_BOX, 0, 0},
-            {"tail wave (partly filled)", tl_gfx_palette(6), TL_KEY_BOX, 0, 0},
-        };
-        tl_gfx_legend(g, W - 12, 4, le, tail_partial ? 3 : 2, 1);
+        /* Only the kinds of wave the picture holds. */
+        tl_legend_entry le[3];
+        int nle = 0;
+        int full_waves = r.waves - (tail_partial ? 1 : 0);
+        if (full_waves >= 1)
+            le[nle++] = (tl_legend_entry){"even waves", tl_gfx_palette(5), TL_KEY_BOX, 0, 0};
+        if (full_waves >= 2)
+            le[nle++] = (tl_legend_entry){"odd waves", tl_gfx_palette(2), TL_KEY_BOX, 0, 0};
+        if (tail_partial)
+            le[nle++] = (tl_legend_entry){"tail wave (partly filled)", tl_gfx_palette(6), TL_KEY_BOX, 0, 0};
+        tl_gfx_legend(g, W - 12, 4, le, nle, 1);
         char foot[300];
         snprintf(foot, sizeof foot,
-                 "simulated on preset %s: tl_moe_sim schedule (items dealt round robin over XCDs; launch %.1f us included in the total)",
-                 hw->name, hw->launch_us);
+                 "simulated on preset %s: tl_moe_sim schedule (items dealt round robin over %s; launch %.1f us included in the total)",
+                 hw->name, nx > 1 ? "XCDs" : units, hw->launch_us);
         tl_gfx_footer(g, foot);
         rc = tl_gfx_close(g);
     }
@@ -589,7 +659,10 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
                 {"a slot's 1st, 3rd, ... block", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
                 {"its 2nd, 4th, ... block", tl_gfx_palette(2), TL_KEY_BOX, 0, 0},
             };
-            tl_gfx_legend(g, W - 12, 4, le, 2, 1);
+            int repeats = 0; /* a slot that ran more than one block: the second shade is used */
+            for (int i = 0; i < tc.n && !repeats; i++) repeats = tc.b[i].order > 0;
+            if (!repeats) le[0].label = "a GEMM block (one per slot)";
+            tl_gfx_legend(g, W - 12, 4, le, repeats ? 2 : 1, 1);
             snprintf(t, sizeof t, "measured: %s (tilelab bench moe --trace: one run, clock of the device)",
                      tc.source[0] ? tc.source : trace_csv);
             tl_gfx_footer(g, t);

@@ -98,6 +98,8 @@ static launch *launch_get(launch_set *s, const char *id, const char *name)
     memset(l, 0, sizeof *l);
     snprintf(l->id, sizeof l->id, "%s", id);
     snprintf(l->name, sizeof l->name, "%s", name);
+    for (char *c = l->name; *c; c++) /* a quoted newline would split the one-line errors and labels */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
     s->last = s->n++;
     return l;
 }
@@ -553,6 +555,10 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
     }
     tl_csv_free(&h);
     if (rc) tl_points_free(out);
+    else {
+        const char *base = name ? strrchr(name, '/') : NULL;
+        snprintf(out->name, sizeof out->name, "%s", base ? base + 1 : name ? name : "");
+    }
     return rc;
 }
 

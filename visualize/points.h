@@ -61,6 +61,7 @@ typedef struct {
     tl_point *pts;
     int n;
     char source[256];  /* provenance for the footer ("measured with Nsight Compute ..." etc.) */
+    char name[64];     /* the file's base name (the `name` given to tl_points_parse), for legends */
 } tl_points;
 
 /* Reads a points file (any of the three formats). On success *out owns pts; free with

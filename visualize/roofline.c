@@ -33,10 +33,13 @@ typedef struct {
 } box;
 
 #define MAX_BOXES 4096
+#define MAX_LABELS 1024
 typedef struct {
     box b[MAX_BOXES];
     int n;
     box area; /* labels must lie inside */
+    box lab[MAX_LABELS]; /* the labels placed so far (also in b), which leader lines must not cross */
+    int nlab;
 } placer;
 
 static int overlaps(box a, box b)
@@ -75,27 +78,58 @@ static void reserve_line(placer *pl, double x0, double y0, double x1, double y1)
     }
 }
 
+/* The point where a leader line from the anchor (ax, ay) meets label box b: its nearest edge. */
+static void leader_end(box b, double ax, double ay, double *cx, double *cy)
+{
+    *cx = b.x + (b.x + b.w < ax ? b.w : b.x > ax ? 0 : b.w / 2);
+    *cy = b.y + (b.y + b.h < ay ? b.h : b.y > ay ? 0 : b.h / 2);
+}
+
+/* 1 when the leader line from (ax, ay) to label box c would run through a label placed earlier. */
+static int leader_crosses(const placer *pl, double ax, double ay, box c)
+{
+    double cx, cy;
+    leader_end(c, ax, ay, &cx, &cy);
+    double len = hypot(cx - ax, cy - ay);
+    if (len <= 9) return 0; /* no leader drawn */
+    for (double t = 4 / len; t < 1; t += 2 / len) {
+        double px = ax + t * (cx - ax), py = ay + t * (cy - ay);
+        for (int i = 0; i < pl->nlab; i++) {
+            box b = pl->lab[i];
+            if (px > b.x && px < b.x + b.w && py > b.y && py < b.y + b.h) return 1;
+        }
+    }
+    return 0;
+}
+
 /* Places a label of size w x h near the anchor (ax, ay): tries spots around it at growing
- * distances. Returns 1 and the box when a free spot was found (and reserves it). */
-static int place_near(placer *pl, double ax, double ay, double w, double h, box *out)
+ * distances (with leader: also refusing spots whose leader line would cross an earlier label).
+ * Returns 1 and the box when a free spot was found (and reserves it). */
+static int place_near_leader(placer *pl, double ax, double ay, double w, double h, int leader, box *out)
 {
     static const double dirs[8][2] = {{1, -1}, {1, 1}, {-1, -1}, {-1, 1},
                                       {1, 0},  {-1, 0}, {0, -1},  {0, 1}};
-    for (int ring = 0; ring < 9; ring++) {
+    for (int ring = 0; ring < 14; ring++) {
         double d = 4 + ring * 8;
         for (int k = 0; k < 8; k++) {
             double dx = dirs[k][0], dy = dirs[k][1];
             box c = {0, 0, w, h};
             c.x = dx > 0 ? ax + d : dx < 0 ? ax - d - w : ax - w / 2;
             c.y = dy > 0 ? ay + d * 0.7 : dy < 0 ? ay - d * 0.7 - h : ay - h / 2;
-            if (box_free(pl, c)) {
+            if (box_free(pl, c) && !(leader && leader_crosses(pl, ax, ay, c))) {
                 reserve(pl, c);
+                if (pl->nlab < MAX_LABELS) pl->lab[pl->nlab++] = c;
                 *out = c;
                 return 1;
             }
         }
     }
     return 0;
+}
+
+static int place_near(placer *pl, double ax, double ay, double w, double h, box *out)
+{
+    return place_near_leader(pl, ax, ay, w, h, 0, out);
 }
 
 /* ---- ceilings ---- */
@@ -240,17 +274,20 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
                                   tl_gfx_palette(0), TL_KEY_LINE, bwc.measured > 0 ? 0 : 5, 0};
     for (int i = 0; i < ndc; i++)
         le[nle++] = (tl_legend_entry){dc[i].name, tl_gfx_palette(dc[i].colour), TL_KEY_LINE, 0, 0};
-    int any_meas = 0, any_sim = 0, any_unknown = 0;
+    /* Point keys: each set is drawn with its own marker (s % 4) in the colour of its provenance,
+     * so the key is per set and per provenance, naming the file when there are several sets. */
+    static const char *const kinds[3] = {"kernel (source not stated)", "simulated kernel", "measured kernel"};
+    char keys[32][128];
+    int nkeys = 0;
     for (int s = 0; s < nsets; s++)
-        for (int i = 0; i < sets[s].n; i++) {
-            int m = sets[s].pts[i].measured;
-            any_meas |= m > 0;
-            any_sim |= m == 0;
-            any_unknown |= m < 0;
+        for (int m = -1; m <= 1; m++) {
+            int has = 0;
+            for (int i = 0; i < sets[s].n && !has; i++) has = sets[s].pts[i].measured == m;
+            if (!has || nkeys >= 32 || nle >= 16) continue;
+            if (nsets > 1) snprintf(keys[nkeys], sizeof keys[nkeys], "%s: %.60s", kinds[m + 1], sets[s].name);
+            else snprintf(keys[nkeys], sizeof keys[nkeys], "%s", kinds[m + 1]);
+            le[nle++] = (tl_legend_entry){keys[nkeys++], point_colour(m), TL_KEY_MARKER, 0, s % 4};
         }
-    if (any_meas) le[nle++] = (tl_legend_entry){"measured kernel", point_colour(1), TL_KEY_MARKER, 0, 0};
-    if (any_sim) le[nle++] = (tl_legend_entry){"simulated kernel", point_colour(0), TL_KEY_MARKER, 0, 0};
-    if (any_unknown) le[nle++] = (tl_legend_entry){"kernel (source not stated)", point_colour(-1), TL_KEY_MARKER, 0, 0};
     double lx = pl.x + pl.w - 8, ly = pl.y + pl.h - 8 - (10 + 13 * nle);
     double lh = tl_gfx_legend(g, lx, ly, le, nle, 1);
     /* The legend's box (right-aligned at lx) is reserved for label placement. */
@@ -281,14 +318,18 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
     tl_gfx_unclip(g);
 
     /* Kernel markers before any label, so that no label covers a kernel. */
+    /* Measured kernels go on top (second pass), so a simulated point at the same spot does not
+     * hide them. */
     int skipped = 0;
-    for (int s = 0; s < nsets; s++)
-        for (int i = 0; i < sets[s].n; i++) {
-            const tl_point *p = &sets[s].pts[i];
-            double px = tl_plot_x(&pl, p->intensity), py = tl_plot_y(&pl, p->tflops);
-            tl_gfx_marker(g, px, py, s % 4, 8, point_colour(p->measured));
-            reserve(&lp, (box){px - 4, py - 4, 8, 8});
-        }
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < nsets; s++)
+            for (int i = 0; i < sets[s].n; i++) {
+                const tl_point *p = &sets[s].pts[i];
+                if ((p->measured > 0) != (pass == 1)) continue;
+                double px = tl_plot_x(&pl, p->intensity), py = tl_plot_y(&pl, p->tflops);
+                tl_gfx_marker(g, px, py, s % 4, 8, point_colour(p->measured));
+                reserve(&lp, (box){px - 4, py - 4, 8, 8});
+            }
 
     /* Ridge markers, then the ceiling and ridge labels. */
     tl_text_style ls = tl_gfx_style(8);
@@ -404,8 +445,12 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         ss.va = best_side == 0 ? TL_TOP : TL_BOTTOM;
         double px = best_x + off * sin(rad), py = best_y + off * cos(rad);
         tl_gfx_text(g, px, py, buf, ss);
-        reserve(&lp, (box){px - lh, py - lw * sin(rad) - lh, lw * cos(rad) + 2 * lh,
-                           lw * sin(rad) + 2 * lh});
+        /* Reserve the rotated label itself (squares of its height along its middle line), not its
+         * axis-aligned bounding box, which would keep point labels off a large empty area. */
+        double side = best_side == 0 ? 1 : -1;
+        double mx = px + side * lh / 2 * sin(rad), my = py + side * lh / 2 * cos(rad);
+        for (double t = 0; t <= lw; t += lh / 2)
+            reserve(&lp, (box){mx + t * cos(rad) - lh / 2 - 1, my - t * sin(rad) - lh / 2 - 1, lh + 2, lh + 2});
     }
     if (band.on) {
         snprintf(buf, sizeof buf, "%.3g to %.3g FLOP/B", band.lo, band.hi);
@@ -413,6 +458,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         tl_gfx_text_size(g, buf, 8, 0, &w, &h);
         double cx = (tl_plot_x(&pl, band.lo) + tl_plot_x(&pl, band.hi)) / 2;
         box b = {cx - w / 2, pl.y + pl.h - h - 4, w, h};
+        if (!box_free(&lp, b)) b.y = pl.y + 4; /* the bottom is taken (e.g. by the legend): the top */
         if (box_free(&lp, b)) {
             reserve(&lp, b);
             tl_text_style bs = tl_gfx_style(8);
@@ -431,14 +477,19 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             double w, h;
             tl_gfx_text_size(g, p->label, 8, 0, &w, &h);
             box b;
-            if (!place_near(&lp, px, py, w, h, &b)) {
+            if (!place_near_leader(&lp, px, py, w, h, 1, &b)) {
                 skipped++;
                 continue;
             }
-            double cx = b.x + (b.x + b.w < px ? b.w : b.x > px ? 0 : b.w / 2);
-            double cy = b.y + (b.y + b.h < py ? b.h : b.y > py ? 0 : b.h / 2);
-            if (hypot(cx - px, cy - py) > 9)
+            double cx, cy;
+            leader_end(b, px, py, &cx, &cy);
+            if (hypot(cx - px, cy - py) > 9) {
                 tl_gfx_line(g, px, py, cx, cy, 0.4, tl_gfx_rgb(0.5, 0.5, 0.5), 0);
+                /* later labels keep off this leader (its ends stay free: they touch the marker
+                 * and this label) */
+                double len = hypot(cx - px, cy - py), ux = (cx - px) / len, uy = (cy - py) / len;
+                reserve_line(&lp, px + 6 * ux, py + 6 * uy, cx - 2 * ux, cy - 2 * uy);
+            }
             tl_gfx_text(g, b.x, b.y, p->label, ps);
         }
 
