@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,19 @@ static int load_preset(const char *hw_spec, const char *device, tl_hw *hw)
     return 0;
 }
 
+/* Whether paths a and b name one file: the same last component in the same folder (symbolic links
+ * in the folders resolved; a folder that does not exist names nothing yet). Checked before anything
+ * is measured or printed. */
+static int same_output_file(const char *a, const char *b)
+{
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;
+    char da[4096], db[4096], ra[PATH_MAX], rb[PATH_MAX];
+    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
+    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
+    return realpath(da, ra) && realpath(db, rb) && strcmp(ra, rb) == 0;
+}
+
 static int report(const tl_roofline_report *r, const char *hw_spec, const char *label, tl_format fmt,
                   const char *save, const char *points)
 {
@@ -354,12 +368,6 @@ static int report(const tl_roofline_report *r, const char *hw_spec, const char *
         return st;
     }
     if (save) st = write_overlay(&sa, r, label);
-    /* the overlay's temporary file seen under the points' name: both options name one file, and the
-     * points would overwrite the overlay before each rename took the other's file */
-    struct stat ss, ps;
-    if (!st && save && points && stat(sa.tmp, &ss) == 0 && stat(pa.tmp, &ps) == 0 && ss.st_dev == ps.st_dev &&
-        ss.st_ino == ps.st_ino)
-        st = tl_error(TL_EUSAGE, "bench roofline", "--save and --points name the same file '%s'", points);
     if (!st && points) st = write_points(&pa, r, label);
     if (!st && save) st = tl_atomic_commit(&sa);
     if (!st && points) st = tl_atomic_commit(&pa);
@@ -389,6 +397,8 @@ int tl_bench_roofline(int argc, char **argv)
         (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
         (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
         return st;
+    if (save && points && same_output_file(save, points))
+        return tl_error(TL_EUSAGE, "bench roofline", "--save and --points name the same file '%s'", points);
     if (from && (quick || iters_s || warmup_s || gib_s)) /* they shape a measurement; --from makes none */
         return tl_error(TL_EUSAGE, "bench roofline", "--quick, --iters, --warmup and --hbm-gib measure: not with --from");
     if (!(gib >= 0.0625 && gib <= 64.0))

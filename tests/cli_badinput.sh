@@ -295,6 +295,8 @@ hwjson mini 132 '{"hbm_read_gbps": {"datasheet": 1e-300}}' >"$tmp/hw_tinyceil.js
 bad 2 "a ceiling of 1e-300 GB/s" -- "$tl" sim paged-decode --hw "$tmp/hw_tinyceil.json" --gqa 1 --batch 1 --seq 1 --kv-heads 1
 # worklists of 2^31 routed rows (minutes, gigabytes) behind draw timeline and draw moe-tiles
 bad 2 "timeline of 2^31 routed rows" -- "$tl" draw timeline --tokens 268435455 -o "$out/big.png"
+check_msg "routed rows" # the picture's own limit, not the worklist's 2^31 after 12 s
+report $((1 - $?)) "timeline of 2^31 rows refused by the picture's row limit" "message: $ERR"
 absent "$out/big.png" "draw timeline of 2^31 rows wrote nothing"
 bad 2 "moe-tiles of 1e6 experts x top-1e6" -- "$tl" draw moe-tiles --model "$tmp/m_wide.json" -o "$out/wide.png"
 # a routing trace that is a device: one endless line read into memory
@@ -302,6 +304,9 @@ bad 2 "trace /dev/zero" -- "$tl" sim moe --routing trace:/dev/zero --tokens 4
 # points far off any roofline (an infinite intensity emptied the axes), a band of 1e-300
 printf 'name,flops,hbm_bytes,time_us\nk,1e300,1e-300,1e-300\n' >"$tmp/p_inf.csv"
 bad 2 "points of infinite intensity" -- "$tl" draw roofline --points "$tmp/p_inf.csv" -o "$out/pinf.png"
+# but a compute loop whose operands stay in L2 (1.1e9 FLOP/B) is a point like any other
+printf 'name,flops,hbm_bytes,time_us\nl2_loop,1.1e12,1000,2000\n' >"$tmp/p_l2.csv"
+good "a point of 1.1e9 FLOP/B" -- "$tl" draw roofline --hw h200 --points "$tmp/p_l2.csv" -o "$out/pl2.png"
 absent "$out/pinf.png" "draw roofline with an infinite point wrote nothing"
 bad 2 "--band 1e-300:1e-299" -- "$tl" draw roofline --band 1e-300:1e-299 -o "$out/pb.png"
 # a kernel name with a quoted newline split the error in two lines

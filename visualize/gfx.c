@@ -592,13 +592,14 @@ void tl_gfx_footer(tl_gfx *g, const char *provenance)
     st.va = TL_MIDDLE;
     st.ha = TL_RIGHT;
     double vw = tl_gfx_text(g, g->w - 10, g->h - TL_GFX_FOOTER_PT / 2, "tilelab " TILELAB_VERSION, st);
-    /* The provenance shrinks (down to 7 pt) to fit on one line beside the version; longer ones
-     * wrap onto two lines of 7 pt (the rule above moves up a little), cut with "..." beyond. */
+    /* The provenance stays on one line of 8 pt beside the version when it fits; longer ones wrap
+     * onto two lines of 7 pt (the rule above moves up a little), cut with "..." beyond. */
     const char *text = provenance && *provenance ? provenance : "provenance unknown";
     double room = g->w - 20 - vw - 14, size = 8, w, h;
     tl_gfx_text_size(g, text, size, 0, &w, &h);
-    int two_lines = w * 7 / 8 > room;
-    if (w > room) size = two_lines ? 7 : 8 * room / w;
+    /* (a shrunken font is not proportionally narrower: anything wider than the room wraps) */
+    int two_lines = w > room;
+    if (two_lines) size = 7;
     PangoLayout *lay = make_layout(g, text, size, 0);
     pango_layout_set_width(lay, (int)(room * PANGO_SCALE));
     if (two_lines) {

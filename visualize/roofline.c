@@ -66,6 +66,14 @@ static void reserve(placer *pl, box b)
     if (pl->n < MAX_BOXES) pl->b[pl->n++] = b;
 }
 
+/* Reserves a text box placed without place_near (the legend, ceiling, ridge, HBM and band labels):
+ * point labels keep off it and their leader lines do not cross it. */
+static void reserve_label(placer *pl, box b)
+{
+    reserve(pl, b);
+    if (pl->nlab < MAX_LABELS) pl->lab[pl->nlab++] = b;
+}
+
 /* Reserves the neighbourhood of a line segment (small boxes every few points) so that labels keep
  * clear of drawn lines. */
 static void reserve_line(placer *pl, double x0, double y0, double x1, double y1)
@@ -299,7 +307,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             wmax = fmax(wmax, w);
         }
         double bw = 10 + 22 + 4 + wmax;
-        reserve(&lp, (box){lx - bw, ly, bw, lh});
+        reserve_label(&lp, (box){lx - bw, ly, bw, lh});
     }
 
     tl_plot_clip(g, &pl);
@@ -361,7 +369,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         double ax = pl.x + pl.w - 6 - w, ay = tl_plot_y(&pl, hi) - 2 - h;
         box want = {ax, ay, w, h};
         if (box_free(&lp, want)) {
-            reserve(&lp, want);
+            reserve_label(&lp, want);
             b = want;
         } else if (!place_near(&lp, pl.x + pl.w - 6 - w / 2, tl_plot_y(&pl, hi), w, h, &b)) {
             continue;
@@ -379,7 +387,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             double rv = me_ridge > 0 ? dc[i].c.measured : dc[i].c.datasheet;
             box rb = {tl_plot_x(&pl, r) + 4, tl_plot_y(&pl, rv) + 3, w, h};
             if (box_free(&lp, rb)) {
-                reserve(&lp, rb);
+                reserve_label(&lp, rb);
                 tl_gfx_text(g, rb.x, rb.y, buf, ls);
             } else if (place_near(&lp, tl_plot_x(&pl, r), tl_plot_y(&pl, rv), w, h, &rb)) {
                 tl_gfx_text(g, rb.x, rb.y, buf, ls);
@@ -450,7 +458,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         double side = best_side == 0 ? 1 : -1;
         double mx = px + side * lh / 2 * sin(rad), my = py + side * lh / 2 * cos(rad);
         for (double t = 0; t <= lw; t += lh / 2)
-            reserve(&lp, (box){mx + t * cos(rad) - lh / 2 - 1, my - t * sin(rad) - lh / 2 - 1, lh + 2, lh + 2});
+            reserve_label(&lp, (box){mx + t * cos(rad) - lh / 2 - 1, my - t * sin(rad) - lh / 2 - 1, lh + 2, lh + 2});
     }
     if (band.on) {
         snprintf(buf, sizeof buf, "%.3g to %.3g FLOP/B", band.lo, band.hi);
@@ -460,7 +468,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
         box b = {cx - w / 2, pl.y + pl.h - h - 4, w, h};
         if (!box_free(&lp, b)) b.y = pl.y + 4; /* the bottom is taken (e.g. by the legend): the top */
         if (box_free(&lp, b)) {
-            reserve(&lp, b);
+            reserve_label(&lp, b);
             tl_text_style bs = tl_gfx_style(8);
             bs.color = tl_gfx_rgb(0.45, 0.38, 0);
             tl_gfx_text(g, b.x, b.y, buf, bs);
