@@ -15,7 +15,8 @@
 
 #define MAX_TOKEN_LIST 256
 /* Routed rows (tokens x k) one simulation takes, and all of one command's token counts and stages
- * together: about 1 s per 2^24 rows on one core (zipf routing: 4 s), ~12 bytes of memory each. */
+ * together: about 1 s per 2^24 rows on one core (zipf routing: 4 s at a mild S, up to ~18 s at a
+ * steep one such as zipf:100, measured in the release build), ~12 bytes of memory each. */
 #define MAX_SIM_EDGES (1L << 24)
 #define MAX_SIM_EDGES_TOTAL (1L << 25)
 

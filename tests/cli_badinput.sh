@@ -304,6 +304,11 @@ bad 2 "trace /dev/zero" -- "$tl" sim moe --routing trace:/dev/zero --tokens 4
 # points far off any roofline (an infinite intensity emptied the axes), a band of 1e-300
 printf 'name,flops,hbm_bytes,time_us\nk,1e300,1e-300,1e-300\n' >"$tmp/p_inf.csv"
 bad 2 "points of infinite intensity" -- "$tl" draw roofline --points "$tmp/p_inf.csv" -o "$out/pinf.png"
+# a trace with its header only: say so, not "M = 0"
+printf 'tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n' >"$tmp/trace_empty.csv"
+bad 2 "a trace of its header only" -- "$tl" draw timeline --trace "$tmp/trace_empty.csv" -o "$out/te.png"
+check_msg "no data rows"
+report $((1 - $?)) "an empty trace named as such" "message: $ERR"
 # but a compute loop whose operands stay in L2 (1.1e9 FLOP/B) is a point like any other
 printf 'name,flops,hbm_bytes,time_us\nl2_loop,1.1e12,1000,2000\n' >"$tmp/p_l2.csv"
 good "a point of 1.1e9 FLOP/B" -- "$tl" draw roofline --hw h200 --points "$tmp/p_l2.csv" -o "$out/pl2.png"

@@ -549,7 +549,9 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
         if (!rc) tc->b[tc->n++] = (trace_blk){(int)v[4], 0, 0, v[5], v[6]};
     }
     if (!rc && got < 0) rc = tl_error(TL_EUSAGE, path, "line %d: unterminated quote", line);
-    if (!rc && !tc->n) rc = tl_error(TL_EUSAGE, path, "no blocks of stage %d at M = %d", stage, tokens);
+    if (!rc && !tc->n)
+        rc = tokens ? tl_error(TL_EUSAGE, path, "no blocks of stage %d at M = %d", stage, tokens)
+                    : tl_error(TL_EUSAGE, path, "no blocks: the trace has no data rows");
     tl_csv_free(&h);
     tl_csv_free(&r);
     return rc;
