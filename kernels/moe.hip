@@ -21,7 +21,8 @@
  * a fixed share cannot follow) or the row ids fetched a round trip earlier (variant K: fp8 +1..3%),
  * nor from a persistent grid taking K-part units from a counter with the next unit's prologue and
  * first weights prefetched (session 8, variant L: whole items bf16 +0.2%, fp8 +7%; 4 parts bf16 +6%,
- * fp8 +37%; traced, the SMs still ended 13 us apart and each unit boundary cost a barrier).
+ * fp8 +37%; traced, the SMs still ended 13 us apart and each unit boundary cost a barrier), nor from
+ * 8 waves x 2 blocks per SM, whose items end twice as soon (variant N: bf16 -0.3%, fp8 +4.2%).
  * Staging the weights in
  * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
  * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
