@@ -90,12 +90,9 @@ static int check_point_ranges(const tl_points *p, const char *path)
         if (q->intensity >= POINT_MIN_INTENSITY && q->intensity <= POINT_MAX_INTENSITY &&
             q->tflops >= POINT_MIN_TFLOPS && q->tflops <= POINT_MAX_TFLOPS)
             continue;
-        char label[64]; /* the label as one line of text */
-        snprintf(label, sizeof label, "%.63s", q->label);
-        for (char *c = label; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-        return tl_error(TL_EUSAGE, path, "point %d ('%s'): %g FLOP/B at %g TFLOP/s is off the roofline "
-                        "([%g, %g] FLOP/B, [%g, %g] TFLOP/s)", i + 1, label, q->intensity, q->tflops,
+        /* (tl_report_error prints a control character in the label as '?') */
+        return tl_error(TL_EUSAGE, path, "point %d ('%.63s'): %g FLOP/B at %g TFLOP/s is off the roofline "
+                        "([%g, %g] FLOP/B, [%g, %g] TFLOP/s)", i + 1, q->label, q->intensity, q->tflops,
                         POINT_MIN_INTENSITY, POINT_MAX_INTENSITY, POINT_MIN_TFLOPS, POINT_MAX_TFLOPS);
     }
     return TL_OK;

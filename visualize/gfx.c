@@ -547,18 +547,32 @@ void tl_plot_axes(tl_gfx *g, const tl_plot *pl, const char *xtitle, const char *
 
 /* ---- legend ---- */
 
+#define LEGEND_PT 8.5   /* label size */
+#define LEGEND_ROW 13.0 /* row height */
+#define LEGEND_KEY 22.0 /* key width; 4 more before the label */
+#define LEGEND_PAD 5.0  /* inside the box */
+
+void tl_gfx_legend_size(tl_gfx *g, const tl_legend_entry *e, int n, double *w, double *h)
+{
+    *w = *h = 0;
+    if (n <= 0) return;
+    double wmax = 0;
+    for (int i = 0; i < n; i++) {
+        double tw, th;
+        tl_gfx_text_size(g, e[i].label, LEGEND_PT, 0, &tw, &th);
+        if (tw > wmax) wmax = tw;
+    }
+    *w = LEGEND_PAD * 2 + LEGEND_KEY + 4 + wmax;
+    *h = LEGEND_PAD * 2 + LEGEND_ROW * n;
+}
+
 double tl_gfx_legend(tl_gfx *g, double x, double y, const tl_legend_entry *e, int n,
                      int right_align)
 {
     if (n <= 0) return 0;
-    const double size = 8.5, row = 13, key = 22, pad = 5;
-    double wmax = 0;
-    for (int i = 0; i < n; i++) {
-        double w, h;
-        tl_gfx_text_size(g, e[i].label, size, 0, &w, &h);
-        if (w > wmax) wmax = w;
-    }
-    double bw = pad * 2 + key + 4 + wmax, bh = pad * 2 + row * n;
+    const double size = LEGEND_PT, row = LEGEND_ROW, key = LEGEND_KEY, pad = LEGEND_PAD;
+    double bw, bh;
+    tl_gfx_legend_size(g, e, n, &bw, &bh);
     if (right_align) x -= bw;
     tl_gfx_rect(g, x, y, bw, bh, tl_gfx_alpha(tl_gfx_rgb(1, 1, 1), 0.88), 0.6,
                 tl_gfx_rgb(0.6, 0.6, 0.6));

@@ -123,6 +123,9 @@ typedef struct {
     double dash;    /* lines: 0 solid */
     int marker;     /* markers: kind for tl_gfx_marker */
 } tl_legend_entry;
+/* The size in points of the box tl_gfx_legend draws for these entries (0 x 0 when n <= 0), for
+ * placing it before it is drawn. */
+void tl_gfx_legend_size(tl_gfx *g, const tl_legend_entry *e, int n, double *w, double *h);
 /* Draws a boxed legend whose top-left corner is at (x, y) (or top-right when right_align);
  * returns its height in points. */
 double tl_gfx_legend(tl_gfx *g, double x, double y, const tl_legend_entry *e, int n,

@@ -230,14 +230,8 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
         le[nle++] = (tl_legend_entry){labels[c], tl_gfx_palette(colours[c % 7]), TL_KEY_MARKER, 0, c / 7};
     le[nle++] = (tl_legend_entry){"simulated worklist (wide, markers)", tl_gfx_alpha(tl_gfx_rgb(0.3, 0.3, 0.3), 0.55), TL_KEY_LINE, 0, 0};
     le[nle++] = (tl_legend_entry){"closed form max(1, min(tile E / (M k), tile))", tl_gfx_rgb(0.1, 0.1, 0.1), TL_KEY_LINE, 3.5, 0};
-    double lw = 0;
-    for (int i = 0; i < nle; i++) {
-        double w, h;
-        tl_gfx_text_size(g, le[i].label, 8.5, 0, &w, &h);
-        lw = fmax(lw, w);
-    }
-    lw += 10 + 22 + 4; /* the legend's box, as tl_gfx_legend draws it */
-    double lh = 10 + 13.0 * nle;
+    double lw, lh;
+    tl_gfx_legend_size(g, le, nle, &lw, &lh);
 
     /* The legend goes to the corner of the plot (top right, bottom left, bottom right) that hides
      * no curve, top right first; when every corner would hide one, the plot narrows and the legend

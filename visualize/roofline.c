@@ -86,6 +86,8 @@ static void reserve_line(placer *pl, double x0, double y0, double x1, double y1)
     }
 }
 
+#define LEADER_MIN_PT 9.0 /* a label this close to its point gets no leader line */
+
 /* The point where a leader line from the anchor (ax, ay) meets label box b: its nearest edge. */
 static void leader_end(box b, double ax, double ay, double *cx, double *cy)
 {
@@ -99,7 +101,7 @@ static int leader_crosses(const placer *pl, double ax, double ay, box c)
     double cx, cy;
     leader_end(c, ax, ay, &cx, &cy);
     double len = hypot(cx - ax, cy - ay);
-    if (len <= 9) return 0; /* no leader drawn */
+    if (len <= LEADER_MIN_PT) return 0; /* no leader drawn */
     for (double t = 4 / len; t < 1; t += 2 / len) {
         double px = ax + t * (cx - ax), py = ay + t * (cy - ay);
         for (int i = 0; i < pl->nlab; i++) {
@@ -125,8 +127,7 @@ static int place_near_leader(placer *pl, double ax, double ay, double w, double 
             c.x = dx > 0 ? ax + d : dx < 0 ? ax - d - w : ax - w / 2;
             c.y = dy > 0 ? ay + d * 0.7 : dy < 0 ? ay - d * 0.7 - h : ay - h / 2;
             if (box_free(pl, c) && !(leader && leader_crosses(pl, ax, ay, c))) {
-                reserve(pl, c);
-                if (pl->nlab < MAX_LABELS) pl->lab[pl->nlab++] = c;
+                reserve_label(pl, c);
                 *out = c;
                 return 1;
             }
@@ -296,19 +297,12 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             else snprintf(keys[nkeys], sizeof keys[nkeys], "%s", kinds[m + 1]);
             le[nle++] = (tl_legend_entry){keys[nkeys++], point_colour(m), TL_KEY_MARKER, 0, s % 4};
         }
-    double lx = pl.x + pl.w - 8, ly = pl.y + pl.h - 8 - (10 + 13 * nle);
-    double lh = tl_gfx_legend(g, lx, ly, le, nle, 1);
-    /* The legend's box (right-aligned at lx) is reserved for label placement. */
-    {
-        double wmax = 0;
-        for (int i = 0; i < nle; i++) {
-            double w, h;
-            tl_gfx_text_size(g, le[i].label, 8.5, 0, &w, &h);
-            wmax = fmax(wmax, w);
-        }
-        double bw = 10 + 22 + 4 + wmax;
-        reserve_label(&lp, (box){lx - bw, ly, bw, lh});
-    }
+    /* The legend's box, right-aligned at lx, is reserved for label placement. */
+    double bw, bh;
+    tl_gfx_legend_size(g, le, nle, &bw, &bh);
+    double lx = pl.x + pl.w - 8, ly = pl.y + pl.h - 8 - bh;
+    tl_gfx_legend(g, lx, ly, le, nle, 1);
+    if (nle > 0) reserve_label(&lp, (box){lx - bw, ly, bw, bh});
 
     tl_plot_clip(g, &pl);
     /* Memory slopes up to the highest ceiling. */
@@ -491,7 +485,7 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
             }
             double cx, cy;
             leader_end(b, px, py, &cx, &cy);
-            if (hypot(cx - px, cy - py) > 9) {
+            if (hypot(cx - px, cy - py) > LEADER_MIN_PT) {
                 tl_gfx_line(g, px, py, cx, cy, 0.4, tl_gfx_rgb(0.5, 0.5, 0.5), 0);
                 /* later labels keep off this leader (its ends stay free: they touch the marker
                  * and this label) */
