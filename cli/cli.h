@@ -57,6 +57,17 @@ typedef struct {
 int tl_opts_parse(int argc, char **argv, const tl_opt *opts, const char *cmd, const char **pos, int pos_cap,
                   int *npos);
 
+/* Routed rows (tokens x k) one simulated worklist may hold, and all of one command's worklists
+ * together (`sim moe`, `draw moe-tiles`, `draw timeline`): about 1 s per 2^24 rows on one core
+ * (zipf routing: 4 s at a mild S, up to ~18 s at a steep one such as zipf:100, measured in the
+ * release build), ~12 bytes of memory each. */
+#define TL_CLI_MAX_EDGES (1L << 24)
+#define TL_CLI_MAX_EDGES_TOTAL (1L << 25)
+/* Adds the worklist of `tokens` tokens x k routed rows, simulated `passes` times (stages), to
+ * *total. TL_EUSAGE (recorded, naming --tokens) when one worklist exceeds TL_CLI_MAX_EDGES or
+ * *total exceeds TL_CLI_MAX_EDGES_TOTAL (opts.c). */
+int tl_cli_add_routed_rows(long tokens, int k, int passes, long long *total);
+
 /* top-level commands */
 int tl_cmd_tour(int argc, char **argv);
 int tl_cmd_numerics(int argc, char **argv);  /* convert | table | quantize */

@@ -12,10 +12,6 @@
 #include "../visualize/points.h"
 
 #define MAX_POINT_FILES 8
-/* Routed rows (tokens x k) one picture's worklist may hold, as `sim moe` allows (about 1 s per
- * 2^24 rows on one core, more with zipf routing), and all panels of moe-tiles together. */
-#define MAX_PICTURE_EDGES (1L << 24)
-#define MAX_PICTURE_EDGES_TOTAL (1L << 25)
 /* Where a point can sit on a roofline: FLOP/byte and TFLOP/s. Wide on purpose: a compute loop whose
  * operands stay in L2 reads almost no DRAM (the committed ncu export has 8.4e7 FLOP/B); what is
  * refused is an axis of hundreds of decades (1e300 FLOPs over 1e-300 bytes) or no number at all. */
@@ -164,23 +160,18 @@ static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_mo
     return rc;
 }
 
-/* TL_EUSAGE when tokens x the model's k routed rows are more than a picture simulates (a worklist
- * of 2^31 rows takes minutes and gigabytes before any limit downstream is reached). */
-static int check_edges(const tl_model *model, const int *tokens, int ntok, long total_cap)
+/* TL_EUSAGE when the pictures' worklists (tokens x the model's k routed rows) are more than a
+ * command simulates (a worklist of 2^31 rows takes minutes and gigabytes before any limit
+ * downstream is reached): tl_cli_add_routed_rows. */
+static int check_edges(const tl_model *model, const int *tokens, int ntok)
 {
     int E, k, width;
     tl_model_moe_shape(model, &E, &k, &width);
     long long total = 0;
     for (int i = 0; i < ntok; i++) {
-        long long rows = (long long)tokens[i] * k;
-        if (rows > MAX_PICTURE_EDGES)
-            return tl_error(TL_EUSAGE, "--tokens", "%d tokens x k = %d is %lld routed rows, more than the %ld a "
-                            "picture simulates", tokens[i], k, rows, MAX_PICTURE_EDGES);
-        total += rows;
+        int rc = tl_cli_add_routed_rows(tokens[i], k, 1, &total);
+        if (rc) return rc;
     }
-    if (total > total_cap)
-        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k add up to %lld routed rows, more than the %ld "
-                        "one picture simulates", total, total_cap);
     return TL_OK;
 }
 
@@ -214,7 +205,7 @@ int tl_draw_moe_tiles(int argc, char **argv)
     tl_hw hw;
     tl_model model;
     if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) ||
-        (rc = check_edges(&model, tokens, ntok, MAX_PICTURE_EDGES_TOTAL)))
+        (rc = check_edges(&model, tokens, ntok)))
         return rc;
     return tl_fig_moe_tiles(out, &hw, &model, dtype, tokens, ntok, (int)tile_m, &routing, seed);
 }
@@ -300,7 +291,7 @@ int tl_draw_timeline(int argc, char **argv)
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, &p.tokens, 1, MAX_PICTURE_EDGES)))
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, &p.tokens, 1)))
         return rc;
     p.hw = &hw;
     p.model = &model;

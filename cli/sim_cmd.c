@@ -14,11 +14,6 @@
 #include "../simulator/worklist.h"
 
 #define MAX_TOKEN_LIST 256
-/* Routed rows (tokens x k) one simulation takes, and all of one command's token counts and stages
- * together: about 1 s per 2^24 rows on one core (zipf routing: 4 s at a mild S, up to ~18 s at a
- * steep one such as zipf:100, measured in the release build), ~12 bytes of memory each. */
-#define MAX_SIM_EDGES (1L << 24)
-#define MAX_SIM_EDGES_TOTAL (1L << 25)
 
 static int get_format(const char *s, tl_format *f)
 {
@@ -298,14 +293,9 @@ static int sim_moe(int argc, char **argv)
     tl_model_moe_shape(&model, &E, &k, &width);
     long long total_edges = 0;
     for (int i = 0; i < ntok; i++) {
-        if ((long long)tokens[i] * k > MAX_SIM_EDGES)
-            return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is %lld routed rows, more than the %ld "
-                            "the simulator takes", tokens[i], k, (long long)tokens[i] * k, MAX_SIM_EDGES);
-        total_edges += (long long)tokens[i] * k * (stage_hi - stage_lo + 1);
+        int rc = tl_cli_add_routed_rows(tokens[i], k, stage_hi - stage_lo + 1, &total_edges);
+        if (rc) return rc;
     }
-    if (total_edges > MAX_SIM_EDGES_TOTAL)
-        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k x stages add up to %lld routed rows, more "
-                        "than the %ld one command simulates", total_edges, MAX_SIM_EDGES_TOTAL);
     p.hw = &hw;
     p.model = &model;
     p.seed = (uint64_t)seed;
