@@ -3,12 +3,18 @@
  *
  * Why the loops look the way they do: at low M the kernel is a weight stream (DeepSeek-V3.2 stage 1
  * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
- * matters is bytes in flight: every lane issues 16-byte loads of weights straight into registers,
- * 32 or 64 bytes of each of its weight rows at once (64 when the tile's rows 8-15 are padding and
- * their activation registers are free: bf16, and fp8's stage 1 as two 32-byte chunks), 4 blocks
- * per SM so that one block's loads are in flight while another starts, computes or reduces, and a
- * grid of (tile, n-block) items that covers every SM even at M = 1 (stage 1: 8 tiles x 128
- * n-blocks). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
+ * matters is bytes in flight and how the DRAM sees them: every lane issues 16-byte loads of weights
+ * straight into registers, 32 or 64 bytes of each of its weight rows at once (64 when the tile's
+ * rows 8-15 are padding and their activation registers are free: bf16, and fp8's stage 1 as two
+ * 32-byte chunks), 4 blocks per SM so that one block's loads are in flight while another starts,
+ * computes or reduces, and a grid of (tile, n-block) items that covers every SM even at M = 1
+ * (stage 1: 8 tiles x 128 n-blocks). Stage 1's weights are packed when they are uploaded (Pack,
+ * below): an item's 32 rows are one contiguous region in the order the lanes load them, so each
+ * load instruction reads 512 contiguous bytes, and the 528 resident blocks keep 528 sequential
+ * streams open where the rows layout kept 528 x 32 rows, 14 KB apart (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, one
+ * call, bench/results/h200_moe_packed_ab_*): stage 1 at M = 1 bf16 115.3 -> 107.4 us, fp8 63.9 ->
+ * 61.3; at M = 8..256 bf16 4.48-4.56 -> 4.66-4.67 TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4
+ * and mxfp8 5-8% faster. There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
  * prefetch of the next chunks were tried and made every shape slower. Nor does M = 1 gain from
  * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
  * summing them in its last block, stage 2 in the combine; session 5): stage 1 114.7 -> 122.6 us in
@@ -214,6 +220,57 @@ template <int DT, int V> struct Chunk {
     uint4 a[LANE_ROWS][A_VEC];
 };
 
+/* This lane's place in the fragments: its k-group (which quarter of a chunk's k it loads) and its
+ * weight row within a fragment (the output column it feeds). */
+static __device__ __forceinline__ int lane_kgrp(int lane)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    return lane % 4;
+#else
+    return lane / 16;
+#endif
+}
+static __device__ __forceinline__ int lane_bcol(int lane)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    return lane / 4;
+#else
+    return lane % 16;
+#endif
+}
+
+/* Stage 1's packed weights (kernels/moe.h, "packed"). W1 is stored item by item: an item's NCOLS
+ * rows (16 gate, then 16 up) are NCOLS x row_bytes contiguous bytes, cut into packed chunks of
+ * Pack::CK k values; a packed chunk holds, for fragment f, vector v and lane l in that order, the
+ * 16 bytes that lane l loads as its vector v of fragment f. So each load instruction of a wave
+ * reads TL_WAVE x 16 contiguous bytes and a block streams one contiguous region, where the rows
+ * layout has every lane read a 32-64 byte run of 32 rows 14 KB apart. Measured on the H200
+ * (session 9, the loads alone: bench/results/h200_moe_pattern_layouts.*): DeepSeek-V3.2 at M = 1
+ * bf16 115.0 -> 107.7 us, fp8 58.5 -> 56.2; at 64 experts' worth 4.48 -> 4.58 TB/s; the kernel
+ * itself then went 115.3 -> 107.4 and 63.9 -> 61.3 us. Stage 2 keeps the rows layout: at one token
+ * bf16 runs moe_gemv_down, whose groups each read whole rows. The packed chunk is the lane layout with the longest runs
+ * (bf16: layout 2's 64 bytes); a layout with runs R times shorter (bf16 layout 0: R = 2) reads
+ * packed chunk c / R, vectors (c % R) x W_VEC onwards, and its activations follow the same k
+ * (lane_k). */
+template <int DT> struct Pack {
+    enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, CK = 4 * KRUN };
+    static_assert(NF * W_VEC * TL_WAVE * 16 == NCOLS * W_BYTES(DT, CK), "a packed chunk is every lane's vectors");
+    static_assert(NCOLS == 2 * S1_NB && NF / 2 * FRAG_N == S1_NB, "a stage-1 item is S1_NB gate + S1_NB up rows");
+};
+/* R for layout V of stage STAGE: stage 1 reads packed chunks, stage 2 the rows layout (R = 1). */
+template <int DT, int V, int STAGE> struct Runs {
+    enum { R = STAGE == 1 ? Pack<DT>::KRUN / Fmt<DT, V>::KRUN : 1 };
+    static_assert(R == 1 || (R == 2 && Pack<DT>::W_VEC == 2 * Fmt<DT, V>::W_VEC), "a packed run splits in whole vectors");
+};
+/* The first k of this lane's run in chunk c (CK = 4 KRUN of layout V): the rows layout's
+ * c CK + kgrp KRUN, or its place in packed chunk c / R. */
+template <int DT, int V, int STAGE>
+static __device__ __forceinline__ int lane_k(int c, int kgrp)
+{
+    enum { R = Runs<DT, V, STAGE>::R, KRUN = Fmt<DT, V>::KRUN };
+    return (c / R) * 4 * R * KRUN + kgrp * R * KRUN + (c % R) * KRUN;
+}
+
 /* A 16-byte weight vector that is read once, with the streaming hint (NVIDIA: ld.global.cs, evict
  * first); AMD: a plain load (not tuned). When it pays is in k_loop. */
 static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
@@ -224,24 +281,29 @@ static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
     return __ldcs((const uint4 *)p);
 #endif
 }
-/* A chunk's weight codes of this lane and its rows' activation runs; k0 = the chunk's first k.
- * The lane's run is contiguous: bytes kgrp x 16 W_VEC .. + 16 W_VEC of the chunk's weight row,
- * so the 4 lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each
- * load instruction covers 64 contiguous bytes was measured on the H200 and was 5-8% slower.) */
-template <int DT, int V>
-static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *wrow, int k0, int kgrp,
+/* Chunk c's weight codes of this lane. Stage 2 (rows layout): wsrc[f] is the lane's weight row in
+ * fragment f, and the lane's run is its bytes from lane_k on, so the 4 lanes of a row read 64 W_VEC
+ * contiguous bytes. (Spreading a lane's vectors so that each load instruction covers 64 contiguous
+ * bytes was measured on the H200 and was 5-8% slower.) Stage 1 (packed): wsrc[0] is the item's
+ * first byte + 16 x lane. */
+template <int DT, int V, int STAGE>
+static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *wsrc, int c, int kgrp,
                                                     bool evict_first)
 {
-    enum { W_VEC = Chunk<DT, V>::W_VEC };
-    const int wb = W_BYTES(DT, k0) + 16 * W_VEC * kgrp;
+    enum { W_VEC = Chunk<DT, V>::W_VEC, R = Runs<DT, V, STAGE>::R };
 #pragma unroll
     for (int f = 0; f < NF; f++)
 #pragma unroll
-        for (int v = 0; v < W_VEC; v++)
-            ch.w[f][v] = evict_first ? load_once(wrow[f] + wb + 16 * v) : *(const uint4 *)(wrow[f] + wb + 16 * v);
+        for (int v = 0; v < W_VEC; v++) {
+            const uint8_t *a = STAGE == 1 ? wsrc[0] + (size_t)(c / R) * NCOLS * W_BYTES(DT, Pack<DT>::CK) +
+                                                (size_t)((f * Pack<DT>::W_VEC + (c % R) * W_VEC + v) * TL_WAVE) * 16
+                                          : wsrc[f] + W_BYTES(DT, (lane_k<DT, V, STAGE>(c, kgrp))) + 16 * v;
+            ch.w[f][v] = evict_first ? load_once(a) : *(const uint4 *)a;
+        }
 }
+/* The chunk's activation runs of this lane's rows: KRUN values from k0 = lane_k on. */
 template <int DT, int V>
-static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArgs &p, const int *arow, int k0, int kgrp)
+static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArgs &p, const int *arow, int k0)
 {
     enum { ABYTES = Fmt<DT, V>::A_FP8 ? 1 : 2, A_VEC = Chunk<DT, V>::A_VEC };
 #pragma unroll
@@ -251,7 +313,7 @@ static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArg
             if (V == 2 && r > 0) /* layout 2: the lane's second row (g + 8) is padding */
                 ch.a[r][v] = make_uint4(0, 0, 0, 0);
             else if (arow[r] >= 0)
-                ch.a[r][v] = *(const uint4 *)(p.A + ((size_t)arow[r] * p.K + k0) * ABYTES + 16 * (A_VEC * kgrp + v));
+                ch.a[r][v] = *(const uint4 *)(p.A + ((size_t)arow[r] * p.K + k0) * ABYTES + 16 * v);
             else
                 ch.a[r][v] = make_uint4(0, 0, 0, 0);
         }
@@ -510,13 +572,11 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
     const int n0 = nb * NB, kgroups = p.K / TL_BFP8_GROUP;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
-#if defined(TL_MMA_TARGET_SM80)
-    const int kgrp = lane % 4, bcol = lane / 4;
-#else
-    const int kgrp = lane / 16, bcol = lane % 16;
-#endif
+    const int kgrp = lane_kgrp(lane), bcol = lane_bcol(lane);
     const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
-    const uint8_t *wrow[NF];
+    /* where this lane's weights are: stage 1 its 16 bytes of the packed item, stage 2 its rows */
+    const uint8_t *wsrc[STAGE == 1 ? 1 : NF];
+    if (STAGE == 1) wsrc[0] = p.W + (size_t)e * p.w_mat_bytes + (size_t)nb * NCOLS * row_bytes + 16 * lane;
     int wn[NF]; /* the weight row of this lane in fragment f */
 #pragma unroll
     for (int f = 0; f < NF; f++) {
@@ -526,7 +586,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
         else
             n = nw0 + f * FRAG_N;
         wn[f] = n + bcol;
-        wrow[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
+        if (STAGE == 2) wsrc[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
     }
 
     /* The item's rows (every thread calls it once): sorted ids -> s_idx / s_edge, fp8 scales into
@@ -597,7 +657,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
 #pragma unroll
             for (int u = 0; u < U; u++)
                 if (c0 + u * c_step < nchunks)
-                    load_weights<DT, V>(ch[u][0], wrow, (c0 + u * c_step) * CK, kgrp, evict_first);
+                    load_weights<DT, V, STAGE>(ch[u][0], wsrc, c0 + u * c_step, kgrp, evict_first);
         };
         /* fp8 and mxfp8 keep their scale prologue's registers instead (measured on the H200: early
          * weights made fp8 spill and run 2-4% slower; session 5, early in fp8's layout 2 only: 4
@@ -612,10 +672,11 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
             for (int u = 0; u < U; u++)
                 if (c0 + u * c_step < nchunks)
 #pragma unroll
-                    for (int m = 0; m < MT; m++) load_acts<DT, V>(ch[u][m], p, arow[m], (c0 + u * c_step) * CK, kgrp);
+                    for (int m = 0; m < MT; m++)
+                        load_acts<DT, V>(ch[u][m], p, arow[m], lane_k<DT, V, STAGE>(c0 + u * c_step, kgrp));
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int c = c0 + u * c_step, k = c * CK + kgrp * KRUN, g128 = (c * CK) / TL_BFP8_GROUP;
+                const int c = c0 + u * c_step, k = lane_k<DT, V, STAGE>(c, kgrp), g128 = k / TL_BFP8_GROUP;
                 if (c >= nchunks) break;
                 float mxs[NF];
 #pragma unroll
@@ -937,6 +998,28 @@ __global__ void moe_sort_scatter(const int32_t *ids, int edges, int n_experts, c
     }
 }
 
+/* Packs one expert's W1 (rows layout: [2 width][K] codes, gate rows first) into stage 1's item
+ * layout (Pack, above): thread i writes the i-th 16 bytes of dst. A permutation: each source vector
+ * is written once. Runs once per expert when the weights are uploaded (tl_moe_gpu_open). */
+template <int DT>
+__global__ void moe_pack_w1(const uint8_t *src, uint8_t *dst, int K, int n_out)
+{
+#if defined(MOE_NO_DEVICE)
+    (void)src, (void)dst, (void)K, (void)n_out;
+#else
+    const size_t row_bytes = W_BYTES(DT, (size_t)K), item_bytes = NCOLS * row_bytes;
+    const size_t chunk_bytes = NCOLS * W_BYTES(DT, (size_t)Pack<DT>::CK);
+    const size_t o = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;
+    if (o >= (size_t)2 * n_out * row_bytes) return;
+    const size_t nb = o / item_bytes, pc = o % item_bytes / chunk_bytes, q = o % chunk_bytes / 16;
+    const int lane = (int)(q % TL_WAVE), fv = (int)(q / TL_WAVE), f = fv / Pack<DT>::W_VEC, v = fv % Pack<DT>::W_VEC;
+    const size_t n0 = nb * S1_NB + lane_bcol(lane);
+    const size_t n = f < NF / 2 ? n0 + (size_t)f * FRAG_N : (size_t)n_out + n0 + (size_t)(f - NF / 2) * FRAG_N;
+    const size_t k = pc * Pack<DT>::CK + (size_t)lane_kgrp(lane) * Pack<DT>::KRUN;
+    *(uint4 *)(dst + o) = *(const uint4 *)(src + n * row_bytes + W_BYTES(DT, k) + 16 * (size_t)v);
+#endif
+}
+
 __global__ void moe_fill_f32(float *p, size_t n, float v)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1001,6 +1084,43 @@ extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
     free(g);
 }
 
+/* W1 of every expert into stage 1's packed item layout, in place, one expert at a time through a
+ * scratch copy (one expert's bytes more on the device, for the duration of the call). */
+template <int DT>
+static int pack_w1_as(tl_moe_gpu *g, uint8_t *scratch)
+{
+    const size_t mat = g->w1_mat_bytes, n16 = mat / 16;
+    for (int e = 0; e < g->s.n_experts; e++) {
+        uint8_t *w = g->w1 + (size_t)e * mat;
+        TL_GPU_CHECK(hipMemcpy(scratch, w, mat, hipMemcpyDeviceToDevice));
+        moe_pack_w1<DT><<<(unsigned)((n16 + 255) / 256), 256>>>(scratch, w, g->s.hidden, g->s.width);
+        TL_GPU_CHECK_LAUNCH("moe_pack_w1");
+    }
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+static int pack_w1(tl_moe_gpu *g)
+{
+    const int dt = g->s.dtype;
+    const size_t expect = (size_t)2 * g->s.width * (size_t)W_BYTES(dt, (size_t)g->s.hidden);
+    if (g->w1_mat_bytes != expect)
+        return tl_error(TL_EFAIL, "moe gpu", "W1 holds %zu bytes per expert, the kernel expects %zu", g->w1_mat_bytes,
+                        expect);
+    uint8_t *scratch;
+    int rc = GALLOC(scratch, g->w1_mat_bytes, "W1 packing scratch");
+    if (rc) return rc;
+    switch (dt) {
+    case TL_MOE_BF16: rc = pack_w1_as<DT_BF16>(g, scratch); break;
+    case TL_MOE_FP8: rc = pack_w1_as<DT_FP8>(g, scratch); break;
+    case TL_MOE_A16W4: rc = pack_w1_as<DT_A16W4>(g, scratch); break;
+    case TL_MOE_MXFP4: rc = pack_w1_as<DT_MXFP4>(g, scratch); break;
+    case TL_MOE_MXFP8: rc = pack_w1_as<DT_MXFP8>(g, scratch); break;
+    default: rc = tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
+    }
+    (void)hipFree(scratch);
+    return rc;
+}
+
 extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out)
 {
     *out = NULL;
@@ -1049,6 +1169,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
     if (!rc && es) rc = upload(g->w2e, in->w2.e8m0, g->w2_mat_scales * E);
+    if (!rc) rc = pack_w1(g);
     if (rc) {
         tl_moe_gpu_close(g);
         return rc;
