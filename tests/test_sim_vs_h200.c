@@ -44,6 +44,8 @@ static const struct {
     {"bench/results/h200_moe_bench_mxfp8_run27.csv", 0},
     {"bench/results/h200_moe_bench_bf16_run28.csv", 0}, /* session 8's final code (the kernel of run 27) */
     {"bench/results/h200_moe_bench_fp8_run28.csv", 0},
+    {"bench/results/h200_moe_bench_bf16_run29.csv", 0}, /* session 9: stage 1 reads packed weights */
+    {"bench/results/h200_moe_bench_fp8_run29.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
