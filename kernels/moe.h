@@ -8,8 +8,9 @@
  *             of valid tiles. The result equals tl_worklist_build(topk_ids, M, k, E, 16) bit for bit.
  *   stage 1   gate+up GEMM over the worklist: one work item = (tile, block of 16 activation
  *             columns = 16 gate + 16 up weight rows), whose weights tl_moe_gpu_open stores packed:
- *             the item's rows as one contiguous region in the order the lanes load them (each
- *             load instruction reads a wave x 16 contiguous bytes); the lanes each own a 16- to
+ *             the rows a wave multiplies as one contiguous region in the order the lanes load
+ *             them (each load instruction reads a wave x 16 contiguous bytes; W2 likewise, but
+ *             bf16's, which moe_gemv_down reads by rows); the lanes each own a 16- to
  *             64-byte run of K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; tiles of at
  *             most 8 rows: bf16 64 bytes, fp8 on NVIDIA two 32-byte chunks multiplied as weights
  *             x activations; weights streamed straight from HBM to registers with the streaming
@@ -136,9 +137,10 @@ static inline long long tl_moe_max_tiles(int tokens, int k, int n_experts)
 
 typedef struct tl_moe_gpu tl_moe_gpu;
 
-/* Uploads the routed experts' weights of `in` (its token-side arrays are not read), packs W1 into
- * stage 1's item layout on the device (one expert at a time through a scratch copy of one expert's
- * W1: that much more memory during the call), and allocates room for up to max_tokens tokens. The kernel shape contract is checked first (TL_EUSAGE).
+/* Uploads the routed experts' weights of `in` (its token-side arrays are not read), packs W1 and
+ * (but for bf16) W2 into the kernels' groups on the device (one expert's matrix at a time through a
+ * scratch copy: the larger matrix's bytes more memory during the call), and allocates room for up
+ * to max_tokens tokens. The kernel shape contract is checked first (TL_EUSAGE).
  * TL_EFAIL on a GPU error (out of memory: the message says how much was asked). */
 int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out);
 /* Uploads x (or its FP8 form), topk_ids and topk_w of `in`, whose shape must match the weights

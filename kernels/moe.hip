@@ -8,13 +8,14 @@
  * rows 8-15 are padding and their activation registers are free: bf16, and fp8's stage 1 as two
  * 32-byte chunks), 4 blocks per SM so that one block's loads are in flight while another starts,
  * computes or reduces, and a grid of (tile, n-block) items that covers every SM even at M = 1
- * (stage 1: 8 tiles x 128 n-blocks). Stage 1's weights are packed when they are uploaded (Pack,
- * below): an item's 32 rows are one contiguous region in the order the lanes load them, so each
- * load instruction reads 512 contiguous bytes, and the 528 resident blocks keep 528 sequential
- * streams open where the rows layout kept 528 x 32 rows, 14 KB apart (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, one
- * call, bench/results/h200_moe_packed_ab_*): stage 1 at M = 1 bf16 115.3 -> 107.4 us, fp8 63.9 ->
- * 61.3; at M = 8..256 bf16 4.48-4.56 -> 4.66-4.67 TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4
- * and mxfp8 5-8% faster. There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
+ * (stage 1: 8 tiles x 128 n-blocks). The weights are packed when they are uploaded (Pack, below;
+ * all but bf16's W2): the 32 rows a wave multiplies are one contiguous region in the order the
+ * lanes load them, so each load instruction reads 512 contiguous bytes, and stage 1's 528 resident
+ * blocks keep 528 sequential streams open where the rows layout kept 528 x 32 rows, 14 KB apart
+ * (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, bench/results/h200_moe_packed_ab_*): stage
+ * 1 at M = 1 bf16 115.3 -> 107.4 us, fp8 63.9 -> 61.3; at M = 8..256 bf16 4.48-4.56 -> 4.66-4.67
+ * TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4 and mxfp8 5-8% faster; fp8 stage 2 2-6% faster
+ * (M = 1 39.7 -> 38.8 us). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
  * prefetch of the next chunks were tried and made every shape slower. Nor does M = 1 gain from
  * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
  * summing them in its last block, stage 2 in the combine; session 5): stage 1 114.7 -> 122.6 us in
@@ -239,31 +240,47 @@ static __device__ __forceinline__ int lane_bcol(int lane)
 #endif
 }
 
-/* Stage 1's packed weights (kernels/moe.h, "packed"). W1 is stored item by item: an item's NCOLS
- * rows (16 gate, then 16 up) are NCOLS x row_bytes contiguous bytes, cut into packed chunks of
+/* Packed weights (kernels/moe.h). tl_moe_gpu_open stores W1 and W2 in groups of NCOLS rows, the
+ * rows one wave multiplies: a stage-1 item's 16 gate and 16 up rows (group_row), a stage-2 wave's 32
+ * consecutive rows. A group is NCOLS x row_bytes contiguous bytes, cut into packed chunks of
  * Pack::CK k values; a packed chunk holds, for fragment f, vector v and lane l in that order, the
  * 16 bytes that lane l loads as its vector v of fragment f. So each load instruction of a wave
- * reads TL_WAVE x 16 contiguous bytes and a block streams one contiguous region, where the rows
- * layout has every lane read a 32-64 byte run of 32 rows 14 KB apart. Measured on the H200
- * (session 9, the loads alone: bench/results/h200_moe_pattern_layouts.*): DeepSeek-V3.2 at M = 1
- * bf16 115.0 -> 107.7 us, fp8 58.5 -> 56.2; at 64 experts' worth 4.48 -> 4.58 TB/s; the kernel
- * itself then went 115.3 -> 107.4 and 63.9 -> 61.3 us. Stage 2 keeps the rows layout: at one token
- * bf16 runs moe_gemv_down, whose groups each read whole rows. The packed chunk is the lane layout with the longest runs
- * (bf16: layout 2's 64 bytes); a layout with runs R times shorter (bf16 layout 0: R = 2) reads
- * packed chunk c / R, vectors (c % R) x W_VEC onwards, and its activations follow the same k
- * (lane_k). */
+ * reads TL_WAVE x 16 contiguous bytes and a wave streams one contiguous region, where the rows
+ * layout had every lane read a 32-64 byte run of each of its rows (DeepSeek-V3.2 stage 1: 32 rows
+ * 14 KB apart a block). Measured on the H200 (session 9; the loads alone: bench/results/
+ * h200_moe_pattern_layouts.*): DeepSeek-V3.2 stage 1 at M = 1 bf16 115.0 -> 107.7 us, fp8 58.5 ->
+ * 56.2; at 64 experts' worth 4.48 -> 4.58 TB/s (the kernels: h200_moe_packed_ab_*, stage 1, and
+ * h200_moe_packed_w2_ab_*, stage 2). The packed chunk is the lane layout with the
+ * longest runs (bf16: layout 2's 64 bytes); a layout with runs R times shorter (bf16 layout 0:
+ * R = 2) reads packed chunk c / R, vectors (c % R) x W_VEC onwards, and its activations follow the
+ * same k (lane_k). */
 template <int DT> struct Pack {
     enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, CK = 4 * KRUN };
+#if !defined(MOE_NO_DEVICE) /* the host pass's fragment geometry is a placeholder */
     static_assert(NF * W_VEC * TL_WAVE * 16 == NCOLS * W_BYTES(DT, CK), "a packed chunk is every lane's vectors");
     static_assert(NCOLS == 2 * S1_NB && NF / 2 * FRAG_N == S1_NB, "a stage-1 item is S1_NB gate + S1_NB up rows");
+#endif
 };
-/* R for layout V of stage STAGE: stage 1 reads packed chunks, stage 2 the rows layout (R = 1). */
+/* Whether a stage's weights are packed: all but bf16's W2, which moe_gemv_down reads row by row
+ * (bf16 stage 2 at one token; packed, its 4-vector runs 512 bytes apart made it 61.4 -> 68.0 us on
+ * the H200, session 9, while the GEMM's stage 2 gained 0.7-3.6%). */
+#define PACKED(DT, STAGE) ((STAGE) == 1 || (DT) != DT_BF16)
+/* R for layout V: packed chunks hold R of its chunks (rows layout: R = 1). */
 template <int DT, int V, int STAGE> struct Runs {
-    enum { R = STAGE == 1 ? Pack<DT>::KRUN / Fmt<DT, V>::KRUN : 1 };
+    enum { R = PACKED(DT, STAGE) ? Pack<DT>::KRUN / Fmt<DT, V>::KRUN : 1 };
     static_assert(R == 1 || (R == 2 && Pack<DT>::W_VEC == 2 * Fmt<DT, V>::W_VEC), "a packed run splits in whole vectors");
 };
-/* The first k of this lane's run in chunk c (CK = 4 KRUN of layout V): the rows layout's
- * c CK + kgrp KRUN, or its place in packed chunk c / R. */
+/* The weight row (of the expert's matrix) that lane position bcol of fragment f of group g holds:
+ * stage 1's group g is item g (gate rows g S1_NB.., then the up rows n_out + g S1_NB..), stage 2's
+ * is rows g NCOLS... */
+static __device__ __forceinline__ size_t group_row(int stage, size_t g, int f, int bcol, int n_out)
+{
+    if (stage == 2) return g * NCOLS + (size_t)f * FRAG_N + bcol;
+    const size_t n = g * S1_NB + (size_t)(f % (NF / 2)) * FRAG_N + bcol;
+    return f < NF / 2 ? n : (size_t)n_out + n;
+}
+/* The first k of this lane's run in chunk c (CK = 4 KRUN of layout V): its place in packed chunk
+ * c / R (rows layout: c CK + kgrp KRUN). */
 template <int DT, int V, int STAGE>
 static __device__ __forceinline__ int lane_k(int c, int kgrp)
 {
@@ -281,23 +298,24 @@ static __device__ __forceinline__ uint4 load_once(const uint8_t *p)
     return __ldcs((const uint4 *)p);
 #endif
 }
-/* Chunk c's weight codes of this lane. Stage 2 (rows layout): wsrc[f] is the lane's weight row in
- * fragment f, and the lane's run is its bytes from lane_k on, so the 4 lanes of a row read 64 W_VEC
- * contiguous bytes. (Spreading a lane's vectors so that each load instruction covers 64 contiguous
- * bytes was measured on the H200 and was 5-8% slower.) Stage 1 (packed): wsrc[0] is the item's
- * first byte + 16 x lane. */
+/* Chunk c's weight codes of this lane. Packed: w[0] = its group's first byte + 16 x lane. Rows
+ * layout: w[f] = the lane's weight row in fragment f, whose run from lane_k on it reads, so the 4
+ * lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each load
+ * instruction covers 64 contiguous bytes of the rows layout was measured on the H200 and was 5-8%
+ * slower.) */
 template <int DT, int V, int STAGE>
-static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *wsrc, int c, int kgrp,
+static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *w, int c, int kgrp,
                                                     bool evict_first)
 {
     enum { W_VEC = Chunk<DT, V>::W_VEC, R = Runs<DT, V, STAGE>::R };
+    const uint8_t *chunk = w[0] + (size_t)(c / R) * NCOLS * W_BYTES(DT, Pack<DT>::CK);
 #pragma unroll
     for (int f = 0; f < NF; f++)
 #pragma unroll
         for (int v = 0; v < W_VEC; v++) {
-            const uint8_t *a = STAGE == 1 ? wsrc[0] + (size_t)(c / R) * NCOLS * W_BYTES(DT, Pack<DT>::CK) +
-                                                (size_t)((f * Pack<DT>::W_VEC + (c % R) * W_VEC + v) * TL_WAVE) * 16
-                                          : wsrc[f] + W_BYTES(DT, (lane_k<DT, V, STAGE>(c, kgrp))) + 16 * v;
+            const uint8_t *a = PACKED(DT, STAGE)
+                                   ? chunk + (size_t)((f * Pack<DT>::W_VEC + (c % R) * W_VEC + v) * TL_WAVE) * 16
+                                   : w[f] + W_BYTES(DT, (lane_k<DT, V, STAGE>(c, kgrp))) + 16 * v;
             ch.w[f][v] = evict_first ? load_once(a) : *(const uint4 *)a;
         }
 }
@@ -574,19 +592,17 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
     const int kgrp = lane_kgrp(lane), bcol = lane_bcol(lane);
     const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
-    /* where this lane's weights are: stage 1 its 16 bytes of the packed item, stage 2 its rows */
-    const uint8_t *wsrc[STAGE == 1 ? 1 : NF];
-    if (STAGE == 1) wsrc[0] = p.W + (size_t)e * p.w_mat_bytes + (size_t)nb * NCOLS * row_bytes + 16 * lane;
-    int wn[NF]; /* the weight row of this lane in fragment f */
+    /* this wave's group of rows (stage 1: item nb; stage 2: rows nw0..); the lane's weight row in
+     * fragment f; where its weights are: packed, its first 16 bytes of the group; rows, its rows */
+    const size_t group = STAGE == 1 ? nb : nw0 / NCOLS;
+    int wn[NF];
+    const uint8_t *wsrc[PACKED(DT, STAGE) ? 1 : NF];
+    const uint8_t *wexp = p.W + (size_t)e * p.w_mat_bytes;
+    if (PACKED(DT, STAGE)) wsrc[0] = wexp + group * NCOLS * row_bytes + 16 * lane;
 #pragma unroll
     for (int f = 0; f < NF; f++) {
-        int n;
-        if (STAGE == 1) /* gate fragments first, then up */
-            n = f < NF / 2 ? n0 + f * FRAG_N : p.n_out + n0 + (f - NF / 2) * FRAG_N;
-        else
-            n = nw0 + f * FRAG_N;
-        wn[f] = n + bcol;
-        if (STAGE == 2) wsrc[f] = p.W + (size_t)e * p.w_mat_bytes + (size_t)wn[f] * row_bytes;
+        wn[f] = (int)group_row(STAGE, group, f, bcol, p.n_out);
+        if (!PACKED(DT, STAGE)) wsrc[f] = wexp + (size_t)wn[f] * row_bytes;
     }
 
     /* The item's rows (every thread calls it once): sorted ids -> s_idx / s_edge, fp8 scales into
@@ -998,23 +1014,23 @@ __global__ void moe_sort_scatter(const int32_t *ids, int edges, int n_experts, c
     }
 }
 
-/* Packs one expert's W1 (rows layout: [2 width][K] codes, gate rows first) into stage 1's item
- * layout (Pack, above): thread i writes the i-th 16 bytes of dst. A permutation: each source vector
- * is written once. Runs once per expert when the weights are uploaded (tl_moe_gpu_open). */
+/* Packs one expert's matrix of stage `stage` (rows layout: W1 [2 width][K] codes, gate rows first;
+ * W2 [hidden][K]) into groups of NCOLS rows (Pack, above; n_rows rows, n_out = width for W1):
+ * thread i writes the i-th 16 bytes of dst. A permutation: each source vector is written once.
+ * Runs once per expert and matrix when the weights are uploaded (tl_moe_gpu_open). */
 template <int DT>
-__global__ void moe_pack_w1(const uint8_t *src, uint8_t *dst, int K, int n_out)
+__global__ void moe_pack_weights(const uint8_t *src, uint8_t *dst, int stage, int K, int n_rows, int n_out)
 {
 #if defined(MOE_NO_DEVICE)
-    (void)src, (void)dst, (void)K, (void)n_out;
+    (void)src, (void)dst, (void)stage, (void)K, (void)n_rows, (void)n_out;
 #else
-    const size_t row_bytes = W_BYTES(DT, (size_t)K), item_bytes = NCOLS * row_bytes;
+    const size_t row_bytes = W_BYTES(DT, (size_t)K), group_bytes = NCOLS * row_bytes;
     const size_t chunk_bytes = NCOLS * W_BYTES(DT, (size_t)Pack<DT>::CK);
     const size_t o = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;
-    if (o >= (size_t)2 * n_out * row_bytes) return;
-    const size_t nb = o / item_bytes, pc = o % item_bytes / chunk_bytes, q = o % chunk_bytes / 16;
+    if (o >= (size_t)n_rows * row_bytes) return;
+    const size_t g = o / group_bytes, pc = o % group_bytes / chunk_bytes, q = o % chunk_bytes / 16;
     const int lane = (int)(q % TL_WAVE), fv = (int)(q / TL_WAVE), f = fv / Pack<DT>::W_VEC, v = fv % Pack<DT>::W_VEC;
-    const size_t n0 = nb * S1_NB + lane_bcol(lane);
-    const size_t n = f < NF / 2 ? n0 + (size_t)f * FRAG_N : (size_t)n_out + n0 + (size_t)(f - NF / 2) * FRAG_N;
+    const size_t n = group_row(stage, g, f, lane_bcol(lane), n_out);
     const size_t k = pc * Pack<DT>::CK + (size_t)lane_kgrp(lane) * Pack<DT>::KRUN;
     *(uint4 *)(dst + o) = *(const uint4 *)(src + n * row_bytes + W_BYTES(DT, k) + 16 * (size_t)v);
 #endif
@@ -1084,37 +1100,42 @@ extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
     free(g);
 }
 
-/* W1 of every expert into stage 1's packed item layout, in place, one expert at a time through a
- * scratch copy (one expert's bytes more on the device, for the duration of the call). */
+/* W1 and W2 of every expert into their packed groups, in place, one expert's matrix at a time
+ * through a scratch copy (the larger matrix's bytes more on the device, for the duration of the
+ * call). */
 template <int DT>
-static int pack_w1_as(tl_moe_gpu *g, uint8_t *scratch)
+static int pack_weights_as(tl_moe_gpu *g, uint8_t *scratch)
 {
-    const size_t mat = g->w1_mat_bytes, n16 = mat / 16;
-    for (int e = 0; e < g->s.n_experts; e++) {
-        uint8_t *w = g->w1 + (size_t)e * mat;
-        TL_GPU_CHECK(hipMemcpy(scratch, w, mat, hipMemcpyDeviceToDevice));
-        moe_pack_w1<DT><<<(unsigned)((n16 + 255) / 256), 256>>>(scratch, w, g->s.hidden, g->s.width);
-        TL_GPU_CHECK_LAUNCH("moe_pack_w1");
+    for (int stage = 1; stage <= (PACKED(DT, 2) ? 2 : 1); stage++) {
+        const size_t mat = stage == 1 ? g->w1_mat_bytes : g->w2_mat_bytes, n16 = mat / 16;
+        const int K = stage == 1 ? g->s.hidden : g->s.width, rows = stage == 1 ? 2 * g->s.width : g->s.hidden;
+        for (int e = 0; e < g->s.n_experts; e++) {
+            uint8_t *w = (stage == 1 ? g->w1 : g->w2) + (size_t)e * mat;
+            TL_GPU_CHECK(hipMemcpy(scratch, w, mat, hipMemcpyDeviceToDevice));
+            moe_pack_weights<DT><<<(unsigned)((n16 + 255) / 256), 256>>>(scratch, w, stage, K, rows, g->s.width);
+            TL_GPU_CHECK_LAUNCH("moe_pack_weights");
+        }
     }
     TL_GPU_CHECK(hipDeviceSynchronize());
     return 0;
 }
-static int pack_w1(tl_moe_gpu *g)
+static int pack_weights(tl_moe_gpu *g)
 {
     const int dt = g->s.dtype;
-    const size_t expect = (size_t)2 * g->s.width * (size_t)W_BYTES(dt, (size_t)g->s.hidden);
-    if (g->w1_mat_bytes != expect)
-        return tl_error(TL_EFAIL, "moe gpu", "W1 holds %zu bytes per expert, the kernel expects %zu", g->w1_mat_bytes,
-                        expect);
+    const size_t w1 = (size_t)2 * g->s.width * (size_t)W_BYTES(dt, (size_t)g->s.hidden),
+                 w2 = (size_t)g->s.hidden * (size_t)W_BYTES(dt, (size_t)g->s.width);
+    if (g->w1_mat_bytes != w1 || g->w2_mat_bytes != w2)
+        return tl_error(TL_EFAIL, "moe gpu", "W1 / W2 hold %zu / %zu bytes per expert, the kernel expects %zu / %zu",
+                        g->w1_mat_bytes, g->w2_mat_bytes, w1, w2);
     uint8_t *scratch;
-    int rc = GALLOC(scratch, g->w1_mat_bytes, "W1 packing scratch");
+    int rc = GALLOC(scratch, w1 > w2 ? w1 : w2, "weight packing scratch");
     if (rc) return rc;
     switch (dt) {
-    case TL_MOE_BF16: rc = pack_w1_as<DT_BF16>(g, scratch); break;
-    case TL_MOE_FP8: rc = pack_w1_as<DT_FP8>(g, scratch); break;
-    case TL_MOE_A16W4: rc = pack_w1_as<DT_A16W4>(g, scratch); break;
-    case TL_MOE_MXFP4: rc = pack_w1_as<DT_MXFP4>(g, scratch); break;
-    case TL_MOE_MXFP8: rc = pack_w1_as<DT_MXFP8>(g, scratch); break;
+    case TL_MOE_BF16: rc = pack_weights_as<DT_BF16>(g, scratch); break;
+    case TL_MOE_FP8: rc = pack_weights_as<DT_FP8>(g, scratch); break;
+    case TL_MOE_A16W4: rc = pack_weights_as<DT_A16W4>(g, scratch); break;
+    case TL_MOE_MXFP4: rc = pack_weights_as<DT_MXFP4>(g, scratch); break;
+    case TL_MOE_MXFP8: rc = pack_weights_as<DT_MXFP8>(g, scratch); break;
     default: rc = tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
     }
     (void)hipFree(scratch);
@@ -1169,7 +1190,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
     if (!rc && es) rc = upload(g->w2e, in->w2.e8m0, g->w2_mat_scales * E);
-    if (!rc) rc = pack_w1(g);
+    if (!rc) rc = pack_weights(g);
     if (rc) {
         tl_moe_gpu_close(g);
         return rc;
