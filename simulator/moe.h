@@ -91,14 +91,16 @@
  *      on the CU's vector units: an item's dequant time = its weight elements (tile_n x K) x
  *      dequant_instr / (vector_lanes_per_cu x clock_mhz, the preset's), added to its matrix
  *      compute. The instructions per element are the kernel's, measured on the H200
- *      (2026-11-29, `h200_moe_bench_{a16w4_run24,mxfp4_run25,mxfp8_run26}.csv`: every
- *      stage bound by them, 2.5-5x the read floor at every M) and set by tl_moe_tilelab_kernel.
- *      One value per dtype is fitted to its 8 timings (both stages, M = 1, 8, 64, 256): a16w4 7.5
- *      (a byte's two nibbles made BF16 by integer operations and one packed FMA), mxfp4 8.5 (two
- *      codes placed as BF16 values x 2^-126, then two packed FMAs: 2^126 and the E8M0 scale),
- *      mxfp8 17 (the same with E4M3 and 2^120, NaN codes kept, and each lane's scale per 16
- *      elements). Largest error over those timings: 7.7% (a16w4 stage 2 at M = 1), 10.2% (mxfp4
- *      stage 2 at M = 1) and 7.2% (mxfp8); without the term the model was 39-63% fast.
+ *      (2026-11-29, `h200_moe_bench_{a16w4,mxfp4,mxfp8}_run30.csv`: every stage bound by them,
+ *      2.2-2.9x the read floor at every M) and set by tl_moe_tilelab_kernel. One value per dtype
+ *      is fitted to its 8 timings (both stages, M = 1, 8, 64, 256): a16w4 6.75 (a byte's two
+ *      nibbles made BF16 by integer operations and one packed FMA), mxfp4 8.0 (two codes placed
+ *      as BF16 values x 2^-126, then two packed FMAs: 2^126 and the E8M0 scale), mxfp8 16.25 (the
+ *      same with E4M3 and 2^120, NaN codes kept, and each lane's scale per 16 elements). Largest
+ *      error over those timings: 6.3% (a16w4 stage 2 at M = 1), 10.1% (mxfp4 stage 2 at M = 1)
+ *      and 7.2% (mxfp8 stage 1 at M = 256); without the term the model was 39-63% fast. (Fitted to
+ *      runs 24-26 before session 9 packed the weights: 7.5, 8.5 and 17; the packed kernels were
+ *      2-8% faster with the same instructions, so the term also carries the loads' pattern.)
  *      Fitted, not derived from the instruction stream; AMD targets are not measured.
  *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
  *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM

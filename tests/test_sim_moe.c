@@ -342,15 +342,15 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(p.vector_rows && strncmp(c.instr.name, "none", 4) == 0);
     assert_true(c.padding == 1.0 && c.k_padding == 1.0 && c.flops_issued == c.flops_useful && c.compute_us == 0.0);
     /* a16w4, mxfp4 and mxfp8 turn their weights into BF16 on the vector units: at M = 64 that, not
-     * HBM, bounds them; one stage-1 item's share is 32 rows x 7168 x 7.5 / (lanes a clock x MHz) us */
+     * HBM, bounds them; one stage-1 item's share is 32 rows x 7168 x 6.75 / (lanes a clock x MHz) us */
     p = problem(&hw200, &ds, TL_MOE_A16W4, 64, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.dequant_instr == 7.5);
+    assert_true(p.dequant_instr == 6.75);
     tl_moe_result q = run(p);
     assert_string_equal(q.limiter, "dequant");
     assert_int_equal(hw200.vector_lanes_per_cu, 128);
     assert_int_equal(hw355.vector_lanes_per_cu, 64); /* 4 SIMDs of 16 lanes: a wave64 takes 4 clocks */
-    const double item_dq = 32.0 * 7168 * 7.5 / (128.0 * hw200.clock_mhz);
+    const double item_dq = 32.0 * 7168 * 6.75 / (128.0 * hw200.clock_mhz);
     long long busiest = 0; /* the busiest CU's items, summed over the waves of cus x blocks_per_cu */
     for (long long left = q.work_items, slots = (long long)hw200.cus * p.blocks_per_cu; left > 0; left -= slots)
         busiest += ((left < slots ? left : slots) + hw200.cus - 1) / hw200.cus;

@@ -46,6 +46,11 @@ static const struct {
     {"bench/results/h200_moe_bench_fp8_run28.csv", 0},
     {"bench/results/h200_moe_bench_bf16_run29.csv", 0}, /* session 9: stage 1 reads packed weights */
     {"bench/results/h200_moe_bench_fp8_run29.csv", 0},
+    {"bench/results/h200_moe_bench_bf16_run30.csv", 0}, /* session 9's final code: W2 packed too (not bf16's) */
+    {"bench/results/h200_moe_bench_fp8_run30.csv", 0},
+    {"bench/results/h200_moe_bench_a16w4_run30.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp4_run30.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp8_run30.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
