@@ -10,7 +10,7 @@
  *             columns = 16 gate + 16 up weight rows), whose weights tl_moe_gpu_open stores packed:
  *             the rows a wave multiplies as one contiguous region in the order the lanes load
  *             them (each load instruction reads a wave x 16 contiguous bytes; W2 likewise, but
- *             bf16's, which moe_gemv_down reads by rows); the lanes each own a 16- to
+ *             bf16's, which moe_gemv_down reads by rows; the layout: kernels/moe_pack.h); the lanes each own a 16- to
  *             64-byte run of K per chunk (bf16 and fp8: 32 bytes, 4 lanes read 128 bytes of a row; tiles of at
  *             most 8 rows: bf16 64 bytes, fp8 on NVIDIA two 32-byte chunks multiplied as weights
  *             x activations; weights streamed straight from HBM to registers with the streaming

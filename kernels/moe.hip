@@ -8,13 +8,13 @@
  * rows 8-15 are padding and their activation registers are free: bf16, and fp8's stage 1 as two
  * 32-byte chunks), 4 blocks per SM so that one block's loads are in flight while another starts,
  * computes or reduces, and a grid of (tile, n-block) items that covers every SM even at M = 1
- * (stage 1: 8 tiles x 128 n-blocks). The weights are packed when they are uploaded (Pack, below;
- * all but bf16's W2): the 32 rows a wave multiplies are one contiguous region in the order the
- * lanes load them, so each load instruction reads 512 contiguous bytes, and stage 1's 528 resident
- * blocks keep 528 sequential streams open where the rows layout kept 528 x 32 rows, 14 KB apart
- * (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, bench/results/h200_moe_packed_ab_*): stage
+ * (stage 1: 8 tiles x 128 n-blocks). The weights are packed when they are uploaded (all but bf16's
+ * W2; kernels/moe_pack.h): the 32 rows a wave multiplies are one contiguous region in the order
+ * the lanes load them, so each load instruction reads a wave x 16 contiguous bytes (NVIDIA: 512),
+ * and stage 1's 528 resident blocks keep 528 sequential streams open where the rows layout kept
+ * 528 x 32 rows, 14 KB apart (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, bench/results/h200_moe_packed_ab_*): stage
  * 1 at M = 1 bf16 115.3 -> 107.4 us, fp8 63.9 -> 61.3; at M = 8..256 bf16 4.48-4.56 -> 4.66-4.67
- * TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4 and mxfp8 5-8% faster; fp8 stage 2 2-6% faster
+ * TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4 and mxfp8 4-8% faster; fp8 stage 2 2-6% faster
  * (M = 1 39.7 -> 38.8 us). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
  * prefetch of the next chunks were tried and made every shape slower. Nor does M = 1 gain from
  * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
@@ -43,6 +43,7 @@
 #include "gpu.h"
 #include "mma.h"
 #include "moe.h"
+#include "moe_pack.h" /* the packed weights' index functions */
 #include "../numerics/blockfp8.h" /* the FP8 scale group and amax clamp */
 #include "../numerics/codes.h"    /* per-element BF16, E4M3, E2M1, E8M0 conversions */
 #include "../numerics/mx.h"       /* the MX block */
@@ -221,46 +222,28 @@ template <int DT, int V> struct Chunk {
     uint4 a[LANE_ROWS][A_VEC];
 };
 
-/* This lane's place in the fragments: its k-group (which quarter of a chunk's k it loads) and its
- * weight row within a fragment (the output column it feeds). */
-static __device__ __forceinline__ int lane_kgrp(int lane)
-{
-#if defined(TL_MMA_TARGET_SM80)
-    return lane % 4;
-#else
-    return lane / 16;
-#endif
-}
-static __device__ __forceinline__ int lane_bcol(int lane)
-{
-#if defined(TL_MMA_TARGET_SM80)
-    return lane / 4;
-#else
-    return lane % 16;
-#endif
-}
+/* This lane's place in the fragments (kernels/moe_pack.h): its k-group (which quarter of a chunk's
+ * k it loads) and its weight row within a fragment (the output column it feeds). */
+static __device__ __forceinline__ int lane_kgrp(int lane) { return tl_moe_lane_kgrp(TL_WAVE, lane); }
+static __device__ __forceinline__ int lane_bcol(int lane) { return tl_moe_lane_col(TL_WAVE, lane); }
 
-/* Packed weights (kernels/moe.h). tl_moe_gpu_open stores W1 and W2 in groups of NCOLS rows, the
- * rows one wave multiplies: a stage-1 item's 16 gate and 16 up rows (group_row), a stage-2 wave's 32
- * consecutive rows. A group is NCOLS x row_bytes contiguous bytes, cut into packed chunks of
- * Pack::CK k values; a packed chunk holds, for fragment f, vector v and lane l in that order, the
- * 16 bytes that lane l loads as its vector v of fragment f. So each load instruction of a wave
- * reads TL_WAVE x 16 contiguous bytes and a wave streams one contiguous region, where the rows
- * layout had every lane read a 32-64 byte run of each of its rows (DeepSeek-V3.2 stage 1: 32 rows
- * 14 KB apart a block). Measured on the H200 (session 9; the loads alone: bench/results/
- * h200_moe_pattern_layouts.*): DeepSeek-V3.2 stage 1 at M = 1 bf16 115.0 -> 107.7 us, fp8 58.5 ->
- * 56.2; at 64 experts' worth 4.48 -> 4.58 TB/s (the kernels: h200_moe_packed_ab_*, stage 1, and
- * h200_moe_packed_w2_ab_*, stage 2). The packed chunk is the lane layout with the
- * longest runs (bf16: layout 2's 64 bytes); a layout with runs R times shorter (bf16 layout 0:
- * R = 2) reads packed chunk c / R, vectors (c % R) x W_VEC onwards, and its activations follow the
- * same k (lane_k). */
+/* Packed weights (kernels/moe_pack.h has the layout and its index functions). tl_moe_gpu_open
+ * stores W1 and W2 (but bf16's W2) in groups of NCOLS rows, the rows one wave multiplies, each
+ * group contiguous in the order the lanes load it, so each load instruction of a wave reads
+ * TL_WAVE x 16 contiguous bytes and a wave streams one region, where the rows layout had every lane
+ * read a 32-64 byte run of each of its rows (DeepSeek-V3.2 stage 1: 32 rows 14 KB apart a block).
+ * Measured on the H200 (session 9; the loads alone: bench/results/h200_moe_pattern_layouts.*):
+ * DeepSeek-V3.2 stage 1 at M = 1 bf16 115.0 -> 107.7 us, fp8 58.5 -> 56.2; at 64 experts' worth
+ * 4.48 -> 4.58 TB/s (the kernels: h200_moe_packed_ab_*, stage 1, and h200_moe_packed_w2_ab_*,
+ * stage 2). Pack: a lane's packed run, the lane layout with the longest runs (bf16: layout 2's 64
+ * bytes; the others' runs are the same in both layouts). */
 template <int DT> struct Pack {
-    enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, CK = 4 * KRUN };
-#if !defined(MOE_NO_DEVICE) /* the host pass's fragment geometry is a placeholder */
-    static_assert(NF * W_VEC * TL_WAVE * 16 == NCOLS * W_BYTES(DT, CK), "a packed chunk is every lane's vectors");
-    static_assert(NCOLS == 2 * S1_NB && NF / 2 * FRAG_N == S1_NB, "a stage-1 item is S1_NB gate + S1_NB up rows");
-#endif
+    enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, RUN_BYTES = 16 * W_VEC };
 };
+#if !defined(MOE_NO_DEVICE) /* the host pass's fragment geometry is a placeholder */
+static_assert((TL_WAVE == 32 ? 8 : 16) == FRAG_N && NF * FRAG_N == NCOLS && NF / 2 * FRAG_N == S1_NB,
+              "kernels/moe_pack.h describes this target's fragments and groups");
+#endif
 /* Whether a stage's weights are packed: all but bf16's W2, which moe_gemv_down reads row by row
  * (bf16 stage 2 at one token; packed, its 4-vector runs 512 bytes apart made it 61.4 -> 68.0 us on
  * the H200, session 9, while the GEMM's stage 2 gained 0.7-3.6%). */
@@ -270,22 +253,11 @@ template <int DT, int V, int STAGE> struct Runs {
     enum { R = PACKED(DT, STAGE) ? Pack<DT>::KRUN / Fmt<DT, V>::KRUN : 1 };
     static_assert(R == 1 || (R == 2 && Pack<DT>::W_VEC == 2 * Fmt<DT, V>::W_VEC), "a packed run splits in whole vectors");
 };
-/* The weight row (of the expert's matrix) that lane position bcol of fragment f of group g holds:
- * stage 1's group g is item g (gate rows g S1_NB.., then the up rows n_out + g S1_NB..), stage 2's
- * is rows g NCOLS... */
-static __device__ __forceinline__ size_t group_row(int stage, size_t g, int f, int bcol, int n_out)
-{
-    if (stage == 2) return g * NCOLS + (size_t)f * FRAG_N + bcol;
-    const size_t n = g * S1_NB + (size_t)(f % (NF / 2)) * FRAG_N + bcol;
-    return f < NF / 2 ? n : (size_t)n_out + n;
-}
-/* The first k of this lane's run in chunk c (CK = 4 KRUN of layout V): its place in packed chunk
- * c / R (rows layout: c CK + kgrp KRUN). */
+/* The first k of this lane's run in chunk c (CK = 4 KRUN of layout V). */
 template <int DT, int V, int STAGE>
 static __device__ __forceinline__ int lane_k(int c, int kgrp)
 {
-    enum { R = Runs<DT, V, STAGE>::R, KRUN = Fmt<DT, V>::KRUN };
-    return (c / R) * 4 * R * KRUN + kgrp * R * KRUN + (c % R) * KRUN;
+    return tl_moe_lane_k(c, kgrp, Fmt<DT, V>::KRUN, Runs<DT, V, STAGE>::R);
 }
 
 /* A 16-byte weight vector that is read once, with the streaming hint (NVIDIA: ld.global.cs, evict
@@ -308,13 +280,12 @@ static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint
                                                     bool evict_first)
 {
     enum { W_VEC = Chunk<DT, V>::W_VEC, R = Runs<DT, V, STAGE>::R };
-    const uint8_t *chunk = w[0] + (size_t)(c / R) * NCOLS * W_BYTES(DT, Pack<DT>::CK);
 #pragma unroll
     for (int f = 0; f < NF; f++)
 #pragma unroll
         for (int v = 0; v < W_VEC; v++) {
             const uint8_t *a = PACKED(DT, STAGE)
-                                   ? chunk + (size_t)((f * Pack<DT>::W_VEC + (c % R) * W_VEC + v) * TL_WAVE) * 16
+                                   ? w[0] + tl_moe_packed_vec(c, f, v, W_VEC, R, Pack<DT>::RUN_BYTES, TL_WAVE)
                                    : w[f] + W_BYTES(DT, (lane_k<DT, V, STAGE>(c, kgrp))) + 16 * v;
             ch.w[f][v] = evict_first ? load_once(a) : *(const uint4 *)a;
         }
@@ -601,7 +572,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     if (PACKED(DT, STAGE)) wsrc[0] = wexp + group * NCOLS * row_bytes + 16 * lane;
 #pragma unroll
     for (int f = 0; f < NF; f++) {
-        wn[f] = (int)group_row(STAGE, group, f, bcol, p.n_out);
+        wn[f] = (int)tl_moe_group_row(STAGE, group, f, bcol, p.n_out, TL_WAVE);
         if (!PACKED(DT, STAGE)) wsrc[f] = wexp + (size_t)wn[f] * row_bytes;
     }
 
@@ -1015,7 +986,7 @@ __global__ void moe_sort_scatter(const int32_t *ids, int edges, int n_experts, c
 }
 
 /* Packs one expert's matrix of stage `stage` (rows layout: W1 [2 width][K] codes, gate rows first;
- * W2 [hidden][K]) into groups of NCOLS rows (Pack, above; n_rows rows, n_out = width for W1):
+ * W2 [hidden][K]) into groups of NCOLS rows (kernels/moe_pack.h; n_rows rows, n_out = width):
  * thread i writes the i-th 16 bytes of dst. A permutation: each source vector is written once.
  * Runs once per expert and matrix when the weights are uploaded (tl_moe_gpu_open). */
 template <int DT>
@@ -1024,15 +995,10 @@ __global__ void moe_pack_weights(const uint8_t *src, uint8_t *dst, int stage, in
 #if defined(MOE_NO_DEVICE)
     (void)src, (void)dst, (void)stage, (void)K, (void)n_rows, (void)n_out;
 #else
-    const size_t row_bytes = W_BYTES(DT, (size_t)K), group_bytes = NCOLS * row_bytes;
-    const size_t chunk_bytes = NCOLS * W_BYTES(DT, (size_t)Pack<DT>::CK);
+    const size_t row_bytes = W_BYTES(DT, (size_t)K);
     const size_t o = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;
     if (o >= (size_t)n_rows * row_bytes) return;
-    const size_t g = o / group_bytes, pc = o % group_bytes / chunk_bytes, q = o % chunk_bytes / 16;
-    const int lane = (int)(q % TL_WAVE), fv = (int)(q / TL_WAVE), f = fv / Pack<DT>::W_VEC, v = fv % Pack<DT>::W_VEC;
-    const size_t n = group_row(stage, g, f, lane_bcol(lane), n_out);
-    const size_t k = pc * Pack<DT>::CK + (size_t)lane_kgrp(lane) * Pack<DT>::KRUN;
-    *(uint4 *)(dst + o) = *(const uint4 *)(src + n * row_bytes + W_BYTES(DT, k) + 16 * (size_t)v);
+    *(uint4 *)(dst + o) = *(const uint4 *)(src + tl_moe_pack_source(o, stage, row_bytes, Pack<DT>::RUN_BYTES, n_out, TL_WAVE));
 #endif
 }
 
