@@ -663,14 +663,15 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
                         load_acts<DT, V>(ch[u][m], p, arow[m], lane_k<DT, V, STAGE>(c0 + u * c_step, kgrp));
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int c = c0 + u * c_step, k = lane_k<DT, V, STAGE>(c, kgrp), g128 = k / TL_BFP8_GROUP;
+                const int c = c0 + u * c_step, k = lane_k<DT, V, STAGE>(c, kgrp),
+                          g128 = (int)((unsigned)k / TL_BFP8_GROUP); /* k >= 0 */
                 if (c >= nchunks) break;
                 float mxs[NF];
 #pragma unroll
                 for (int f = 0; f < NF; f++)
                     mxs[f] = (DT == DT_MXFP4 || DT == DT_MXFP8)
                                  ? tl_code_e8m0_to_f32(p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * (p.K / TL_MX_BLOCK) +
-                                                     k / TL_MX_BLOCK])
+                                                     (unsigned)k / TL_MX_BLOCK])
                                  : 1.0f;
                 mma_chunk<DT, V, MT>(ch[u], acc, mxs, [&](int m, int j, int r) {
                     int row, f, col;

@@ -33,8 +33,9 @@
 #endif
 
 TL_MOE_PACK_FN int tl_moe_frag_cols(int wave) { return wave == 32 ? 8 : 16; }
-TL_MOE_PACK_FN int tl_moe_lane_kgrp(int wave, int lane) { return wave == 32 ? lane % 4 : lane / 16; }
-TL_MOE_PACK_FN int tl_moe_lane_col(int wave, int lane) { return wave == 32 ? lane / 4 : lane % 16; }
+/* (unsigned arithmetic: lanes, chunks and k are never negative, and the compiler may use it) */
+TL_MOE_PACK_FN int tl_moe_lane_kgrp(int wave, int lane) { return (int)(wave == 32 ? (unsigned)lane % 4u : (unsigned)lane / 16u); }
+TL_MOE_PACK_FN int tl_moe_lane_col(int wave, int lane) { return (int)(wave == 32 ? (unsigned)lane / 4u : (unsigned)lane % 16u); }
 
 /* The row of the expert's matrix that column `col` of fragment f of group g holds. Stage 1: the
  * first half of the fragments are gate rows g x 16.., the second half up rows n_out + g x 16..
@@ -74,7 +75,8 @@ TL_MOE_PACK_FN size_t tl_moe_packed_vec(int c, int f, int v, int w_vec, int r, i
  * values, R of its chunks per packed chunk (rows layout: R = 1, the run at c x 4 krun + kgrp x krun). */
 TL_MOE_PACK_FN int tl_moe_lane_k(int c, int kgrp, int krun, int r)
 {
-    return (c / r) * 4 * r * krun + kgrp * r * krun + (c % r) * krun;
+    const unsigned uc = (unsigned)c, ur = (unsigned)r, uk = (unsigned)krun;
+    return (int)(uc / ur * 4u * ur * uk + (unsigned)kgrp * ur * uk + uc % ur * uk);
 }
 
 #endif
