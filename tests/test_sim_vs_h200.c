@@ -51,6 +51,11 @@ static const struct {
     {"bench/results/h200_moe_bench_a16w4_run30.csv", 0},
     {"bench/results/h200_moe_bench_mxfp4_run30.csv", 0},
     {"bench/results/h200_moe_bench_mxfp8_run30.csv", 0},
+    {"bench/results/h200_moe_bench_bf16_run32.csv", 0}, /* the final commit of session 9, a slower GPU */
+    {"bench/results/h200_moe_bench_fp8_run32.csv", 0},
+    {"bench/results/h200_moe_bench_a16w4_run32.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp4_run32.csv", 0},
+    {"bench/results/h200_moe_bench_mxfp8_run32.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
