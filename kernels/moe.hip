@@ -239,6 +239,7 @@ static __device__ __forceinline__ int lane_bcol(int lane) { return tl_moe_lane_c
  * bytes; the others' runs are the same in both layouts). */
 template <int DT> struct Pack {
     enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, RUN_BYTES = 16 * W_VEC };
+    static_assert(W_BYTES(DT, KRUN) == RUN_BYTES, "a packed run is KRUN codes in W_VEC vectors");
 };
 #if !defined(MOE_NO_DEVICE) /* the host pass's fragment geometry is a placeholder */
 static_assert((TL_WAVE == 32 ? 8 : 16) == FRAG_N && NF * FRAG_N == NCOLS && NF / 2 * FRAG_N == S1_NB,
