@@ -222,11 +222,6 @@ template <int DT, int V> struct Chunk {
     uint4 a[LANE_ROWS][A_VEC];
 };
 
-/* This lane's place in the fragments (kernels/moe_pack.h): its k-group (which quarter of a chunk's
- * k it loads) and its weight row within a fragment (the output column it feeds). */
-static __device__ __forceinline__ int lane_kgrp(int lane) { return tl_moe_lane_kgrp(TL_WAVE, lane); }
-static __device__ __forceinline__ int lane_bcol(int lane) { return tl_moe_lane_col(TL_WAVE, lane); }
-
 /* Packed weights (kernels/moe_pack.h has the layout and its index functions). tl_moe_gpu_open
  * stores W1 and W2 (but bf16's W2) in groups of NCOLS rows, the rows one wave multiplies, each
  * group contiguous in the order the lanes load it, so each load instruction of a wave reads
@@ -562,7 +557,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, MOE_MINB
     const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
     const int n0 = nb * NB, kgroups = p.K / TL_BFP8_GROUP;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
-    const int kgrp = lane_kgrp(lane), bcol = lane_bcol(lane);
+    /* this lane's k-group (the quarter of a chunk's k it loads) and column (kernels/moe_pack.h) */
+    const int kgrp = tl_moe_lane_kgrp(TL_WAVE, lane), bcol = tl_moe_lane_col(TL_WAVE, lane);
     const size_t row_bytes = W_BYTES(DT, (size_t)p.K);
     /* this wave's group of rows (stage 1: item nb; stage 2: rows nw0..); the lane's weight row in
      * fragment f; where its weights are: packed, its first 16 bytes of the group; rows, its rows */
@@ -1069,26 +1065,44 @@ extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
     free(g);
 }
 
-/* W1 and W2 of every expert into their packed groups, in place, one expert's matrix at a time
- * through a scratch copy (the larger matrix's bytes more on the device, for the duration of the
- * call). */
-template <int DT>
-static int pack_weights_as(tl_moe_gpu *g, uint8_t *scratch)
+/* Calls f(std::integral_constant<int, DT>{}) for the kernels' dtype of a tl_moe dtype (TL_EUSAGE,
+ * recorded, for an unknown one). */
+template <class F>
+static int by_dtype(int dtype, F f)
 {
-    for (int stage = 1; stage <= (PACKED(DT, 2) ? 2 : 1); stage++) {
-        const size_t mat = stage == 1 ? g->w1_mat_bytes : g->w2_mat_bytes, n16 = mat / 16;
-        const int K = stage == 1 ? g->s.hidden : g->s.width, rows = stage == 1 ? 2 * g->s.width : g->s.hidden;
-        for (int e = 0; e < g->s.n_experts; e++) {
-            uint8_t *w = (stage == 1 ? g->w1 : g->w2) + (size_t)e * mat;
-            TL_GPU_CHECK(hipMemcpy(scratch, w, mat, hipMemcpyDeviceToDevice));
-            moe_pack_weights<DT><<<(unsigned)((n16 + 255) / 256), 256>>>(scratch, w, stage, K, rows, g->s.width);
-            TL_GPU_CHECK_LAUNCH("moe_pack_weights");
-        }
+    switch (dtype) {
+    case TL_MOE_BF16: return f(std::integral_constant<int, DT_BF16>{});
+    case TL_MOE_FP8: return f(std::integral_constant<int, DT_FP8>{});
+    case TL_MOE_A16W4: return f(std::integral_constant<int, DT_A16W4>{});
+    case TL_MOE_MXFP4: return f(std::integral_constant<int, DT_MXFP4>{});
+    case TL_MOE_MXFP8: return f(std::integral_constant<int, DT_MXFP8>{});
+    default: return tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
+    }
+}
+
+/* Uploads W1 (stage 1) or W2 (stage 2) of every expert from the host's rows layout: packed into
+ * the kernels' groups (kernels/moe_pack.h), one expert at a time through `scratch` (one matrix),
+ * or as it is where the stage reads rows (bf16's W2). */
+template <int DT>
+static int upload_weights(tl_moe_gpu *g, int stage, const uint8_t *host, uint8_t *scratch)
+{
+    const size_t mat = stage == 1 ? g->w1_mat_bytes : g->w2_mat_bytes, n16 = mat / 16;
+    uint8_t *dev = stage == 1 ? g->w1 : g->w2;
+    if (!PACKED(DT, stage)) return upload(dev, host, mat * g->s.n_experts);
+    const int K = stage == 1 ? g->s.hidden : g->s.width, rows = stage == 1 ? 2 * g->s.width : g->s.hidden;
+    for (int e = 0; e < g->s.n_experts; e++) {
+        int rc = upload(scratch, host + (size_t)e * mat, mat);
+        if (rc) return rc;
+        moe_pack_weights<DT><<<(unsigned)((n16 + 255) / 256), 256>>>(scratch, dev + (size_t)e * mat, stage, K, rows,
+                                                                      g->s.width);
+        TL_GPU_CHECK_LAUNCH("moe_pack_weights");
     }
     TL_GPU_CHECK(hipDeviceSynchronize());
     return 0;
 }
-static int pack_weights(tl_moe_gpu *g)
+/* W1 and W2 of `in` onto the device (upload_weights), with a scratch copy of the larger matrix for
+ * the duration of the call. */
+static int upload_all_weights(tl_moe_gpu *g, const tl_moe_inputs *in)
 {
     const int dt = g->s.dtype;
     const size_t w1 = (size_t)2 * g->s.width * (size_t)W_BYTES(dt, (size_t)g->s.hidden),
@@ -1099,14 +1113,10 @@ static int pack_weights(tl_moe_gpu *g)
     uint8_t *scratch;
     int rc = GALLOC(scratch, w1 > w2 ? w1 : w2, "weight packing scratch");
     if (rc) return rc;
-    switch (dt) {
-    case TL_MOE_BF16: rc = pack_weights_as<DT_BF16>(g, scratch); break;
-    case TL_MOE_FP8: rc = pack_weights_as<DT_FP8>(g, scratch); break;
-    case TL_MOE_A16W4: rc = pack_weights_as<DT_A16W4>(g, scratch); break;
-    case TL_MOE_MXFP4: rc = pack_weights_as<DT_MXFP4>(g, scratch); break;
-    case TL_MOE_MXFP8: rc = pack_weights_as<DT_MXFP8>(g, scratch); break;
-    default: rc = tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
-    }
+    rc = by_dtype(dt, [&](auto d) {
+        int r = upload_weights<decltype(d)::value>(g, 1, in->w1.codes, scratch);
+        return r ? r : upload_weights<decltype(d)::value>(g, 2, in->w2.codes, scratch);
+    });
     (void)hipFree(scratch);
     return rc;
 }
@@ -1153,13 +1163,11 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / TL_BFP8_GROUP) * sizeof(float), "activation scales");
     if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
-    if (!rc) rc = upload(g->w1, in->w1.codes, g->w1_mat_bytes * E);
-    if (!rc) rc = upload(g->w2, in->w2.codes, g->w2_mat_bytes * E);
+    if (!rc) rc = upload_all_weights(g, in);
     if (!rc && fs) rc = upload(g->w1s, in->w1.scales, g->w1_mat_scales * E * sizeof(float));
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
     if (!rc && es) rc = upload(g->w2e, in->w2.e8m0, g->w2_mat_scales * E);
-    if (!rc) rc = pack_weights(g);
     if (rc) {
         tl_moe_gpu_close(g);
         return rc;
@@ -1365,13 +1373,10 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         hipError_t e = tl_launch(moe_gemv_down, dim3((unsigned)grid.blocks), dim3(grid.geom.threads), 0, st, false,
                                  a, grid.geom.gs, grid.geom.tasks, (int)grid.big);
         rc = e == hipSuccess ? 0 : tl_gpu_fail("moe_gemv_down", hipGetErrorString(e), __FILE__, __LINE__);
-    } else switch (s->dtype) {
-    case TL_MOE_BF16: rc = launch_gemm<DT_BF16>(a, grid.blocks, stage, pair, dep, st); break;
-    case TL_MOE_FP8: rc = launch_gemm<DT_FP8>(a, grid.blocks, stage, pair, dep, st); break;
-    case TL_MOE_A16W4: rc = launch_gemm<DT_A16W4>(a, grid.blocks, stage, pair, dep, st); break;
-    case TL_MOE_MXFP4: rc = launch_gemm<DT_MXFP4>(a, grid.blocks, stage, pair, dep, st); break;
-    case TL_MOE_MXFP8: rc = launch_gemm<DT_MXFP8>(a, grid.blocks, stage, pair, dep, st); break;
-    default: return tl_error(TL_EUSAGE, "moe gpu", "unknown dtype");
+    } else {
+        rc = by_dtype(s->dtype, [&](auto d) {
+            return launch_gemm<decltype(d)::value>(a, grid.blocks, stage, pair, dep, st);
+        });
     }
     if (rc || stage == 1) return rc;
     const size_t n4 = (size_t)s->tokens * s->hidden / 4;
