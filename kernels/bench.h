@@ -114,6 +114,18 @@ void tl_bench_label(const tl_gpu_info *g, char *buf, size_t n);
 /* Today's UTC date and time as "2026-11-29T10:02:11Z". */
 void tl_bench_date(char *buf, size_t n);
 
+/* The device side that op rows (ops/, built without GPU code) call, as a table: kernels/bench.hip
+ * exports it in a GPU build, kernels/absent.c defines it as NULL in a build without one. read_floor
+ * is kernels/roofline.h's tl_roofline_read_floor. */
+typedef struct {
+    int (*count)(void);
+    int (*query)(int device, tl_gpu_info *out);
+    void (*default_opts)(tl_bench_opts *o);
+    void (*date)(char *buf, size_t n);
+    int (*read_floor)(double bytes, const tl_bench_opts *opts, double *us);
+} tl_gpu_api;
+extern const tl_gpu_api *const tl_gpu_kernels;
+
 #ifdef __cplusplus
 }
 #endif

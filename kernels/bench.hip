@@ -1,6 +1,7 @@
 /* kernels/bench.hip: the device queries and the timing harness of kernels/bench.h. */
 #include "gpu.h"
 #include "bench.h"
+#include "roofline.h" /* tl_roofline_read_floor, in the exported table */
 
 #include <stdlib.h>
 #include <time.h>
@@ -363,4 +364,10 @@ done:
     if (s.have_stream) (void)hipStreamSynchronize(s.stream);
     bench_free(&s);
     return st;
+}
+
+extern "C" {
+static const tl_gpu_api gpu_api = {tl_gpu_count, tl_gpu_query, tl_bench_default_opts, tl_bench_date,
+                                   tl_roofline_read_floor};
+extern const tl_gpu_api *const tl_gpu_kernels = &gpu_api;
 }

@@ -180,6 +180,24 @@ int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_
                      int *n_blocks, double *end_us);
 void tl_moe_gpu_close(tl_moe_gpu *g);
 
+/* The launcher above as a table of functions, so that code built without GPU code (the op row,
+ * ops/moe.c, and the tests that walk it) can call it: kernels/moe.hip exports it in a GPU build,
+ * kernels/absent.c defines it as NULL in a build without one. */
+typedef struct {
+    int (*open)(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out);
+    int (*set_tokens)(tl_moe_gpu *g, const tl_moe_inputs *in);
+    int (*poison)(tl_moe_gpu *g);
+    int (*run)(tl_moe_gpu *g, int parts);
+    int (*read)(tl_moe_gpu *g, float *out, int32_t *sorted_ids, size_t cap_rows, int32_t *tile_expert,
+                int32_t *tile_rows, size_t cap_tiles, int *n_tiles);
+    int (*read_act)(tl_moe_gpu *g, uint16_t *act, size_t cap_rows);
+    int (*time)(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_bench_result *r);
+    int (*trace)(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks, int *n_blocks,
+                 double *end_us);
+    void (*close)(tl_moe_gpu *g);
+} tl_moe_gpu_api;
+extern const tl_moe_gpu_api *const tl_moe_gpu_kernels;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1515,3 +1515,10 @@ done:
     else *blocks = b, *n_blocks = n;
     return rc;
 }
+
+extern "C" {
+static const tl_moe_gpu_api moe_gpu_api = {tl_moe_gpu_open, tl_moe_gpu_set_tokens, tl_moe_gpu_poison,
+                                           tl_moe_gpu_run,  tl_moe_gpu_read,       tl_moe_gpu_read_act,
+                                           tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close};
+extern const tl_moe_gpu_api *const tl_moe_gpu_kernels = &moe_gpu_api;
+}

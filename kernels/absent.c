@@ -1,0 +1,8 @@
+/* kernels/absent.c: the GPU tables of a build without GPU code (TILELAB_GPU=off). Op rows test
+ * these pointers instead of #ifdef: NULL means "no GPU part in this build". A GPU build links
+ * kernels/*.hip, which define the same names, instead of this file. */
+#include "bench.h"
+#include "moe.h"
+
+const tl_gpu_api *const tl_gpu_kernels = NULL;
+const tl_moe_gpu_api *const tl_moe_gpu_kernels = NULL;
