@@ -1,6 +1,6 @@
 /* kernels/absent.c: the GPU tables of a build without GPU code (TILELAB_GPU=off). Op rows test
  * these pointers instead of #ifdef: NULL means "no GPU part in this build". A GPU build links
- * kernels/*.hip, which define the same names, instead of this file. */
+ * the kernels (the .hip files of kernels/), which define the same names, instead of this file. */
 #include "bench.h"
 #include "moe.h"
 
