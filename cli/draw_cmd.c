@@ -1,5 +1,6 @@
 /* `tilelab draw ...`: options of the pictures (read with tl_opts_parse); the drawing lives in visualize/. */
 #include "cli.h"
+#include "../ops/ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -162,14 +163,14 @@ static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_mo
 
 /* TL_EUSAGE when the pictures' worklists (tokens x the model's k routed rows) are more than a
  * command simulates (a worklist of 2^31 rows takes minutes and gigabytes before any limit
- * downstream is reached): tl_cli_add_routed_rows. */
+ * downstream is reached): tl_ops_add_routed_rows. */
 static int check_edges(const tl_model *model, const int *tokens, int ntok)
 {
     int E, k, width;
     tl_model_moe_shape(model, &E, &k, &width);
     long long total = 0;
     for (int i = 0; i < ntok; i++) {
-        int rc = tl_cli_add_routed_rows(tokens[i], k, 1, &total);
+        int rc = tl_ops_add_routed_rows(tokens[i], k, 1, &total);
         if (rc) return rc;
     }
     return TL_OK;

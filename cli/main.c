@@ -1,5 +1,6 @@
 /* tilelab: the command's entry point and its dispatch tables. */
 #include "cli.h"
+#include "../core/op.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@ static const tl_command bench_table[] = {
     {"numerics", tl_bench_numerics, "encode, decode and MX-quantize throughput on this CPU", ""},
     {"sim", tl_bench_sim, "time the simulator over every preset, model, dtype and token count", ""},
     {"roofline", tl_bench_roofline, "measure the GPU's matrix-core and HBM ceilings", ""},
-    {"moe", tl_bench_op, "time the fused MoE kernel against the simulator's prediction", ""},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -26,7 +26,12 @@ static const tl_command draw_table[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-int tl_cmd_bench(int argc, char **argv) { return tl_dispatch(bench_table, "bench", argc, argv); }
+/* `bench OP` for the ops of the op table, else the benchmarks above */
+int tl_cmd_bench(int argc, char **argv)
+{
+    if (argc >= 2 && tl_op_find(argv[1])) return tl_bench_op(argc - 1, argv + 1);
+    return tl_dispatch(bench_table, "bench", argc, argv);
+}
 int tl_cmd_draw(int argc, char **argv) { return tl_dispatch(draw_table, "draw", argc, argv); }
 
 static int cmd_help(int argc, char **argv);
@@ -53,10 +58,14 @@ static const tl_command top_table[] = {
     {"mfma", tl_cmd_mfma, "matrix-core instructions: list, layout",
      "usage: tilelab mfma list --arch gfx942|gfx950\n"
      "       tilelab mfma layout --arch ARCH --instr NAME --matrix A|B|C|D [--format csv]\n"},
+    {"ops", tl_cmd_ops, "the op table: ops, dtypes, where each kernel was compiled and run",
+     "usage: tilelab ops [--format table|csv|json]\n"},
     {"check", tl_cmd_check, "an op's GPU kernel against its CPU reference",
-     "usage: tilelab check OP [options]  (tilelab check OP --help)\n"},
-    {"bench", tl_cmd_bench, "benchmarks: numerics, sim, roofline, moe",
-     "usage: tilelab bench numerics|sim|roofline|moe ...\n"},
+     "usage: tilelab check OP [options] [--input NAME=FILE.npy ...]  (tilelab check OP --help)\n"},
+    {"run", tl_cmd_run, "an op's reference or kernel on your own .npy tensors",
+     "usage: tilelab run OP --input NAME=FILE.npy ... --output FILE.npy [--device cpu|gpu]\n"},
+    {"bench", tl_cmd_bench, "benchmarks: numerics, sim, roofline, and each op",
+     "usage: tilelab bench numerics|sim|roofline|OP ...  (tilelab ops lists the ops)\n"},
     {"help", cmd_help, "help on a command", "usage: tilelab help COMMAND\n"},
     {"version", cmd_version, "print the version", "usage: tilelab version\n"},
     {NULL, NULL, NULL, NULL},

@@ -6,14 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/op.h"
 #include "../core/table.h"
 #include "../simulator/decode.h"
 #include "../simulator/hw.h"
 #include "../simulator/model.h"
 #include "../simulator/moe.h"
 #include "../simulator/worklist.h"
-
-#define MAX_TOKEN_LIST 256
 
 static int get_format(const char *s, tl_format *f)
 {
@@ -229,133 +228,6 @@ int tl_cmd_models(int argc, char **argv)
     return 0;
 }
 
-/* ---- tilelab sim moe ---- */
-
-static const char moe_usage[] =
-    "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
-    "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
-    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--kernel generic|tilelab]\n"
-    "         [--format table|csv|json]\n"
-    "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
-    "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
-    "  --model    preset or a model's config.json\n"
-    "  --dtype    bf16 | fp8 (block-scaled) | a16w4 | mxfp4 | mxfp8\n"
-    "  --routing  balanced | random | zipf:S | trace:FILE (CSV, one token per line, its k experts)\n"
-    "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
-    "  --tp       tensor-parallel split of the expert width\n"
-    "  --seed     routing seed for random and zipf (default 1)\n"
-    "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
-    "             default: the preset's hbm_per_cu_gbps)\n"
-    "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
-    "             tilelab: this project's kernels/moe.hip with its own geometry, timed as `tilelab bench\n"
-    "             moe` times it by default (after a read flush): the bench's sim_us column\n"
-    "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
-    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
-
-static int sim_moe(int argc, char **argv)
-{
-    if (tl_wants_help(argc, argv, moe_usage)) return 0;
-    const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8",
-               *tokens_s = "1,8,32,64,256,512,1024", *stage_s = "both", *routing_s = "balanced",
-               *tile_m_s = "16", *tile_n_s = "128", *tp_s = "1", *seed_s = "1", *fmt_s = NULL, *cu_s = NULL,
-               *kernel_s = "generic";
-    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
-                     TL_OPT_V("--kernel", &kernel_s), TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s),
-                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tile-m", &tile_m_s),
-                     TL_OPT_V("--tile-n", &tile_n_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("--format", &fmt_s), TL_OPT_V("--cu-gbps", &cu_s), TL_OPT_END};
-    tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "sim moe", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
-    tl_moe_problem p;
-    memset(&p, 0, sizeof p);
-    long tokens[MAX_TOKEN_LIST];
-    int ntok = 0, stage_lo, stage_hi;
-    long seed;
-    if (tl_parse_long_list(tokens_s, 1, 2147483647L, "--tokens", tokens, MAX_TOKEN_LIST, &ntok) ||
-        tl_moe_dtype_parse(dtype_s, &p.dtype) || tl_routing_parse(routing_s, &p.routing) ||
-        tl_parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m) || tl_parse_int(tile_n_s, 1, 65536, "--tile-n", &p.tile_n) ||
-        tl_parse_int(tp_s, 1, 1024, "--tp", &p.tp) || tl_parse_long(seed_s, 0, 2147483647L, "--seed", &seed))
-        return TL_EUSAGE;
-    /* the lower bound is a preset's hbm_per_cu_gbps's: below it times overflow to inf */
-    if (cu_s && (tl_parse_double(cu_s, "--cu-gbps", &p.cu_gbps) || p.cu_gbps < 1e-3 || p.cu_gbps > 1e6))
-        return tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in [0.001, 1e6] GB/s", cu_s);
-    int tilelab_kernel = strcmp(kernel_s, "tilelab") == 0;
-    if (!tilelab_kernel && strcmp(kernel_s, "generic") != 0)
-        return tl_error(TL_EUSAGE, "--kernel", "'%s' is not generic or tilelab", kernel_s);
-    if (strcmp(stage_s, "both") == 0) stage_lo = 1, stage_hi = 2;
-    else if (strcmp(stage_s, "1") == 0) stage_lo = stage_hi = 1;
-    else if (strcmp(stage_s, "2") == 0) stage_lo = stage_hi = 2;
-    else return tl_error(TL_EUSAGE, "--stage", "'%s' is not 1, 2 or both", stage_s);
-    tl_hw hw;
-    tl_model model;
-    if (tl_hw_load(hw_s, &hw) || tl_model_load(model_s, &model)) return TL_EUSAGE;
-    int E, k, width;
-    tl_model_moe_shape(&model, &E, &k, &width);
-    long long total_edges = 0;
-    for (int i = 0; i < ntok; i++) {
-        int rc = tl_cli_add_routed_rows(tokens[i], k, stage_hi - stage_lo + 1, &total_edges);
-        if (rc) return rc;
-    }
-    p.hw = &hw;
-    p.model = &model;
-    p.seed = (uint64_t)seed;
-    tl_table *t = tl_table_new("stage,hw,model,dtype,tokens,active_experts,tiles,padding,k_padding,flops_useful,"
-                               "flops_issued,hbm_bytes,intensity,time_us,limiter,waves,work_items,instruction,"
-                               "compute_us,memory_us,fixed_us,tflops,gbps,weight_bytes");
-    int rc = 0;
-    for (int i = 0; i < ntok && !rc; i++)
-        for (int s = stage_lo; s <= stage_hi && !rc; s++) {
-            p.tokens = (int)tokens[i];
-            p.stage = s;
-            if (tilelab_kernel) {
-                rc = tl_moe_tilelab_kernel(&p);
-                p.after_flush = 0; /* the bench's default read flush leaves no dirty line */
-                if (rc) break;
-            }
-            tl_moe_result r;
-            rc = tl_moe_sim(&p, &r);
-            if (rc) break;
-            tl_table_row(t);
-            tl_table_int(t, s);
-            tl_table_str(t, hw.name);
-            tl_table_str(t, model.name);
-            tl_table_str(t, tl_moe_dtype_name(p.dtype));
-            tl_table_int(t, r.tokens);
-            tl_table_int(t, r.active_experts);
-            tl_table_int(t, r.tiles);
-            tl_table_numf(t, "%.4g", r.padding);
-            tl_table_numf(t, "%.4g", r.k_padding);
-            tl_table_num(t, r.flops_useful);
-            tl_table_num(t, r.flops_issued);
-            tl_table_num(t, r.hbm_bytes);
-            tl_table_numf(t, "%.4g", r.intensity);
-            tl_table_numf(t, "%.2f", r.time_us);
-            tl_table_str(t, r.limiter);
-            tl_table_int(t, r.waves);
-            tl_table_int(t, r.work_items);
-            tl_table_str(t, r.instr.name);
-            tl_table_numf(t, "%.2f", r.compute_us);
-            tl_table_numf(t, "%.2f", r.memory_us);
-            tl_table_numf(t, "%.2f", r.fixed_us);
-            tl_table_numf(t, "%.1f", r.flops_useful / (r.time_us * 1e6));
-            tl_table_numf(t, "%.1f", r.hbm_bytes / (r.time_us * 1e3));
-            tl_table_numf(t, "%.0f", r.weight_bytes);
-            tl_moe_result_free(&r);
-        }
-    if (!rc) {
-        char title[512], rs[64];
-        tl_routing_describe(&p.routing, rs, sizeof rs);
-        snprintf(title, sizeof title,
-                 "fused MoE, simulated on preset %s: %s, E=%d k=%d H=%d width=%d tp=%d, %s, routing %s (seed %ld), "
-                 "tile_m=%d tile_n=%d%s",
-                 hw.name, model.name, E, k, model.hidden, width, p.tp, tl_moe_dtype_name(p.dtype), rs, seed,
-                 p.tile_m, p.tile_n, tilelab_kernel ? ", kernel: tilelab's kernels/moe.hip after a read flush" : "");
-        tl_table_print(t, fmt, title, stdout);
-    }
-    tl_table_free(t);
-    return rc;
-}
-
 /* ---- tilelab sim paged-decode ---- */
 
 static const char decode_usage[] =
@@ -421,12 +293,16 @@ static int sim_decode(int argc, char **argv)
 }
 
 static const tl_command sim_table[] = {
-    {"moe", sim_moe, "the fused MoE kernel's tiles, padding, bytes, time and limiter", ""},
     {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
     {NULL, NULL, NULL, NULL},
 };
 
-int tl_cmd_sim(int argc, char **argv) { return tl_dispatch(sim_table, "sim", argc, argv); }
+/* `sim OP` for the ops of the op table (their model), else the models above that are not ops yet */
+int tl_cmd_sim(int argc, char **argv)
+{
+    if (argc >= 2 && tl_op_find(argv[1])) return tl_sim_op(argc - 1, argv + 1);
+    return tl_dispatch(sim_table, "sim", argc, argv);
+}
 
 /* ---- tilelab bench sim ---- */
 

@@ -1,5 +1,5 @@
-/* tl_opts_parse: the table-driven option reader every command shares (contract in cli.h). */
-#include "cli.h"
+/* tl_opts_parse: the table-driven option reader every command shares (contract in core/opts.h). */
+#include "opts.h"
 
 #include <string.h>
 
@@ -73,15 +73,3 @@ int tl_opts_parse(int argc, char **argv, const tl_opt *opts, const char *cmd, co
     return TL_OK;
 }
 
-int tl_cli_add_routed_rows(long tokens, int k, int passes, long long *total)
-{
-    const long long rows = (long long)tokens * k;
-    if (rows > TL_CLI_MAX_EDGES)
-        return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is %lld routed rows, more than the %ld one "
-                        "worklist simulates", tokens, k, rows, TL_CLI_MAX_EDGES);
-    *total += rows * passes;
-    if (*total > TL_CLI_MAX_EDGES_TOTAL)
-        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k%s add up to more than the %ld routed rows "
-                        "one command simulates", passes > 1 ? " x stages" : "", TL_CLI_MAX_EDGES_TOTAL);
-    return TL_OK;
-}

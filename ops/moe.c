@@ -1,0 +1,1033 @@
+/* ops/moe.c: the fused MoE's row of the op table (core/op.h says what each function promises).
+ * It joins the op's parts: the contract's shape, the reference (reference/moe.h), the model
+ * (simulator/moe.h: one function, moe_model, that sim, bench and the figures all use) and the
+ * kernel's exported launcher table (kernels/moe.h: NULL in a build without a GPU). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../kernels/bench.h"
+#include "../kernels/moe.h"
+#include "../numerics/blockfp8.h"
+#include "../reference/moe.h"
+#include "../simulator/model.h"
+#include "../simulator/moe.h"
+#include "../simulator/worklist.h"
+#include "ops.h"
+
+#define MOE_MAX_CASES 256
+
+typedef struct {
+    tl_op_mode mode;
+    tl_model model;          /* the preset, with width = expert width / tp and any overrides */
+    tl_moe_dtype dtype;
+    long tokens[MOE_MAX_CASES];
+    int n_tokens;
+    int tp;
+    tl_routing routing;
+    uint64_t seed;
+    int n_shared;
+    int stage;               /* bench and sim: 0 = both, 1, 2 */
+    int flush_write;         /* bench: 1 = --flush write (dirty L2 lines left), 0 = the default read flush */
+    char hw[1100];           /* bench and sim: the preset the model predicts on */
+    int tile_m, tile_n;      /* sim: the modelled kernel's tile (generic kernel) */
+    double cu_gbps;          /* sim: --cu-gbps (0 = the preset's) */
+    int tilelab_kernel;      /* sim: 1 = this project's kernel's geometry (bench and check always) */
+    const char *trace_path;  /* bench: --trace FILE, or NULL */
+    tl_atomic trace;         /* the trace file while it is written (trace_f open) */
+    FILE *trace_f;
+    tl_moe_shape shape;      /* tokens = the current case's */
+    /* the user's tensors (load_inputs): x as float32, the routing; NULL when random */
+    float *user_x;
+    int32_t *user_ids;
+    float *user_w;
+    /* state of the current case */
+    int cur_case;            /* -1: none made */
+    tl_moe_inputs in;
+    int have_weights;
+    tl_worklist wl;
+    float *ref, *other;      /* reference output, naive or GPU output */
+    uint16_t *ref_act;       /* with a GPU: the reference's stage-1 output (worklist rows x width) */
+    tl_moe_gpu *g;
+} moe_problem;
+
+static const tl_op_input moe_inputs[] = {
+    {"x", "activations [tokens][hidden]: float32, float16 or bfloat16 (fp8: quantized in 1x128 groups)", 1},
+    {"topk_ids", "routed experts [tokens][top_k]: int32 in [0, experts)", 1},
+    {"topk_weights", "routing weights [tokens][top_k]: float32, finite", 1},
+    {NULL, NULL, 0},
+};
+
+static const tl_op_target moe_targets[] = {
+    {"sm_90", "nvcc 13.0, in every test run where nvcc is found", "NVIDIA H200, 2026-11-29 (all five dtypes)"},
+    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"},
+    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"},
+    {NULL, NULL, NULL},
+};
+
+static const char moe_check_usage[] =
+    "usage: tilelab check moe [--model NAME|config.json] [--dtype bf16|fp8|a16w4|mxfp4|mxfp8]\n"
+    "                         [--tokens LIST] [--tp N] [--routing balanced|random|zipf:S|trace:FILE]\n"
+    "                         [--seed S] [--shared N] [--hidden H] [--width W] [--experts E] [--topk K]\n"
+    "                         [--input x=FILE.npy --input topk_ids=FILE.npy --input topk_weights=FILE.npy]\n"
+    "                         [--format table|csv|json]\n"
+    "Runs the fused MoE kernel (sort, stage 1, stage 2) on seeded random inputs and compares it with\n"
+    "the CPU reference under the tolerance derived from the formats, reduction lengths and size (the\n"
+    "whole output's relative RMS error, and each token's row's, each bound allowing one rounding flip\n"
+    "of a large activation between the two sides). The stages are also checked one at a time: every\n"
+    "stage-1 activation equal to the reference's or one bf16 rounding step apart, and the output within\n"
+    "16x the float32 model of the reference's stage 2 run on the GPU's own activations. The GPU's\n"
+    "worklist must equal tl_worklist_build's exactly and two runs must agree bit for bit. Outputs are\n"
+    "poisoned with NaN first. Without a GPU build, checks the reference against the naive loop on a\n"
+    "small shape (and on the requested one when cheap) and names the requested cases not checked.\n"
+    "--input: your own activations and routing (.npy; all three together) replace the random ones:\n"
+    "one case of their token count; the weights stay seeded random codes of --dtype.\n"
+    "Defaults: deepseek-v3.2, bf16, tokens 1,16,256, tp 1, random routing, a fresh seed (printed),\n"
+    "no shared experts (--shared N adds N shared experts to the reference checks; not fused on GPU).\n"
+    "Exit status: 0 all passed, 1 a check failed, 2 bad input.\n";
+
+static const char moe_run_usage[] =
+    "usage: tilelab run moe --input x=FILE.npy --input topk_ids=FILE.npy --input topk_weights=FILE.npy\n"
+    "                       --output FILE.npy [--device cpu|gpu] [--model NAME|config.json]\n"
+    "                       [--dtype DTYPE] [--tp N] [--seed S] [--hidden H] [--width W] [--experts E]\n"
+    "Runs the fused MoE layer on your tensors: the CPU reference (--device cpu, the default) or the\n"
+    "GPU kernel (--device gpu), and writes its output out [tokens][hidden] float32 to --output.\n"
+    "x must be [tokens][hidden] of the model; topk_ids and topk_weights [tokens][top_k]. The weights\n"
+    "are seeded random codes of --dtype (--seed; printed), the same ones `check moe --seed` uses.\n";
+
+static const char moe_bench_usage[] =
+    "usage: tilelab bench moe [--model NAME] [--dtype DTYPE] [--tokens LIST] [--stage 1|2] [--tp N]\n"
+    "                         [--routing SPEC] [--seed S] [--hw PRESET] [--flush write|read]\n"
+    "                         [--trace FILE.csv] [--format table|csv|json]\n"
+    "Times each stage with the seed's method (256 MB L2 flush and a 20 us busy-wait before each\n"
+    "iteration, 20 warm-up, 200 timed, median, graph replay) and prints weight bytes read per second,\n"
+    "TFLOP/s and the simulator's prediction on the preset with its relative error. --flush read\n"
+    "(default) loads the flush buffer, so the stage pays only for its own traffic; --flush write\n"
+    "stores it, and the L2 lines it leaves dirty are written back during the timed stage (about 42 MB\n"
+    "on the H200: ~9 us).\n"
+    "--trace FILE.csv also runs each stage once more as it is timed, with every GEMM block recording\n"
+    "when it started and ended and on which SM (columns tokens,stage,dtype,block,tile,nblock,sm,\n"
+    "start_us,end_us,source; times from the moment the stage could start; one row per stage with\n"
+    "block -1 gives when its last kernel had ended): where a stage's time goes beyond its bytes;\n"
+    "`tilelab draw timeline --trace FILE.csv` draws it.\n"
+    "floor_us is the read floor: a plain streaming read of the stage's hbm_bytes on the same device\n"
+    "with the same method (kernels/roofline.h), which no kernel that must read them beats by much;\n"
+    "x_floor = time_us / floor_us. The preset defaults to h200. --format csv gives the columns\n"
+    "`tilelab draw roofline --points` reads (name,flops,hbm_bytes,time_us,intensity,tflops,source).\n"
+    "Defaults: deepseek-v3.2, fp8, tokens 1,8,64,256,1024, both stages, balanced routing, seed 1.\n";
+
+static const char moe_sim_usage[] =
+    "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
+    "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
+    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--kernel generic|tilelab]\n"
+    "         [--format table|csv|json]\n"
+    "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
+    "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
+    "  --model    preset or a model's config.json\n"
+    "  --dtype    bf16 | fp8 (block-scaled) | a16w4 | mxfp4 | mxfp8\n"
+    "  --routing  balanced | random | zipf:S | trace:FILE (CSV, one token per line, its k experts)\n"
+    "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
+    "  --tp       tensor-parallel split of the expert width\n"
+    "  --seed     routing seed for random and zipf (default 1)\n"
+    "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
+    "             default: the preset's hbm_per_cu_gbps)\n"
+    "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
+    "             tilelab: this project's kernels with their own geometry, timed as `tilelab bench\n"
+    "             moe` times them by default (after a read flush): the bench's sim_us column\n"
+    "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
+    "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
+    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+
+/* ---- problem lifetime ------------------------------------------------------------------------ */
+
+static void moe_free_case(moe_problem *p)
+{
+    tl_worklist_free(&p->wl);
+    free(p->ref);
+    free(p->other);
+    free(p->ref_act);
+    p->ref = p->other = NULL;
+    p->ref_act = NULL;
+    p->cur_case = -1;
+}
+
+static void moe_free(void *vp)
+{
+    moe_problem *p = vp;
+    if (!p) return;
+    if (p->trace_f) { /* the run stopped before the last case: no half-written trace */
+        fclose(p->trace_f);
+        tl_atomic_abort(&p->trace);
+    }
+    moe_free_case(p);
+    tl_moe_inputs_free(&p->in);
+    if (p->g) tl_moe_gpu_kernels->close(p->g);
+    free(p->user_x);
+    free(p->user_ids);
+    free(p->user_w);
+    free(p);
+}
+
+/* --trace FILE: its temporary file opened with the header (moe_bench fills it, commits it after
+ * the last case; moe_free removes it if the run stops before). */
+static int moe_trace_open(moe_problem *p)
+{
+    int rc = tl_atomic_begin(&p->trace, p->trace_path);
+    if (rc) return rc;
+    p->trace_f = fopen(p->trace.tmp, "w");
+    if (!p->trace_f) return tl_error(TL_EUSAGE, p->trace_path, "cannot write the trace: %s", strerror(errno));
+    fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n");
+    return 0;
+}
+
+/* ---- parse ----------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *model, *tokens, *routing, *fmt, *dtype, *tp, *shared, *hidden, *width, *experts, *topk, *seed,
+        *stage, *hw, *flush, *trace, *tile_m, *tile_n, *cu, *kernel;
+} moe_args;
+
+/* The option table of one verb: check and run take the shape; bench adds timing; sim the model's. */
+static int moe_read_args(int argc, char **argv, tl_op_mode mode, moe_args *a)
+{
+    static const char *const cmds[] = {"check moe", "bench moe", "sim moe", "run moe"};
+    tl_opt opts[32];
+    int n = 0;
+#define ADD(name, field) opts[n++] = (tl_opt)TL_OPT_V(name, &a->field)
+    ADD("--model", model);
+    ADD("--dtype", dtype);
+    ADD("--tp", tp);
+    ADD("--seed", seed);
+    if (mode != TL_OP_RUN) {
+        ADD("--tokens", tokens);
+        ADD("--routing", routing);
+    }
+    if (mode != TL_OP_SIM) {
+        ADD("--hidden", hidden);
+        ADD("--width", width);
+        ADD("--experts", experts);
+        ADD("--topk", topk);
+    }
+    if (mode == TL_OP_CHECK) ADD("--shared", shared);
+    if (mode == TL_OP_BENCH || mode == TL_OP_SIM) {
+        ADD("--stage", stage);
+        ADD("--hw", hw);
+    }
+    if (mode == TL_OP_BENCH) {
+        ADD("--flush", flush);
+        ADD("--trace", trace);
+    }
+    if (mode == TL_OP_SIM) {
+        ADD("--tile-m", tile_m);
+        ADD("--tile-n", tile_n);
+        ADD("--cu-gbps", cu);
+        ADD("--kernel", kernel);
+    }
+#undef ADD
+    opts[n] = (tl_opt)TL_OPT_END;
+    return tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
+}
+
+static int parse_stage(const char *s, int *stage)
+{
+    if (!s || strcmp(s, "both") == 0) *stage = 0;
+    else if (strcmp(s, "1") == 0) *stage = 1;
+    else if (strcmp(s, "2") == 0) *stage = 2;
+    else return tl_error(TL_EUSAGE, "--stage", "'%s' is not 1, 2 or both", s);
+    return 0;
+}
+
+/* Defaults per verb: check bf16, a fresh seed, random routing; bench fp8, seed 1, balanced; sim
+ * fp8 on mi355x with the generic kernel, balanced, seed 1; run bf16, seed 1. */
+static void moe_defaults(tl_op_mode mode, moe_args *a, moe_problem *p)
+{
+    a->model = "deepseek-v3.2";
+    a->tokens = mode == TL_OP_CHECK ? "1,16,256" : mode == TL_OP_BENCH ? "1,8,64,256,1024" : mode == TL_OP_SIM
+                ? "1,8,32,64,256,512,1024" : "1";
+    a->routing = mode == TL_OP_CHECK ? "random" : "balanced";
+    p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
+    p->dtype = mode == TL_OP_CHECK || mode == TL_OP_RUN ? TL_MOE_BF16 : TL_MOE_FP8;
+    a->hw = mode == TL_OP_SIM ? "mi355x" : "h200";
+    p->tile_m = TL_MOE_TILE_M;
+    p->tile_n = 128;
+    p->tilelab_kernel = mode != TL_OP_SIM;
+}
+
+static int moe_parse_sim(const moe_args *a, moe_problem *p)
+{
+    int rc = 0;
+    if (a->tile_m) rc = tl_parse_int(a->tile_m, 1, 4096, "--tile-m", &p->tile_m);
+    if (!rc && a->tile_n) rc = tl_parse_int(a->tile_n, 1, 65536, "--tile-n", &p->tile_n);
+    /* the lower bound is a preset's hbm_per_cu_gbps's: below it times overflow to inf */
+    if (!rc && a->cu && (tl_parse_double(a->cu, "--cu-gbps", &p->cu_gbps) || p->cu_gbps < 1e-3 || p->cu_gbps > 1e6))
+        rc = tl_error(TL_EUSAGE, "--cu-gbps", "'%s' is not a rate in [0.001, 1e6] GB/s", a->cu);
+    if (!rc && a->kernel) {
+        p->tilelab_kernel = strcmp(a->kernel, "tilelab") == 0;
+        if (!p->tilelab_kernel && strcmp(a->kernel, "generic") != 0)
+            rc = tl_error(TL_EUSAGE, "--kernel", "'%s' is not generic or tilelab", a->kernel);
+    }
+    if (rc) return rc;
+    int E, k, width;
+    tl_model_moe_shape(&p->model, &E, &k, &width); /* dense models: one expert every token uses */
+    if (width % p->tp) return tl_error(TL_EUSAGE, "--tp", "%d does not divide the expert width %d", p->tp, width);
+    long long total_edges = 0;
+    for (int i = 0; i < p->n_tokens && !rc; i++)
+        rc = tl_ops_add_routed_rows(p->tokens[i], k, p->stage ? 1 : 2, &total_edges);
+    return rc;
+}
+
+/* check, bench and run: the kernel's shape, with overrides, checked against its contract. */
+static int moe_parse_shape(const moe_args *a, moe_problem *p)
+{
+    long shared = 0, hidden = 0, width = 0, experts = 0, topk = 0;
+    int rc = 0;
+    if (a->shared) rc = tl_parse_long(a->shared, 0, 16, "--shared", &shared);
+    if (!rc && a->hidden) rc = tl_parse_long(a->hidden, 1, 65536, "--hidden", &hidden);
+    if (!rc && a->width) rc = tl_parse_long(a->width, 1, 65536, "--width", &width);
+    if (!rc && a->experts) rc = tl_parse_long(a->experts, 1, 4096, "--experts", &experts);
+    if (!rc && a->topk) rc = tl_parse_long(a->topk, 1, 4096, "--topk", &topk);
+    if (!rc && p->model.n_experts < 1)
+        rc = tl_error(TL_EUSAGE, "moe", "model '%s' has no routed experts", p->model.name);
+    if (rc) return rc;
+    if (hidden) p->model.hidden = (int)hidden;
+    if (width) p->model.moe_width = (int)width;
+    if (experts) p->model.n_experts = (int)experts;
+    if (topk) p->model.top_k = (int)topk;
+    if (p->model.moe_width % p->tp)
+        return tl_error(TL_EUSAGE, "--tp", "%d does not divide the expert width %d", p->tp, p->model.moe_width);
+    p->n_shared = (int)shared;
+    tl_moe_shape s = {(int)p->tokens[0], p->model.hidden, p->model.moe_width / p->tp, p->model.n_experts,
+                      p->model.top_k, (int)shared, p->dtype};
+    for (int c = 0; c < p->n_tokens && !rc; c++) {
+        s.tokens = (int)p->tokens[c];
+        rc = tl_moe_shape_check(&s);
+    }
+    s.tokens = (int)p->tokens[0];
+    p->shape = s;
+    return rc;
+}
+
+static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
+{
+    *out = NULL;
+    moe_problem *p = calloc(1, sizeof *p);
+    if (!p) return tl_error(TL_EFAIL, "moe", "out of memory");
+    p->mode = mode;
+    p->cur_case = -1;
+    moe_args a;
+    memset(&a, 0, sizeof a);
+    moe_defaults(mode, &a, p);
+    long tp = 1;
+    int rc = moe_read_args(argc, argv, mode, &a);
+    if (!rc && a.dtype) rc = tl_moe_dtype_parse(a.dtype, &p->dtype);
+    if (!rc && a.tp) rc = tl_parse_long(a.tp, 1, 1024, "--tp", &tp);
+    if (!rc) rc = parse_stage(a.stage, &p->stage);
+    p->tp = (int)tp;
+    p->trace_path = a.trace;
+    if (!rc && a.trace && !*a.trace) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
+    if (!rc && a.flush) {
+        if (strcmp(a.flush, "write") == 0) p->flush_write = 1;
+        else if (strcmp(a.flush, "read") != 0)
+            rc = tl_error(TL_EUSAGE, "--flush", "unknown flush '%s' (write or read)", a.flush);
+    }
+    if (!rc && a.seed) rc = tl_ops_parse_seed(a.seed, &p->seed);
+    snprintf(p->hw, sizeof p->hw, "%s", a.hw);
+    if (!rc && (mode == TL_OP_BENCH || mode == TL_OP_SIM)) { /* bad input is exit 2 before "no GPU" is exit 1 */
+        tl_hw hw;
+        rc = tl_hw_load(p->hw, &hw);
+    }
+    if (!rc) rc = tl_model_load(a.model, &p->model);
+    if (!rc) rc = tl_routing_parse(a.routing, &p->routing);
+    if (!rc)
+        rc = tl_parse_long_list(a.tokens, 1, mode == TL_OP_SIM ? 2147483647L : 1 << 20, "--tokens", p->tokens,
+                                MOE_MAX_CASES, &p->n_tokens);
+    if (!rc && p->n_tokens < 1) rc = tl_error(TL_EUSAGE, "--tokens", "no token counts given");
+    if (!rc) rc = mode == TL_OP_SIM ? moe_parse_sim(&a, p) : moe_parse_shape(&a, p);
+    if (!rc && p->trace_path) rc = moe_trace_open(p); /* now, not after minutes of timing */
+    if (rc) {
+        moe_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- the user's tensors ---------------------------------------------------------------------- */
+
+/* a must be [rows][cols] (cols 0: any); TL_EUSAGE naming the file otherwise. */
+static int expect_shape(const tl_npy *a, const char *path, size_t rows, size_t cols, const char *want)
+{
+    char got[128];
+    tl_npy_shape_str(a, got, sizeof got);
+    if (a->ndim != 2 || (rows && a->shape[0] != rows) || (cols && a->shape[1] != cols))
+        return tl_error(TL_EUSAGE, path, "shape %s, expected %s", got, want);
+    return 0;
+}
+
+static int first_nonfinite(const float *v, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return tl_error(TL_EUSAGE, path, "element %zu is %g: inputs must be finite", i, v[i]);
+    return 0;
+}
+
+static const char *file_of(const tl_op_file *f, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(f[i].name, name) == 0) return f[i].path;
+    return NULL;
+}
+
+static int load_x(moe_problem *p, const char *path, tl_npy *a)
+{
+    char want[200];
+    snprintf(want, sizeof want, "[tokens, %d] (the hidden size of %s; --hidden to change)", p->model.hidden,
+             p->model.name);
+    int rc = tl_npy_read(path, a);
+    if (!rc) rc = expect_shape(a, path, 0, (size_t)p->model.hidden, want);
+    if (!rc && (a->shape[0] < 1 || a->shape[0] > (1u << 20)))
+        rc = tl_error(TL_EUSAGE, path, "%zu tokens: 1 to 2^20 are supported", a->shape[0]);
+    if (!rc) {
+        p->user_x = malloc(a->count * sizeof(float));
+        rc = p->user_x ? tl_npy_to_f32(a, path, p->user_x) : tl_error(TL_EFAIL, path, "out of memory");
+    }
+    if (!rc) rc = first_nonfinite(p->user_x, a->count, path);
+    return rc;
+}
+
+static int load_routing(moe_problem *p, const char *ids_path, const char *w_path, size_t tokens)
+{
+    char want[200];
+    snprintf(want, sizeof want, "[%zu, %d] (tokens of x, top_k of %s; --topk to change)", tokens, p->model.top_k,
+             p->model.name);
+    tl_npy ids, w;
+    memset(&w, 0, sizeof w);
+    int rc = tl_npy_read(ids_path, &ids);
+    if (!rc) rc = expect_shape(&ids, ids_path, tokens, (size_t)p->model.top_k, want);
+    if (!rc && ids.type != TL_NPY_I32)
+        rc = tl_error(TL_EUSAGE, ids_path, "needs int32 expert ids, not %s", tl_npy_type_name(ids.type));
+    for (size_t i = 0; !rc && i < ids.count; i++) {
+        int32_t e = ((const int32_t *)ids.data)[i];
+        if (e < 0 || e >= p->model.n_experts)
+            rc = tl_error(TL_EUSAGE, ids_path, "element %zu is expert %d, outside [0, %d)", i, e, p->model.n_experts);
+    }
+    if (!rc) rc = tl_npy_read(w_path, &w);
+    if (!rc) rc = expect_shape(&w, w_path, tokens, (size_t)p->model.top_k, want);
+    if (!rc) {
+        p->user_w = malloc(w.count * sizeof(float));
+        rc = p->user_w ? tl_npy_to_f32(&w, w_path, p->user_w) : tl_error(TL_EFAIL, w_path, "out of memory");
+    }
+    if (!rc) rc = first_nonfinite(p->user_w, w.count, w_path);
+    if (!rc) {
+        p->user_ids = ids.data;
+        ids.data = NULL;
+    }
+    tl_npy_free(&ids);
+    tl_npy_free(&w);
+    return rc;
+}
+
+static int moe_load_inputs(void *vp, const tl_op_file *files, int n)
+{
+    moe_problem *p = vp;
+    const char *xp = file_of(files, n, "x"), *ip = file_of(files, n, "topk_ids"), *wp = file_of(files, n, "topk_weights");
+    if (!xp || !ip || !wp)
+        return tl_error(TL_EUSAGE, "--input", "moe needs x, topk_ids and topk_weights together (tilelab run moe --help)");
+    tl_npy x;
+    int rc = load_x(p, xp, &x);
+    size_t tokens = rc ? 0 : x.shape[0];
+    tl_npy_free(&x);
+    if (!rc) rc = load_routing(p, ip, wp, tokens);
+    if (rc) return rc;
+    p->tokens[0] = (long)tokens;
+    p->n_tokens = 1;
+    p->shape.tokens = (int)tokens;
+    return tl_moe_shape_check(&p->shape);
+}
+
+/* The loaded tensors as the kernel's token-side inputs: x rounded to bf16 (RNE) and, for fp8,
+ * quantized in 1x128 groups, as tl_moe_tokens_make does with its random values. */
+static int moe_user_tokens(moe_problem *p)
+{
+    tl_moe_inputs *in = &p->in;
+    const tl_moe_shape *s = &p->shape;
+    size_t n = (size_t)s->tokens * s->hidden, edges = (size_t)s->tokens * s->top_k;
+    free(in->x);
+    free(in->xq);
+    free(in->xs);
+    free(in->topk_ids);
+    free(in->topk_w);
+    in->s = *s;
+    in->x = malloc(n * sizeof(uint16_t));
+    in->xq = s->dtype == TL_MOE_FP8 ? malloc(n) : NULL;
+    in->xs = s->dtype == TL_MOE_FP8 ? malloc(((size_t)s->tokens * ((s->hidden + 127) / 128)) * sizeof(float)) : NULL;
+    in->topk_ids = malloc(edges * sizeof(int32_t));
+    in->topk_w = malloc(edges * sizeof(float));
+    float *xf = malloc(n * sizeof(float));
+    int rc = in->x && in->topk_ids && in->topk_w && xf && (s->dtype != TL_MOE_FP8 || (in->xq && in->xs))
+                 ? 0 : tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
+    if (!rc) {
+        tl_encode_array16(TL_NF_BF16, p->user_x, n, 1, in->x);
+        tl_decode_array16(TL_NF_BF16, in->x, n, xf);
+        memcpy(in->topk_ids, p->user_ids, edges * sizeof(int32_t));
+        memcpy(in->topk_w, p->user_w, edges * sizeof(float));
+        if (s->dtype == TL_MOE_FP8)
+            rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, 128, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
+    }
+    free(xf);
+    return rc;
+}
+
+/* ---- the cases ------------------------------------------------------------------------------- */
+
+static void moe_describe(const void *vp, FILE *f)
+{
+    const moe_problem *p = vp;
+    char r[1100];
+    tl_routing_describe(&p->routing, r, sizeof r);
+    if (p->user_x) snprintf(r, sizeof r, "from the --input files");
+    if (p->mode == TL_OP_SIM) {
+        int E, k, width;
+        tl_model_moe_shape(&p->model, &E, &k, &width);
+        fprintf(f, "moe (model): %s, hidden %d, E %d, top-%d, width %d / tp %d; dtype %s; routing %s; seed %llu; "
+                   "preset %s; kernel %s\n", p->model.name, p->model.hidden, E, k, width, p->tp,
+                tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
+                p->tilelab_kernel ? "tilelab" : "generic");
+        return;
+    }
+    fprintf(f, "moe: %s, hidden %d, expert width %d / tp %d = %d, %d experts, top-%d, %d shared; dtype %s; "
+               "routing %s; seed %llu\n",
+            p->model.name, p->shape.hidden, p->model.moe_width, p->tp, p->shape.width, p->shape.n_experts,
+            p->shape.top_k, p->shape.n_shared, tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed);
+}
+
+static int moe_n_cases(const void *vp) { return ((const moe_problem *)vp)->n_tokens; }
+
+static void moe_case_label(const void *vp, int c, char *label, size_t n)
+{
+    snprintf(label, n, "M=%ld", ((const moe_problem *)vp)->tokens[c]);
+}
+
+static int moe_make_inputs(void *vp, int c)
+{
+    moe_problem *p = vp;
+    moe_free_case(p);
+    p->shape.tokens = (int)p->tokens[c];
+    int rc = 0;
+    if (!p->have_weights) {
+        rc = tl_moe_inputs_make(&p->shape, &p->routing, p->seed, &p->in);
+        if (rc) return rc;
+        p->have_weights = 1;
+    } else if (!p->user_x) {
+        rc = tl_moe_tokens_make(&p->in, &p->shape, &p->routing, p->seed);
+        if (rc) return rc;
+    }
+    if (p->user_x && (rc = moe_user_tokens(p))) return rc;
+    rc = tl_worklist_build(p->in.topk_ids, p->shape.tokens, p->shape.top_k, p->shape.n_experts, TL_MOE_TILE_M, &p->wl);
+    if (!rc) p->cur_case = c;
+    return rc;
+}
+
+/* The one output: out [tokens][hidden] float32. */
+static void moe_set_output(const moe_problem *p, const float *data, tl_op_outputs *out, const char *note)
+{
+    memset(out, 0, sizeof *out);
+    out->n = 1;
+    tl_op_output *o = &out->o[0];
+    o->name = "out";
+    o->type = TL_NPY_F32;
+    o->data = data;
+    o->ndim = 2;
+    o->shape[0] = (size_t)p->shape.tokens;
+    o->shape[1] = (size_t)p->shape.hidden;
+    o->n = o->shape[0] * o->shape[1];
+    o->row_len = (size_t)p->shape.hidden;
+    snprintf(o->note, sizeof o->note, "%s", note);
+}
+
+static int alloc_out(float **dst, size_t n)
+{
+    free(*dst);
+    *dst = malloc(n * sizeof(float));
+    return *dst ? 0 : tl_error(TL_EFAIL, "moe", "out of memory");
+}
+
+static int moe_reference(void *vp, tl_op_outputs *out)
+{
+    moe_problem *p = vp;
+    size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    int rc = alloc_out(&p->ref, n);
+    if (rc) return rc;
+    uint16_t *act = NULL;
+    if (tl_moe_gpu_kernels && p->mode == TL_OP_CHECK) { /* the GPU check compares stage 1's output too */
+        free(p->ref_act);
+        act = p->ref_act = malloc(((size_t)p->wl.n_rows_padded + 1) * (size_t)p->shape.width * sizeof(uint16_t));
+        if (!act) return tl_error(TL_EFAIL, "moe", "out of memory");
+    }
+    rc = tl_moe_reference(&p->in, &p->wl, p->ref, act);
+    char note[96];
+    snprintf(note, sizeof note, "%d tiles, %d active experts", p->wl.n_tiles, p->wl.active_experts);
+    moe_set_output(p, p->ref, out, note);
+    return rc;
+}
+
+static int moe_naive(void *vp, tl_op_outputs *out)
+{
+    moe_problem *p = vp;
+    int rc = alloc_out(&p->other, (size_t)p->shape.tokens * p->shape.hidden);
+    if (rc) return rc;
+    moe_set_output(p, p->other, out, "naive loop (double, per-element decode)");
+    return tl_moe_naive(&p->in, p->other);
+}
+
+/* The naive loop costs about tokens*k*3*H*I element decodes; the weights of every expert must fit
+ * comfortably in memory too. */
+static int moe_naive_cheap(const void *vp, int c)
+{
+    const moe_problem *p = vp;
+    const tl_moe_shape *s = &p->shape;
+    double macs = (double)p->tokens[c] * (s->top_k + s->n_shared) * 3.0 * s->hidden * s->width;
+    double bytes = (double)(s->n_experts + s->n_shared) * 3.0 * s->hidden * s->width *
+                   tl_moe_weight_bytes_per_elem(s->dtype);
+    return macs <= 3e8 && bytes <= 1.5e9;
+}
+
+static int moe_small(const void *vp, void **out)
+{
+    const moe_problem *p = vp;
+    moe_problem *q = calloc(1, sizeof *q);
+    if (!q) return tl_error(TL_EFAIL, "moe", "out of memory");
+    q->mode = p->mode;
+    q->cur_case = -1;
+    q->model = p->model;
+    snprintf(q->model.name, sizeof q->model.name, "small");
+    q->model.hidden = 256;
+    q->model.moe_width = 192; /* not a multiple of 128: exercises the partial blocks and groups */
+    /* A trace names real expert ids with the model's k: keep E and k then, and cut the rest. */
+    int trace = p->routing.kind == TL_ROUTE_TRACE;
+    q->model.n_experts = trace ? p->model.n_experts : 8;
+    q->model.top_k = trace ? p->model.top_k : 2;
+    q->dtype = p->dtype;
+    q->tokens[0] = 1;
+    q->tokens[1] = 7;
+    q->n_tokens = 2;
+    q->tp = 1;
+    q->routing = p->routing;
+    q->seed = p->seed;
+    q->n_shared = p->n_shared ? 1 : 0;
+    snprintf(q->hw, sizeof q->hw, "%s", p->hw);
+    q->tile_m = TL_MOE_TILE_M;
+    q->tile_n = 128;
+    q->tilelab_kernel = 1;
+    tl_moe_shape s = {1, 256, 192, q->model.n_experts, q->model.top_k, q->n_shared, p->dtype};
+    q->shape = s;
+    *out = q;
+    return 0;
+}
+
+static int moe_tolerance(const void *vp, int o, tl_tolerance *t)
+{
+    return tl_moe_tolerance(&((const moe_problem *)vp)->shape, t);
+}
+
+/* ---- the model: one function for sim, bench, work and the figures ---------------------------- */
+
+/* Runs the model on preset hw for `tokens` tokens and `stage`: this project's kernel geometry
+ * (tilelab_kernel; bench's read or write flush) or the generic kernel with the problem's tile and
+ * stream. want_schedule fills r->items (the timeline). r is the caller's to free. */
+static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stage, int want_schedule,
+                     tl_moe_result *r)
+{
+    tl_moe_problem sp;
+    memset(&sp, 0, sizeof sp);
+    memset(r, 0, sizeof *r);
+    tl_model m = p->model;
+    sp.hw = hw;
+    sp.model = &m;
+    sp.dtype = p->dtype;
+    sp.tokens = tokens;
+    sp.stage = stage;
+    sp.routing = p->routing;
+    sp.seed = p->seed;
+    sp.tp = p->tp;
+    sp.tile_m = p->tile_m;
+    sp.tile_n = p->tile_n;
+    sp.cu_gbps = p->cu_gbps;
+    sp.want_schedule = want_schedule;
+    if (p->tilelab_kernel) {
+        int rc = tl_moe_tilelab_kernel(&sp);
+        if (rc) return rc;
+        sp.after_flush = p->mode == TL_OP_BENCH && p->flush_write;
+    }
+    return tl_moe_sim(&sp, r);
+}
+
+static int moe_n_parts(const void *vp) { return 2; }
+
+/* bytes of one expert's matrix (codes + scales) of a rows x cols matrix in this dtype */
+static double moe_mat_bytes(tl_moe_dtype d, int rows, int cols)
+{
+    size_t sc = tl_moe_scale_count(d, rows, cols);
+    double sb = d == TL_MOE_FP8 || d == TL_MOE_A16W4 ? 4.0 : d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8 ? 1.0 : 0.0;
+    return (double)tl_moe_code_bytes(d, rows, cols) + sb * (double)sc;
+}
+
+/* Stage `stage`'s bytes as the bench counts them for case c: the active experts' weights once
+ * (*wbytes), and the activations in and the outputs out (*io; stage 2: the fp32 partials written
+ * and read, and the output). Active experts come from the current worklist when case c is made,
+ * else from the model's routing (the same routing and seed): `active`. */
+static void moe_counted(const moe_problem *p, int c, int stage, int active, double *flops, double *wbytes, double *io)
+{
+    int E, k, width;
+    tl_model_moe_shape(&p->model, &E, &k, &width);
+    const int H = p->model.hidden, W = width / p->tp;
+    const double M = (double)p->tokens[c], edges = M * k, abytes = tl_moe_act_bytes_per_elem(p->dtype);
+    if (p->cur_case == c) active = p->wl.active_experts;
+    *wbytes = active * (stage == 1 ? moe_mat_bytes(p->dtype, 2 * W, H) : moe_mat_bytes(p->dtype, H, W));
+    *io = stage == 1 ? M * H * abytes + edges * W * 2.0 : edges * W * abytes + edges * H * 4.0 * 2 + M * H * 4.0;
+    *flops = 2.0 * edges * H * (stage == 1 ? 2.0 * W : W);
+}
+
+/* Part `part` (stage part + 1) of case c: the counted work and the model's prediction of it. */
+static int moe_work(void *vp, int c, int part, tl_op_work *w)
+{
+    moe_problem *p = vp;
+    const int stage = part + 1;
+    memset(w, 0, sizeof *w);
+    snprintf(w->part, sizeof w->part, "stage %d", stage);
+    tl_hw hw;
+    int rc = tl_hw_load(p->hw, &hw);
+    tl_moe_result r;
+    if (!rc) rc = moe_model(p, &hw, (int)p->tokens[c], stage, 0, &r);
+    if (rc) return rc;
+    double wbytes, io;
+    moe_counted(p, c, stage, r.active_experts, &w->flops, &wbytes, &io);
+    w->hbm_bytes = wbytes + io;
+    w->model_flops = r.flops_useful;
+    w->model_hbm_bytes = r.hbm_bytes;
+    w->model_us = r.time_us;
+    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    tl_moe_result_free(&r);
+    return 0;
+}
+
+static int moe_sim_rows(void *vp, int c, tl_table *t)
+{
+    moe_problem *p = vp;
+    tl_hw hw;
+    int rc = tl_hw_load(p->hw, &hw);
+    char routing[1100];
+    tl_routing_describe(&p->routing, routing, sizeof routing);
+    for (int s = 1; s <= 2 && !rc; s++) {
+        if (p->stage && p->stage != s) continue;
+        tl_moe_result r;
+        if ((rc = moe_model(p, &hw, (int)p->tokens[c], s, 0, &r))) break;
+        tl_table_row(t);
+        tl_table_int(t, s);
+        tl_table_str(t, hw.name);
+        tl_table_str(t, p->model.name);
+        tl_table_str(t, tl_moe_dtype_name(p->dtype));
+        tl_table_int(t, r.tokens);
+        tl_table_int(t, p->tp);
+        tl_table_str(t, routing);
+        tl_table_int(t, (long long)p->seed);
+        tl_table_str(t, p->tilelab_kernel ? "tilelab" : "generic");
+        tl_table_int(t, r.tile_m);
+        tl_table_int(t, r.tile_n);
+        tl_table_int(t, r.active_experts);
+        tl_table_int(t, r.tiles);
+        tl_table_numf(t, "%.4g", r.padding);
+        tl_table_numf(t, "%.4g", r.k_padding);
+        tl_table_numf(t, "%.0f", r.flops_useful);
+        tl_table_numf(t, "%.0f", r.flops_issued);
+        tl_table_numf(t, "%.0f", r.hbm_bytes);
+        tl_table_numf(t, "%.0f", r.weight_bytes);
+        tl_table_numf(t, "%.4g", r.intensity);
+        tl_table_numf(t, "%.2f", r.time_us);
+        tl_table_str(t, r.limiter);
+        tl_table_int(t, r.waves);
+        tl_table_int(t, r.work_items);
+        tl_table_str(t, r.instr.name);
+        tl_table_numf(t, "%.2f", r.compute_us);
+        tl_table_numf(t, "%.2f", r.memory_us);
+        tl_table_numf(t, "%.2f", r.fixed_us);
+        tl_table_numf(t, "%.1f", r.flops_useful / (r.time_us * 1e6));
+        tl_table_numf(t, "%.3f", r.hbm_bytes / (r.time_us * 1e6));
+        tl_moe_result_free(&r);
+    }
+    return rc;
+}
+
+/* ---- the GPU side ---------------------------------------------------------------------------- */
+
+static int moe_gpu_built(void) { return tl_moe_gpu_kernels != NULL && tl_gpu_kernels != NULL; }
+
+static int moe_gpu_open(moe_problem *p)
+{
+    if (p->g) return 0;
+    long max_tokens = 0;
+    for (int c = 0; c < p->n_tokens; c++) max_tokens = p->tokens[c] > max_tokens ? p->tokens[c] : max_tokens;
+    return tl_moe_gpu_kernels->open(&p->in, (int)max_tokens, &p->g);
+}
+
+/* The GPU's worklist against tl_worklist_build's, entry by entry. */
+static int moe_compare_worklist(moe_problem *p)
+{
+    const tl_worklist *wl = &p->wl;
+    size_t rows = (size_t)wl->n_rows_padded;
+    int32_t *ids = malloc((rows ? rows : 1) * sizeof(int32_t));
+    int32_t *te = malloc(((size_t)wl->n_tiles + 1) * sizeof(int32_t)), *tr = malloc(((size_t)wl->n_tiles + 1) * sizeof(int32_t));
+    int nt = -1, rc = (ids && te && tr) ? 0 : tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = tl_moe_gpu_kernels->read(p->g, NULL, ids, rows, te, tr, (size_t)wl->n_tiles, &nt);
+    if (!rc && nt != wl->n_tiles) rc = tl_error(TL_EFAIL, "moe sort", "GPU made %d tiles, the worklist %d", nt, wl->n_tiles);
+    for (size_t i = 0; !rc && i < rows; i++)
+        if (ids[i] != wl->sorted_ids[i])
+            rc = tl_error(TL_EFAIL, "moe sort", "sorted_ids[%zu]: GPU %d, worklist %d", i, ids[i], wl->sorted_ids[i]);
+    for (int t = 0; !rc && t < nt; t++)
+        if (te[t] != wl->tile_expert[t] || tr[t] != wl->tile_rows[t])
+            rc = tl_error(TL_EFAIL, "moe sort", "tile %d: GPU expert %d rows %d, worklist expert %d rows %d", t, te[t],
+                          tr[t], wl->tile_expert[t], wl->tile_rows[t]);
+    free(ids);
+    free(te);
+    free(tr);
+    return rc;
+}
+
+/* Stage 1's activations against the reference's: TL_EFAIL naming the first difference. */
+static int moe_check_act(moe_problem *p, const uint16_t *act, tl_moe_act_diff *d)
+{
+    int rc = tl_moe_compare_act(&p->shape, &p->wl, p->ref_act, act, d);
+    if (rc || d->pass) return rc;
+    if (d->padding_bad)
+        return tl_error(TL_EFAIL, "moe", "stage 1 wrote %zu nonzero values into padding rows (first: row %zu)",
+                        d->padding_bad, d->first_pad_row);
+    if (d->far)
+        return tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations differ by more than a rounding step "
+                        "(worst: row %zu column %zu, GPU bf16 0x%04x, reference 0x%04x)", d->far, d->compared,
+                        d->worst_row, d->worst_col, d->worst_got, d->worst_ref);
+    return tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations one rounding step apart (at most 1 in 20)",
+                    d->one_step, d->compared);
+}
+
+/* The GPU's stages one at a time, beside the final comparison the harness makes: stage 1's
+ * activations against the reference's (equal or one rounding step apart, tl_moe_compare_act), then
+ * the GPU's output against the reference's stage 2 run on the GPU's own activations (no rounding
+ * flips left: tl_moe_tolerance_stage2). TL_EFAIL with the first difference when either fails;
+ * else a note of both. Cost: the reference's stage 2 once more. */
+static int moe_check_stages(moe_problem *p, char *note, size_t cap)
+{
+    const size_t rows = (size_t)p->wl.n_rows_padded, W = (size_t)p->shape.width;
+    const size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    uint16_t *act = malloc((rows + 1) * W * sizeof(uint16_t));
+    float *ref2 = malloc(n * sizeof(float));
+    int rc = act && ref2 && p->ref_act ? 0 : tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = tl_moe_gpu_kernels->read_act(p->g, act, rows);
+    tl_moe_act_diff d;
+    if (!rc) rc = moe_check_act(p, act, &d);
+    tl_err_metrics m;
+    tl_tolerance t2;
+    if (!rc) rc = tl_moe_reference_from_act(&p->in, &p->wl, act, ref2);
+    if (!rc) rc = tl_compare_rows(ref2, p->other, n, (size_t)p->shape.hidden, &m);
+    if (!rc) rc = tl_moe_tolerance_stage2(&p->shape, &t2);
+    if (!rc && !tl_check_pass(&m, &t2))
+        rc = tl_error(TL_EFAIL, "moe", "stage 2 on the GPU's own activations: rel_rms %.3g, worst row %.3g, nan %zu "
+                      "(bound %.3g, rows %.3g)", m.rel_rms, m.worst_row, m.nan_count, t2.rel_rms,
+                      t2.rel_rms * t2.row_factor);
+    if (!rc)
+        snprintf(note, cap, "stage 1: %zu of %zu activations a rounding step apart; stage 2 on them: rel_rms %.2g "
+                 "(bound %.2g)", d.one_step, d.compared, m.rel_rms, t2.rel_rms);
+    free(act);
+    free(ref2);
+    return rc;
+}
+
+/* check: two runs (bit-identical), the worklist and the stages checked; run: one run. */
+static int moe_gpu(void *vp, tl_op_outputs *out)
+{
+    moe_problem *p = vp;
+    const tl_moe_gpu_api *G = tl_moe_gpu_kernels;
+    int rc = moe_gpu_open(p);
+    if (rc) return rc;
+    size_t n = (size_t)p->shape.tokens * p->shape.hidden;
+    const int runs = p->mode == TL_OP_CHECK ? 2 : 1;
+    float *again = malloc(n * sizeof(float));
+    rc = alloc_out(&p->other, n);
+    if (!rc && !again) rc = tl_error(TL_EFAIL, "moe", "out of memory");
+    if (!rc) rc = G->set_tokens(p->g, &p->in);
+    for (int run = 0; run < runs && !rc; run++) { /* twice: deterministic means bit-identical */
+        rc = G->poison(p->g);
+        if (!rc) rc = G->run(p->g, TL_MOE_PART_ALL);
+        if (!rc) rc = G->read(p->g, run ? again : p->other, NULL, 0, NULL, NULL, 0, NULL);
+        if (!rc && run == 0) rc = moe_compare_worklist(p);
+    }
+    if (!rc && runs == 2 && memcmp(again, p->other, n * sizeof(float)) != 0)
+        rc = tl_error(TL_EFAIL, "moe", "two runs on the same inputs differ (the combine must be deterministic)");
+    free(again);
+    char stages[200] = "", note[256];
+    if (!rc && p->mode == TL_OP_CHECK) rc = moe_check_stages(p, stages, sizeof stages);
+    snprintf(note, sizeof note, "worklist identical (%d tiles)%s%s%s", p->wl.n_tiles, stages[0] ? "; " : "", stages,
+             runs == 2 ? "; 2 runs bit-identical" : "");
+    moe_set_output(p, p->other, out, note);
+    return rc;
+}
+
+/* --trace: one cold run of `stage` block by block, appended to the trace file (opened at parse;
+ * moe_bench commits it after the last case). */
+static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o, const char *source)
+{
+    if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "the trace file is not open");
+    tl_moe_trace_block *b = NULL;
+    int n = 0;
+    double end_us = 0.0;
+    int rc = tl_moe_gpu_kernels->trace(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, o, &b, &n, &end_us);
+    if (rc) return rc;
+    const char *dt = tl_moe_dtype_name(p->shape.dtype);
+    fprintf(p->trace_f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f,%s\n", p->shape.tokens, stage, dt, end_us, source);
+    for (int i = 0; i < n; i++)
+        fprintf(p->trace_f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f,%s\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
+                b[i].nblock, b[i].sm, b[i].start_us, b[i].end_us, source);
+    free(b);
+    return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
+}
+
+static int moe_trace_commit(moe_problem *p)
+{
+    if (!p->trace_f) return 0;
+    int bad = fclose(p->trace_f) != 0;
+    p->trace_f = NULL;
+    if (bad) {
+        tl_atomic_abort(&p->trace);
+        return tl_error(TL_EFAIL, p->trace_path, "write failed");
+    }
+    return tl_atomic_commit(&p->trace);
+}
+
+/* device, date and method, without commas (the trace's source is one CSV field) */
+static int moe_bench_where(const moe_problem *p, char *where, size_t n)
+{
+    tl_gpu_info info;
+    char date[64];
+    int rc = tl_gpu_kernels->query(0, &info);
+    if (rc) return rc;
+    tl_gpu_kernels->date(date, sizeof date);
+    snprintf(where, n, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
+    for (char *ch = where; *ch; ch++)
+        if (*ch == ',') *ch = ' ';
+    return 0;
+}
+
+static int moe_bench(void *vp, int c, tl_table *t)
+{
+    moe_problem *p = vp;
+    const tl_gpu_api *D = tl_gpu_kernels;
+    char where[300], label[1500];
+    int rc = moe_gpu_open(p);
+    if (!rc) rc = moe_bench_where(p, where, sizeof where);
+    if (rc) return rc;
+    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
+    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %s", where, p->hw);
+    if ((rc = tl_moe_gpu_kernels->set_tokens(p->g, &p->in))) return rc;
+    if ((rc = tl_moe_gpu_kernels->run(p->g, TL_MOE_PART_ALL))) return rc;
+    const tl_moe_shape *s = &p->shape;
+    for (int stage = 1; stage <= 2; stage++) {
+        if (p->stage && p->stage != stage) continue;
+        tl_bench_opts o;
+        D->default_opts(&o);
+        o.use_graph = 1;
+        o.flush_l2 = p->flush_write ? TL_BENCH_FLUSH_WRITE : TL_BENCH_FLUSH_READ;
+        tl_bench_result r;
+        rc = tl_moe_gpu_kernels->time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
+        if (!rc && p->trace_path) rc = moe_trace_stage(p, stage, &o, where);
+        tl_op_work w;
+        if (!rc) rc = moe_work(p, c, stage - 1, &w);
+        if (rc) return rc;
+        double us = r.median_ms * 1e3;
+        double wbytes, io, flops; /* flops and wbytes + io are w's: the rates need the weights alone */
+        moe_counted(p, c, stage, 0, &flops, &wbytes, &io);
+        /* the read floor: a plain read of the stage's bytes, same method (NaN if it cannot run) */
+        double floor_us = NAN;
+        if (D->read_floor(w.hbm_bytes, &o, &floor_us)) {
+            fprintf(stderr, "tilelab: note: no read floor for %s s%d M=%d: %s\n", tl_moe_dtype_name(s->dtype), stage,
+                    s->tokens, tl_last_error());
+            tl_clear_error();
+            floor_us = NAN;
+        }
+        char name[96];
+        snprintf(name, sizeof name, "moe %s s%d M=%d%s", tl_moe_dtype_name(s->dtype), stage, s->tokens,
+                 p->tp > 1 ? " tp" : "");
+        tl_table_row(t);
+        tl_table_str(t, name);
+        tl_table_int(t, stage);
+        tl_table_int(t, s->tokens);
+        tl_table_str(t, tl_moe_dtype_name(s->dtype));
+        tl_table_numf(t, "%.4g", flops);
+        tl_table_numf(t, "%.4g", w.hbm_bytes);
+        tl_table_numf(t, "%.2f", us);
+        tl_table_numf(t, "%.3g", w.flops / w.hbm_bytes);
+        tl_table_numf(t, "%.2f", w.flops / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.3f", wbytes / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.3f", w.hbm_bytes / (us * 1e-6) / 1e12);
+        tl_table_numf(t, "%.2f", w.model_us);
+        tl_table_numf(t, "%.1f", 100.0 * (w.model_us - us) / us);
+        tl_table_str(t, w.limiter);
+        tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
+        tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
+        tl_table_numf(t, "%.2f", floor_us);
+        tl_table_numf(t, "%.3f", us / floor_us);
+        tl_table_str(t, label);
+    }
+    return c == p->n_tokens - 1 ? moe_trace_commit(p) : 0;
+}
+
+/* ---- the row --------------------------------------------------------------------------------- */
+
+static const char *const moe_test_args[] = {"--hidden", "256", "--width", "192", "--experts", "8", "--topk", "2",
+                                            "--tokens", "1,5", "--seed", "7", NULL};
+static const char *const moe_bad_tokens[] = {"--tokens", "0", NULL};
+static const char *const moe_bad_hidden[] = {"--hidden", "-4", NULL};
+static const char *const moe_bad_width[] = {"--width", "100", NULL};   /* not a multiple of 128 */
+static const char *const moe_bad_topk[] = {"--experts", "4", "--topk", "5", NULL};
+static const char *const moe_bad_dtype[] = {"--dtype", "fp7", NULL};
+static const char *const moe_bad_huge[] = {"--tokens", "99999999999", NULL};
+static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_width, moe_bad_topk,
+                                                   moe_bad_dtype, moe_bad_huge, NULL};
+
+const tl_op tl_op_moe = {
+    .name = "moe",
+    .summary = "fused MoE: sort, gate+up+SwiGLU, down+weighted combine",
+    .dtypes = "bf16,fp8,a16w4,mxfp4,mxfp8",
+    .targets = moe_targets,
+    .check_usage = moe_check_usage,
+    .bench_usage = moe_bench_usage,
+    .sim_usage = moe_sim_usage,
+    .run_usage = moe_run_usage,
+    .inputs = moe_inputs,
+    .parse = moe_parse,
+    .free_problem = moe_free,
+    .load_inputs = moe_load_inputs,
+    .describe = moe_describe,
+    .n_cases = moe_n_cases,
+    .case_label = moe_case_label,
+    .make_inputs = moe_make_inputs,
+    .reference = moe_reference,
+    .naive = moe_naive,
+    .naive_cheap = moe_naive_cheap,
+    .small_problem = moe_small,
+    .gpu_built = moe_gpu_built,
+    .gpu = moe_gpu,
+    .tolerance = moe_tolerance,
+    .n_parts = moe_n_parts,
+    .work = moe_work,
+    .sim = moe_sim_rows,
+    .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,kernel,tile_m,tile_n,active_experts,tiles,padding,"
+                  "k_padding,flops_useful,flops_issued,hbm_bytes,weight_bytes,intensity,time_us,limiter,waves,"
+                  "work_items,instruction,compute_us,memory_us,fixed_us,tflops,hbm_tbps",
+    .bench = moe_bench,
+    .bench_header = "name,stage,tokens,dtype,flops,hbm_bytes,time_us,intensity,tflops,weight_tbps,hbm_tbps,"
+                    "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,floor_us,x_floor,source",
+    .figures = NULL,
+    .test_args = moe_test_args,
+    .bad_args = moe_bad_args,
+};

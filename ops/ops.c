@@ -1,0 +1,40 @@
+/* ops/ops.c: the op table (core/op.h), one row per op, and what the rows share. A new op adds its
+ * file ops/OP.c and one entry below. */
+#include "ops.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const tl_op *const tl_ops[] = {&tl_op_moe, NULL};
+
+const tl_op *tl_op_find(const char *name)
+{
+    for (int i = 0; tl_ops[i]; i++)
+        if (strcmp(tl_ops[i]->name, name) == 0) return tl_ops[i];
+    return NULL;
+}
+
+int tl_ops_parse_seed(const char *val, uint64_t *seed)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 0);
+    if (!*val || *end || errno || val[0] == '-')
+        return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
+    *seed = v;
+    return TL_OK;
+}
+
+int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total)
+{
+    const long long rows = (long long)tokens * k;
+    if (rows > TL_OPS_MAX_EDGES)
+        return tl_error(TL_EUSAGE, "--tokens", "%ld tokens x k = %d is %lld routed rows, more than the %ld one "
+                        "worklist simulates", tokens, k, rows, TL_OPS_MAX_EDGES);
+    *total += rows * passes;
+    if (*total > TL_OPS_MAX_EDGES_TOTAL)
+        return tl_error(TL_EUSAGE, "--tokens", "the token counts x k%s add up to more than the %ld routed rows "
+                        "one command simulates", passes > 1 ? " x stages" : "", TL_OPS_MAX_EDGES_TOTAL);
+    return TL_OK;
+}

@@ -1,0 +1,25 @@
+/* ops/ops.h: what the op rows share (the rows themselves: ops/OP.c; the table: ops/ops.c). */
+#ifndef TL_OPS_H
+#define TL_OPS_H
+
+#include "../core/op.h"
+#include "../core/opts.h"
+
+/* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign; TL_EUSAGE otherwise. */
+int tl_ops_parse_seed(const char *val, uint64_t *seed);
+
+/* Routed rows (tokens x k) one simulated worklist may hold, and all of one command's worklists
+ * together (`sim moe`, `draw moe-tiles`, `draw timeline`): about 1 s per 2^24 rows on one core
+ * (zipf routing: 4 s at a mild S, up to ~18 s at a steep one such as zipf:100, measured in the
+ * release build), ~12 bytes of memory each. */
+#define TL_OPS_MAX_EDGES (1L << 24)
+#define TL_OPS_MAX_EDGES_TOTAL (1L << 25)
+/* Adds the worklist of `tokens` tokens x k routed rows, simulated `passes` times (stages), to
+ * *total. TL_EUSAGE (recorded, naming --tokens) when one worklist exceeds TL_OPS_MAX_EDGES or
+ * *total exceeds TL_OPS_MAX_EDGES_TOTAL. */
+int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total);
+
+/* the rows */
+extern const tl_op tl_op_moe;
+
+#endif
