@@ -5,7 +5,7 @@
  * prediction now) and asserts |error| <= 15% for every row with tokens <= 256 that timed the kernel
  * the model now describes (measured_csvs). Rows above 256 are printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1; the
  * default read flush and --flush write (whose dirty L2 lines the model writes back first; runs up
- * to 11 said only "(read flush)" on the rows that were not written) (bench/results/h200_moe_notes.md). */
+ * to 11 said only "(read flush)" on the rows that were not written) (bench/journal/runs.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,43 +19,45 @@
 #include "kernels/moe.h" /* tl_moe_uses_gemv */
 #include "simulator/moe.h"
 
-/* The measured runs: point these at a later run's files. Runs before 19 timed bf16 stage 2 at one
- * token on moe_gemm, which the model no longer describes there (tl_moe_uses_gemv): those rows are
- * printed, not asserted. */
+/* The measured runs: copies of `tilelab bench moe` files, kept as test fixtures in tests/data (the
+ * current result set is in bench/results; the journal names each run). Point these at a later run's
+ * files. Runs before 19 timed bf16 stage 2 at one token on moe_gemm, which the model no longer
+ * describes there (tl_moe_uses_gemv): those rows are printed, not asserted. */
+#define MEASURED_DIR "tests/data/h200_moe_bench/"
 static const struct {
     const char *path;
     int gemm_at_one_token;
 } measured_csvs[] = {
-    {"bench/results/h200_moe_bench_bf16_run12.csv", 1}, /* the default read flush: a clean L2 */
-    {"bench/results/h200_moe_bench_fp8_run12.csv", 1},
-    {"bench/results/h200_moe_bench_bf16_write_run12.csv", 1}, /* --flush write: ~42 MB of dirty lines */
-    {"bench/results/h200_moe_bench_fp8_write_run12.csv", 1},
-    {"bench/results/h200_moe_bench_bf16_run17.csv", 1}, /* session 5, another machine, the same kernel */
-    {"bench/results/h200_moe_bench_fp8_run17.csv", 1},
-    {"bench/results/h200_moe_bench_bf16_run19.csv", 0}, /* session 6: moe_gemv_down at one token */
-    {"bench/results/h200_moe_bench_fp8_run19.csv", 0},
-    {"bench/results/h200_moe_bench_a16w4_run24.csv", 0}, /* session 7: the dequantizing dtypes (a16w4: run 24 kernel) */
-    {"bench/results/h200_moe_bench_mxfp4_run25.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp8_run26.csv", 0},
-    {"bench/results/h200_moe_bench_bf16_run27.csv", 0}, /* session 7's final code, all five dtypes */
-    {"bench/results/h200_moe_bench_fp8_run27.csv", 0},
-    {"bench/results/h200_moe_bench_a16w4_run27.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp4_run27.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp8_run27.csv", 0},
-    {"bench/results/h200_moe_bench_bf16_run28.csv", 0}, /* session 8's final code (the kernel of run 27) */
-    {"bench/results/h200_moe_bench_fp8_run28.csv", 0},
-    {"bench/results/h200_moe_bench_bf16_run29.csv", 0}, /* session 9: stage 1 reads packed weights */
-    {"bench/results/h200_moe_bench_fp8_run29.csv", 0},
-    {"bench/results/h200_moe_bench_bf16_run30.csv", 0}, /* session 9's final code: W2 packed too (not bf16's) */
-    {"bench/results/h200_moe_bench_fp8_run30.csv", 0},
-    {"bench/results/h200_moe_bench_a16w4_run30.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp4_run30.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp8_run30.csv", 0},
-    {"bench/results/h200_moe_bench_bf16_run32.csv", 0}, /* the final commit of session 9, a slower GPU */
-    {"bench/results/h200_moe_bench_fp8_run32.csv", 0},
-    {"bench/results/h200_moe_bench_a16w4_run32.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp4_run32.csv", 0},
-    {"bench/results/h200_moe_bench_mxfp8_run32.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run12.csv", 1}, /* the default read flush: a clean L2 */
+    {MEASURED_DIR "h200_moe_bench_fp8_run12.csv", 1},
+    {MEASURED_DIR "h200_moe_bench_bf16_write_run12.csv", 1}, /* --flush write: ~42 MB of dirty lines */
+    {MEASURED_DIR "h200_moe_bench_fp8_write_run12.csv", 1},
+    {MEASURED_DIR "h200_moe_bench_bf16_run17.csv", 1}, /* session 5, another machine, the same kernel */
+    {MEASURED_DIR "h200_moe_bench_fp8_run17.csv", 1},
+    {MEASURED_DIR "h200_moe_bench_bf16_run19.csv", 0}, /* session 6: moe_gemv_down at one token */
+    {MEASURED_DIR "h200_moe_bench_fp8_run19.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_a16w4_run24.csv", 0}, /* session 7: the dequantizing dtypes (a16w4: run 24 kernel) */
+    {MEASURED_DIR "h200_moe_bench_mxfp4_run25.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp8_run26.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run27.csv", 0}, /* session 7's final code, all five dtypes */
+    {MEASURED_DIR "h200_moe_bench_fp8_run27.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_a16w4_run27.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp4_run27.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp8_run27.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run28.csv", 0}, /* session 8's final code (the kernel of run 27) */
+    {MEASURED_DIR "h200_moe_bench_fp8_run28.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run29.csv", 0}, /* session 9: stage 1 reads packed weights */
+    {MEASURED_DIR "h200_moe_bench_fp8_run29.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run30.csv", 0}, /* session 9's final code: W2 packed too (not bf16's) */
+    {MEASURED_DIR "h200_moe_bench_fp8_run30.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_a16w4_run30.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp4_run30.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp8_run30.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run32.csv", 0}, /* the final commit of session 9, a slower GPU */
+    {MEASURED_DIR "h200_moe_bench_fp8_run32.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_a16w4_run32.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp4_run32.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp8_run32.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
