@@ -408,12 +408,12 @@ int tl_cmd_run(int argc, char **argv)
         harness_free(&h);
         return rc;
     }
-    op->describe(problem, stderr);
     tl_op_outputs out;
     memset(&out, 0, sizeof out);
     rc = op->make_inputs(problem, 0);
     if (!rc) rc = gpu ? op->gpu(problem, &out) : op->reference(problem, &out);
     if (!rc) rc = write_outputs(&h, &out, stderr);
+    if (!rc) op->describe(problem, stderr); /* after: a failure is one error line */
     op->free_problem(problem);
     harness_free(&h);
     return rc;

@@ -1516,9 +1516,12 @@ done:
     return rc;
 }
 
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
 static const tl_moe_gpu_api moe_gpu_api = {tl_moe_gpu_open, tl_moe_gpu_set_tokens, tl_moe_gpu_poison,
                                            tl_moe_gpu_run,  tl_moe_gpu_read,       tl_moe_gpu_read_act,
                                            tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close};
 extern const tl_moe_gpu_api *const tl_moe_gpu_kernels = &moe_gpu_api;
 }
+#endif

@@ -987,11 +987,11 @@ static const char *const moe_test_args[] = {"--hidden", "256", "--width", "192",
                                             "--tokens", "1,5", "--seed", "7", NULL};
 static const char *const moe_bad_tokens[] = {"--tokens", "0", NULL};
 static const char *const moe_bad_hidden[] = {"--hidden", "-4", NULL};
-static const char *const moe_bad_width[] = {"--width", "100", NULL};   /* not a multiple of 128 */
+static const char *const moe_bad_tp[] = {"--tp", "3", NULL}; /* does not divide the width 2048 */
 static const char *const moe_bad_topk[] = {"--experts", "4", "--topk", "5", NULL};
 static const char *const moe_bad_dtype[] = {"--dtype", "fp7", NULL};
 static const char *const moe_bad_huge[] = {"--tokens", "99999999999", NULL};
-static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_width, moe_bad_topk,
+static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_tp, moe_bad_topk,
                                                    moe_bad_dtype, moe_bad_huge, NULL};
 
 const tl_op tl_op_moe = {

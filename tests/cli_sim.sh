@@ -115,9 +115,10 @@ check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 2
 check "MXFP4 about halves it" -- awk '$1=="fp8"{f=$4} $1=="mxfp4"{m=$4} END{exit !(m/f > 0.5 && m/f < 0.56)}' <<<"$LAST_OUT"
 # ---- --kernel tilelab: the bench's prediction (this project's kernel, after an L2 flush) ----
 expect 0 "sim moe --kernel tilelab" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --kernel tilelab --format csv
-k_t=$(tail -1 <<<"$LAST_OUT" | cut -d, -f14)
+hdr=$(head -1 <<<"$LAST_OUT")
+k_t=$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col time_us)")
 expect 0 "sim moe --kernel generic" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --format csv
-k_g=$(tail -1 <<<"$LAST_OUT" | cut -d, -f14)
+k_g=$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col time_us)")
 check "the tilelab kernel's geometry changes the prediction" -- test "$k_t" != "$k_g"
 expect 2 "sim moe --kernel bogus" -- "$tl" sim moe --kernel bogus
 

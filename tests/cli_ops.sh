@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The op table from the command line: `tilelab ops` lists every op with its dtypes and targets;
+# `tilelab run OP` and `check OP --input` take the user's .npy tensors (written here by python3's
+# struct module, as numpy.save writes them), write .npy outputs atomically, and refuse malformed,
+# mismatched or non-finite files with one error line and exit 2.
+set -u
+tl=$1
+. "$(dirname "$0")/lib.sh"
+
+gpu_build=0
+"$tl" ops --format csv | grep -q ",gpu kernels$" && gpu_build=1
+
+# ---- tilelab ops ----
+expect 0 "ops" -- "$tl" ops
+check "ops names moe and its five dtypes" -- grep -q "moe  *bf16,fp8,a16w4,mxfp4,mxfp8" <<<"$LAST_OUT"
+expect 0 "ops csv" -- "$tl" ops --format csv
+check "ops csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "op,dtypes,verbs,figures,inputs,arch,compiled,run,this_build"
+for arch in sm_90 gfx942 gfx950; do
+  check "ops: moe has a $arch row" -- grep -q "^moe,.*,$arch," <<<"$LAST_OUT"
+done
+check "ops: sm_90 says where it ran" -- grep -q "^moe,.*,sm_90,.*H200" <<<"$LAST_OUT"
+expect 0 "ops json" -- "$tl" ops --format json
+check "ops json parses" -- python3 -c 'import json,sys; r=json.load(sys.stdin); assert r[0]["op"]=="moe"' <<<"$LAST_OUT"
+expect 2 "ops --format xml" -- "$tl" ops --format xml
+
+# ---- .npy files, written as numpy.save writes version 1.0 ----
+npy() { # FILE DESCR SHAPE(python tuple) VALUES(python expr of a flat list) [FORTRAN]
+  python3 - "$@" <<'EOF'
+import struct, sys
+path, descr, shape, values = sys.argv[1:5]
+fortran = len(sys.argv) > 5
+shape = eval(shape); vals = eval(values)
+hdr = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, repr(shape))
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+fmt = {"<f4": "<%df", "<i4": "<%di", ">f4": ">%df", "<f8": "<%dd"}[descr]
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack(fmt % len(vals), *vals))
+EOF
+}
+small=(--hidden 256 --width 192 --experts 8 --topk 2 --seed 5)
+T=3
+npy "$tmp/x.npy" "<f4" "($T, 256)" "[((i * 37) % 101 - 50) / 25.0 for i in range($T * 256)]"
+npy "$tmp/ids.npy" "<i4" "($T, 2)" "[0, 3, 7, 1, 3, 3]"
+npy "$tmp/w.npy" "<f4" "($T, 2)" "[0.75, 0.25, 0.5, 0.5, 1.0, 0.0]"
+ins=(--input "x=$tmp/x.npy" --input "topk_ids=$tmp/ids.npy" --input "topk_weights=$tmp/w.npy")
+
+# ---- run: the reference on the user's tensors ----
+expect 0 "run moe on .npy inputs" -- "$tl" run moe "${ins[@]}" --output "$tmp/out.npy" "${small[@]}"
+check "run says what it wrote" -- grep -q "wrote $tmp/out.npy: out" <<<"$LAST_ERR"
+check "run prints nothing on stdout" -- test -z "$LAST_OUT"
+check "out.npy is float32 [3, 256]" -- python3 -c '
+import sys, struct
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x93NUMPY\x01\x00"
+n = struct.unpack("<H", b[8:10])[0]; h = b[10:10 + n].decode()
+assert (10 + n) % 64 == 0 and h.endswith("\n")
+d = eval(h)
+assert d["descr"] == "<f4" and d["shape"] == (3, 256) and not d["fortran_order"]
+v = struct.unpack("<768f", b[10 + n:])
+assert len(b) == 10 + n + 768 * 4 and all(x == x for x in v) and any(x != 0 for x in v)
+' "$tmp/out.npy"
+expect 0 "run moe again" -- "$tl" run moe "${ins[@]}" --output "out=$tmp/out2.npy" "${small[@]}"
+check "two runs write the same bytes" -- cmp -s "$tmp/out.npy" "$tmp/out2.npy"
+expect 0 "run moe fp8 on the same tensors" -- "$tl" run moe "${ins[@]}" --output "$tmp/out8.npy" "${small[@]}" --dtype fp8
+check "fp8 gives another answer" -- bash -c '! cmp -s "$0" "$1"' "$tmp/out.npy" "$tmp/out8.npy"
+# a token whose weights are (1, 0) gets expert ids[4]'s row alone: changing the 0-weight expert changes nothing
+npy "$tmp/ids_b.npy" "<i4" "($T, 2)" "[0, 3, 7, 1, 3, 5]"
+expect 0 "run moe with a zero-weight expert changed" -- "$tl" run moe --input "x=$tmp/x.npy" \
+  --input "topk_ids=$tmp/ids_b.npy" --input "topk_weights=$tmp/w.npy" --output "$tmp/out_b.npy" "${small[@]}"
+check "the zero-weight slot does not change token 2" -- python3 -c '
+import sys
+a = open(sys.argv[1], "rb").read()[-1024:]; b = open(sys.argv[2], "rb").read()[-1024:]
+assert a == b' "$tmp/out.npy" "$tmp/out_b.npy"
+
+# ---- check --input: the reference against the naive loop (or the GPU) on the user's tensors ----
+expect 0 "check moe --input" -- "$tl" check moe "${ins[@]}" "${small[@]}"
+check "check --input passes its comparisons" -- grep -q "^all [0-9]* comparisons passed" <<<"$LAST_OUT"
+check "check --input says where its routing came from" -- grep -q "routing from the --input files" <<<"$LAST_OUT"
+expect 0 "check moe --input json" -- "$tl" check moe "${ins[@]}" "${small[@]}" --format json
+check "check --input json parses and passes" -- python3 -c '
+import json, sys; r = json.load(sys.stdin); assert r and all(x["result"] == "pass" for x in r)' <<<"$LAST_OUT"
+
+# ---- bad files and bad calls: one line, exit 2, nothing written ----
+npy "$tmp/x_short.npy" "<f4" "($T, 255)" "[0.5] * ($T * 255)"
+npy "$tmp/x_nan.npy" "<f4" "($T, 256)" "[float('nan')] + [0.5] * ($T * 256 - 1)"
+npy "$tmp/x_big.npy" ">f4" "($T, 256)" "[0.5] * ($T * 256)"
+npy "$tmp/x_f8.npy" "<f8" "($T, 256)" "[0.5] * ($T * 256)"
+npy "$tmp/x_fortran.npy" "<f4" "($T, 256)" "[0.5] * ($T * 256)" F
+npy "$tmp/ids_far.npy" "<i4" "($T, 2)" "[0, 3, 8, 1, 3, 3]"
+npy "$tmp/ids_f.npy" "<f4" "($T, 2)" "[0, 3, 7, 1, 3, 3]"
+npy "$tmp/w_inf.npy" "<f4" "($T, 2)" "[float('inf'), 0.25, 0.5, 0.5, 1.0, 0.0]"
+head -c 100 "$tmp/x.npy" >"$tmp/x_trunc.npy"
+cat "$tmp/x.npy" "$tmp/w.npy" >"$tmp/x_long.npy"
+echo "not a numpy file" >"$tmp/x_text.npy"
+run_bad() { # DESCRIPTION X IDS W [MORE...]
+  local what=$1 x=$2 ids=$3 w=$4; shift 4
+  expect 2 "$what" -- "$tl" run moe --input "x=$x" --input "topk_ids=$ids" --input "topk_weights=$w" \
+    --output "$tmp/bad.npy" "${small[@]}" "$@"
+  check "$what: no output file" -- test ! -e "$tmp/bad.npy"
+}
+run_bad "x of the wrong hidden size" "$tmp/x_short.npy" "$tmp/ids.npy" "$tmp/w.npy"
+check "the shape error names the file and the shape wanted" -- grep -q "x_short.npy: shape \[3, 255\], expected \[tokens, 256\]" <<<"$LAST_ERR"
+run_bad "NaN in x" "$tmp/x_nan.npy" "$tmp/ids.npy" "$tmp/w.npy"
+check "the NaN is named" -- grep -q "x_nan.npy: element 0 is nan" <<<"$LAST_ERR"
+run_bad "big-endian x" "$tmp/x_big.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "float64 x" "$tmp/x_f8.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "Fortran-order x" "$tmp/x_fortran.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "a truncated x" "$tmp/x_trunc.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "x with trailing bytes" "$tmp/x_long.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "a text file as x" "$tmp/x_text.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "a missing x" "$tmp/none.npy" "$tmp/ids.npy" "$tmp/w.npy"
+run_bad "an expert id out of range" "$tmp/x.npy" "$tmp/ids_far.npy" "$tmp/w.npy"
+check "the id error says the range" -- grep -q "expert 8, outside \[0, 8)" <<<"$LAST_ERR"
+run_bad "float expert ids" "$tmp/x.npy" "$tmp/ids_f.npy" "$tmp/w.npy"
+run_bad "an infinite routing weight" "$tmp/x.npy" "$tmp/ids.npy" "$tmp/w_inf.npy"
+run_bad "ids of the wrong top_k" "$tmp/x.npy" "$tmp/ids.npy" "$tmp/w.npy" --topk 3
+expect 2 "run without --output" -- "$tl" run moe "${ins[@]}" "${small[@]}"
+expect 2 "run without an input" -- "$tl" run moe --input "x=$tmp/x.npy" --output "$tmp/bad.npy" "${small[@]}"
+expect 2 "run with an unknown input" -- "$tl" run moe "${ins[@]}" --input "w1=$tmp/x.npy" --output "$tmp/bad.npy"
+expect 2 "run with an input given twice" -- "$tl" run moe "${ins[@]}" --input "x=$tmp/x.npy" --output "$tmp/bad.npy"
+expect 2 "run with an input without a name" -- "$tl" run moe --input "$tmp/x.npy" --output "$tmp/bad.npy"
+expect 2 "run with an unknown output" -- "$tl" run moe "${ins[@]}" --output "act=$tmp/bad.npy" "${small[@]}"
+check "no output was written" -- test ! -e "$tmp/bad.npy"
+expect 2 "run --device tpu" -- "$tl" run moe "${ins[@]}" --output "$tmp/bad.npy" --device tpu
+expect 2 "run an unknown op" -- "$tl" run nope
+expect 2 "run without an op" -- "$tl" run
+expect 2 "check with --output" -- "$tl" check moe "${ins[@]}" --output "$tmp/bad.npy" "${small[@]}"
+expect 2 "check --input alone" -- "$tl" check moe --input "x=$tmp/x.npy" "${small[@]}"
+expect 2 "run into a folder that does not exist" -- "$tl" run moe "${ins[@]}" --output "$tmp/no/such/out.npy" "${small[@]}"
+if [ $gpu_build -eq 0 ]; then
+  expect 1 "run --device gpu without a GPU" -- "$tl" run moe "${ins[@]}" --output "$tmp/bad.npy" --device gpu "${small[@]}"
+  check "it says why" -- grep -q "without a GPU" <<<"$LAST_ERR"
+fi
+check "no temporary file is left" -- bash -c '! compgen -G "$0/*.tmp.*" >/dev/null' "$tmp"
+expect 0 "run --help" -- "$tl" run moe --help
+check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"
+finish
