@@ -20,6 +20,9 @@ typedef struct {
 
 /* Finds name in a NULL-terminated table and runs it; prints the table's names on an unknown one. */
 int tl_dispatch(const tl_command *table, const char *group, int argc, char **argv);
+/* The same, where the group's subcommands are also the ops of the op table (core/op.h): an op's
+ * name runs op_fn (argv[0] = the op), and help and errors list the ops beside the table. */
+int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn, int argc, char **argv);
 /* True if argv holds -h or --help; then prints usage on stdout. */
 int tl_wants_help(int argc, char **argv, const char *usage);
 

@@ -27,11 +27,7 @@ static const tl_command draw_table[] = {
 };
 
 /* `bench OP` for the ops of the op table, else the benchmarks above */
-int tl_cmd_bench(int argc, char **argv)
-{
-    if (argc >= 2 && tl_op_find(argv[1])) return tl_bench_op(argc - 1, argv + 1);
-    return tl_dispatch(bench_table, "bench", argc, argv);
-}
+int tl_cmd_bench(int argc, char **argv) { return tl_dispatch_ops(bench_table, "bench", tl_bench_op, argc, argv); }
 int tl_cmd_draw(int argc, char **argv) { return tl_dispatch(draw_table, "draw", argc, argv); }
 
 static int cmd_help(int argc, char **argv);
@@ -52,7 +48,7 @@ static const tl_command top_table[] = {
     {"hw", tl_cmd_hw, "hardware presets: list, show NAME", "usage: tilelab hw list | tilelab hw show NAME|FILE\n"},
     {"models", tl_cmd_models, "model presets", "usage: tilelab models [--format table|csv|json]\n"},
     {"sim", tl_cmd_sim, "tile-scheduling model of an op on a hardware preset",
-     "usage: tilelab sim moe|paged-decode ...  (tilelab sim SUB --help)\n"},
+     "usage: tilelab sim OP|paged-decode ...  (tilelab sim SUB --help; tilelab ops lists the ops)\n"},
     {"draw", tl_cmd_draw, "pictures: moe-tiles, padding, timeline, roofline, mfma",
      "usage: tilelab draw moe-tiles|padding|timeline|roofline|mfma ... -o FILE.png|svg|pdf\n"},
     {"mfma", tl_cmd_mfma, "matrix-core instructions: list, layout",
@@ -125,13 +121,24 @@ static void table_names(const tl_command *table, char *names, size_t cap)
 
 int tl_dispatch(const tl_command *table, const char *group, int argc, char **argv)
 {
+    return tl_dispatch_ops(table, group, NULL, argc, argv);
+}
+
+int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn, int argc, char **argv)
+{
     char names[512];
     table_names(table, names, sizeof names);
+    for (int i = 0; op_fn && tl_ops[i]; i++) {
+        strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, tl_ops[i]->name, sizeof names - strlen(names) - 1);
+    }
+    if (op_fn && argc >= 2 && tl_op_find(argv[1])) return op_fn(argc - 1, argv + 1);
     if (argc < 2) /* a usage error: one line, like every other */
         return tl_error(TL_EUSAGE, group, "missing subcommand (one of %s; tilelab %s --help)", names, group);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         printf("usage: tilelab %s SUBCOMMAND [options]\n\n", group);
         for (const tl_command *c = table; c->name; c++) printf("  %-10s %s\n", c->name, c->summary);
+        for (int i = 0; op_fn && tl_ops[i]; i++) printf("  %-10s %s (an op: tilelab ops)\n", tl_ops[i]->name, tl_ops[i]->summary);
         return 0;
     }
     const tl_command *c = find(table, argv[1]);

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/op.h"
 #include "../core/table.h"
 #include "../simulator/decode.h"
 #include "../simulator/hw.h"
@@ -298,11 +297,7 @@ static const tl_command sim_table[] = {
 };
 
 /* `sim OP` for the ops of the op table (their model), else the models above that are not ops yet */
-int tl_cmd_sim(int argc, char **argv)
-{
-    if (argc >= 2 && tl_op_find(argv[1])) return tl_sim_op(argc - 1, argv + 1);
-    return tl_dispatch(sim_table, "sim", argc, argv);
-}
+int tl_cmd_sim(int argc, char **argv) { return tl_dispatch_ops(sim_table, "sim", tl_sim_op, argc, argv); }
 
 /* ---- tilelab bench sim ---- */
 
