@@ -241,6 +241,7 @@ static void test_points_ncu(void **state)
     assert_float_equal(rd->time_us, 703.552, 1e-9);
     assert_float_equal(rd->intensity, rd->flops / rd->bytes, 1e-12);
     assert_non_null(strstr(p.source, "Nsight Compute"));
+    assert_non_null(strstr(p.source, ", device not named in it")); /* the footer says what is unknown */
     tl_points_free(&p);
 
     /* the wide form of --page raw: metrics as columns, a units row, Mbyte and usecond units */
