@@ -1,7 +1,11 @@
-/* `tilelab draw ...`: options of the pictures (read with tl_opts_parse); the drawing lives in visualize/. */
+/* `tilelab draw ...`: each picture command parses its options (tl_opts_parse), builds the
+ * figure's data from them (the *_data functions: the model's worklists, curves and schedules; no
+ * argv in them) and hands it to visualize/, which draws it. */
 #include "cli.h"
 #include "../ops/ops.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +188,39 @@ static int parse_seed(const char *s, uint64_t *seed)
     return rc;
 }
 
+/* The tiles figure's data: one worklist per token count, routed and tiled as the model does for
+ * stage 1 of base (tl_moe_worklist), and the panels that show them. */
+typedef struct {
+    tl_worklist wl[8];
+    char label[8][32];
+    tl_tiles_panel panels[8];
+    int n;
+} tiles_data;
+
+static void tiles_data_free(tiles_data *d)
+{
+    for (int i = 0; i < d->n; i++) tl_worklist_free(&d->wl[i]);
+    d->n = 0;
+}
+
+/* Builds d for 1..8 token counts (TL_EUSAGE otherwise, or the model's error); on error d holds
+ * nothing. Caller frees with tiles_data_free. */
+static int tiles_data_build(const tl_moe_problem *base, const int *tokens, int ntok, tiles_data *d)
+{
+    memset(d, 0, sizeof *d);
+    if (ntok < 1 || ntok > 8) return tl_error(TL_EUSAGE, "--tokens", "give 1 to 8 token counts");
+    int rc = TL_OK;
+    for (int i = 0; i < ntok && rc == TL_OK; i++, d->n++) {
+        tl_moe_problem p = *base;
+        p.tokens = tokens[i];
+        rc = tl_moe_worklist(&p, &d->wl[i]);
+        snprintf(d->label[i], sizeof d->label[i], "M = %d token%s", tokens[i], tokens[i] == 1 ? "" : "s");
+        d->panels[i] = (tl_tiles_panel){&d->wl[i], d->label[i]};
+    }
+    if (rc) tiles_data_free(d);
+    return rc;
+}
+
 int tl_draw_moe_tiles(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
@@ -195,20 +232,28 @@ int tl_draw_moe_tiles(int argc, char **argv)
     int rc = tl_opts_parse(argc, argv, opts, "draw moe-tiles", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "moe-tiles"))) return rc;
     int tokens[8], ntok;
-    long tile_m;
-    tl_moe_dtype dtype;
-    tl_routing routing;
-    uint64_t seed = 1;
+    tl_moe_problem p = {.stage = 1, .tp = 1, .seed = 1};
     if ((rc = parse_int_list(tokens_s, 1, 1L << 20, "--tokens", tokens, 8, &ntok)) ||
-        (rc = tl_parse_long(tile_m_s, 1, 4096, "--tile-m", &tile_m)) || (rc = tl_moe_dtype_parse(dtype_s, &dtype)) ||
-        (rc = tl_routing_parse(routing_s, &routing)) || (seed_s && (rc = parse_seed(seed_s, &seed))))
+        (rc = tl_parse_int(tile_m_s, 1, 4096, "--tile-m", &p.tile_m)) || (rc = tl_moe_dtype_parse(dtype_s, &p.dtype)) ||
+        (rc = tl_routing_parse(routing_s, &p.routing)) || (seed_s && (rc = parse_seed(seed_s, &p.seed))))
         return rc;
     tl_hw hw;
     tl_model model;
     if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) ||
         (rc = check_edges(&model, tokens, ntok)))
         return rc;
-    return tl_fig_moe_tiles(out, &hw, &model, dtype, tokens, ntok, (int)tile_m, &routing, seed);
+    p.hw = &hw;
+    p.model = &model;
+    tiles_data d;
+    if ((rc = tiles_data_build(&p, tokens, ntok, &d))) return rc;
+    int E, k, width;
+    tl_model_moe_shape(&model, &E, &k, &width);
+    char routing[64];
+    tl_routing_describe(&p.routing, routing, sizeof routing);
+    tl_tiles_about about = {model.name, k, routing, p.seed, hw.name};
+    rc = tl_fig_moe_tiles(out, d.panels, d.n, &about);
+    tiles_data_free(&d);
+    return rc;
 }
 
 /* ---- padding ---- */
@@ -220,6 +265,78 @@ static const char padding_usage[] =
     "  with balanced routing (solid) and the closed form min(tile_m E / (M k), tile_m) (dashed),\n"
     "  one curve per (E, k, tile-m), at most 12 curves.\n";
 
+/* The padding of the worklist of `tokens` tokens routed balanced (seed 1) over E experts, k
+ * each, in tiles of tile_m rows: rows computed / real rows. */
+static int balanced_worklist_padding(int tokens, int E, int k, int tile_m, double *pad)
+{
+    int32_t *ids = malloc((size_t)tokens * k * sizeof *ids);
+    if (!ids) return tl_error(TL_EFAIL, "padding", "out of memory");
+    tl_routing r = {TL_ROUTE_BALANCED, 0, ""};
+    tl_worklist wl = {0};
+    int rc = tl_route(&r, tokens, E, k, 1, ids, NULL);
+    if (rc == TL_OK) rc = tl_worklist_build(ids, tokens, k, E, tile_m, &wl);
+    if (rc == TL_OK) *pad = (double)wl.n_rows_padded / ((double)tokens * k);
+    tl_worklist_free(&wl);
+    free(ids);
+    return rc;
+}
+
+/* Token counts 1, 2, 3, 4, 6, 8, 12, ... (powers of two and halfway points) up to max_tokens;
+ * returns how many (at most TL_PADDING_MAX_POINTS - 1). */
+static int padding_token_counts(int max_tokens, double *ms)
+{
+    int n = 0;
+    for (long p = 1; p <= max_tokens && n < TL_PADDING_MAX_POINTS - 2; p *= 2) {
+        ms[n++] = (double)p;
+        if (p * 3 / 2 <= max_tokens && p >= 2) ms[n++] = (double)(p * 3 / 2);
+    }
+    return n;
+}
+
+/* The padding figure's curves, one per (E, k, tile_m) in that nesting order: at each token count
+ * up to max_tokens, the balanced worklist's padding and the closed form max(1, min(tile_m E /
+ * (M k), tile_m)). TL_EUSAGE (before any worklist is built) for 0 or more than
+ * TL_PADDING_MAX_CURVES curves, k > E, max_tokens over 195312, or more than 2^25 routed rows in
+ * all (seconds of work). */
+static int padding_data(const int *experts, int ne, const int *topk, int nk, const int *tile_m, int nm,
+                        int max_tokens, tl_padding_curve *curves, int *ncurves)
+{
+    *ncurves = ne * nk * nm;
+    if (*ncurves < 1 || *ncurves > TL_PADDING_MAX_CURVES)
+        return tl_error(TL_EUSAGE, "padding", "%d curves (experts x topk x tile-m); draw 1 to %d", *ncurves,
+                        TL_PADDING_MAX_CURVES);
+    for (int a = 0; a < ne; a++)
+        for (int b = 0; b < nk; b++)
+            if (topk[b] > experts[a])
+                return tl_error(TL_EUSAGE, "--topk", "k = %d is larger than E = %d", topk[b], experts[a]);
+    if ((double)max_tokens * 1024 > 2e8)
+        return tl_error(TL_EUSAGE, "--max-tokens", "%d is too large to simulate here", max_tokens);
+    double ms[TL_PADDING_MAX_POINTS];
+    int nms = padding_token_counts(max_tokens, ms);
+    /* every curve point builds a worklist of M*k rows: bound the total (2^25 rows, seconds) */
+    double rows = 0, ksum = 0;
+    for (int b = 0; b < nk; b++) ksum += topk[b];
+    for (int i = 0; i < nms; i++) rows += ms[i] * ksum * ne * nm;
+    if (rows > 33554432.0)
+        return tl_error(TL_EUSAGE, "--max-tokens", "%d tokens over these curves is %.3g routed rows to simulate, "
+                        "more than 2^25", max_tokens, rows);
+    int rc = TL_OK;
+    tl_padding_curve *cv = curves;
+    for (int a = 0; a < ne && rc == TL_OK; a++)
+        for (int b = 0; b < nk && rc == TL_OK; b++)
+            for (int c = 0; c < nm && rc == TL_OK; c++, cv++) {
+                int E = experts[a], k = topk[b], tm = tile_m[c];
+                snprintf(cv->label, sizeof cv->label, "E = %d, k = %d, tile %d rows", E, k, tm);
+                cv->n = nms;
+                for (int i = 0; i < nms && rc == TL_OK; i++) {
+                    cv->tokens[i] = ms[i];
+                    rc = balanced_worklist_padding((int)ms[i], E, k, tm, &cv->simulated[i]);
+                    cv->closed[i] = fmax(1.0, fmin((double)tm * E / (ms[i] * k), tm));
+                }
+            }
+    return rc;
+}
+
 int tl_draw_padding(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, padding_usage)) return 0;
@@ -230,17 +347,19 @@ int tl_draw_padding(int argc, char **argv)
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw padding", NULL, 0, NULL);
     if (rc || (rc = need_output(out, "padding"))) return rc;
-    int e[12], k[12], m[12], ne, nk, nm;
-    long max_tokens;
+    int e[12], k[12], m[12], ne, nk, nm, max_tokens;
     if ((rc = parse_int_list(experts_s, 1, 65536, "--experts", e, 12, &ne)) ||
         (rc = parse_int_list(topk_s, 1, 1024, "--topk", k, 12, &nk)) ||
         (rc = parse_int_list(tile_m_s, 1, 4096, "--tile-m", m, 12, &nm)) ||
-        (rc = tl_parse_long(max_s, 2, 1L << 20, "--max-tokens", &max_tokens)))
+        (rc = tl_parse_int(max_s, 2, 1 << 20, "--max-tokens", &max_tokens)))
         return rc;
     /* The preset only names the hardware in the footer, but it must exist. */
     tl_hw hw;
     if ((rc = tl_hw_load(hw_s, &hw))) return rc;
-    return tl_fig_padding(out, hw.name, e, ne, k, nk, m, nm, (int)max_tokens);
+    tl_padding_curve curves[TL_PADDING_MAX_CURVES];
+    int ncurves;
+    if ((rc = padding_data(e, ne, k, nk, m, nm, max_tokens, curves, &ncurves))) return rc;
+    return tl_fig_padding(out, hw.name, curves, ncurves);
 }
 
 /* ---- timeline ---- */
@@ -256,6 +375,16 @@ static const char timeline_usage[] =
     "  on each SM, in the slots of the blocks that ran there at once (--tokens: which case of the\n"
     "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp and --seed are the\n"
     "  simulated timeline's and are refused with --trace).\n";
+
+/* The timeline's data: the model's schedule of p (tl_moe_sim with want_schedule). On success the
+ * caller frees r with tl_moe_result_free. */
+static int timeline_data(const tl_moe_problem *p, tl_moe_result *r)
+{
+    tl_moe_problem q = *p;
+    q.want_schedule = 1;
+    memset(r, 0, sizeof *r);
+    return tl_moe_sim(&q, r);
+}
 
 int tl_draw_timeline(int argc, char **argv)
 {
@@ -296,7 +425,11 @@ int tl_draw_timeline(int argc, char **argv)
         return rc;
     p.hw = &hw;
     p.model = &model;
-    return tl_fig_timeline(out, &p);
+    tl_moe_result r;
+    if ((rc = timeline_data(&p, &r))) return rc;
+    rc = tl_fig_timeline(out, &p, &r);
+    tl_moe_result_free(&r);
+    return rc;
 }
 
 /* ---- mfma ---- */

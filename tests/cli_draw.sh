@@ -51,6 +51,7 @@ ok "moe-tiles" "$tmp/t.png" -- "$tl" draw moe-tiles --hw mi355x --model deepseek
 ok "moe-tiles kimi random" "$tmp/t2.png" -- "$tl" draw moe-tiles --model kimi-k2.6 --tokens 64 --routing random --seed 7 -o "$tmp/t2.png"
 ok "padding" "$tmp/p.png" -- "$tl" draw padding --hw mi355x --experts 256,384 --topk 8 --tile-m 16,32 -o "$tmp/p.png"
 ok "timeline" "$tmp/tl.png" -- "$tl" draw timeline --hw mi355x --model deepseek-v3.2 --dtype fp8 --tokens 64 --stage 1 -o "$tmp/tl.png"
+ok "timeline with idle CUs (M = 1, TP 8)" "$tmp/tl3.svg" -- "$tl" draw timeline --hw mi355x --tokens 1 --tp 8 --stage 1 -o "$tmp/tl3.svg"
 ok "timeline stage 2 on mi300x" "$tmp/tl2.png" -- "$tl" draw timeline --hw mi300x --dtype bf16 --tokens 100 --stage 2 -o "$tmp/tl2.png"
 ok "measured timeline from a trace" "$tmp/tr.png" -- "$tl" draw timeline --trace "$d/trace_h200_moe_small.csv" --stage 2 -o "$tmp/tr.png"
 ok "mfma gfx950" "$tmp/m.png" -- "$tl" draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/m.png"

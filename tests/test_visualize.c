@@ -16,6 +16,7 @@
 #include "core/tl.h"
 #include "simulator/hw.h"
 #include "simulator/model.h"
+#include "simulator/moe.h"
 #include "visualize/figures.h"
 #include "visualize/gfx.h"
 #include "visualize/points.h"
@@ -240,6 +241,7 @@ static void test_points_ncu(void **state)
     assert_float_equal(rd->time_us, 703.552, 1e-9);
     assert_float_equal(rd->intensity, rd->flops / rd->bytes, 1e-12);
     assert_non_null(strstr(p.source, "Nsight Compute"));
+    assert_non_null(strstr(p.source, ", device not named in it")); /* the footer says what is unknown */
     tl_points_free(&p);
 
     /* the wide form of --page raw: metrics as columns, a units row, Mbyte and usecond units */
@@ -387,48 +389,143 @@ static void test_fig_roofline(void **state)
     tl_points_free(&sets[1]);
 }
 
-static void test_fig_moe(void **state)
+/* The stage-1 problem the MoE figures' data comes from in these tests. */
+static tl_moe_problem moe_problem(const tl_hw *hw, const tl_model *model, int tokens, int tp)
+{
+    tl_moe_problem p = {0};
+    p.hw = hw;
+    p.model = model;
+    p.dtype = TL_MOE_FP8;
+    p.tokens = tokens;
+    p.stage = 1;
+    assert_int_equal(tl_routing_parse("balanced", &p.routing), 0);
+    p.seed = 1;
+    p.tile_m = 16;
+    p.tp = tp;
+    return p;
+}
+
+static void test_fig_moe_tiles(void **state)
 {
     (void)state;
     tl_hw hw;
     tl_model model;
     assert_int_equal(tl_hw_load("mi355x", &hw), 0);
     assert_int_equal(tl_model_load("deepseek-v3.2", &model), 0);
-    tl_routing r;
-    assert_int_equal(tl_routing_parse("balanced", &r), 0);
-    char path[1200];
     int tokens[3] = {1, 32, 512};
+    tl_worklist wl[3];
+    tl_tiles_panel panels[3];
+    const char *labels[3] = {"M = 1 token", "M = 32 tokens", "M = 512 tokens"};
+    for (int i = 0; i < 3; i++) {
+        tl_moe_problem p = moe_problem(&hw, &model, tokens[i], 1);
+        assert_int_equal(tl_moe_worklist(&p, &wl[i]), 0);
+        panels[i] = (tl_tiles_panel){&wl[i], labels[i]};
+    }
+    tl_tiles_about about = {model.name, 8, "balanced", 1, hw.name};
+    char path[1200];
     out_path(path, sizeof path, "tiles.svg");
-    assert_int_equal(tl_fig_moe_tiles(path, &hw, &model, TL_MOE_FP8, tokens, 3, 16, &r, 1), 0);
+    assert_int_equal(tl_fig_moe_tiles(path, panels, 3, &about), 0);
     assert_true(file_size(path) > 1000);
-
-    int e[2] = {256, 384}, k[1] = {8}, m[2] = {16, 32};
-    out_path(path, sizeof path, "padding.png");
-    assert_int_equal(tl_fig_padding(path, "mi355x", e, 2, k, 1, m, 2, 8192), 0);
-    assert_true(is_png(path));
-    int kbig[1] = {300};
-    out_path(path, sizeof path, "padding_bad.png");
-    assert_int_equal(tl_fig_padding(path, "mi355x", e, 2, kbig, 1, m, 2, 8192), TL_EUSAGE);
+    /* no panel, or panels of different tiles: refused before any file */
+    out_path(path, sizeof path, "tiles_bad.png");
+    assert_int_equal(tl_fig_moe_tiles(path, panels, 0, &about), TL_EUSAGE);
+    tl_worklist other;
+    tl_moe_problem p = moe_problem(&hw, &model, 32, 1);
+    p.tile_m = 32;
+    assert_int_equal(tl_moe_worklist(&p, &other), 0);
+    tl_tiles_panel mixed[2] = {panels[0], {&other, "M = 32 tokens"}};
+    assert_int_equal(tl_fig_moe_tiles(path, mixed, 2, &about), TL_EUSAGE);
     assert_int_equal(file_size(path), -1);
+    tl_worklist_free(&other);
+    for (int i = 0; i < 3; i++) tl_worklist_free(&wl[i]);
+}
 
-    tl_moe_problem p = {0};
-    p.hw = &hw;
-    p.model = &model;
-    p.dtype = TL_MOE_FP8;
-    p.tokens = 64;
-    p.stage = 1;
-    p.routing = r;
-    p.seed = 1;
-    p.tile_m = 16;
-    p.tp = 1;
-    out_path(path, sizeof path, "timeline.png");
-    assert_int_equal(tl_fig_timeline(path, &p), 0);
+static void test_fig_padding(void **state)
+{
+    (void)state;
+    tl_padding_curve curves[2] = {{.label = "E = 256, k = 8, tile 16 rows", .n = 4},
+                                  {.label = "E = 384, k = 8, tile 16 rows", .n = 4}};
+    const double tokens[4] = {1, 32, 512, 8192};
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 4; i++) {
+            double E = c ? 384 : 256;
+            curves[c].tokens[i] = tokens[i];
+            curves[c].closed[i] = fmax(1, fmin(16 * E / (tokens[i] * 8), 16));
+            curves[c].simulated[i] = curves[c].closed[i] * 1.05;
+        }
+    char path[1200];
+    out_path(path, sizeof path, "padding.png");
+    assert_int_equal(tl_fig_padding(path, "mi355x", curves, 2), 0);
     assert_true(is_png(path));
-    p.tokens = 0; /* the simulator refuses it; nothing is written */
+    out_path(path, sizeof path, "padding_bad.png");
+    curves[1].simulated[2] = 0; /* off a log axis */
+    assert_int_equal(tl_fig_padding(path, "mi355x", curves, 2), TL_EUSAGE);
+    curves[1].simulated[2] = NAN;
+    assert_int_equal(tl_fig_padding(path, "mi355x", curves, 2), TL_EUSAGE);
+    assert_int_equal(tl_fig_padding(path, "mi355x", curves, 0), TL_EUSAGE);
+    assert_int_equal(tl_fig_padding(path, "mi355x", curves, TL_PADDING_MAX_CURVES + 1), TL_EUSAGE);
+    assert_int_equal(file_size(path), -1);
+}
+
+static void test_fig_timeline(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    tl_model model;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    assert_int_equal(tl_model_load("deepseek-v3.2", &model), 0);
+    tl_moe_problem p = moe_problem(&hw, &model, 64, 1);
+    p.want_schedule = 1;
+    tl_moe_result r;
+    assert_int_equal(tl_moe_sim(&p, &r), 0);
+    char path[1200];
+    out_path(path, sizeof path, "timeline.png");
+    assert_int_equal(tl_fig_timeline(path, &p, &r), 0);
+    assert_true(is_png(path));
+    /* a result without its schedule is refused; nothing is written */
+    tl_moe_item *items = r.items;
+    r.items = NULL;
     out_path(path, sizeof path, "timeline_bad.png");
-    assert_int_equal(tl_fig_timeline(path, &p), TL_EUSAGE);
+    assert_int_equal(tl_fig_timeline(path, &p, &r), TL_EUSAGE);
+    r.items = items;
+    p.model = NULL;
+    assert_int_equal(tl_fig_timeline(path, &p, &r), TL_EUSAGE);
     assert_int_equal(file_size(path), -1);
     assert_int_equal(tmp_files_left(), 0);
+    tl_moe_result_free(&r);
+}
+
+/* The timeline groups its rows by the model's numbering of CUs: on MI355X (8 x 32) and MI300X
+ * (8 x 38) every XCD holds cus / xcds rows, and every work item of a schedule that leaves most CUs
+ * idle (M = 1, TP 8, stage 1) sits in the XCD the model gave it. */
+static void test_timeline_xcd_rows(void **state)
+{
+    (void)state;
+    const char *presets[3] = {"mi355x", "mi300x", "h200"};
+    tl_model model;
+    assert_int_equal(tl_model_load("deepseek-v3.2", &model), 0);
+    for (int h = 0; h < 3; h++) {
+        tl_hw hw;
+        assert_int_equal(tl_hw_load(presets[h], &hw), 0);
+        int per_xcd[64] = {0};
+        for (int cu = 0; cu < hw.cus; cu++) {
+            int x = tl_fig_timeline_xcd(&hw, cu);
+            assert_true(x >= 0 && x < hw.xcds);
+            if (cu > 0) assert_true(x >= tl_fig_timeline_xcd(&hw, cu - 1)); /* one run of rows each */
+            per_xcd[x]++;
+        }
+        for (int x = 0; x < hw.xcds; x++) assert_int_equal(per_xcd[x], hw.cus / hw.xcds);
+        if (h == 0) assert_int_equal(per_xcd[0], 32);
+        if (h == 1) assert_int_equal(per_xcd[0], 38);
+        tl_moe_problem p = moe_problem(&hw, &model, 1, 8);
+        p.want_schedule = 1;
+        tl_moe_result r;
+        assert_int_equal(tl_moe_sim(&p, &r), 0);
+        assert_true(r.work_items < hw.cus); /* idle CUs: the case the figure once grouped wrongly */
+        for (long long i = 0; i < r.work_items; i++)
+            assert_int_equal(r.items[i].xcd, tl_fig_timeline_xcd(&hw, r.items[i].cu));
+        tl_moe_result_free(&r);
+    }
 }
 
 static void test_fig_mfma(void **state)
@@ -463,7 +560,10 @@ int main(void)
         cmocka_unit_test(test_points_tilelab),
         cmocka_unit_test(test_points_malformed),
         cmocka_unit_test(test_fig_roofline),
-        cmocka_unit_test(test_fig_moe),
+        cmocka_unit_test(test_fig_moe_tiles),
+        cmocka_unit_test(test_fig_padding),
+        cmocka_unit_test(test_fig_timeline),
+        cmocka_unit_test(test_timeline_xcd_rows),
         cmocka_unit_test(test_fig_mfma),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -8,7 +8,6 @@
 #define TL_FIGURES_H
 
 #include "../simulator/hw.h"
-#include "../simulator/model.h"
 #include "../simulator/moe.h"
 #include "../simulator/worklist.h"
 #include "points.h"
@@ -29,26 +28,65 @@ int tl_fig_roofline(const char *out, const tl_hw *hw, const tl_points *sets, int
                     tl_band band);
 
 /* ---- fused MoE ---- */
-/* Seed Figure 6 as a still: one panel per token count (ntok in [1, 8]); experts as columns, tiles
- * of tile_m rows stacked as boxes, real rows and padding rows in two colours; the panel title gives
- * the token count, tiles, active experts and the padding factor. Uses the worklist of
- * tl_moe_worklist (stage 1, the given routing and seed). */
-int tl_fig_moe_tiles(const char *out, const tl_hw *hw, const tl_model *model, tl_moe_dtype dtype,
-                     const int *tokens, int ntok, int tile_m, const tl_routing *routing,
-                     uint64_t seed);
+/* The MoE figures draw data they are given; the data comes from the model (simulator/moe.h,
+ * simulator/worklist.h), built by the command (cli/draw_cmd.c). */
 
-/* Padding factor against tokens (log x 1..max_tokens, log y): for each (E, k, tile_m) the
- * simulated curve (balanced routing through tl_route + tl_worklist_build at every power of two and
- * halfway points) solid, and the closed form min(tile_m E / (M k), tile_m) dashed. At most 12
- * curves (ne * nk * nm <= 12). preset names the hardware in the footer (the curves do not depend
- * on it). */
-int tl_fig_padding(const char *out, const char *preset, const int *experts, int ne,
-                   const int *topk, int nk, const int *tile_m, int nm, int max_tokens);
+/* One panel of the tiles figure: a worklist (not owned, not changed) and the text over the
+ * panel (e.g. "M = 32 tokens"). */
+typedef struct {
+    const tl_worklist *wl;
+    const char *label;
+} tl_tiles_panel;
 
-/* Timeline of one MoE stage: work items as bars on rows of CUs (grouped per XCD), time in us on
- * x; items coloured by wave (alternating), the tail wave highlighted, wave boundaries marked.
- * p->want_schedule is forced on. */
-int tl_fig_timeline(const char *out, const tl_moe_problem *p);
+/* What the tiles figure's worklists were built from, for its title and footer. */
+typedef struct {
+    const char *model;   /* model name */
+    int top_k;           /* routed experts per token */
+    const char *routing; /* as tl_routing_describe writes it */
+    uint64_t seed;
+    const char *preset;  /* the hardware preset the footer names */
+} tl_tiles_about;
+
+/* Seed Figure 6 as a still: one panel per worklist (npanels in [1, 8]); experts as columns, tiles
+ * stacked as boxes, real rows and padding rows in two colours; the panel's title gives its label,
+ * tiles, active experts and the padding factor (padded rows / real rows, the worklist's own
+ * counts). The panels' worklists share one expert count and one tile_m (TL_EUSAGE otherwise). */
+int tl_fig_moe_tiles(const char *out, const tl_tiles_panel *panels, int npanels,
+                     const tl_tiles_about *about);
+
+#define TL_PADDING_MAX_CURVES 12
+#define TL_PADDING_MAX_POINTS 64
+
+/* One curve of the padding figure: the padding factor (rows computed / real rows) at n token
+ * counts, from the simulated worklist and from the closed form. */
+typedef struct {
+    char label[64];                           /* legend text, e.g. "E = 256, k = 8, tile 16 rows" */
+    int n;                                    /* points, 1..TL_PADDING_MAX_POINTS */
+    double tokens[TL_PADDING_MAX_POINTS];     /* M, ascending, >= 1 */
+    double simulated[TL_PADDING_MAX_POINTS];  /* the worklist's padding at M, > 0 */
+    double closed[TL_PADDING_MAX_POINTS];     /* max(1, min(tile_m E / (M k), tile_m)) at M, > 0 */
+} tl_padding_curve;
+
+/* Padding factor against tokens (log x up to the power of ten at or above the largest M, log y up
+ * to 1.6 x the largest factor): each curve's simulated points as a wide translucent line with
+ * markers, its closed form dashed. 1..TL_PADDING_MAX_CURVES curves; a point that is not finite
+ * and positive is TL_EUSAGE. preset names the hardware in the footer (the curves do not depend on
+ * it); the footer says the simulated points are balanced routing through tl_route +
+ * tl_worklist_build. */
+int tl_fig_padding(const char *out, const char *preset, const tl_padding_curve *curves,
+                   int ncurves);
+
+/* The XCD of compute unit cu (0 <= cu < hw->cus): cu / (cus / xcds), the model's numbering
+ * (simulator/moe.c deals a wave's item pos to XCD pos % xcds, CU xcd * cus / xcds + pos / xcds),
+ * so the timeline's rows (CUs in order) fall into xcds groups of cus / xcds. */
+int tl_fig_timeline_xcd(const tl_hw *hw, int cu);
+
+/* Timeline of one MoE stage: the work items of r (tl_moe_sim's result for p, run with
+ * p->want_schedule) as bars on rows of CUs (grouped per XCD, tl_fig_timeline_xcd), time in us on
+ * x; items coloured by wave (alternating), the tail wave highlighted, wave boundaries marked. p
+ * describes the problem in the title (its model, dtype, tokens, stage, tp) and p->hw in the rows
+ * and the footer. TL_EUSAGE when p->hw or p->model is NULL or r holds no schedule. */
+int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_result *r);
 /* The measured timeline of one MoE stage from a `tilelab bench moe --trace` file: every GEMM block
  * as a bar on its SM's row (split into the slots of the blocks that ran there at once, filled in
  * start order), time in us from the moment the stage could start; a slot's blocks alternate in

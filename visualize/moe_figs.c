@@ -1,6 +1,6 @@
 /* The fused-MoE figures: tiles (seed Figure 6 as a still), padding against tokens, timeline (the
- * simulated schedule, and a measured one from a bench trace).
- * See figures.h. */
+ * simulated schedule, and a measured one from a bench trace). They draw the worklists, curves and
+ * schedules they are given and run no model. See figures.h. */
 #include "csv.h"
 #include "figures.h"
 #include "gfx.h"
@@ -12,22 +12,6 @@
 
 static tl_rgba real_colour(void) { return tl_gfx_palette(5); }                     /* blue */
 static tl_rgba pad_colour(void) { return tl_gfx_rgb(0.97, 0.75, 0.45); }          /* light orange */
-
-static void moe_problem(tl_moe_problem *p, const tl_hw *hw, const tl_model *model,
-                        tl_moe_dtype dtype, int tokens, int tile_m, const tl_routing *routing,
-                        uint64_t seed)
-{
-    memset(p, 0, sizeof *p);
-    p->hw = hw;
-    p->model = model;
-    p->dtype = dtype;
-    p->tokens = tokens;
-    p->stage = 1;
-    p->routing = *routing;
-    p->seed = seed;
-    p->tile_m = tile_m;
-    p->tp = 1;
-}
 
 /* ---- moe-tiles ---- */
 
@@ -43,22 +27,30 @@ static int tallest_stack(const tl_worklist *wl)
     return best;
 }
 
-static void draw_tiles_panel(tl_gfx *g, const tl_worklist *wl, int tokens, int top_k,
-                             double x, double y, double w, double h)
+/* Real rows (token-expert pairs) of a worklist. */
+static long long real_rows(const tl_worklist *wl)
 {
+    long long n = 0;
+    for (int e = 0; e < wl->n_experts; e++) n += wl->expert_count[e];
+    return n;
+}
+
+static void draw_tiles_panel(tl_gfx *g, const tl_tiles_panel *panel, double x, double y, double w,
+                             double h)
+{
+    const tl_worklist *wl = panel->wl;
     int E = wl->n_experts;
     int stack = tallest_stack(wl);
     if (stack < wl->tile_m) stack = wl->tile_m;
     tl_plot pl;
     tl_plot_init(&pl, x, y, w, h, 0, E, 0, 0, stack, 0);
     char title[200];
-    double pad = (double)wl->n_rows_padded / ((double)tokens * top_k);
-    snprintf(title, sizeof title, "M = %d token%s", tokens, tokens == 1 ? "" : "s");
+    double pad = (double)wl->n_rows_padded / (double)real_rows(wl);
     tl_text_style ts = tl_gfx_style(10);
     ts.bold = 1;
     ts.ha = TL_CENTER;
     ts.va = TL_BOTTOM;
-    tl_gfx_text(g, x + w / 2, y - 18, title, ts);
+    tl_gfx_text(g, x + w / 2, y - 18, panel->label, ts);
     snprintf(title, sizeof title, "%d tiles, %d experts active, padding %.2fx", wl->n_tiles,
              wl->active_experts, pad);
     ts = tl_gfx_style(9);
@@ -91,77 +83,60 @@ static void draw_tiles_panel(tl_gfx *g, const tl_worklist *wl, int tokens, int t
     tl_gfx_rect(g, x, y, w, h, (tl_rgba){0, 0, 0, 0}, 0.8, tl_gfx_rgb(0.2, 0.2, 0.2));
 }
 
-int tl_fig_moe_tiles(const char *out, const tl_hw *hw, const tl_model *model, tl_moe_dtype dtype,
-                     const int *tokens, int ntok, int tile_m, const tl_routing *routing,
-                     uint64_t seed)
+/* TL_EUSAGE unless there are 1 to 8 panels, each with a worklist of real rows, all of one expert
+ * count and one tile height. */
+static int check_panels(const tl_tiles_panel *panels, int npanels)
 {
-    if (ntok < 1 || ntok > 8) return tl_error(TL_EUSAGE, "--tokens", "give 1 to 8 token counts");
-    int E, k, width;
-    tl_model_moe_shape(model, &E, &k, &width);
-    tl_worklist wl[8];
-    memset(wl, 0, sizeof wl);
-    int rc = TL_OK;
-    for (int i = 0; i < ntok && rc == TL_OK; i++) {
-        tl_moe_problem p;
-        moe_problem(&p, hw, model, dtype, tokens[i], tile_m, routing, seed);
-        rc = tl_moe_worklist(&p, &wl[i]);
+    if (npanels < 1 || npanels > 8) return tl_error(TL_EUSAGE, "moe-tiles", "%d panels; draw 1 to 8", npanels);
+    for (int i = 0; i < npanels; i++) {
+        const tl_worklist *wl = panels[i].wl;
+        if (!wl || !panels[i].label || wl->n_experts < 1 || wl->tile_m < 1 || !wl->expert_count ||
+            real_rows(wl) < 1)
+            return tl_error(TL_EUSAGE, "moe-tiles", "panel %d has no worklist", i + 1);
+        if (wl->n_experts != panels[0].wl->n_experts || wl->tile_m != panels[0].wl->tile_m)
+            return tl_error(TL_EUSAGE, "moe-tiles", "panel %d: E = %d, tiles of %d rows; panel 1: E = %d, %d rows",
+                            i + 1, wl->n_experts, wl->tile_m, panels[0].wl->n_experts, panels[0].wl->tile_m);
     }
-    tl_gfx *g = NULL;
-    if (rc == TL_OK) {
-        /* Up to four panels in a row; five to eight in two rows. */
-        int nrows = ntok <= 4 ? 1 : 2, ncols = (ntok + nrows - 1) / nrows;
-        double panel_w = ntok == 1 ? 620 : 330, panel_h = 290, top = 112, row_gap = 100;
-        double W = 60 + ncols * (panel_w + 62), H = top + nrows * panel_h + (nrows - 1) * row_gap + 44 + TL_GFX_FOOTER_PT;
-        g = tl_gfx_open(out, W, H);
-        if (!g) rc = tl_gfx_open_status();
-        else {
-            char title[256];
-            char rdesc[64];
-            tl_routing_describe(routing, rdesc, sizeof rdesc);
-            snprintf(title, sizeof title,
-                     "Fused MoE tiles: %s (E = %d, top-k = %d), tiles of %d rows, %s routing", model->name,
-                     E, k, tile_m, rdesc);
-            tl_text_style ts = tl_gfx_style(13);
-            ts.bold = 1;
-            tl_gfx_text(g, 16, 10, title, ts);
-            tl_legend_entry le[2] = {
-                {"real rows (token-expert pairs)", real_colour(), TL_KEY_BOX, 0, 0},
-                {"padding rows", pad_colour(), TL_KEY_BOX, 0, 0},
-            };
-            tl_gfx_legend(g, W - 12, 32, le, 2, 1);
-            for (int i = 0; i < ntok; i++) {
-                int r = i / ncols, c = i % ncols;
-                draw_tiles_panel(g, &wl[i], tokens[i], k, 70 + c * (panel_w + 62),
-                                 top + r * (panel_h + row_gap), panel_w, panel_h);
-            }
-            char foot[400];
-            snprintf(foot, sizeof foot,
-                     "simulated on preset %s: worklist of tl_worklist_build (stage 1, %s routing, seed %llu); "
-                     "padding = rows computed / (M x k)",
-                     hw->name, rdesc, (unsigned long long)seed);
-            tl_gfx_footer(g, foot);
-            rc = tl_gfx_close(g);
-        }
+    return TL_OK;
+}
+
+int tl_fig_moe_tiles(const char *out, const tl_tiles_panel *panels, int npanels,
+                     const tl_tiles_about *about)
+{
+    int rc = check_panels(panels, npanels);
+    if (rc) return rc;
+    int E = panels[0].wl->n_experts, tile_m = panels[0].wl->tile_m;
+    /* Up to four panels in a row; five to eight in two rows. */
+    int nrows = npanels <= 4 ? 1 : 2, ncols = (npanels + nrows - 1) / nrows;
+    double panel_w = npanels == 1 ? 620 : 330, panel_h = 290, top = 112, row_gap = 100;
+    double W = 60 + ncols * (panel_w + 62), H = top + nrows * panel_h + (nrows - 1) * row_gap + 44 + TL_GFX_FOOTER_PT;
+    tl_gfx *g = tl_gfx_open(out, W, H);
+    if (!g) return tl_gfx_open_status();
+    char title[256];
+    snprintf(title, sizeof title, "Fused MoE tiles: %s (E = %d, top-k = %d), tiles of %d rows, %s routing",
+             about->model, E, about->top_k, tile_m, about->routing);
+    tl_text_style ts = tl_gfx_style(13);
+    ts.bold = 1;
+    tl_gfx_text(g, 16, 10, title, ts);
+    tl_legend_entry le[2] = {
+        {"real rows (token-expert pairs)", real_colour(), TL_KEY_BOX, 0, 0},
+        {"padding rows", pad_colour(), TL_KEY_BOX, 0, 0},
+    };
+    tl_gfx_legend(g, W - 12, 32, le, 2, 1);
+    for (int i = 0; i < npanels; i++) {
+        int r = i / ncols, c = i % ncols;
+        draw_tiles_panel(g, &panels[i], 70 + c * (panel_w + 62), top + r * (panel_h + row_gap), panel_w, panel_h);
     }
-    for (int i = 0; i < ntok; i++) tl_worklist_free(&wl[i]);
-    return rc;
+    char foot[400];
+    snprintf(foot, sizeof foot,
+             "simulated on preset %s: worklist of tl_worklist_build (stage 1, %s routing, seed %llu); "
+             "padding = rows computed / (M x k)",
+             about->preset, about->routing, (unsigned long long)about->seed);
+    tl_gfx_footer(g, foot);
+    return tl_gfx_close(g);
 }
 
 /* ---- padding ---- */
-
-static int simulated_padding(int tokens, int E, int k, int tile_m, double *pad)
-{
-    int32_t *ids = malloc((size_t)tokens * k * sizeof *ids);
-    if (!ids) return tl_error(TL_EFAIL, "padding", "out of memory");
-    tl_routing r = {TL_ROUTE_BALANCED, 0, ""};
-    tl_worklist wl = {0};
-    int rc = tl_route(&r, tokens, E, k, 1, ids, NULL);
-    if (rc == TL_OK) rc = tl_worklist_build(ids, tokens, k, E, tile_m, &wl);
-    if (rc == TL_OK) *pad = (double)wl.n_rows_padded / ((double)tokens * k);
-    tl_worklist_free(&wl);
-    free(ids);
-    return rc;
-}
 
 /* How many of a polyline's points (each segment sampled 8 times) fall inside the box. */
 static int polyline_hits(const double *x, const double *y, int n, double bx, double by, double bw,
@@ -176,58 +151,55 @@ static int polyline_hits(const double *x, const double *y, int n, double bx, dou
     return hits;
 }
 
-int tl_fig_padding(const char *out, const char *preset, const int *experts, int ne,
-                   const int *topk, int nk, const int *tile_m, int nm, int max_tokens)
+/* TL_EUSAGE unless there are 1 to TL_PADDING_MAX_CURVES curves of 1 to TL_PADDING_MAX_POINTS
+ * points, each point finite and positive (the axes are logarithmic). */
+static int check_curves(const tl_padding_curve *curves, int ncurves)
 {
-    int ncurves = ne * nk * nm;
-    if (ncurves < 1 || ncurves > 12)
-        return tl_error(TL_EUSAGE, "padding", "%d curves (experts x topk x tile-m); draw 1 to 12", ncurves);
-    for (int a = 0; a < ne; a++)
-        for (int b = 0; b < nk; b++)
-            if (topk[b] > experts[a])
-                return tl_error(TL_EUSAGE, "--topk", "k = %d is larger than E = %d", topk[b], experts[a]);
-    if ((double)max_tokens * 1024 > 2e8)
-        return tl_error(TL_EUSAGE, "--max-tokens", "%d is too large to simulate here", max_tokens);
-    /* Token counts: 1, 1.5, 2, 3, 4, 6, 8, ... up to max_tokens. */
-    int ms[64], nms = 0;
-    for (long p = 1; p <= max_tokens && nms < 62; p *= 2) {
-        ms[nms++] = (int)p;
-        if (p * 3 / 2 <= max_tokens && p >= 2) ms[nms++] = (int)(p * 3 / 2);
+    if (ncurves < 1 || ncurves > TL_PADDING_MAX_CURVES)
+        return tl_error(TL_EUSAGE, "padding", "%d curves (experts x topk x tile-m); draw 1 to %d", ncurves,
+                        TL_PADDING_MAX_CURVES);
+    for (int c = 0; c < ncurves; c++) {
+        const tl_padding_curve *cv = &curves[c];
+        if (cv->n < 1 || cv->n > TL_PADDING_MAX_POINTS)
+            return tl_error(TL_EUSAGE, "padding", "curve %d has %d points; give 1 to %d", c + 1, cv->n,
+                            TL_PADDING_MAX_POINTS);
+        for (int i = 0; i < cv->n; i++)
+            if (!(isfinite(cv->tokens[i]) && cv->tokens[i] >= 1 && isfinite(cv->simulated[i]) &&
+                  cv->simulated[i] > 0 && isfinite(cv->closed[i]) && cv->closed[i] > 0))
+                return tl_error(TL_EUSAGE, "padding", "curve %d, point %d: M = %g, padding %g and %g cannot "
+                                "sit on log axes", c + 1, i + 1, cv->tokens[i], cv->simulated[i], cv->closed[i]);
     }
-    /* every curve point builds a worklist of M*k rows: bound the total (2^25 rows, seconds) */
-    double rows = 0, ksum = 0;
-    for (int b = 0; b < nk; b++) ksum += topk[b];
-    for (int i = 0; i < nms; i++) rows += (double)ms[i] * ksum * ne * nm;
-    if (rows > 33554432.0)
-        return tl_error(TL_EUSAGE, "--max-tokens", "%d tokens over these curves is %.3g routed rows to simulate, "
-                        "more than 2^25", max_tokens, rows);
-    double ymax = 1;
-    for (int c = 0; c < nm; c++) ymax = fmax(ymax, tile_m[c]);
-    /* The curves first (data only), so that the legend's place can be chosen before drawing. */
-    double pad[12][64], closed[12][64];
-    char labels[12][64];
-    int curve = 0, rc = TL_OK;
-    for (int a = 0; a < ne && rc == TL_OK; a++)
-        for (int b = 0; b < nk && rc == TL_OK; b++)
-            for (int c = 0; c < nm && rc == TL_OK; c++, curve++) {
-                int E = experts[a], k = topk[b], tm = tile_m[c];
-                for (int i = 0; i < nms && rc == TL_OK; i++) {
-                    pad[curve][i] = 1;
-                    rc = simulated_padding(ms[i], E, k, tm, &pad[curve][i]);
-                    closed[curve][i] = fmax(1.0, fmin((double)tm * E / ((double)ms[i] * k), tm));
-                }
-                snprintf(labels[curve], sizeof labels[curve], "E = %d, k = %d, tile %d rows", E, k, tm);
-            }
-    if (rc) return rc;
+    return TL_OK;
+}
 
+/* A curve's points in the plot's coordinates: xs (tokens), ys (simulated), yc (closed form). */
+static void curve_on_plot(const tl_plot *pl, const tl_padding_curve *cv, double *xs, double *ys, double *yc)
+{
+    for (int i = 0; i < cv->n; i++) {
+        xs[i] = tl_plot_x(pl, cv->tokens[i]);
+        ys[i] = tl_plot_y(pl, cv->simulated[i]);
+        yc[i] = tl_plot_y(pl, cv->closed[i]);
+    }
+}
+
+int tl_fig_padding(const char *out, const char *preset, const tl_padding_curve *curves, int ncurves)
+{
+    int rc = check_curves(curves, ncurves);
+    if (rc) return rc;
+    double max_tokens = 1, ymax = 1;
+    for (int c = 0; c < ncurves; c++)
+        for (int i = 0; i < curves[c].n; i++) {
+            max_tokens = fmax(max_tokens, curves[c].tokens[i]);
+            ymax = fmax(ymax, fmax(curves[c].simulated[i], curves[c].closed[i]));
+        }
     const double W = 760, H = 500;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
     static const int colours[7] = {5, 6, 3, 1, 7, 2, 0};
     tl_legend_entry le[14];
     int nle = 0;
-    for (int c = 0; c < curve; c++)
-        le[nle++] = (tl_legend_entry){labels[c], tl_gfx_palette(colours[c % 7]), TL_KEY_MARKER, 0, c / 7};
+    for (int c = 0; c < ncurves; c++)
+        le[nle++] = (tl_legend_entry){curves[c].label, tl_gfx_palette(colours[c % 7]), TL_KEY_MARKER, 0, c / 7};
     le[nle++] = (tl_legend_entry){"simulated worklist (wide, markers)", tl_gfx_alpha(tl_gfx_rgb(0.3, 0.3, 0.3), 0.55), TL_KEY_LINE, 0, 0};
     le[nle++] = (tl_legend_entry){"closed form max(1, min(tile E / (M k), tile))", tl_gfx_rgb(0.1, 0.1, 0.1), TL_KEY_LINE, 3.5, 0};
     double lw, lh;
@@ -239,20 +211,17 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
     tl_plot pl;
     double xmax = pow(10, ceil(log10(max_tokens))), pw = W - 70 - 24, ph = H - 40 - 46 - TL_GFX_FOOTER_PT;
     tl_plot_init(&pl, 70, 40, pw, ph, 1, xmax, 1, 0.8, ymax * 1.6, 1);
-    double xs[64], ys[64], yc[64], lx = 0, ly = 0;
+    double xs[TL_PADDING_MAX_POINTS], ys[TL_PADDING_MAX_POINTS], yc[TL_PADDING_MAX_POINTS], lx = 0, ly = 0;
     int free_corner = 0;
     for (int k = 0; k < 3 && !free_corner; k++) {
         lx = k == 1 ? pl.x + 8 : pl.x + pl.w - 8 - lw;
         ly = k == 0 ? pl.y + 8 : pl.y + pl.h - 8 - lh;
         int hits = 0;
-        for (int c = 0; c < curve; c++) {
-            for (int i = 0; i < nms; i++) {
-                xs[i] = tl_plot_x(&pl, ms[i]);
-                ys[i] = tl_plot_y(&pl, pad[c][i]);
-                yc[i] = tl_plot_y(&pl, closed[c][i]);
-            }
-            hits += polyline_hits(xs, ys, nms, lx - 4, ly - 4, lw + 8, lh + 8) +
-                    polyline_hits(xs, yc, nms, lx - 4, ly - 4, lw + 8, lh + 8);
+        for (int c = 0; c < ncurves; c++) {
+            int n = curves[c].n;
+            curve_on_plot(&pl, &curves[c], xs, ys, yc);
+            hits += polyline_hits(xs, ys, n, lx - 4, ly - 4, lw + 8, lh + 8) +
+                    polyline_hits(xs, yc, n, lx - 4, ly - 4, lw + 8, lh + 8);
         }
         free_corner = hits == 0;
     }
@@ -267,18 +236,15 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
     tl_gfx_text(g, pl.x, 12, "MoE tile padding against batch size (balanced routing)", ts);
     tl_plot_axes(g, &pl, "tokens in the batch M (log scale)", "padding factor (rows computed / real rows)");
     tl_plot_clip(g, &pl);
-    for (int c = 0; c < curve; c++) {
+    for (int c = 0; c < ncurves; c++) {
         tl_rgba col = tl_gfx_palette(colours[c % 7]);
-        for (int i = 0; i < nms; i++) {
-            xs[i] = tl_plot_x(&pl, ms[i]);
-            ys[i] = tl_plot_y(&pl, pad[c][i]);
-            yc[i] = tl_plot_y(&pl, closed[c][i]);
-        }
+        int n = curves[c].n;
+        curve_on_plot(&pl, &curves[c], xs, ys, yc);
         /* Simulated: a wide translucent band with markers; the closed form dashed on top, so both
          * stay visible where they agree. */
-        tl_gfx_polyline(g, xs, ys, nms, 3.2, tl_gfx_alpha(col, 0.55), 0);
-        for (int i = 0; i < nms; i++) tl_gfx_marker(g, xs[i], ys[i], c / 7, 5.5, col);
-        tl_gfx_polyline(g, xs, yc, nms, 1.1, tl_gfx_rgb(0.1, 0.1, 0.1), 3.5);
+        tl_gfx_polyline(g, xs, ys, n, 3.2, tl_gfx_alpha(col, 0.55), 0);
+        for (int i = 0; i < n; i++) tl_gfx_marker(g, xs[i], ys[i], c / 7, 5.5, col);
+        tl_gfx_polyline(g, xs, yc, n, 1.1, tl_gfx_rgb(0.1, 0.1, 0.1), 3.5);
     }
     tl_gfx_unclip(g);
     tl_gfx_legend(g, lx, ly, le, nle, 0);
@@ -292,59 +258,39 @@ int tl_fig_padding(const char *out, const char *preset, const int *experts, int 
 
 /* ---- timeline ---- */
 
-typedef struct {
-    int cu, xcd;
-} cu_key;
-
-static int cmp_cu(const void *a, const void *b)
+int tl_fig_timeline_xcd(const tl_hw *hw, int cu)
 {
-    const cu_key *x = a, *y = b;
-    if (x->xcd != y->xcd) return x->xcd < y->xcd ? -1 : 1;
-    return (x->cu > y->cu) - (x->cu < y->cu);
+    int xcds = hw->xcds > 0 ? hw->xcds : 1;
+    return cu / (hw->cus / xcds);
 }
 
-int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
+int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_result *r)
 {
-    tl_moe_problem p = *p0;
-    p.want_schedule = 1;
-    tl_moe_result r;
-    memset(&r, 0, sizeof r);
-    int rc = tl_moe_sim(&p, &r);
-    if (rc) return rc;
-    if (!r.items || r.work_items < 1) {
-        tl_moe_result_free(&r);
-        return tl_error(TL_EFAIL, "timeline", "the simulator returned no schedule");
-    }
-    const tl_hw *hw = p.hw;
+    if (!p || !p->hw || !p->model || !r)
+        return tl_error(TL_EUSAGE, "timeline", "no problem or no result to draw");
+    if (!r->items || r->work_items < 1)
+        return tl_error(TL_EUSAGE, "timeline", "the result holds no schedule (simulate with want_schedule)");
+    const tl_hw *hw = p->hw;
+    int rc = TL_OK;
     int ncu = hw->cus, nx = hw->xcds > 0 ? hw->xcds : 1;
-    /* Row of each CU: grouped by XCD (as the simulator assigned them), then by CU number. */
-    cu_key *keys = calloc((size_t)ncu, sizeof *keys);
-    int *row_of = malloc((size_t)ncu * sizeof *row_of);
-    double *wave_t0 = malloc((size_t)(r.waves + 1) * sizeof *wave_t0);
-    int *wave_n = calloc((size_t)(r.waves + 1), sizeof *wave_n);
-    if (!keys || !row_of || !wave_t0 || !wave_n) {
-        free(keys), free(row_of), free(wave_t0), free(wave_n);
-        tl_moe_result_free(&r);
+    /* Rows: CU numbers in order, so each XCD's CUs are one run of rows (tl_fig_timeline_xcd). */
+    double *wave_t0 = malloc((size_t)(r->waves + 1) * sizeof *wave_t0);
+    int *wave_n = calloc((size_t)(r->waves + 1), sizeof *wave_n);
+    if (!wave_t0 || !wave_n) {
+        free(wave_t0), free(wave_n);
         return tl_error(TL_EFAIL, "timeline", "out of memory");
     }
-    for (int c = 0; c < ncu; c++) keys[c] = (cu_key){c, c % nx};
-    for (long long i = 0; i < r.work_items; i++) {
-        const tl_moe_item *it = &r.items[i];
-        if (it->cu >= 0 && it->cu < ncu) keys[it->cu].xcd = it->xcd;
-    }
-    qsort(keys, (size_t)ncu, sizeof *keys, cmp_cu);
-    for (int i = 0; i < ncu; i++) row_of[keys[i].cu] = i;
     double tmax = 0;
-    for (int w = 0; w <= r.waves; w++) wave_t0[w] = INFINITY;
-    for (long long i = 0; i < r.work_items; i++) {
-        const tl_moe_item *it = &r.items[i];
+    for (int w = 0; w <= r->waves; w++) wave_t0[w] = INFINITY;
+    for (long long i = 0; i < r->work_items; i++) {
+        const tl_moe_item *it = &r->items[i];
         tmax = fmax(tmax, it->end_us);
-        if (it->wave >= 0 && it->wave <= r.waves) {
+        if (it->wave >= 0 && it->wave <= r->waves) {
             wave_t0[it->wave] = fmin(wave_t0[it->wave], it->start_us);
             wave_n[it->wave]++;
         }
     }
-    tmax = fmax(tmax, r.time_us);
+    tmax = fmax(tmax, r->time_us);
 
     const double W = 900, H = 660;
     tl_gfx *g = tl_gfx_open(out, W, H);
@@ -356,16 +302,16 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         pl.y_ticks_off = 1;
         const char *units = strncmp(hw->arch, "sm_", 3) == 0 ? "SMs" : "CUs";
         char title[300], tps[24] = "";
-        if (p.tp > 1) snprintf(tps, sizeof tps, ", TP %d", p.tp);
-        snprintf(title, sizeof title, "MoE stage %d timeline: %s%s, %s, M = %d on %s", p.stage,
-                 p.model->name, tps, tl_moe_dtype_name(p.dtype), p.tokens, hw->name);
+        if (p->tp > 1) snprintf(tps, sizeof tps, ", TP %d", p->tp);
+        snprintf(title, sizeof title, "MoE stage %d timeline: %s%s, %s, M = %d on %s", p->stage,
+                 p->model->name, tps, tl_moe_dtype_name(p->dtype), p->tokens, hw->name);
         tl_text_style ts = tl_gfx_style(13);
         ts.bold = 1;
         tl_gfx_text(g, pl.x, 8, title, ts);
         snprintf(title, sizeof title,
                  "%lld work items (%d tiles of %d rows x %d n-blocks of %d) in %d wave%s of %d %s; %.1f us, limiter: %s",
-                 r.work_items, r.tiles, r.tile_m, r.n_blocks, r.tile_n, r.waves, r.waves == 1 ? "" : "s", ncu,
-                 units, r.time_us, r.limiter ? r.limiter : "?");
+                 r->work_items, r->tiles, r->tile_m, r->n_blocks, r->tile_n, r->waves, r->waves == 1 ? "" : "s", ncu,
+                 units, r->time_us, r->limiter ? r->limiter : "?");
         tl_text_style st = tl_gfx_style(9.5);
         tl_gfx_text(g, pl.x, 27, title, st);
 
@@ -373,13 +319,13 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         tl_plot_axes(g, &pl, "time (us)", NULL);
         tl_gfx_rect(g, pl.x, pl.y, pl.w, pl.h, tl_gfx_rgb(1, 1, 1), 0, tl_gfx_rgb(0, 0, 0));
         double row_h = pl.h / ncu;
-        int tail = r.waves - 1;
+        int tail = r->waves - 1;
         int tail_partial = tail >= 0 && wave_n[tail] < ncu;
-        for (long long i = 0; i < r.work_items; i++) {
-            const tl_moe_item *it = &r.items[i];
+        for (long long i = 0; i < r->work_items; i++) {
+            const tl_moe_item *it = &r->items[i];
             if (it->cu < 0 || it->cu >= ncu) continue;
             double x0 = tl_plot_x(&pl, it->start_us), x1 = tl_plot_x(&pl, it->end_us);
-            double y = pl.y + row_of[it->cu] * row_h;
+            double y = pl.y + it->cu * row_h;
             tl_rgba c = (tail_partial && it->wave == tail) ? tl_gfx_palette(6)
                         : (it->wave % 2 == 0)               ? tl_gfx_palette(5)
                                                             : tl_gfx_palette(2);
@@ -392,10 +338,11 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         xs.va = TL_MIDDLE;
         int start = 0;
         for (int i = 1; i <= ncu; i++) {
-            if (i < ncu && keys[i].xcd == keys[start].xcd) continue;
+            int xcd = tl_fig_timeline_xcd(hw, start);
+            if (i < ncu && tl_fig_timeline_xcd(hw, i) == xcd) continue;
             double y0 = pl.y + start * row_h, y1 = pl.y + i * row_h;
             char lab[48];
-            snprintf(lab, sizeof lab, "XCD %d (%d CUs)", keys[start].xcd, i - start);
+            snprintf(lab, sizeof lab, "XCD %d (%d CUs)", xcd, i - start);
             if (nx > 1) tl_gfx_text(g, pl.x - 6, (y0 + y1) / 2, lab, xs);
             if (i < ncu) tl_gfx_line(g, pl.x, y1, pl.x + pl.w, y1, 0.6, tl_gfx_rgb(0.35, 0.35, 0.35), 0);
             start = i;
@@ -411,7 +358,7 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         /* Wave boundaries, labelled at the top (thinned out when there are many waves). The last
          * wave is always labelled, right-aligned to the figure's edge if it would run off it; a
          * thinned label that would run into it is left out. */
-        int every = r.waves <= 16 ? 1 : (r.waves + 15) / 16;
+        int every = r->waves <= 16 ? 1 : (r->waves + 15) / 16;
         tl_text_style wl = tl_gfx_style(8);
         wl.ha = TL_LEFT;
         wl.va = TL_BOTTOM;
@@ -425,7 +372,7 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
             last_x = fmin(tl_plot_x(&pl, wave_t0[tail]) + 2, W - 4 - lw);
             tl_gfx_text(g, last_x, pl.y - 2, lab, wl);
         }
-        for (int w = 0; w < r.waves; w++) {
+        for (int w = 0; w < r->waves; w++) {
             if (!isfinite(wave_t0[w])) continue;
             double x = tl_plot_x(&pl, wave_t0[w]);
             tl_gfx_line(g, x, pl.y - 4, x, pl.y + pl.h, 0.7, tl_gfx_rgb(0.1, 0.1, 0.1), 3);
@@ -439,7 +386,7 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         /* Only the kinds of wave the picture holds. */
         tl_legend_entry le[3];
         int nle = 0;
-        int full_waves = r.waves - (tail_partial ? 1 : 0);
+        int full_waves = r->waves - (tail_partial ? 1 : 0);
         if (full_waves >= 1)
             le[nle++] = (tl_legend_entry){"even waves", tl_gfx_palette(5), TL_KEY_BOX, 0, 0};
         if (full_waves >= 2)
@@ -454,11 +401,8 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p0)
         tl_gfx_footer(g, foot);
         rc = tl_gfx_close(g);
     }
-    free(keys);
-    free(row_of);
     free(wave_t0);
     free(wave_n);
-    tl_moe_result_free(&r);
     return rc;
 }
 

@@ -571,16 +571,17 @@ int tl_points_read(const char *path, tl_points *out)
     rc = tl_points_parse(buf, path, out);
     free(buf);
     if (rc == TL_OK && out->format != TL_POINTS_TILELAB) {
-        /* Profiler exports carry no date: the file's modification day stands in for it. */
+        /* Profiler exports carry no date and no device name: the file's modification day stands
+         * in for the date, and the footer says that the device is not named. */
         struct stat st;
-        char day[16] = "";
+        char day[16] = "unknown date";
         if (stat(path, &st) == 0) {
             struct tm tm;
             gmtime_r(&st.st_mtime, &tm);
             strftime(day, sizeof day, "%Y-%m-%d", &tm);
         }
         size_t l = strlen(out->source);
-        if (day[0]) snprintf(out->source + l, sizeof out->source - l, ", file of %s", day);
+        snprintf(out->source + l, sizeof out->source - l, ", file of %s, device not named in it", day);
     }
     return rc;
 }

@@ -64,8 +64,9 @@ typedef struct {
     char name[64];     /* the file's base name (the `name` given to tl_points_parse), for legends */
 } tl_points;
 
-/* Reads a points file (any of the three formats). On success *out owns pts; free with
- * tl_points_free. On error *out is zeroed. Cost: linear in the file size (read whole, 64 MiB max). */
+/* Reads a points file (any of the three formats). A profiler export's source ends in ", file of
+ * DAY, device not named in it" (DAY: the file's modification day, UTC): the exports carry neither.
+ * On success *out owns pts; free with tl_points_free. On error *out is zeroed. Cost: linear in the file size (read whole, 64 MiB max). */
 int tl_points_read(const char *path, tl_points *out);
 /* The same on text already in memory; `name` is used in messages. */
 int tl_points_parse(const char *text, const char *name, tl_points *out);
