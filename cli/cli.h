@@ -23,8 +23,6 @@ int tl_dispatch(const tl_command *table, const char *group, int argc, char **arg
 /* The same, where the group's subcommands are also the ops of the op table (core/op.h): an op's
  * name runs op_fn (argv[0] = the op), and help and errors list the ops beside the table. */
 int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn, int argc, char **argv);
-/* True if argv holds -h or --help; then prints usage on stdout. */
-int tl_wants_help(int argc, char **argv, const char *usage);
 
 
 
@@ -56,9 +54,6 @@ int tl_sim_op(int argc, char **argv);   /* ops of the op table, e.g. `sim moe` (
 int tl_cli_gpu_missing(int built, const char **why);
 
 /* pictures: `tilelab draw NAME ...` */
-int tl_draw_moe_tiles(int argc, char **argv);
-int tl_draw_padding(int argc, char **argv);
-int tl_draw_timeline(int argc, char **argv);
 int tl_draw_roofline(int argc, char **argv);
 int tl_draw_mfma(int argc, char **argv);
 

@@ -18,9 +18,6 @@ static const tl_command bench_table[] = {
 };
 
 static const tl_command draw_table[] = {
-    {"moe-tiles", tl_draw_moe_tiles, "experts as columns, real and padding rows of each tile", ""},
-    {"padding", tl_draw_padding, "padding factor against token count, simulated and closed form", ""},
-    {"timeline", tl_draw_timeline, "tiles over compute units in time, waves and the tail", ""},
     {"roofline", tl_draw_roofline, "ceilings of a preset with kernels as points", ""},
     {"mfma", tl_draw_mfma, "an MFMA instruction's operands coloured by lane", ""},
     {NULL, NULL, NULL, NULL},
@@ -28,7 +25,19 @@ static const tl_command draw_table[] = {
 
 /* `bench OP` for the ops of the op table, else the benchmarks above */
 int tl_cmd_bench(int argc, char **argv) { return tl_dispatch_ops(bench_table, "bench", tl_bench_op, argc, argv); }
-int tl_cmd_draw(int argc, char **argv) { return tl_dispatch(draw_table, "draw", argc, argv); }
+/* `draw FIGURE`: the ops' figures (each row's `figures`), then the pictures above */
+int tl_cmd_draw(int argc, char **argv)
+{
+    enum { MAX_FIGURES = 64 };
+    tl_command all[MAX_FIGURES + 1];
+    int n = 0;
+    for (int i = 0; tl_ops[i]; i++)
+        for (const tl_op_figure *f = tl_ops[i]->figures; f && f->name && n < MAX_FIGURES; f++)
+            all[n++] = (tl_command){f->name, f->draw, f->summary, ""};
+    for (const tl_command *c = draw_table; c->name && n < MAX_FIGURES; c++) all[n++] = *c;
+    all[n] = (tl_command){NULL, NULL, NULL, NULL};
+    return tl_dispatch(all, "draw", argc, argv);
+}
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv)
@@ -49,7 +58,7 @@ static const tl_command top_table[] = {
     {"models", tl_cmd_models, "model presets", "usage: tilelab models [--format table|csv|json]\n"},
     {"sim", tl_cmd_sim, "tile-scheduling model of an op on a hardware preset",
      "usage: tilelab sim OP|paged-decode ...  (tilelab sim SUB --help; tilelab ops lists the ops)\n"},
-    {"draw", tl_cmd_draw, "pictures: moe-tiles, padding, timeline, roofline, mfma",
+    {"draw", tl_cmd_draw, "pictures: each op's figures (moe-tiles, padding, timeline), roofline, mfma",
      "usage: tilelab draw moe-tiles|padding|timeline|roofline|mfma ... -o FILE.png|svg|pdf\n"},
     {"mfma", tl_cmd_mfma, "matrix-core instructions: list, layout",
      "usage: tilelab mfma list --arch gfx942|gfx950\n"
@@ -99,15 +108,6 @@ static int cmd_help(int argc, char **argv)
     return 0;
 }
 
-int tl_wants_help(int argc, char **argv, const char *usage)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(usage, stdout);
-            return 1;
-        }
-    return 0;
-}
 
 /* "a, b, c": the names of a table, for messages. */
 static void table_names(const tl_command *table, char *names, size_t cap)

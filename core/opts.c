@@ -1,6 +1,7 @@
 /* tl_opts_parse: the table-driven option reader every command shares (contract in core/opts.h). */
 #include "opts.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_OPTS 32
@@ -73,3 +74,13 @@ int tl_opts_parse(int argc, char **argv, const tl_opt *opts, const char *cmd, co
     return TL_OK;
 }
 
+
+int tl_wants_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 1;
+        }
+    return 0;
+}

@@ -38,4 +38,7 @@ typedef struct {
 int tl_opts_parse(int argc, char **argv, const tl_opt *opts, const char *cmd, const char **pos, int pos_cap,
                   int *npos);
 
+/* True if argv holds -h or --help; then prints usage on stdout. */
+int tl_wants_help(int argc, char **argv, const char *usage);
+
 #endif

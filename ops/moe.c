@@ -1027,7 +1027,7 @@ const tl_op tl_op_moe = {
     .bench = moe_bench,
     .bench_header = "name,stage,tokens,dtype,flops,hbm_bytes,time_us,intensity,tflops,weight_tbps,hbm_tbps,"
                     "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,floor_us,x_floor,source",
-    .figures = NULL,
+    .figures = tl_moe_figures,
     .test_args = moe_test_args,
     .bad_args = moe_bad_args,
 };

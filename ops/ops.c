@@ -38,3 +38,18 @@ int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total)
                         "one command simulates", passes > 1 ? " x stages" : "", TL_OPS_MAX_EDGES_TOTAL);
     return TL_OK;
 }
+
+int tl_ops_need_output(const char *out, const char *cmd)
+{
+    if (!out) return tl_error(TL_EUSAGE, cmd, "missing -o FILE.png|svg|pdf");
+    return TL_OK;
+}
+
+int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap, int *n)
+{
+    long tmp[64];
+    int rc = tl_parse_long_list(s, lo, hi, what, tmp, cap < 64 ? cap : 64, n);
+    if (rc) return rc;
+    for (int i = 0; i < *n; i++) out[i] = (int)tmp[i];
+    return TL_OK;
+}

@@ -19,7 +19,13 @@ int tl_ops_parse_seed(const char *val, uint64_t *seed);
  * *total exceeds TL_OPS_MAX_EDGES_TOTAL. */
 int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total);
 
-/* the rows */
+/* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
+int tl_ops_need_output(const char *out, const char *cmd);
+/* tl_parse_long_list into ints (at most min(cap, 64) values). */
+int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap, int *n);
+
+/* the rows, and the figures of each (ops/OP_figs.c) */
 extern const tl_op tl_op_moe;
+extern const tl_op_figure tl_moe_figures[];
 
 #endif
