@@ -17,6 +17,7 @@ if [ $gpu_build -eq 0 ]; then
   check "prints the seed" -- grep -q "seed 1" <<<"$LAST_OUT"
   check "compares the reference with the naive loop" -- grep -q "reference vs naive" <<<"$LAST_OUT"
   check "every row passes" -- bash -c '! grep -q FAIL <<<"$0"' "$LAST_OUT"
+  check "names the requested cases it could not check" -- grep -q "^not checked: M=1, M=16, M=256" <<<"$LAST_OUT"
   expect 0 "check moe TP8 cut to 16 experts, fp8, the requested shape runs too" -- \
     "$tl" check moe --dtype fp8 --tp 8 --experts 16 --topk 4 --tokens 1,3 --seed 2
   check "the requested shape is compared" -- grep -q "^ *M=3 *reference vs naive" <<<"$LAST_OUT"

@@ -122,4 +122,17 @@ k_g=$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col time_us)")
 check "the tilelab kernel's geometry changes the prediction" -- test "$k_t" != "$k_g"
 expect 2 "sim moe --kernel bogus" -- "$tl" sim moe --kernel bogus
 
+# ---- the row's columns: what was simulated, and exact counts ----
+expect 0 "sim moe names its problem in every row" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --tp 2 --routing random --seed 9 --format csv
+hdr=$(head -1 <<<"$LAST_OUT")
+row=$(tail -1 <<<"$LAST_OUT")
+for c in tp routing seed kernel tile_m tile_n; do
+  check "sim moe has a $c column" -- test -n "$(col $c)"
+done
+check "tp, routing, seed and kernel are the ones asked" -- test "$(cut -d, -f"$(col tp)","$(col routing)","$(col seed)","$(col kernel)" <<<"$row")" = "2,random,9,generic"
+expect 0 "sim moe bf16 M=1" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --format csv
+hdr=$(head -1 <<<"$LAST_OUT")
+check "weight bytes are exact: 8 experts x 4096 x 7168 x 2 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col weight_bytes)")" = "469762048"
+check "FLOPs are exact: 2 x 8 x 4096 x 7168 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col flops_useful)")" = "469762048"
+check "bandwidth is in TB/s" -- test -n "$(col hbm_tbps)"
 finish
