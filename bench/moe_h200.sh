@@ -11,6 +11,9 @@
 #            run of M = 1 and 8 block by block: moe_trace_<dtype>.csv) picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
 #            MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
+#            "inputs" checks the kernel on .npy tensors (numpy-made routing with ties and repeated
+#            experts): `check moe --input` and `run moe --device gpu` against `--device cpu`:
+#            moe_inputs.txt.
 #   A/B:     MOE_BUNDLE names the bundle folder (default build-moe-bundle) and MOE_BUILD the nvcc build
 #            folder (default build-moe-gpu), in both modes, so that a second variant can be bundled
 #            beside the first: MOE_BUNDLE=build-moe-bundle-b MOE_BUILD=build-moe-gpu-b bash bench/moe_h200.sh bundle
@@ -78,6 +81,32 @@ if [[ " $parts " == *" trace "* ]]; then # where the time of small M goes, block
     $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw h200 --trace "$OUT/moe_trace_$d.csv" \
       --format csv >/dev/null 2>"$OUT/moe_trace_$d.err" || rc=1
   done
+fi
+if [[ " $parts " == *" inputs "* ]]; then # the user's path: .npy in, .npy out, GPU against CPU
+  {
+    python3 - "$OUT" <<'PY'
+import numpy as np, sys
+out = sys.argv[1]; rng = np.random.default_rng(11)
+M, H, E, k = 40, 7168, 256, 8
+x = rng.standard_normal((M, H)).astype(np.float32) * 3
+ids = np.stack([rng.choice(E, k, replace=False) for _ in range(M)]).astype(np.int32)
+ids[:8] = ids[0]                                     # eight tokens on the same experts
+ids[8, :] = 5                                        # one token routed to expert 5 eight times
+w = rng.random((M, k)).astype(np.float32); w /= w.sum(1, keepdims=True)
+w[9] = 1.0 / k                                       # tied weights
+np.save(out + "/x.npy", x); np.save(out + "/ids.npy", ids); np.save(out + "/w.npy", w)
+PY
+    for d in ${MOE_CHECK_DTYPES:-bf16 fp8 a16w4 mxfp4 mxfp8}; do
+      ins=(--input "x=$OUT/x.npy" --input "topk_ids=$OUT/ids.npy" --input "topk_weights=$OUT/w.npy" --dtype "$d")
+      echo "== check moe --input $d"
+      $T check moe "${ins[@]}" || rc=1
+      $T run moe "${ins[@]}" --device cpu --output "$OUT/out_cpu.npy" || rc=1
+      $T run moe "${ins[@]}" --device gpu --output "$OUT/out_gpu.npy" || rc=1
+      python3 -c "import numpy as np; a=np.load('$OUT/out_cpu.npy'); b=np.load('$OUT/out_gpu.npy');
+print('run $d: gpu vs cpu shape', b.shape, 'rel_rms %.3g' % (np.sqrt(((a-b)**2).mean()/(a**2).mean())), 'finite', np.isfinite(b).all())"
+    done
+    rm -f "$OUT"/*.npy
+  } 2>&1 | tee "$OUT/moe_inputs.txt"
 fi
 if [[ " $parts " == *" torch "* ]]; then
   echo "== torch._grouped_mm bf16"
