@@ -16,74 +16,7 @@
 #define BLOCK TL_BFP8_GROUP
 #define MX_BLOCK TL_MX_BLOCK
 
-/* ---- sizes ---------------------------------------------------------------------------------- */
-
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-
-size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols)
-{
-    size_t r = (size_t)rows, c = (size_t)cols;
-    switch (d) {
-    case TL_MOE_BF16: return r * c * 2;
-    case TL_MOE_FP8:
-    case TL_MOE_MXFP8: return r * c;
-    case TL_MOE_A16W4: return r * tl_int4_row_bytes(c);
-    case TL_MOE_MXFP4: return r * tl_mx_code_bytes(TL_NF_E2M1, c);
-    default: return 0;
-    }
-}
-
-size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols)
-{
-    size_t r = (size_t)rows, c = (size_t)cols;
-    switch (d) {
-    case TL_MOE_FP8: return ceil_div(r, BLOCK) * ceil_div(c, BLOCK);
-    case TL_MOE_A16W4: return r * tl_int4_groups(c, BLOCK);
-    case TL_MOE_MXFP4:
-    case TL_MOE_MXFP8: return r * tl_mx_num_blocks(c, MX_BLOCK);
-    default: return 0;
-    }
-}
-
-double tl_moe_weight_bytes_per_elem(tl_moe_dtype d)
-{
-    switch (d) {
-    case TL_MOE_BF16: return 2.0;
-    case TL_MOE_FP8: return 1.0 + 4.0 / (BLOCK * BLOCK);
-    case TL_MOE_A16W4: return 0.5 + 4.0 / BLOCK;
-    case TL_MOE_MXFP4: return 0.5 + 1.0 / MX_BLOCK;
-    case TL_MOE_MXFP8: return 1.0 + 1.0 / MX_BLOCK;
-    default: return 0;
-    }
-}
-
-double tl_moe_act_bytes_per_elem(tl_moe_dtype d)
-{
-    if (d < 0 || d >= TL_MOE_NDTYPES) return 0;
-    return d == TL_MOE_FP8 ? 1.0 + 4.0 / BLOCK : 2.0;
-}
-
-tl_numfmt tl_moe_act_format(tl_moe_dtype d) { return d == TL_MOE_FP8 ? TL_NF_E4M3FN : TL_NF_BF16; }
-
-int tl_moe_shape_check(const tl_moe_shape *s)
-{
-    if (!s) return tl_error(TL_EUSAGE, "moe", "no shape");
-    if (s->tokens < 1 || s->tokens > (1 << 20))
-        return tl_error(TL_EUSAGE, "moe", "tokens %d outside [1, 1048576]", s->tokens);
-    if (s->hidden < 1 || s->hidden > 65536)
-        return tl_error(TL_EUSAGE, "moe", "hidden size %d outside [1, 65536]", s->hidden);
-    if (s->width < 1 || s->width > 65536)
-        return tl_error(TL_EUSAGE, "moe", "expert width %d outside [1, 65536]", s->width);
-    if (s->n_experts < 1 || s->n_experts > 4096)
-        return tl_error(TL_EUSAGE, "moe", "experts %d outside [1, 4096]", s->n_experts);
-    if (s->top_k < 1 || s->top_k > s->n_experts)
-        return tl_error(TL_EUSAGE, "moe", "top-k %d outside [1, experts = %d]", s->top_k, s->n_experts);
-    if (s->n_shared < 0 || s->n_shared > 16)
-        return tl_error(TL_EUSAGE, "moe", "shared experts %d outside [0, 16]", s->n_shared);
-    if ((int)s->dtype < 0 || s->dtype >= TL_MOE_NDTYPES)
-        return tl_error(TL_EUSAGE, "moe", "unknown dtype %d", (int)s->dtype);
-    return 0;
-}
 
 /* ---- random codes ----------------------------------------------------------------------------
  * A counter-based generator: every row of every matrix gets its own stream seeded from (seed,

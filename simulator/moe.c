@@ -5,34 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../numerics/blockfp8.h"
-#include "../reference/moe.h" /* the types' bytes per element: the reference defines the formats */
-#include "../kernels/moe.h"   /* the geometry of this project's kernel (tl_moe_tilelab_kernel) */
 
 #define DEFAULT_TILE_N 128
-
-/* The types as the project's kernel and reference define them (reference/moe.h, which also gives
- * their bytes per element): activations are bf16 except for fp8; the stage-1 output buffer is bf16
- * for every type (fp8's stage 2 re-quantizes it as it loads it). */
-static const char *const dtype_names[TL_MOE_NDTYPES] = {
-    [TL_MOE_BF16] = "bf16", [TL_MOE_FP8] = "fp8", [TL_MOE_A16W4] = "a16w4", [TL_MOE_MXFP4] = "mxfp4",
-    [TL_MOE_MXFP8] = "mxfp8",
-};
-
-int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out)
-{
-    for (int d = 0; d < TL_MOE_NDTYPES; d++)
-        if (s && strcmp(s, dtype_names[d]) == 0) {
-            *out = (tl_moe_dtype)d;
-            return 0;
-        }
-    return tl_error(TL_EUSAGE, "--dtype", "unknown dtype '%s' (bf16, fp8, a16w4, mxfp4, mxfp8)", s ? s : "");
-}
-
-const char *tl_moe_dtype_name(tl_moe_dtype d)
-{
-    return (d >= 0 && d < TL_MOE_NDTYPES) ? dtype_names[d] : "?";
-}
 
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
 {
@@ -149,7 +123,6 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 #define KERNEL_S1_BLOCKS TL_MOE_S1_MINB
 #define KERNEL_S2_BLOCKS TL_MOE_S2_MINB
 #define KERNEL_TILE_M TL_MOE_TILE_M
-#define KERNEL_QUANT_THREADS 256 /* moe_quant_act: one 256-thread block per row, 8 values a thread */
 #define KERNEL_QUANT_ROWS 8       /* its blocks resident per SM (2048 threads per SM on sm_90) */
 
 int tl_moe_tilelab_kernel(tl_moe_problem *p)
@@ -426,7 +399,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         double rows_per_round = (double)cus * (p->requant_rows_per_cu > 0 ? p->requant_rows_per_cu : 1);
         double rounds = ceil((double)edges / rows_per_round);
         double bytes = (double)edges * K * (2.0 + fp8_act); /* bf16 in, E4M3 + scales out */
-        double passes = ceil((double)K / 8 / KERNEL_QUANT_THREADS); /* each a load, then shuffles */
+        double passes = ceil((double)K / 8 / TL_MOE_QUANT_THREADS); /* each a load, then shuffles */
         double chain = rounds * (passes > 1 ? passes : 1) * hw->load_chain_us, byte_us = bytes / (bw * 1e3);
         r->act_bytes += bytes;
         r->extra_us += hw->next_kernel_us + chain + byte_us;

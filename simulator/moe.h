@@ -131,15 +131,10 @@
 #ifndef TL_SIM_MOE_H
 #define TL_SIM_MOE_H
 
+#include "../contract/moe.h"
+#include "../contract/worklist.h"
 #include "hw.h"
 #include "model.h"
-#include "worklist.h"
-
-typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8, TL_MOE_NDTYPES } tl_moe_dtype;
-
-/* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise. */
-int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);
-const char *tl_moe_dtype_name(tl_moe_dtype d);
 /* Instruction input dtypes this data type runs on for hw: "fp8" for fp8 where the arch has FP8
  * instructions, otherwise "bf16" (a16w4, mxfp4 and mxfp8 have bf16 activations and dequantize their
  * weights to bf16; see reference/moe.h). */

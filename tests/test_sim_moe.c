@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/moe.h" /* tl_moe_gemv_geometry */
+#include "contract/moe.h" /* tl_moe_gemv_geometry */
 #include "simulator/moe.h"
 
 static tl_hw hw355, hw300, hw200;
