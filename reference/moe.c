@@ -628,7 +628,7 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
      * is compared with: the whole output, sqrt(tokens x width), one token's row, sqrt(width). J is
      * the 1e-5 quantile of that flip (7 for bf16 activations, 3 for E4M3 with u = 2^-4), from a
      * simulation of the kernel's and the reference's float32 summation orders over 10^4-10^5 seeds
-     * (session 4; DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
+     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
      * case where the bound without it failed a correct kernel in 1-5% of cases at M = 1 and TP8 (and
      * did so on the H200: bf16 TP8 M = 1, rel_rms 8.6e-4 against 6.0e-4). The cost is detection at
      * small M x width: fp8 at M = 1 TP8 allows 2.3e-2. The GPU check therefore also checks the stages
@@ -640,8 +640,8 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
     const double flip_row = 2.0 * u_act * j / sqrt((double)s->width);
     const double base = 4.0 * t->predicted;
     t->rel_rms = sqrt(base * base + flip_whole * flip_whole);
-    /* No max-abs bound: it assumes Gaussian errors, and the flips are not (measured on the H200,
-     * session 3: max_abs / error-rms ratios of 30 to 60 at M = 256 and 1024 from correct kernels).
+    /* No max-abs bound: it assumes Gaussian errors, and the flips are not (measured on the H200:
+     * max_abs / error-rms ratios of 30 to 60 at M = 256 and 1024 from correct kernels).
      * A wrong element still shows: NaN never passes, outputs are poisoned first. Every token's row
      * is held to 10x the Gaussian bound (a row that took a wrong expert or weight is off by ~1/k)
      * plus one flip within the row. */

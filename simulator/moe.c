@@ -182,9 +182,8 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
      * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
     p->vector_rows = 0;
-    /* instructions per weight element of weights_bf16, fitted on the H200 (run 30, the packed
-     * weights: one value per dtype for its 8 timings, both stages at M = 1, 8, 64, 256; largest
-     * error 10.1%) */
+    /* instructions per weight element of weights_bf16: fitted per dtype to 8 timings of
+     * bench/results/h200_moe_bench_<dtype>_run30.csv (simulator/moe.h) */
     p->dequant_instr = p->dtype == TL_MOE_A16W4 ? 6.75 : p->dtype == TL_MOE_MXFP4 ? 8.0 : p->dtype == TL_MOE_MXFP8 ? 16.25 : 0.0;
     return 0;
 }
