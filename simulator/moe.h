@@ -11,13 +11,16 @@
  *
  * Counted:
  *  - tiles from the worklist (contract/worklist.h) for the chosen routing; padding = rows computed /
- *    real rows
+ *    real rows. Shared experts (n_shared) are experts every token routes to, after its k routed
+ *    ones: tokens more rows each, so their tiles, weights, outputs and FLOPs join the stage's (stage
+ *    1 reads each token's activations once, charged to its routed rows).
  *  - k_padding = K rounded up to the instruction's K-depth / K (e.g. width 96 under FP8's K = 128)
  *  - flops_useful = 2 * real rows * N * K; flops_issued = 2 * padded rows * N_padded * K_padded
  *  - HBM bytes: each active expert's weights (all of N x K, with scales) read once however many of
  *    its rows use them; activations in (stage 1: each token's hidden vector once; stage 2: each
  *    routed row), outputs out (stage 1: width/tp per routed row; stage 2: hidden per routed row);
- *    routing metadata (sorted ids, tile expert, top-k weights) too. Bytes per element (scales
+ *    routing metadata (sorted ids, tile expert, top-k weights) too. The result's byte fields are
+ *    exact counts of codes and scales as stored; the time terms charge bytes per element (scales
  *    included) are the contract's storages: weights bf16 2, fp8 1 + 4/128^2, a16w4 0.5 + 4/128,
  *    mxfp4 0.5 + 1/32, mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. The stage-1
  *    output (stage-2 input) is bf16 for every type; stage 2 writes each routed row's weighted
@@ -109,9 +112,8 @@
  * grid's empty blocks beyond the real tiles; LDS capacity and occupancy; instruction issue, address
  * arithmetic and waits; the VALU work of block scaling, of the SwiGLU and of the combine (the
  * weights' conversion is dequant_instr's); clock throttling under load; atomic contention in the
- * combine; routing (top-k/softmax) and the sort kernel's own time; TP all-reduce; shared experts
- * (a separate dense GEMM: simulate them as a dense model, as examples/glm5_decode_bytes.sh does);
- * imbalance inside a CU (its matrix cores are all busy).
+ * combine; routing (top-k/softmax) and the sort kernel's own time; TP all-reduce; imbalance
+ * inside a CU (its matrix cores are all busy).
  */
 #ifndef TL_SIM_MOE_H
 #define TL_SIM_MOE_H
@@ -169,6 +171,10 @@ typedef struct {
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */
+    int n_shared;        /* shared experts (the model's n_shared; 0 = none), each width / tp wide: an
+                            expert every token routes to, after its k routed ones (ids E..E+n_shared-1,
+                            top-k weight 1), so its tiles, bytes and FLOPs join the stage's. Routed
+                            experts' tiles are those of n_shared = 0, unchanged */
 } tl_moe_problem;
 
 /* One work item of the schedule (for the timeline picture). */
@@ -182,7 +188,8 @@ typedef struct {
 
 typedef struct {
     int tokens, stage;
-    int n_experts, top_k, N, K, K_padded; /* the GEMM each tile computes */
+    int n_experts, top_k, N, K, K_padded; /* routed experts, k, and the GEMM each tile computes */
+    int n_shared;        /* shared experts included (each routes every token: tokens more edges) */
     int tile_m, tile_n;
     tl_instr instr;      /* the instruction chosen */
     int active_experts;
@@ -193,6 +200,9 @@ typedef struct {
     double padding;      /* rows computed / real rows (tokens * k) */
     double k_padding;    /* K_padded / K */
     double flops_useful, flops_issued;
+    /* HBM bytes, exact integers: counted from element and scale counts as stored (contract/moe.h's
+     * storages, partial scale blocks whole), not from fractional bytes per element; hbm_bytes is
+     * their sum. The time terms charge each work item its share at bytes per element. */
     double weight_bytes, act_bytes, out_bytes, meta_bytes, hbm_bytes;
     double intensity;    /* flops_useful / hbm_bytes */
     double compute_us, memory_us, fixed_us, time_us;
@@ -224,15 +234,17 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
 /* Runs the model. Errors (TL_EUSAGE): NULL hw/model, tokens < 1 or > 2^31 - 1, stage not 1 or 2,
  * tp < 1 or not dividing the width, tile_m the instruction cannot use, E or k = 0, k > E, a dtype the
- * hw cannot run at all, tokens * k too large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
+ * hw cannot run at all, n_shared outside [0, 16], tokens * (k + n_shared) too
+ * large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
  * more than TL_MOE_MAX_SCHEDULE work items. TL_EFAIL on allocation failure. On success the caller
  * frees with tl_moe_result_free. Cost: O(M*k + E + tiles + waves), plus O(work items) time and
  * memory when want_schedule; `tilelab bench sim` (2940 runs up to M = 8192) takes about 0.16 s. */
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r);
 void tl_moe_result_free(tl_moe_result *r);
 
-/* Routes and builds the worklist the simulation uses for p (same seed, same order): for pictures
- * that draw tiles. Caller frees with tl_worklist_free. */
+/* Routes and builds the worklist the simulation uses for p (same seed, same order; with p->n_shared
+ * shared experts, k + n_shared slots a token over E + n_shared experts): for pictures that draw
+ * tiles. Caller frees with tl_worklist_free. */
 int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl);
 
 #endif
