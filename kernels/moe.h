@@ -1,5 +1,8 @@
 /* kernels/moe.h: the fused MoE kernel's C launcher API (implemented in kernels/moe.hip, GPU builds
- * only: TILELAB_HAVE_GPU=1) and its shape contract (a static inline function, usable anywhere).
+ * only: TILELAB_HAVE_GPU=1).
+ *
+ * The op's shape, layouts, data types and this kernel's tiling geometry (TL_MOE_TILE_M, ...) are its
+ * contract, contract/moe.h, which the reference and the model read too.
  *
  * What runs on the GPU, in order (one stream):
  *   sort      two small kernels: count edges per expert and prefix-sum the tiles (one block), then
@@ -43,97 +46,13 @@
 #ifndef TL_KERNELS_MOE_H
 #define TL_KERNELS_MOE_H
 
-#include "../reference/moe.h"
+#include "../contract/moe.h"
+#include "../contract/worklist.h" /* TL_WL_PAD */
 #include "bench.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define TL_MOE_TILE_M 16   /* rows per tile: one 16-row matrix instruction */
-/* The kernel's geometry, read by kernels/moe.hip and by the simulator's model of this kernel
- * (simulator/moe.c, tl_moe_tilelab_kernel): change it here and both follow. */
-#define TL_MOE_S1_THREADS 128 /* stage 1: 4 waves of 32 lanes split K, reduce in shared memory */
-#define TL_MOE_S2_THREADS 128 /* stage 2: 4 waves each own TL_MOE_NCOLS columns over the whole K */
-#define TL_MOE_S1_MINB 4      /* blocks per SM the stage-1 register budget is cut for (NVIDIA) */
-#define TL_MOE_S2_MINB 4      /* the same for stage 2 */
-#define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
-#define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */
-#define TL_MOE_K_ALIGN 128 /* hidden and width must be multiples of this (block, group, chunk) */
-/* Decode: bf16 stage 2 at one token runs moe_gemv_down instead of the GEMM (each tile holds one
- * row, two only if a token repeats an expert). A block is cut into groups of gs threads; a group
- * owns TL_MOE_GEMV_R weight rows (output columns) over the whole K, each thread loading
- * TL_MOE_GEMV_VJ 16-byte vectors of each row at once. A task is one such set of rows for every
- * group of the block; a block takes `tasks` consecutive tasks of one tile in turn, except the last
- * blocks of the grid, which take one each (TL_MOE_GEMV_TAPER_PCT: the share of the tasks in the
- * long blocks). tl_moe_gemv_geometry computes it for the launcher and the simulator. */
-#define TL_MOE_GEMV_THREADS 256 /* at most */
-#define TL_MOE_GEMV_VJ 4
-#define TL_MOE_GEMV_R 2
-#define TL_MOE_GEMV_TASKS 8 /* at most */
-#define TL_MOE_GEMV_TAPER_PCT 85
-#define TL_MOE_GEMV_MINB 3 /* blocks per SM its register budget is cut for (NVIDIA) */
-/* Whether stage `stage` of this shape runs moe_gemv_down (K = width must fit one pass: K <= 8192). */
-static inline int tl_moe_uses_gemv(const tl_moe_shape *s, int stage)
-{
-    return stage == 2 && s->tokens == 1 && s->dtype == TL_MOE_BF16 &&
-           2 * s->width <= 16 * TL_MOE_GEMV_THREADS * TL_MOE_GEMV_VJ;
-}
-typedef struct {
-    int gs;              /* threads per group: a power of 2 up to a wave, then whole waves, with
-                            gs x TL_MOE_GEMV_VJ >= the 16-byte vectors of a row (width / 8) */
-    int threads;         /* per block: the most whole groups in TL_MOE_GEMV_THREADS */
-    int cols_per_task;   /* threads / gs x TL_MOE_GEMV_R */
-    int tasks_per_tile;  /* hidden / cols_per_task */
-    int tasks;           /* per long block: the largest power of 2 <= TL_MOE_GEMV_TASKS dividing
-                            tasks_per_tile, so that no block spans two tiles */
-} tl_moe_gemv_geom;
-/* moe_gemv_down's geometry for shape s (tl_moe_uses_gemv(s, 2)) on waves of `wave` lanes. */
-static inline tl_moe_gemv_geom tl_moe_gemv_geometry(const tl_moe_shape *s, int wave)
-{
-    tl_moe_gemv_geom g;
-    const int need = (s->width / 8 + TL_MOE_GEMV_VJ - 1) / TL_MOE_GEMV_VJ;
-    g.gs = 8;
-    while (g.gs < need && g.gs < wave) g.gs *= 2;
-    if (g.gs < need) g.gs = (need + wave - 1) / wave * wave;
-    g.threads = TL_MOE_GEMV_THREADS / g.gs * g.gs;
-    g.cols_per_task = g.threads / g.gs * TL_MOE_GEMV_R;
-    g.tasks_per_tile = s->hidden / g.cols_per_task; /* hidden % 128 == 0, cols_per_task a power of 2 <= 64 */
-    g.tasks = TL_MOE_GEMV_TASKS;
-    while (g.tasks_per_tile % g.tasks) g.tasks /= 2;
-    return g;
-}
-
-/* The kernel's shape contract, checked before anything is uploaded: hidden and width must be
- * multiples of 128 (the FP8 block and INT4 group, and the deepest K chunk a wave reads: 4 lanes x
- * 32 INT4 values); E <= 4096. Widths such as 96 or 192 are refused with this message rather than
- * padded (pad the weights with zero rows/columns to 128 and pass the padded width); the CPU
- * reference handles any width. Returns 0 or TL_EUSAGE (recorded). */
-static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
-{
-    int rc = tl_moe_shape_check(s);
-    if (rc) return rc;
-    if (s->hidden % TL_MOE_K_ALIGN)
-        return tl_error(TL_EUSAGE, "moe kernel", "hidden size %d is not a multiple of %d (the FP8 block, "
-                        "INT4 group and K chunk); pad it", s->hidden, TL_MOE_K_ALIGN);
-    if (s->width % TL_MOE_K_ALIGN)
-        return tl_error(TL_EUSAGE, "moe kernel", "expert width %d is not a multiple of %d (the FP8 block, "
-                        "INT4 group and K chunk); pad the expert to %d", s->width, TL_MOE_K_ALIGN,
-                        (s->width + TL_MOE_K_ALIGN - 1) / TL_MOE_K_ALIGN * TL_MOE_K_ALIGN);
-    if (s->dtype == TL_MOE_FP8 && (s->hidden > 8192 || s->width > 8192))
-        return tl_error(TL_EUSAGE, "moe kernel", "fp8 keeps at most 64 scale groups per row (K <= 8192)");
-    if (s->n_shared)
-        return tl_error(TL_EUSAGE, "moe kernel", "shared experts are not fused into this kernel (run them as a "
-                        "dense GEMM); use --shared 0 for the GPU check");
-    return 0;
-}
-
-/* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */
-static inline long long tl_moe_max_tiles(int tokens, int k, int n_experts)
-{
-    long long edges = (long long)tokens * k;
-    return edges / TL_MOE_TILE_M + (edges < n_experts ? edges : n_experts);
-}
 
 typedef struct tl_moe_gpu tl_moe_gpu;
 

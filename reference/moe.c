@@ -16,74 +16,7 @@
 #define BLOCK TL_BFP8_GROUP
 #define MX_BLOCK TL_MX_BLOCK
 
-/* ---- sizes ---------------------------------------------------------------------------------- */
-
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-
-size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols)
-{
-    size_t r = (size_t)rows, c = (size_t)cols;
-    switch (d) {
-    case TL_MOE_BF16: return r * c * 2;
-    case TL_MOE_FP8:
-    case TL_MOE_MXFP8: return r * c;
-    case TL_MOE_A16W4: return r * tl_int4_row_bytes(c);
-    case TL_MOE_MXFP4: return r * tl_mx_code_bytes(TL_NF_E2M1, c);
-    default: return 0;
-    }
-}
-
-size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols)
-{
-    size_t r = (size_t)rows, c = (size_t)cols;
-    switch (d) {
-    case TL_MOE_FP8: return ceil_div(r, BLOCK) * ceil_div(c, BLOCK);
-    case TL_MOE_A16W4: return r * tl_int4_groups(c, BLOCK);
-    case TL_MOE_MXFP4:
-    case TL_MOE_MXFP8: return r * tl_mx_num_blocks(c, MX_BLOCK);
-    default: return 0;
-    }
-}
-
-double tl_moe_weight_bytes_per_elem(tl_moe_dtype d)
-{
-    switch (d) {
-    case TL_MOE_BF16: return 2.0;
-    case TL_MOE_FP8: return 1.0 + 4.0 / (BLOCK * BLOCK);
-    case TL_MOE_A16W4: return 0.5 + 4.0 / BLOCK;
-    case TL_MOE_MXFP4: return 0.5 + 1.0 / MX_BLOCK;
-    case TL_MOE_MXFP8: return 1.0 + 1.0 / MX_BLOCK;
-    default: return 0;
-    }
-}
-
-double tl_moe_act_bytes_per_elem(tl_moe_dtype d)
-{
-    if (d < 0 || d >= TL_MOE_NDTYPES) return 0;
-    return d == TL_MOE_FP8 ? 1.0 + 4.0 / BLOCK : 2.0;
-}
-
-tl_numfmt tl_moe_act_format(tl_moe_dtype d) { return d == TL_MOE_FP8 ? TL_NF_E4M3FN : TL_NF_BF16; }
-
-int tl_moe_shape_check(const tl_moe_shape *s)
-{
-    if (!s) return tl_error(TL_EUSAGE, "moe", "no shape");
-    if (s->tokens < 1 || s->tokens > (1 << 20))
-        return tl_error(TL_EUSAGE, "moe", "tokens %d outside [1, 1048576]", s->tokens);
-    if (s->hidden < 1 || s->hidden > 65536)
-        return tl_error(TL_EUSAGE, "moe", "hidden size %d outside [1, 65536]", s->hidden);
-    if (s->width < 1 || s->width > 65536)
-        return tl_error(TL_EUSAGE, "moe", "expert width %d outside [1, 65536]", s->width);
-    if (s->n_experts < 1 || s->n_experts > 4096)
-        return tl_error(TL_EUSAGE, "moe", "experts %d outside [1, 4096]", s->n_experts);
-    if (s->top_k < 1 || s->top_k > s->n_experts)
-        return tl_error(TL_EUSAGE, "moe", "top-k %d outside [1, experts = %d]", s->top_k, s->n_experts);
-    if (s->n_shared < 0 || s->n_shared > 16)
-        return tl_error(TL_EUSAGE, "moe", "shared experts %d outside [0, 16]", s->n_shared);
-    if ((int)s->dtype < 0 || s->dtype >= TL_MOE_NDTYPES)
-        return tl_error(TL_EUSAGE, "moe", "unknown dtype %d", (int)s->dtype);
-    return 0;
-}
 
 /* ---- random codes ----------------------------------------------------------------------------
  * A counter-based generator: every row of every matrix gets its own stream seeded from (seed,
@@ -695,7 +628,7 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
      * is compared with: the whole output, sqrt(tokens x width), one token's row, sqrt(width). J is
      * the 1e-5 quantile of that flip (7 for bf16 activations, 3 for E4M3 with u = 2^-4), from a
      * simulation of the kernel's and the reference's float32 summation orders over 10^4-10^5 seeds
-     * (session 4; DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
+     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
      * case where the bound without it failed a correct kernel in 1-5% of cases at M = 1 and TP8 (and
      * did so on the H200: bf16 TP8 M = 1, rel_rms 8.6e-4 against 6.0e-4). The cost is detection at
      * small M x width: fp8 at M = 1 TP8 allows 2.3e-2. The GPU check therefore also checks the stages
@@ -707,8 +640,8 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
     const double flip_row = 2.0 * u_act * j / sqrt((double)s->width);
     const double base = 4.0 * t->predicted;
     t->rel_rms = sqrt(base * base + flip_whole * flip_whole);
-    /* No max-abs bound: it assumes Gaussian errors, and the flips are not (measured on the H200,
-     * session 3: max_abs / error-rms ratios of 30 to 60 at M = 256 and 1024 from correct kernels).
+    /* No max-abs bound: it assumes Gaussian errors, and the flips are not (measured on the H200:
+     * max_abs / error-rms ratios of 30 to 60 at M = 256 and 1024 from correct kernels).
      * A wrong element still shows: NaN never passes, outputs are poisoned first. Every token's row
      * is held to 10x the Gaussian bound (a row that took a wrong expert or weight is off by ~1/k)
      * plus one flip within the row. */

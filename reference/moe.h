@@ -1,13 +1,9 @@
 /* The fused MoE's CPU reference: the same function the GPU kernel computes, on the same quantized
  * inputs, plus an independent naive loop to check the reference itself.
  *
- * The function (one MoE FFN layer, routed experts, optional shared experts):
- *   for each token t and slot s < k:  e = topk_ids[t*k+s], w = topk_w[t*k+s]
- *     g, u  = x_t . W1[e][gate rows]^T,  x_t . W1[e][up rows]^T      (stage 1, K = hidden)
- *     a     = Q2(bf16(silu(g) * u))                                    (the stage-1 output)
- *     y_ts  = a . W2[e]^T                                              (stage 2, K = width)
- *   out_t = sum_{s = 0..k-1, in slot order} (w * y_ts)  [+ sum over shared experts of y_t]
- * in float32 (the naive loop accumulates in double).
+ * It computes the op's function (contract/moe.h, which also gives the data types and the layouts
+ * of tl_moe_inputs, the arrays the GPU kernel reads too) in float32; the naive loop accumulates in
+ * double.
  *
  * Where the intermediate is quantized, and how (the kernel does exactly this):
  *   - stage 1 rounds silu(g) * u (float32) to bf16, RNE: the activation buffer it writes is bf16;
@@ -15,20 +11,6 @@
  *     float32 scales (amax clamped to 1e-4, scale = amax / 448, RNE, saturating: numerics/blockfp8.h),
  *     so Q2 = dequantize(quantize_act(.)); for every other dtype Q2 is the identity (bf16 feeds the
  *     bf16 matrix instructions).
- *
- * Data types (weights; activations x are bf16 except fp8, where x is block-FP8 as below):
- *   bf16   weights bf16
- *   fp8    DeepSeek-V3 block FP8: weights E4M3FN in 128x128 blocks with float32 scales
- *          [ceil(rows/128)][ceil(cols/128)], activations E4M3FN in 1x128 groups with float32 scales
- *   a16w4  INT4 weights, symmetric, groups of 128 along K, float32 scales [rows][ceil(cols/128)],
- *          packed two per byte (numerics/int4.h); activations bf16
- *   mxfp4  OCP MXFP4: E2M1 weights packed two per byte, one E8M0 scale per 32 along K
- *          [rows][ceil(cols/32)] (numerics/mx.h); activations bf16
- *   mxfp8  OCP MXFP8: E4M3FN weights, one E8M0 scale per 32 along K; activations bf16
- *
- * Layouts (row-major, K contiguous): W1 is [E][2*width][hidden]: rows 0..width-1 are the gate
- * projection, rows width..2*width-1 the up projection; W2 is [E][hidden][width]; x is [tokens][hidden].
- * The GPU kernel (kernels/moe.h) reads these very arrays.
  *
  * Inputs are random and seeded, never all zeros: weights are drawn as codes of their own format
  * (normal values encoded, or uniform codes for INT4/FP4) with random positive scales, so no
@@ -44,61 +26,11 @@
 extern "C" {
 #endif
 
+#include "../contract/moe.h"
+#include "../contract/worklist.h"
 #include "../core/tl.h"
 #include "../numerics/formats.h"
 #include "../numerics/metrics.h"
-#include "../simulator/moe.h"
-#include "../simulator/worklist.h"
-
-/* One problem's shape. width is the per-GPU expert width (the model's width / tp). */
-typedef struct {
-    int tokens;    /* M >= 1 */
-    int hidden;    /* H */
-    int width;     /* I per GPU */
-    int n_experts; /* E (routed) */
-    int top_k;     /* k <= E */
-    int n_shared;  /* shared experts (width each), 0 = none */
-    tl_moe_dtype dtype;
-} tl_moe_shape;
-
-/* n_mat matrices of rows x cols in one of the formats above. */
-typedef struct {
-    tl_moe_dtype dtype;
-    int n_mat, rows, cols;
-    uint8_t *codes;         /* n_mat * mat_code_bytes */
-    size_t mat_code_bytes;  /* bytes of one matrix's codes */
-    float *scales;          /* fp8, a16w4: n_mat * mat_scales floats; else NULL */
-    uint8_t *e8m0;          /* mxfp4, mxfp8: n_mat * mat_scales bytes; else NULL */
-    size_t mat_scales;      /* scale entries of one matrix */
-} tl_moe_weights;
-
-typedef struct {
-    tl_moe_shape s;
-    uint64_t seed;
-    uint16_t *x;          /* bf16 codes [tokens][hidden] (fp8: the values before quantization) */
-    uint8_t *xq;          /* fp8 only: E4M3FN codes [tokens][hidden] */
-    float *xs;            /* fp8 only: scales [tokens][ceil(hidden/128)] */
-    int32_t *topk_ids;    /* [tokens * k] */
-    float *topk_w;        /* [tokens * k], positive, summing to 1 per token */
-    tl_moe_weights w1, w2;   /* routed experts */
-    tl_moe_weights ws1, ws2; /* shared experts (n_mat = n_shared; empty when 0) */
-} tl_moe_inputs;
-
-/* Bytes of one rows x cols matrix's codes and number of its scale entries in this dtype. */
-size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols);
-size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols);
-/* Bytes of weights (codes and scales) per element, for bandwidth figures and the simulator: bf16 2,
- * fp8 1 + 4/128^2, a16w4 0.5 + 4/128, mxfp4 0.5 + 1/32, mxfp8 1 + 1/32. 0 for an unknown type. */
-double tl_moe_weight_bytes_per_elem(tl_moe_dtype d);
-/* Bytes per stage-1 activation element, scales included: fp8 1 + 4/128 (E4M3 and a float32 scale
- * per 1x128 group), the other types 2 (bf16). 0 for an unknown type. */
-double tl_moe_act_bytes_per_elem(tl_moe_dtype d);
-/* The format stage 2 reads its activations in: TL_NF_E4M3FN for fp8, else TL_NF_BF16. */
-tl_numfmt tl_moe_act_format(tl_moe_dtype d);
-
-/* Checks a shape: all sizes >= 1 (n_shared >= 0), k <= E, hidden and width <= 65536, tokens <= 2^20,
- * tokens * k and the weight sizes within size_t. TL_EUSAGE with a message otherwise. */
-int tl_moe_shape_check(const tl_moe_shape *s);
 
 /* Random weights: n_mat matrices rows x cols of dtype d, values of RMS about 1/sqrt(cols).
  * Deterministic for (seed, d, n_mat, rows, cols) whatever the thread count (a counter-based

@@ -28,10 +28,49 @@ static int positive_alias(json_t *root, const char *const *keys)
     return 0;
 }
 
+static const char *const experts_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
+static const char *const topk_keys[] = {"num_experts_per_tok", "moe_topk", "moe_router_topk", NULL};
+/* Every key model_from_json reads (quantization_config's method is recorded, not used). */
+static const char *const read_keys[] = {
+    "tilelab_name", "tilelab_source", "hidden_size", "num_hidden_layers", "intermediate_size", "n_shared_experts",
+    "first_k_dense_replace", "num_attention_heads", "num_key_value_heads", "head_dim", "index_n_heads",
+    "index_head_dim", "index_topk", "moe_intermediate_size", "quantization_config", NULL};
+
+static int listed(const char *key, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (strcmp(key, *keys) == 0) return 1;
+    return 0;
+}
+
+/* Appends ", " (but first) and s to buf (size n); a piece that does not fit ends the list with "...". */
+static void append_name(char *buf, size_t n, const char *s)
+{
+    size_t len = strlen(buf);
+    if (len >= 3 && strcmp(buf + len - 3, "...") == 0) return;
+    const char *sep = len ? ", " : "";
+    if (len + strlen(sep) + strlen(s) + 4 < n) snprintf(buf + len, n - len, "%s%s", sep, s);
+    else if (len + 4 < n) snprintf(buf + len, n - len, "%s...", len ? " " : "");
+}
+
+/* Records quantization_config's method and the top-level keys not read. */
+static void record_unread(json_t *root, tl_model *m)
+{
+    json_t *q = json_object_get(root, "quantization_config");
+    const char *method = json_string_value(json_object_get(q, "quant_method"));
+    if (q) snprintf(m->quant_method, sizeof m->quant_method, "%s", method ? method : "?");
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v)
+    {
+        if (listed(key, read_keys) || listed(key, experts_keys) || listed(key, topk_keys)) continue;
+        m->n_unused++;
+        append_name(m->unused, sizeof m->unused, key);
+    }
+}
+
 static int model_from_json(json_t *root, const char *label, const char *fallback_name, tl_model *m)
 {
-    static const char *const experts_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
-    static const char *const topk_keys[] = {"num_experts_per_tok", "moe_topk", "moe_router_topk", NULL};
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", fallback_name);
     if (tl_json_get_str(root, "tilelab_name", label, 0, m->name, sizeof m->name) ||
@@ -70,7 +109,21 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
     if (!m->name[0]) snprintf(m->name, sizeof m->name, "%s", fallback_name); /* "tilelab_name": "" */
     if (m->n_kv_heads == 0) m->n_kv_heads = m->n_heads;
     if (m->head_dim == 0 && m->n_heads > 0) m->head_dim = m->hidden / m->n_heads;
+    record_unread(root, m);
     return 0;
+}
+
+int tl_model_unused(const tl_model *m, char *buf, size_t n)
+{
+    if (n == 0) return m->n_unused + (m->quant_method[0] != 0);
+    buf[0] = '\0';
+    if (m->quant_method[0]) {
+        char q[128];
+        snprintf(q, sizeof q, "quantization_config (quant_method %s: not modelled, choose --dtype)", m->quant_method);
+        append_name(buf, n, q);
+    }
+    if (m->unused[0]) append_name(buf, n, m->unused);
+    return m->n_unused + (m->quant_method[0] != 0);
 }
 
 static void base_name(const char *spec, char *out, size_t len)

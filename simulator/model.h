@@ -1,7 +1,7 @@
 /* Model presets, read in the shape of a model's own Hugging Face config.json, so a user can pass
  * theirs: `--model deepseek-v3.2` or `--model path/to/config.json`.
  *
- * Keys read (others ignored; aliases in brackets):
+ * Keys read (aliases in brackets):
  *   hidden_size                                   required
  *   num_hidden_layers                             required
  *   moe_intermediate_size                         required for MoE models (expert width)
@@ -14,6 +14,9 @@
  *   index_n_heads, index_head_dim, index_topk     DSA indexer (0 when absent)
  *   "tilelab_name", "tilelab_source"              the preset's short name and where the values come
  *                                                 from (presets only; a user's file may omit them)
+ *   quantization_config.quant_method              recorded (quant_method), not modelled: the data
+ *                                                 type of a simulation is chosen on its own (--dtype)
+ * Every other top-level key is recorded as unused (tl_model_unused names them).
  * A dense model (mistral-7b, qwen3-8b) is treated by the MoE simulator as one expert that every
  * token uses: E = 1, k = 1, width = intermediate_size (see tl_model_moe_shape).
  */
@@ -36,6 +39,9 @@ typedef struct {
     int dense_width;     /* intermediate_size (dense layers / dense models); 0 when absent */
     int n_heads, n_kv_heads, head_dim;
     int index_n_heads, index_head_dim, index_topk;
+    char quant_method[32]; /* quantization_config.quant_method ("fp8", "mxfp4", ...); "" when absent */
+    int n_unused;          /* top-level keys of the config this loader did not use */
+    char unused[512];      /* their names in file order, ", "-separated; "..." ends a list cut short */
 } tl_model;
 
 /* Loads a preset by name or a config.json by path (a name containing '/' or ending in ".json" is
@@ -43,6 +49,12 @@ typedef struct {
  * malformed JSON ("FILE:LINE:COLUMN: why"), missing required field (names it), a value that is
  * not a positive integer where one is needed, top_k > E. Plain data: nothing to free. */
 int tl_model_load(const char *name_or_path, tl_model *out);
+
+/* What of the config the model does not use, for a printer: writes "quantization_config
+ * (quant_method fp8: not modelled, choose --dtype)" when the config has one, then the unused keys
+ * (m->unused), into buf (always terminated when n > 0; cut short to fit). Returns the number of keys
+ * not used, quantization_config included (0: everything was read; buf gets ""). */
+int tl_model_unused(const tl_model *m, char *buf, size_t n);
 
 /* Preset names compiled into the binary, NULL-terminated, sorted. Static storage. */
 const char *const *tl_model_list(void);

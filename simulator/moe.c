@@ -5,34 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../numerics/blockfp8.h"
-#include "../reference/moe.h" /* the types' bytes per element: the reference defines the formats */
-#include "../kernels/moe.h"   /* the geometry of this project's kernel (tl_moe_tilelab_kernel) */
 
 #define DEFAULT_TILE_N 128
-
-/* The types as the project's kernel and reference define them (reference/moe.h, which also gives
- * their bytes per element): activations are bf16 except for fp8; the stage-1 output buffer is bf16
- * for every type (fp8's stage 2 re-quantizes it as it loads it). */
-static const char *const dtype_names[TL_MOE_NDTYPES] = {
-    [TL_MOE_BF16] = "bf16", [TL_MOE_FP8] = "fp8", [TL_MOE_A16W4] = "a16w4", [TL_MOE_MXFP4] = "mxfp4",
-    [TL_MOE_MXFP8] = "mxfp8",
-};
-
-int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out)
-{
-    for (int d = 0; d < TL_MOE_NDTYPES; d++)
-        if (s && strcmp(s, dtype_names[d]) == 0) {
-            *out = (tl_moe_dtype)d;
-            return 0;
-        }
-    return tl_error(TL_EUSAGE, "--dtype", "unknown dtype '%s' (bf16, fp8, a16w4, mxfp4, mxfp8)", s ? s : "");
-}
-
-const char *tl_moe_dtype_name(tl_moe_dtype d)
-{
-    return (d >= 0 && d < TL_MOE_NDTYPES) ? dtype_names[d] : "?";
-}
 
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
 {
@@ -69,10 +43,23 @@ static int validate(const tl_moe_problem *p)
         return tl_error(TL_EUSAGE, "sim moe", "bytes in flight %g KiB outside [0, 1e6]", p->inflight_kib);
     if (p->prologue_loads < 0 || p->prologue_loads > 64)
         return tl_error(TL_EUSAGE, "sim moe", "prologue loads %d outside [0, 64]", p->prologue_loads);
+    if (p->n_shared < 0 || p->n_shared > 16)
+        return tl_error(TL_EUSAGE, "--shared", "shared experts %d outside [0, 16]", p->n_shared);
     if (p->requant_rows_per_cu < 0 || p->requant_rows_per_cu > 4096)
         return tl_error(TL_EUSAGE, "sim moe", "re-quantization rows per CU %d outside [0, 4096]",
                         p->requant_rows_per_cu);
     return 0;
+}
+
+/* Appends n_shared slots to each token's k routed ones (ids [tokens][k] -> [tokens][k + n_shared]),
+ * in place from the last token down: slot k + j of every token is shared expert E + j. */
+static void add_shared_slots(int32_t *ids, int tokens, int k, int n_shared, int n_experts)
+{
+    const int ks = k + n_shared;
+    for (int t = tokens - 1; t >= 0; t--) {
+        for (int j = n_shared - 1; j >= 0; j--) ids[(size_t)t * ks + k + j] = n_experts + j;
+        for (int s = k - 1; s >= 0; s--) ids[(size_t)t * ks + s] = ids[(size_t)t * k + s];
+    }
 }
 
 int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl)
@@ -81,13 +68,16 @@ int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl)
     if (validate(p)) return TL_EUSAGE;
     int E, k, width;
     tl_model_moe_shape(p->model, &E, &k, &width);
-    if ((int64_t)p->tokens * k > INT32_MAX)
-        return tl_error(TL_EUSAGE, "--tokens", "tokens x k = %lld edges exceed 2^31 - 1", (long long)p->tokens * k);
+    const int ks = k + p->n_shared;
+    if ((int64_t)p->tokens * ks > INT32_MAX)
+        return tl_error(TL_EUSAGE, "--tokens", "tokens x (k + shared) = %lld edges exceed 2^31 - 1",
+                        (long long)p->tokens * ks);
     if (k < 1 || E < 1 || k > E) return tl_error(TL_EUSAGE, "--model", "bad MoE shape E = %d, k = %d", E, k);
-    int32_t *ids = malloc((size_t)p->tokens * (size_t)k * sizeof *ids);
-    if (!ids) return tl_error(TL_EFAIL, "sim moe", "out of memory for %d x %d routing ids", p->tokens, k);
+    int32_t *ids = malloc((size_t)p->tokens * (size_t)ks * sizeof *ids);
+    if (!ids) return tl_error(TL_EFAIL, "sim moe", "out of memory for %d x %d routing ids", p->tokens, ks);
     int rc = tl_route(&p->routing, p->tokens, E, k, p->seed, ids, NULL);
-    if (!rc) rc = tl_worklist_build(ids, p->tokens, k, E, p->tile_m, wl);
+    if (!rc) add_shared_slots(ids, p->tokens, k, p->n_shared, E);
+    if (!rc) rc = tl_worklist_build(ids, p->tokens, ks, E + p->n_shared, p->tile_m, wl);
     free(ids);
     return rc;
 }
@@ -106,7 +96,10 @@ typedef struct {
     const tl_worklist *wl;
     int N, K, tile_n, n_blocks, tile_m, stage;
     int weights_per_tile; /* every tile pays the time of its expert's weights from HBM */
-    double w_elem, in_elem, out_elem, act_share;
+    int n_routed;         /* experts below this are routed; the rest shared */
+    double w_elem, in_elem, out_elem;
+    double act_share;     /* of a row's activation bytes, charged per routed row (stage 1: 1/k, each
+                             token once; a shared expert's rows find them in the cache) */
 } cost_ctx;
 
 typedef struct {
@@ -128,7 +121,8 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     if (first_of_expert) b.w = cols * c->K * c->w_elem;
     else if (c->weights_per_tile) b.w_again = cols * c->K * c->w_elem;
     if (nb0 == 0) {
-        b.a = rows * (double)c->K * c->in_elem * c->act_share;
+        int shared = c->stage == 1 && c->wl->tile_expert[tile] >= c->n_routed;
+        b.a = shared ? 0 : rows * (double)c->K * c->in_elem * c->act_share;
         b.m = c->tile_m * 4.0 + 4.0 + rows * 4.0;
     }
     b.o = rows * out_cols * c->out_elem;
@@ -137,6 +131,37 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     return b;
 }
 
+
+/* The stage's HBM bytes as stored, exact integers (moe.h): the active experts' weight matrices
+ * (N x K each, codes and scales), the GEMM's activations in (stage 1: each token once; stage 2: each
+ * edge's row, bf16 or its E4M3 re-quantization) and outputs out (stage 1: bf16 SwiGLU outputs per
+ * edge; stage 2: per edge, fp32 partials for the combine else bf16), the routing metadata (each
+ * tile's sorted ids, expert and row count, each edge's top-k weight), and the stage's other kernels:
+ * fp8's re-quantization (bf16 rows in, E4M3 rows out) and the combine (partials in, output out). */
+typedef struct {
+    double w, a, o, m;        /* the GEMM's: weights, activations, outputs, metadata */
+    double requant, combine;  /* the other kernels' */
+} stage_bytes;
+
+static stage_bytes count_stage_bytes(const tl_moe_problem *p, const tl_worklist *wl, int N, int K, int64_t edges,
+                                     int requant, int combine)
+{
+    const uint64_t e = (uint64_t)edges, tokens = (uint64_t)p->tokens, n = (uint64_t)N;
+    const uint64_t bf16_rows = tl_moe_act_bytes(TL_MOE_BF16, e, K), fp8_rows = tl_moe_act_bytes(TL_MOE_FP8, e, K);
+    stage_bytes b = {0, 0, 0, 0, 0, 0};
+    b.w = (double)((uint64_t)wl->active_experts * tl_moe_weight_matrix_bytes(p->dtype, N, K));
+    if (p->stage == 1) {
+        b.a = (double)tl_moe_act_bytes(p->dtype, tokens, K);
+        b.o = (double)(e * (n / 2) * 2);
+    } else {
+        b.a = (double)(requant ? fp8_rows : bf16_rows);
+        b.o = (double)(e * n * (combine ? 4 : 2));
+        if (requant) b.requant = (double)(bf16_rows + fp8_rows);
+        if (combine) b.combine = (double)((e + tokens) * n * 4);
+    }
+    b.m = (double)((uint64_t)wl->n_tiles * ((uint64_t)p->tile_m * 4 + 4) + e * 4);
+    return b;
+}
 
 /* kernels/moe.hip as built for sm_90 (TL_MMA_TARGET_SM80 fragments: 32 lanes, 8-column B
  * fragments, so NF = NCOLS / 8 = 4 weight rows per lane, 16-byte loads of weight codes). */
@@ -149,7 +174,6 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 #define KERNEL_S1_BLOCKS TL_MOE_S1_MINB
 #define KERNEL_S2_BLOCKS TL_MOE_S2_MINB
 #define KERNEL_TILE_M TL_MOE_TILE_M
-#define KERNEL_QUANT_THREADS 256 /* moe_quant_act: one 256-thread block per row, 8 values a thread */
 #define KERNEL_QUANT_ROWS 8       /* its blocks resident per SM (2048 threads per SM on sm_90) */
 
 int tl_moe_tilelab_kernel(tl_moe_problem *p)
@@ -209,9 +233,8 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
      * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
     p->vector_rows = 0;
-    /* instructions per weight element of weights_bf16, fitted on the H200 (run 30, the packed
-     * weights: one value per dtype for its 8 timings, both stages at M = 1, 8, 64, 256; largest
-     * error 10.1%) */
+    /* instructions per weight element of weights_bf16: fitted per dtype to 8 timings of
+     * bench/results/h200_moe_bench_<dtype>_run30.csv (simulator/moe.h) */
     p->dequant_instr = p->dtype == TL_MOE_A16W4 ? 6.75 : p->dtype == TL_MOE_MXFP4 ? 8.0 : p->dtype == TL_MOE_MXFP8 ? 16.25 : 0.0;
     return 0;
 }
@@ -246,7 +269,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     int rc = tl_moe_worklist(p, &wl);
     if (rc) return rc;
 
-    int64_t edges = (int64_t)p->tokens * k;
+    const int ks = k + p->n_shared; /* slots a token: routed, then shared */
+    int64_t edges = (int64_t)p->tokens * ks;
     int n_blocks = (N + tile_n - 1) / tile_n;
     int K_pad = (K + in.k - 1) / in.k * in.k;
     long long items = (long long)wl.n_tiles * n_blocks;
@@ -267,6 +291,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     r->stage = p->stage;
     r->n_experts = E;
     r->top_k = k;
+    r->n_shared = p->n_shared;
     r->N = N;
     r->K = K;
     r->K_padded = K_pad;
@@ -327,7 +352,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
-                  .weights_per_tile = p->weights_per_tile,
+                  .weights_per_tile = p->weights_per_tile, .n_routed = E,
                   .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
                   .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
@@ -352,10 +377,6 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
-            r->weight_bytes += b.w;
-            r->act_bytes += b.a;
-            r->out_bytes += b.o;
-            r->meta_bytes += b.m;
             wave_bytes += b.w + b.w_again + b.a + b.o + b.m;
             wave_streamed += b.streamed;
             left -= take;
@@ -417,7 +438,12 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         if (w == waves - 1) r->tail_us = wave_us;
         t += wave_us;
     }
+    stage_bytes sb = count_stage_bytes(p, &wl, N, K, edges, requant, combine);
     tl_worklist_free(&wl);
+    r->weight_bytes = sb.w;
+    r->act_bytes = sb.a + sb.requant;
+    r->out_bytes = sb.o + sb.combine;
+    r->meta_bytes = sb.m;
     r->kernels = 1;
 
     /* stage 2's other kernels, each a further launch + its chain of dependent steps + its bytes at
@@ -425,20 +451,16 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     if (requant) {
         double rows_per_round = (double)cus * (p->requant_rows_per_cu > 0 ? p->requant_rows_per_cu : 1);
         double rounds = ceil((double)edges / rows_per_round);
-        double bytes = (double)edges * K * (2.0 + fp8_act); /* bf16 in, E4M3 + scales out */
-        double passes = ceil((double)K / 8 / KERNEL_QUANT_THREADS); /* each a load, then shuffles */
-        double chain = rounds * (passes > 1 ? passes : 1) * hw->load_chain_us, byte_us = bytes / (bw * 1e3);
-        r->act_bytes += bytes;
+        double passes = ceil((double)K / 8 / TL_MOE_QUANT_THREADS); /* each a load, then shuffles */
+        double chain = rounds * (passes > 1 ? passes : 1) * hw->load_chain_us, byte_us = sb.requant / (bw * 1e3);
         r->extra_us += hw->next_kernel_us + chain + byte_us;
         fixed_total += hw->next_kernel_us + chain;
         mem_bound_us += byte_us;
         r->kernels++;
     }
     if (combine) {
-        double bytes = (double)edges * N * 4.0 + (double)p->tokens * N * 4.0;
-        double byte_us = bytes / (bw * 1e3);
-        r->out_bytes += bytes;
-        double chain = k * hw->load_chain_us; /* a thread's k loads, one after another */
+        double byte_us = sb.combine / (bw * 1e3);
+        double chain = ks * hw->load_chain_us; /* a thread's loads of its token's slots, one after another */
         r->extra_us += hw->next_kernel_us + chain + byte_us;
         fixed_total += hw->next_kernel_us + chain;
         mem_bound_us += byte_us;

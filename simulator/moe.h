@@ -1,5 +1,6 @@
 /* The fused MoE cost model: the tile schedule of a two-stage fused MoE kernel on a hardware preset,
- * with padding, bytes, FLOPs, time and what bounds it.
+ * with padding, bytes, FLOPs, time and what bounds it. The op (its function, data types, layouts
+ * and this project's kernel geometry) is contract/moe.h; the tile order is contract/worklist.h.
  *
  * The kernel modelled: stage 1 computes, for each tile of tile_m routed rows of one expert and each
  * block of tile_n output columns, gate+up = X[rows] * W1[e] (N = 2 * width / tp, K = hidden) with a
@@ -9,19 +10,21 @@
  * XCDs first (item i -> XCD i % xcds), so one wave holds cus items.
  *
  * Counted:
- *  - tiles from the worklist (worklist.h) for the chosen routing; padding = rows computed / real rows
+ *  - tiles from the worklist (contract/worklist.h) for the chosen routing; padding = rows computed /
+ *    real rows. Shared experts (n_shared) are experts every token routes to, after its k routed
+ *    ones: tokens more rows each, so their tiles, weights, outputs and FLOPs join the stage's (stage
+ *    1 reads each token's activations once, charged to its routed rows).
  *  - k_padding = K rounded up to the instruction's K-depth / K (e.g. width 96 under FP8's K = 128)
  *  - flops_useful = 2 * real rows * N * K; flops_issued = 2 * padded rows * N_padded * K_padded
  *  - HBM bytes: each active expert's weights (all of N x K, with scales) read once however many of
  *    its rows use them; activations in (stage 1: each token's hidden vector once; stage 2: each
  *    routed row), outputs out (stage 1: width/tp per routed row; stage 2: hidden per routed row);
- *    routing metadata (sorted ids, tile expert, top-k weights) too.
- *  - Data types as the project's kernel and reference define them (reference/moe.h). Weight bytes
- *    per element incl. scales: bf16 2; fp8 (block-scaled) 1 + 4/(128*128); a16w4 0.5 + 4/128 (fp32
- *    scale per group of 128 along K); mxfp4 0.5 + 1/32; mxfp8 1 + 1/32 (E8M0 per 32). Stage-1 input
- *    activations: fp8 1 + 4/128 (1x128 groups), all others bf16 2. The stage-1 output (stage-2
- *    input) is bf16 for every type; stage 2 writes each routed row's weighted result in bf16
- *    (tokens * k * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
+ *    routing metadata (sorted ids, tile expert, top-k weights) too. The result's byte fields are
+ *    exact counts of codes and scales as stored; the time terms charge bytes per element (scales
+ *    included) are the contract's storages: weights bf16 2, fp8 1 + 4/128^2, a16w4 0.5 + 4/128,
+ *    mxfp4 0.5 + 1/32, mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. The stage-1
+ *    output (stage-2 input) is bf16 for every type; stage 2 writes each routed row's weighted
+ *    result in bf16 (tokens * k * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
  *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones); bf16, a16w4,
  *    mxfp4 and mxfp8 run bf16 x bf16 (weights dequantized in registers).
  *  - compute time of a work item = instructions issued (padded rows / m) * (N_blk / n) * (K_pad / k)
@@ -35,11 +38,8 @@
  *    misses at hw->hbm_per_cu_gbps and hits at hw->l2_per_cu_gbps per CU, for a items in parallel.
  *    One CU streams only its bytes in flight per load latency (Little's law), so a small grid
  *    cannot fill HBM, and a tile that re-reads cached weights is still bound by its own CU's
- *    stream. Measured on the H200 here: a read kernel with 16, 32 and 64 KiB in flight per SM
- *    streams 19, 38 and 76 GB/s per SM; a Triton fused-MoE stage (bf16, tiles 16 x 128, BK 128,
- *    4 stages, DeepSeek-V3.2 shapes at M = 1..2048, full and TP8 widths) fits 55 GB/s per SM for
- *    misses and 75 for L2 hits (24 timings, rms error 8.9%; worst: -23% where an expert's weights
- *    (59 MB) overflow L2 so its re-reads miss, and -24% for 448 tiny items at M = 1).
+ *    stream. On the H200 both per-SM rates are fitted to 24 timings of a Triton fused-MoE stage
+ *    (presets/hw/h200.json says which).
  *  - time per wave = max(HBM time of the wave, max(stream, compute of one item) + item_fixed_us):
  *    the fixed cost (prologue: the dependent loads of sorted ids and gathered rows; epilogue) sits
  *    on each CU's own timeline (one resident block per CU, as tiles that fill the LDS allow), while
@@ -47,68 +47,56 @@
  *    the first wave, whose CUs all start in step: it pays HBM time + fixed). Plus hw->launch_us
  *    once. fixed_us reports launch + the fixed costs not hidden.
  *  - The kernel's own geometry (tl_moe_problem's geometry fields; tl_moe_tilelab_kernel sets this
- *    project's kernels/moe.hip), terms measured or derived on the H200 (presets/hw/h200.json has
- *    each value and its source; other presets leave them out and keep the rules above):
+ *    project's kernels/moe.hip from contract/moe.h), with the preset's measured terms (each value
+ *    and its measurement: presets/hw/h200.json; other presets leave them out and keep the rules
+ *    above):
  *    * blocks_per_cu items are resident per CU, so a wave holds cus x blocks_per_cu items, and the
  *      items of a wave on one CU share its matrix cores (compute of a wave = items on the busiest CU
  *      x one item's compute).
- *    * inflight_kib: one item's stream = its bytes in flight / hbm_latency_us (0.85 us on the H200:
- *      a loaded round trip, from the per-SM streaming test). kernels/moe.hip keeps 32 KiB in flight
- *      per stage-1 block (8 warps x 32 lanes x 4 weight rows x 16-byte loads x 2 chunks; fp8: 32-byte
- *      loads x 1 chunk) and 16 KiB per stage-2 block (4 warps), so 64 KiB per SM in both stages.
+ *    * inflight_kib: one item's stream = its bytes in flight / hbm_latency_us (on the H200 0.85 us,
+ *      a loaded round trip: 16, 32 and 64 KiB in flight per SM stream 19, 38 and 76 GB/s).
+ *      kernels/moe.hip keeps 32 KiB in flight per stage-1 block (8 warps x 32 lanes x 4 weight rows
+ *      x 16-byte loads x 2 chunks; fp8: 32-byte loads x 1 chunk) and 16 KiB per stage-2 block
+ *      (4 warps), so 64 KiB per SM in both stages.
  *    * prologue_loads > 0 (no cross-item prefetch): every wave pays prologue_loads x load_chain_us
  *      (its dependent loads: the sorted ids, and for fp8 then the activation scales staged in
  *      shared memory) + hbm_latency_us (the ramp-up: the first weight bytes arrive one loaded round
  *      trip after issue, and the HBM term assumes a full pipe) + item_fixed_us (epilogue), after the
- *      larger of its memory and compute time; nothing hides it. load_chain_us = 0.33 us (measured
- *      here: a chain of dependent loads, pointer chase).
- *    * Kernels: the first costs launch_us (2.75 us: an event-timed graph of one empty kernel after
- *      the bench's flush), each further one of the stage next_kernel_us (0.74 us: graphs of 1-4
- *      empty kernels). Stage 2 with combine_kernel writes fp32 partials (edges x hidden x 4 bytes)
- *      and a combine kernel reads them and writes tokens x hidden fp32: next_kernel_us + k x
- *      load_chain_us (a thread's k loads run one after another: measured 2.4 us over an empty
- *      kernel at M = 1) + its bytes at the HBM ceiling. fp8 stage 2 with requant_kernel first
- *      re-quantizes each routed row (read bf16, write E4M3 + fp32 scales per 128, in act_bytes):
- *      next_kernel_us + rounds x passes x load_chain_us + its bytes, where a row is a 256-thread
- *      block whose threads load 8 values each at once (passes = ceil(width / 8 / 256), 1 up to
- *      width 2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows
- *      resident per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). (The kernel measured
- *      before 2026-11-29 13:00 UTC walked a row's 16 groups one after another with 9 barriers each:
- *      12.7 us at M = 1 on the H200, about 0.05 us per barrier step; the current one
- *      took stage 2 fp8 at M = 1 from 61.8 to 51.3 us.) extra_us reports both.
+ *      larger of its memory and compute time; nothing hides it. load_chain_us: one link of a chain
+ *      of dependent loads (on the H200 0.33 us, a pointer chase).
+ *    * Kernels: the first costs launch_us (on the H200 2.75 us: an event-timed graph of one empty
+ *      kernel after the bench's flush), each further one of the stage next_kernel_us (0.74 us:
+ *      graphs of 1-4 empty kernels). Stage 2 with combine_kernel writes fp32 partials (edges x
+ *      hidden x 4 bytes) and a combine kernel reads them and writes tokens x hidden fp32:
+ *      next_kernel_us + k x load_chain_us (a thread's k loads run one after another) + its bytes at
+ *      the HBM ceiling. fp8 stage 2 with requant_kernel first re-quantizes each routed row (read
+ *      bf16, write E4M3 + fp32 scales per 128, in act_bytes): next_kernel_us + rounds x passes x
+ *      load_chain_us + its bytes, where a row is a TL_MOE_QUANT_THREADS-thread block whose threads
+ *      load 8 values each at once (passes = ceil(width / 8 / TL_MOE_QUANT_THREADS), 1 up to width
+ *      2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows resident
+ *      per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). extra_us reports both kernels.
  *    * weights_per_tile: an expert's later tiles (not paired: kernels/moe.hip pairs tiles only
- *      for bf16) take as long as if their weights came from HBM again. This is a stand-in, not the
- *      mechanism: fp8 stage 1 at M = 1024 (two tiles an expert) runs 1.9x the floor of reading its
- *      weights once, but Nsight Compute (session 5) shows them read from HBM once (7.6 GB of DRAM
- *      reads for 7.5 GB of weights, L2 hit rate 52%) and the warps waiting on their loads (L1TEX
- *      scoreboard, 55% of stall cycles; DRAM at 55% of peak). Pairing fp8's tiles, which halves
- *      the weight bytes per row, left the time unchanged (3208 -> 3209 us), so what holds it is
- *      per-row work: each item's activation loads from L2 and its scaling of every 128 group's
- *      partial sums. Plain loads instead of evict-first were slower (3.25 -> 3.47 ms). The model
- *      has no term for that work; without this one it predicts fp8 at M = 1024 33% fast.
+ *      for bf16) take as long as if their weights came from HBM again. A stand-in, not the
+ *      mechanism: unpaired fp8 tiles at M = 1024 run 1.9x the floor of one weight read although the
+ *      weights are read from HBM once; what holds them is per-row work (activation loads from L2,
+ *      the scaling of each 128 group's partial sums) that the model has no term for
+ *      (bench/journal/moe-model.md). The cost is time only: hbm_bytes counts each byte once.
  *    * dequant_instr: a16w4, mxfp4 and mxfp8 weights are turned into BF16 in registers, element
  *      by element, before the BF16 matrix instruction (kernels/moe.hip, weights_bf16). That work runs
  *      on the CU's vector units: an item's dequant time = its weight elements (tile_n x K) x
  *      dequant_instr / (vector_lanes_per_cu x clock_mhz, the preset's), added to its matrix
- *      compute. The instructions per element are the kernel's, measured on the H200
- *      (2026-11-29, `h200_moe_bench_{a16w4,mxfp4,mxfp8}_run30.csv`: every stage bound by them,
- *      2.2-2.9x the read floor at every M) and set by tl_moe_tilelab_kernel. One value per dtype
- *      is fitted to its 8 timings (both stages, M = 1, 8, 64, 256): a16w4 6.75 (a byte's two
- *      nibbles made BF16 by integer operations and one packed FMA), mxfp4 8.0 (two codes placed
- *      as BF16 values x 2^-126, then two packed FMAs: 2^126 and the E8M0 scale), mxfp8 16.25 (the
- *      same with E4M3 and 2^120, NaN codes kept, and each lane's scale per 16 elements). Largest
- *      error over those timings: 6.3% (a16w4 stage 2 at M = 1), 10.1% (mxfp4 stage 2 at M = 1)
- *      and 7.2% (mxfp8 stage 1 at M = 256); without the term the model was 39-63% fast. (Fitted to
- *      runs 24-26 before session 9 packed the weights: 7.5, 8.5 and 17; the packed kernels were
- *      2-8% faster with the same instructions, so the term also carries the loads' pattern.)
- *      Fitted, not derived from the instruction stream; AMD targets are not measured.
- *    * after_flush: `tilelab bench moe --flush write` writes 256 MiB before each timed iteration
- *      (the default of runs 1-11; the default now reads it), so the L2 starts full of dirty lines; the stage's loads write back min(its bytes read, flush_dirty_mb) to HBM
- *      first, at the read ceiling (writeback_us). flush_dirty_mb = 42.5 MB on the H200 (measured:
- *      a 470 MiB read takes 9.7 us longer after a store pass than after a read pass).
- *    Result of these terms against the kernel measured on the H200 (run 6, DeepSeek-V3.2 full width,
- *    balanced routing): within 10% for M = 1..256, both stages, bf16 and fp8
- *    (tests/test_sim_vs_h200.c); at M = 1024 the prediction is 10-35% off (next paragraph).
+ *      compute. The instructions per element, set by tl_moe_tilelab_kernel, are fitted per dtype
+ *      to 8 timings of bench/results/h200_moe_bench_<dtype>_run30.csv (both stages, M = 1, 8, 64,
+ *      256): a16w4 6.75, mxfp4 8.0, mxfp8 16.25 (largest error 10.1%). Fitted, not derived from the
+ *      instruction stream; AMD targets are not measured.
+ *    * after_flush: the stage is timed right after a store pass of 256 MiB (`tilelab bench moe
+ *      --flush write`), so the L2 starts full of dirty lines; the stage's loads write back
+ *      min(its bytes read, flush_dirty_mb) to HBM first, at the read ceiling (writeback_us).
+ *      flush_dirty_mb: on the H200 42.5 MB (a 470 MiB read after a store pass against one after a
+ *      read pass).
+ *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
+ *    M <= 256 (every committed bench file); at M = 1024 the prediction is 10-35% off (next
+ *    paragraph).
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
@@ -122,24 +110,18 @@
  * types are under-predicted by about 35%); the order the kernel deals its items in (kernels/moe.hip
  * deals n-block-major, the model tile-major; totals are the same, the per-wave mix is not); the
  * grid's empty blocks beyond the real tiles; LDS capacity and occupancy; instruction issue, address
- * arithmetic and waits; the VALU work of dequantizing INT4/FP4/FP8 weights to bf16 (a16w4, mxfp4,
- * mxfp8), of block scaling, of the SwiGLU and of the combine; clock throttling under load; atomic
- * contention in the combine; routing (top-k/softmax) and the sort kernel's own time; TP all-reduce;
- * shared experts (a separate dense GEMM: simulate them as a dense model, as
- * examples/glm5_decode_bytes.sh does); imbalance inside a CU (its matrix cores are all busy).
+ * arithmetic and waits; the VALU work of block scaling, of the SwiGLU and of the combine (the
+ * weights' conversion is dequant_instr's); clock throttling under load; atomic contention in the
+ * combine; routing (top-k/softmax) and the sort kernel's own time; TP all-reduce; imbalance
+ * inside a CU (its matrix cores are all busy).
  */
 #ifndef TL_SIM_MOE_H
 #define TL_SIM_MOE_H
 
+#include "../contract/moe.h"
+#include "../contract/worklist.h"
 #include "hw.h"
 #include "model.h"
-#include "worklist.h"
-
-typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8, TL_MOE_NDTYPES } tl_moe_dtype;
-
-/* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise. */
-int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);
-const char *tl_moe_dtype_name(tl_moe_dtype d);
 /* Instruction input dtypes this data type runs on for hw: "fp8" for fp8 where the arch has FP8
  * instructions, otherwise "bf16" (a16w4, mxfp4 and mxfp8 have bf16 activations and dequantize their
  * weights to bf16; see reference/moe.h). */
@@ -189,6 +171,10 @@ typedef struct {
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */
+    int n_shared;        /* shared experts (the model's n_shared; 0 = none), each width / tp wide: an
+                            expert every token routes to, after its k routed ones (ids E..E+n_shared-1,
+                            top-k weight 1), so its tiles, bytes and FLOPs join the stage's. Routed
+                            experts' tiles are those of n_shared = 0, unchanged */
 } tl_moe_problem;
 
 /* One work item of the schedule (for the timeline picture). */
@@ -202,7 +188,8 @@ typedef struct {
 
 typedef struct {
     int tokens, stage;
-    int n_experts, top_k, N, K, K_padded; /* the GEMM each tile computes */
+    int n_experts, top_k, N, K, K_padded; /* routed experts, k, and the GEMM each tile computes */
+    int n_shared;        /* shared experts included (each routes every token: tokens more edges) */
     int tile_m, tile_n;
     tl_instr instr;      /* the instruction chosen */
     int active_experts;
@@ -213,6 +200,9 @@ typedef struct {
     double padding;      /* rows computed / real rows (tokens * k) */
     double k_padding;    /* K_padded / K */
     double flops_useful, flops_issued;
+    /* HBM bytes, exact integers: counted from element and scale counts as stored (contract/moe.h's
+     * storages, partial scale blocks whole), not from fractional bytes per element; hbm_bytes is
+     * their sum. The time terms charge each work item its share at bytes per element. */
     double weight_bytes, act_bytes, out_bytes, meta_bytes, hbm_bytes;
     double intensity;    /* flops_useful / hbm_bytes */
     double compute_us, memory_us, fixed_us, time_us;
@@ -228,12 +218,14 @@ typedef struct {
 } tl_moe_result;
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
- * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows) to those of this project's fused MoE kernel
- * (kernels/moe.hip, as built for sm_90) for p->dtype, p->stage, p->tokens and p->model; the other
- * fields are left alone. The values mirror kernels/moe.hip's constants (S1_NB, NCOLS, S1_THREADS,
- * S2_THREADS, the blocks per SM of __launch_bounds__, Fmt<>::U and KRUN, the tile pairing rule,
- * moe_quant_act's 128-thread row blocks; for bf16 stage 2 at one token those of moe_gemv_down,
- * TL_MOE_GEMV_*): change them together. TL_EUSAGE when p or its model is NULL. */
+ * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr)
+ * to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
+ * p->stage, p->tokens and p->model; the other fields are left alone. The geometry comes from
+ * contract/moe.h (TL_MOE_TILE_M, S1_NB, NCOLS, S1/S2_THREADS, S1/S2_MINB, QUANT_THREADS, GEMV_*,
+ * tl_moe_uses_gemv, tl_moe_gemv_geometry), which the kernel is built with. What the contract does
+ * not name is mirrored from kernels/moe.hip by hand and changes with it: Fmt<>::U and the load
+ * widths, the tile pairing rule, the prologue's dependent loads, moe_quant_act's blocks per SM.
+ * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
 /* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */
@@ -242,15 +234,17 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
 /* Runs the model. Errors (TL_EUSAGE): NULL hw/model, tokens < 1 or > 2^31 - 1, stage not 1 or 2,
  * tp < 1 or not dividing the width, tile_m the instruction cannot use, E or k = 0, k > E, a dtype the
- * hw cannot run at all, tokens * k too large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
+ * hw cannot run at all, n_shared outside [0, 16], tokens * (k + n_shared) too
+ * large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
  * more than TL_MOE_MAX_SCHEDULE work items. TL_EFAIL on allocation failure. On success the caller
  * frees with tl_moe_result_free. Cost: O(M*k + E + tiles + waves), plus O(work items) time and
  * memory when want_schedule; `tilelab bench sim` (2940 runs up to M = 8192) takes about 0.16 s. */
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r);
 void tl_moe_result_free(tl_moe_result *r);
 
-/* Routes and builds the worklist the simulation uses for p (same seed, same order): for pictures
- * that draw tiles. Caller frees with tl_worklist_free. */
+/* Routes and builds the worklist the simulation uses for p (same seed, same order; with p->n_shared
+ * shared experts, k + n_shared slots a token over E + n_shared experts): for pictures that draw
+ * tiles. Caller frees with tl_worklist_free. */
 int tl_moe_worklist(const tl_moe_problem *p, tl_worklist *wl);
 
 #endif

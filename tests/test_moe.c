@@ -12,10 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/moe.h"
+#include "contract/moe.h"
+#include "contract/worklist.h"
 #include "numerics/metrics.h"
+#include "numerics/quant.h"
 #include "reference/moe.h"
-#include "simulator/worklist.h"
 
 static const tl_moe_dtype all_dtypes[] = {TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8};
 
@@ -391,6 +392,30 @@ static void test_bad_shapes(void **state)
     assert_int_equal(tl_moe_max_tiles(256, 8, 256), 128 + 256);
 }
 
+/* The contract's storages: bits per element agree with numerics' quantization schemes where the
+ * storage is one, and the exact sizes with the arrays tl_moe_weights_make stores, on sizes that
+ * leave partial blocks (rows 200, cols 96 + 1). */
+static void test_contract_storage(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 5; d++) {
+        const tl_storage *ws = tl_moe_weight_storage(all_dtypes[d]), *as = tl_moe_act_storage(all_dtypes[d]);
+        if (ws->scheme != TL_QS_COUNT) assert_true(tl_storage_bits(ws) == tl_quant_scheme_bits(ws->scheme));
+        if (as->scheme != TL_QS_COUNT) assert_true(tl_storage_bits(as) == tl_quant_scheme_bits(as->scheme));
+        assert_true(tl_moe_weight_bytes_per_elem(all_dtypes[d]) == tl_storage_bits(ws) / 8);
+        tl_moe_weights w;
+        assert_int_equal(tl_moe_weights_make(all_dtypes[d], 1, 200, 97, 5, &w), 0);
+        size_t stored = w.mat_code_bytes + (w.scales ? 4 : w.e8m0 ? 1 : 0) * w.mat_scales;
+        assert_int_equal(tl_moe_weight_matrix_bytes(all_dtypes[d], 200, 97), stored);
+        tl_moe_weights_free(&w);
+    }
+    assert_int_equal(tl_moe_act_bytes(TL_MOE_FP8, 3, 129), 3 * (129 + 2 * 4)); /* two groups a row */
+    assert_int_equal(tl_moe_act_bytes(TL_MOE_A16W4, 3, 129), 3 * 129 * 2);
+    assert_int_equal(tl_moe_weight_matrix_bytes(TL_MOE_FP8, 4096, 7168), 4096ull * 7168 + 32 * 56 * 4);
+    assert_true(tl_moe_act_format(TL_MOE_FP8) == TL_NF_E4M3FN && tl_moe_act_format(TL_MOE_MXFP8) == TL_NF_BF16);
+    assert_int_equal(tl_moe_weight_matrix_bytes((tl_moe_dtype)17, 4, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,7 +424,7 @@ int main(void)
         cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_tolerance_flip_term),
         cmocka_unit_test(test_reference_from_act),     cmocka_unit_test(test_compare_act),
         cmocka_unit_test(test_inputs_seeded),
-        cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_bad_shapes),             cmocka_unit_test(test_contract_storage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

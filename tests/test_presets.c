@@ -231,13 +231,42 @@ static void test_model_errors(void **state)
     remove(path);
 }
 
+/* A config's keys the model does not use are named; quantization_config's method is recorded. */
+static void test_model_unused(void **state)
+{
+    (void)state;
+    const char *path = write_tmp("test_presets_quant.json",
+                                 "{\"hidden_size\": 256, \"num_hidden_layers\": 2, \"n_routed_experts\": 8,\n"
+                                 " \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 128, \"vocab_size\": 9,\n"
+                                 " \"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\"},\n"
+                                 " \"rope_theta\": 10000}\n");
+    tl_model m;
+    assert_int_equal(tl_model_load(path, &m), 0);
+    assert_string_equal(m.quant_method, "fp8");
+    assert_int_equal(m.n_unused, 2);
+    assert_string_equal(m.unused, "vocab_size, rope_theta");
+    char buf[256];
+    assert_int_equal(tl_model_unused(&m, buf, sizeof buf), 3);
+    assert_string_equal(buf, "quantization_config (quant_method fp8: not modelled, choose --dtype), vocab_size, rope_theta");
+    char small[24];
+    tl_model_unused(&m, small, sizeof small);
+    assert_string_equal(small, "...");
+    assert_int_equal(tl_model_load("deepseek-v3.2", &m), 0);
+    assert_int_equal(tl_model_unused(&m, buf, sizeof buf), m.n_unused);
+    assert_non_null(strstr(buf, "vocab_size"));
+    assert_null(strstr(buf, "hidden_size"));
+    assert_int_equal(tl_model_load("zaya1", &m), 0); /* its aliases num_experts and moe_router_topk are read */
+    assert_null(strstr(m.unused, "num_experts"));
+    assert_null(strstr(m.unused, "moe_router_topk"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hw_presets_load), cmocka_unit_test(test_peaks_match_datasheet),
         cmocka_unit_test(test_pick_instr),      cmocka_unit_test(test_overlay),
         cmocka_unit_test(test_hw_errors),       cmocka_unit_test(test_models),
-        cmocka_unit_test(test_model_errors),
+        cmocka_unit_test(test_model_errors),    cmocka_unit_test(test_model_unused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/moe.h" /* tl_moe_gemv_geometry */
+#include "contract/moe.h" /* tl_moe_gemv_geometry */
 #include "simulator/moe.h"
 
 static tl_hw hw355, hw300, hw200;
@@ -401,6 +401,60 @@ static void test_tilelab_kernel_terms(void **state)
     assert_int_equal(tl_moe_sim(&p, &d), TL_EUSAGE);
 }
 
+/* A shared expert is one more expert every token routes to: its tiles, bytes and FLOPs join the
+ * stage's; the routed part is the run without it. */
+static void test_shared_experts(void **state)
+{
+    (void)state;
+    for (int stage = 1; stage <= 2; stage++) {
+        tl_moe_problem p = problem(&hw200, &ds, TL_MOE_FP8, 40, stage);
+        tl_moe_result r0 = run(p);
+        p.n_shared = 1;
+        tl_moe_result r1 = run(p);
+        assert_int_equal(r0.n_shared, 0);
+        assert_int_equal(r1.n_shared, 1);
+        assert_int_equal(r1.top_k, 8);
+        assert_int_equal(r1.tiles, r0.tiles + 3);              /* 40 tokens: ceil(40 / 16) tiles */
+        assert_int_equal(r1.active_experts, r0.active_experts + 1);
+        assert_true(r1.flops_useful == r0.flops_useful * 9 / 8); /* k + 1 = 9 edges a token */
+        assert_true(r1.weight_bytes == r0.weight_bytes / r0.active_experts * r1.active_experts);
+        if (stage == 1) assert_true(r1.act_bytes == r0.act_bytes); /* each token is read once */
+        tl_worklist wl;
+        assert_int_equal(tl_moe_worklist(&p, &wl), 0);
+        assert_int_equal(wl.n_tiles, r1.tiles);
+        assert_int_equal(wl.tile_expert[wl.n_tiles - 1], 256); /* the shared expert's id: E */
+        tl_worklist_free(&wl);
+    }
+    tl_moe_problem p = problem(&hw200, &ds, TL_MOE_FP8, 4, 1);
+    p.n_shared = 17;
+    tl_moe_result r;
+    assert_int_equal(tl_moe_sim(&p, &r), TL_EUSAGE);
+}
+
+/* Byte counts are exact integers counted from element and scale counts: DeepSeek-V3.2 bf16 stage
+ * 1 at M = 1 reads 8 experts of 4096 x 7168 bf16; DeepSeek-V2-Lite (k = 6, width 1408) at TP8 has
+ * fp8 weight matrices of 352 x 2048 (3 x 16 scale blocks, the last partial) and a sixth of a row
+ * per edge is not a whole byte count. */
+static void test_exact_bytes(void **state)
+{
+    (void)state;
+    tl_moe_result r = run(problem(&hw200, &ds, TL_MOE_BF16, 1, 1));
+    assert_true(r.weight_bytes == 469762048.0);
+    tl_model lite;
+    assert_int_equal(tl_model_load("deepseek-v2-lite", &lite), 0);
+    tl_moe_problem p = problem(&hw200, &lite, TL_MOE_FP8, 7, 1);
+    p.tp = 8;
+    r = run(p);
+    assert_true(r.weight_bytes == (double)r.active_experts * (352 * 2048 + 3 * 16 * 4));
+    assert_true(r.act_bytes == 7.0 * (2048 + 16 * 4));
+    assert_true(r.out_bytes == 7.0 * 6 * 176 * 2);
+    assert_true(r.meta_bytes == (double)r.tiles * (16 * 4 + 4) + 7 * 6 * 4);
+    assert_true(r.hbm_bytes == r.weight_bytes + r.act_bytes + r.out_bytes + r.meta_bytes);
+    p.stage = 2;
+    r = run(p);
+    assert_true(r.act_bytes == 7.0 * 6 * 176 * 2 && r.out_bytes == 7.0 * 6 * 2048 * 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
         cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
+        cmocka_unit_test(test_shared_experts),         cmocka_unit_test(test_exact_bytes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

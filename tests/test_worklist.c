@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simulator/worklist.h"
+#include "contract/worklist.h"
 
 /* Checks every invariant of worklist.h against the routing it was built from. */
 static void check_invariants(const int32_t *ids, int tokens, int k, int E, int tile_m, const tl_worklist *wl)

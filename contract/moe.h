@@ -1,0 +1,211 @@
+/* contract/moe.h: the fused MoE op's contract, which the kernel (kernels/moe.h), the reference
+ * (reference/moe.h) and the model (simulator/moe.h) each read, and none of them another:
+ * its shape and checks, its data types as numerics storages, the layouts of its inputs and output,
+ * bytes per element, and the kernel's tiling geometry. Plain C for host and device code: the types
+ * and macros are usable anywhere, the static inline functions on the host (tl_moe_kernel_supports
+ * records an error); contract/moe.c holds the rest (host only).
+ *
+ * The function (one MoE FFN layer, routed experts, optional shared experts):
+ *   for each token t and slot s < k:  e = topk_ids[t*k+s], w = topk_w[t*k+s]
+ *     g, u  = x_t . W1[e][gate rows]^T,  x_t . W1[e][up rows]^T      (stage 1, K = hidden)
+ *     a     = Q2(bf16(silu(g) * u))                                    (the stage-1 output)
+ *     y_ts  = a . W2[e]^T                                              (stage 2, K = width)
+ *   out_t = sum_{s = 0..k-1, in slot order} (w * y_ts)  [+ sum over shared experts of y_t]
+ * Q2 is fp8's re-quantization of the stage-2 input (1x128 groups, E4M3FN, float32 scales) and the
+ * identity for the other types; reference/moe.h says how each side rounds.
+ *
+ * Data types: their storages (numerics/storage.h; bytes per element and exact sizes come from there):
+ *   dtype   weights (W1, W2)                          stage-1 input x      stage-2 input
+ *   bf16    bf16                                      bf16                 bf16
+ *   fp8     fp8_block128x128: E4M3FN, float32 per     fp8_block128: E4M3FN fp8_block128 (Q2)
+ *           128 x 128 [ceil(rows/128)][ceil(cols/128)] float32 per 1x128
+ *   a16w4   int4_g128_sym: INT4 two per byte, float32 bf16                 bf16
+ *           per 1x128 along K [rows][ceil(cols/128)]
+ *   mxfp4   mxfp4: E2M1 two per byte, E8M0 per 1x32   bf16                 bf16
+ *   mxfp8   mxfp8_e4m3: E4M3FN, E8M0 per 1x32         bf16                 bf16
+ * The stage-1 output buffer is bf16 for every type; the output is float32.
+ *
+ * Layouts (row-major, K contiguous; tl_moe_inputs below):
+ *   x          [tokens][hidden] bf16 codes (fp8: the values before quantization), and for fp8
+ *              xq [tokens][hidden] E4M3FN codes with xs [tokens][ceil(hidden/128)] float32 scales
+ *   topk_ids   [tokens][k] int32 expert ids in [0, E), distinct per token; topk_w [tokens][k]
+ *              float32 > 0, summing to 1 per token
+ *   W1         [E][2 * width][hidden]: rows 0..width-1 the gate projection, width..2*width-1 up
+ *   W2         [E][hidden][width]
+ *   shared     ws1, ws2 as W1, W2 with n_shared matrices (every token, weight 1)
+ *   out        [tokens][hidden] float32
+ *   act        (stage 1's output, when asked for) [worklist rows][width] bf16 in worklist order,
+ *              padding rows 0 (contract/worklist.h)
+ */
+#ifndef TL_CONTRACT_MOE_H
+#define TL_CONTRACT_MOE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../core/tl.h"
+#include "../numerics/formats.h"
+#include "../numerics/storage.h"
+
+typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8, TL_MOE_NDTYPES } tl_moe_dtype;
+
+/* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise (recorded, as --dtype). */
+int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);
+/* The name above; "?" for a value outside the enum. */
+const char *tl_moe_dtype_name(tl_moe_dtype d);
+
+/* One problem's shape. width is the per-GPU expert width (the model's width / tp). */
+typedef struct {
+    int tokens;    /* M >= 1 */
+    int hidden;    /* H */
+    int width;     /* I per GPU */
+    int n_experts; /* E (routed) */
+    int top_k;     /* k <= E */
+    int n_shared;  /* shared experts (width each), 0 = none */
+    tl_moe_dtype dtype;
+} tl_moe_shape;
+
+/* Checks a shape: tokens in [1, 2^20], hidden and width in [1, 65536], E in [1, 4096], k in [1, E],
+ * n_shared in [0, 16], a known dtype (so tokens * k and every weight size fit in size_t).
+ * TL_EUSAGE with a message otherwise. */
+int tl_moe_shape_check(const tl_moe_shape *s);
+
+/* n_mat matrices of rows x cols in one of the formats above. */
+typedef struct {
+    tl_moe_dtype dtype;
+    int n_mat, rows, cols;
+    uint8_t *codes;         /* n_mat * mat_code_bytes */
+    size_t mat_code_bytes;  /* bytes of one matrix's codes */
+    float *scales;          /* fp8, a16w4: n_mat * mat_scales floats; else NULL */
+    uint8_t *e8m0;          /* mxfp4, mxfp8: n_mat * mat_scales bytes; else NULL */
+    size_t mat_scales;      /* scale entries of one matrix */
+} tl_moe_weights;
+
+typedef struct {
+    tl_moe_shape s;
+    uint64_t seed;
+    uint16_t *x;          /* bf16 codes [tokens][hidden] (fp8: the values before quantization) */
+    uint8_t *xq;          /* fp8 only: E4M3FN codes [tokens][hidden] */
+    float *xs;            /* fp8 only: scales [tokens][ceil(hidden/128)] */
+    int32_t *topk_ids;    /* [tokens * k] */
+    float *topk_w;        /* [tokens * k], positive, summing to 1 per token */
+    tl_moe_weights w1, w2;   /* routed experts */
+    tl_moe_weights ws1, ws2; /* shared experts (n_mat = n_shared; empty when 0) */
+} tl_moe_inputs;
+
+/* The storages of a dtype's weights and of its stage-1 input activations (the table above).
+ * An unknown dtype gives bf16's (check the dtype first). */
+const tl_storage *tl_moe_weight_storage(tl_moe_dtype d);
+const tl_storage *tl_moe_act_storage(tl_moe_dtype d);
+/* Bytes of one rows x cols weight matrix's codes and the number of its scale entries in this
+ * dtype; tl_moe_weight_matrix_bytes both together, exactly. 0 for an unknown dtype. */
+size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols);
+size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols);
+size_t tl_moe_weight_matrix_bytes(tl_moe_dtype d, int rows, int cols);
+/* Exact bytes of `rows` activation rows of `cols` values in the stage-1 input storage (codes and
+ * scales): fp8 rows x (cols + 4 ceil(cols/128)), the others rows x 2 cols. 0 for an unknown dtype. */
+size_t tl_moe_act_bytes(tl_moe_dtype d, size_t rows, int cols);
+/* Bytes per element, scales included, for whole blocks (the storage's bits / 8), for bandwidth
+ * figures and the model: weights bf16 2, fp8 1 + 4/128^2, a16w4 0.5 + 4/128, mxfp4 0.5 + 1/32,
+ * mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. 0 for an unknown dtype. */
+double tl_moe_weight_bytes_per_elem(tl_moe_dtype d);
+double tl_moe_act_bytes_per_elem(tl_moe_dtype d);
+/* The format stage 2 reads its activations in: TL_NF_E4M3FN for fp8, else TL_NF_BF16. */
+tl_numfmt tl_moe_act_format(tl_moe_dtype d);
+
+/* ---- the kernel's tiling geometry (kernels/moe.hip builds with it; the model of this kernel,
+ * simulator/moe.c's tl_moe_tilelab_kernel, reads the same values) ---- */
+#define TL_MOE_TILE_M 16      /* rows per tile: one 16-row matrix instruction */
+#define TL_MOE_S1_THREADS 128 /* stage 1: 4 waves of 32 lanes split K, reduce in shared memory */
+#define TL_MOE_S2_THREADS 128 /* stage 2: 4 waves each own TL_MOE_NCOLS columns over the whole K */
+#define TL_MOE_S1_MINB 4      /* blocks per SM the stage-1 register budget is cut for (NVIDIA) */
+#define TL_MOE_S2_MINB 4      /* the same for stage 2 */
+#define TL_MOE_NCOLS 32       /* weight rows one wave multiplies: stage 1 16 gate + 16 up, stage 2 32 */
+#define TL_MOE_S1_NB 16       /* stage-1 activation columns (SwiGLU outputs) per work item */
+#define TL_MOE_K_ALIGN 128    /* hidden and width must be multiples of this (block, group, chunk) */
+#define TL_MOE_QUANT_THREADS 256 /* fp8 stage 2's re-quantization: one block per row, 8 values a thread */
+/* Decode: bf16 stage 2 at one token runs moe_gemv_down instead of the GEMM (each tile holds one
+ * row, two only if a token repeats an expert). A block is cut into groups of gs threads; a group
+ * owns TL_MOE_GEMV_R weight rows (output columns) over the whole K, each thread loading
+ * TL_MOE_GEMV_VJ 16-byte vectors of each row at once. A task is one such set of rows for every
+ * group of the block; a block takes `tasks` consecutive tasks of one tile in turn, except the last
+ * blocks of the grid, which take one each (TL_MOE_GEMV_TAPER_PCT: the share of the tasks in the
+ * long blocks). tl_moe_gemv_geometry computes it for the launcher and the model. */
+#define TL_MOE_GEMV_THREADS 256 /* at most */
+#define TL_MOE_GEMV_VJ 4
+#define TL_MOE_GEMV_R 2
+#define TL_MOE_GEMV_TASKS 8 /* at most */
+#define TL_MOE_GEMV_TAPER_PCT 85
+#define TL_MOE_GEMV_MINB 3 /* blocks per SM its register budget is cut for (NVIDIA) */
+
+/* Whether stage `stage` of this shape runs moe_gemv_down (K = width must fit one pass: K <= 8192). */
+static inline int tl_moe_uses_gemv(const tl_moe_shape *s, int stage)
+{
+    return stage == 2 && s->tokens == 1 && s->dtype == TL_MOE_BF16 &&
+           2 * s->width <= 16 * TL_MOE_GEMV_THREADS * TL_MOE_GEMV_VJ;
+}
+typedef struct {
+    int gs;              /* threads per group: a power of 2 up to a wave, then whole waves, with
+                            gs x TL_MOE_GEMV_VJ >= the 16-byte vectors of a row (width / 8) */
+    int threads;         /* per block: the most whole groups in TL_MOE_GEMV_THREADS */
+    int cols_per_task;   /* threads / gs x TL_MOE_GEMV_R */
+    int tasks_per_tile;  /* hidden / cols_per_task */
+    int tasks;           /* per long block: the largest power of 2 <= TL_MOE_GEMV_TASKS dividing
+                            tasks_per_tile, so that no block spans two tiles */
+} tl_moe_gemv_geom;
+/* moe_gemv_down's geometry for shape s (tl_moe_uses_gemv(s, 2)) on waves of `wave` lanes. */
+static inline tl_moe_gemv_geom tl_moe_gemv_geometry(const tl_moe_shape *s, int wave)
+{
+    tl_moe_gemv_geom g;
+    const int need = (s->width / 8 + TL_MOE_GEMV_VJ - 1) / TL_MOE_GEMV_VJ;
+    g.gs = 8;
+    while (g.gs < need && g.gs < wave) g.gs *= 2;
+    if (g.gs < need) g.gs = (need + wave - 1) / wave * wave;
+    g.threads = TL_MOE_GEMV_THREADS / g.gs * g.gs;
+    g.cols_per_task = g.threads / g.gs * TL_MOE_GEMV_R;
+    g.tasks_per_tile = s->hidden / g.cols_per_task; /* hidden % 128 == 0, cols_per_task a power of 2 <= 64 */
+    g.tasks = TL_MOE_GEMV_TASKS;
+    while (g.tasks_per_tile % g.tasks) g.tasks /= 2;
+    return g;
+}
+
+/* The kernel's shape contract, checked before anything is uploaded: hidden and width must be
+ * multiples of 128 (the FP8 block and INT4 group, and the deepest K chunk a wave reads: 4 lanes x
+ * 32 INT4 values); E <= 4096. Widths such as 96 or 192 are refused with this message rather than
+ * padded (pad the weights with zero rows/columns to 128 and pass the padded width); the CPU
+ * reference handles any width. Returns 0 or TL_EUSAGE (recorded). */
+static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
+{
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    if (s->hidden % TL_MOE_K_ALIGN)
+        return tl_error(TL_EUSAGE, "moe kernel", "hidden size %d is not a multiple of %d (the FP8 block, "
+                        "INT4 group and K chunk); pad it", s->hidden, TL_MOE_K_ALIGN);
+    if (s->width % TL_MOE_K_ALIGN)
+        return tl_error(TL_EUSAGE, "moe kernel", "expert width %d is not a multiple of %d (the FP8 block, "
+                        "INT4 group and K chunk); pad the expert to %d", s->width, TL_MOE_K_ALIGN,
+                        (s->width + TL_MOE_K_ALIGN - 1) / TL_MOE_K_ALIGN * TL_MOE_K_ALIGN);
+    if (s->dtype == TL_MOE_FP8 && (s->hidden > 8192 || s->width > 8192))
+        return tl_error(TL_EUSAGE, "moe kernel", "fp8 keeps at most 64 scale groups per row (K <= 8192)");
+    if (s->n_shared)
+        return tl_error(TL_EUSAGE, "moe kernel", "shared experts are not fused into this kernel (run them as a "
+                        "dense GEMM); use --shared 0 for the GPU check");
+    return 0;
+}
+
+/* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */
+static inline long long tl_moe_max_tiles(int tokens, int k, int n_experts)
+{
+    long long edges = (long long)tokens * k;
+    return edges / TL_MOE_TILE_M + (edges < n_experts ? edges : n_experts);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
