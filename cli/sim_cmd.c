@@ -11,7 +11,7 @@
 #include "../simulator/hw.h"
 #include "../simulator/model.h"
 #include "../simulator/moe.h"
-#include "../simulator/worklist.h"
+#include "../contract/worklist.h"
 
 static int get_format(const char *s, tl_format *f)
 {

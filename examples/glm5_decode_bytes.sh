@@ -12,8 +12,6 @@
 set -euo pipefail
 tl=${1:-build/tilelab}
 gpus=${2:-8}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 field() { # field CSV COLUMN ROW(1-based data row): one cell of a CSV by column name
   awk -F, -v c="$2" -v r="$3" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==r+1{print $k}' <<<"$1"
@@ -27,13 +25,9 @@ topk=$(field "$models" top_k 1)
 hw=$("$tl" hw show mi355x --format csv)
 copy_gbps=$(grep '^hbm_copy_gbps,' <<<"$hw" | sed -E 's/.*measured ([0-9.]+).*/\1/')
 
-# the shared experts, as the dense FFN every token uses
-printf '{"tilelab_name": "glm-5-shared", "hidden_size": %d, "intermediate_size": %d, "num_hidden_layers": 1}\n' \
-  "$hidden" "$((shared * width))" >"$tmp/shared.json"
-
-bytes_per_layer() { # bytes_per_layer DTYPE MODEL: expert weight bytes one token reads, both stages
+bytes_per_layer() { # bytes_per_layer DTYPE SHARED: expert weight bytes one token reads, both stages
   local csv
-  csv=$("$tl" sim moe --hw mi355x --model "$2" --dtype "$1" --tokens 1 --stage both --format csv)
+  csv=$("$tl" sim moe --hw mi355x --model glm-5 --dtype "$1" --shared "$2" --tokens 1 --stage both --format csv 2>/dev/null)
   awk -v a="$(field "$csv" weight_bytes 1)" -v b="$(field "$csv" weight_bytes 2)" 'BEGIN{printf "%.0f", a + b}' 
 }
 
@@ -42,8 +36,8 @@ printf 'GLM-5.3 (glm-5 preset): hidden %d, expert width %d, top-%d + %d shared, 
 printf 'node: %d GPUs at %s GB/s each (mi355x measured copy ceiling)\n\n' "$gpus" "$copy_gbps"
 printf '%-6s %14s %14s %12s %10s\n' dtype routed_B/layer shared_B/layer total_GB ms_on_node
 for dt in fp8 mxfp4; do
-  routed=$(bytes_per_layer "$dt" glm-5)
-  shr=$(bytes_per_layer "$dt" "$tmp/shared.json")
-  awk -v dt="$dt" -v r="$routed" -v s="$shr" -v l="$layers" -v g="$gpus" -v bw="$copy_gbps" \
-    'BEGIN{t = (r + s) * l; printf "%-6s %14.0f %14.0f %12.2f %10.3f\n", dt, r, s, t / 1e9, t / g / (bw * 1e9) * 1e3}' 
+  routed=$(bytes_per_layer "$dt" 0)
+  all=$(bytes_per_layer "$dt" "$shared")
+  awk -v dt="$dt" -v r="$routed" -v a="$all" -v l="$layers" -v g="$gpus" -v bw="$copy_gbps" \
+    'BEGIN{t = a * l; printf "%-6s %14.0f %14.0f %12.2f %10.3f\n", dt, r, a - r, t / 1e9, t / g / (bw * 1e9) * 1e3}' 
 done

@@ -14,7 +14,7 @@
 #include "../reference/moe.h"
 #include "../simulator/model.h"
 #include "../simulator/moe.h"
-#include "../simulator/worklist.h"
+#include "../contract/worklist.h"
 #include "ops.h"
 
 #define MOE_MAX_CASES 256
@@ -121,7 +121,8 @@ static const char moe_bench_usage[] =
 static const char moe_sim_usage[] =
     "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
     "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
-    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--seed S] [--cu-gbps G] [--kernel generic|tilelab]\n"
+    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--shared N] [--seed S] [--cu-gbps G]\n"
+    "         [--kernel generic|tilelab]\n"
     "         [--format table|csv|json]\n"
     "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
     "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
@@ -130,6 +131,8 @@ static const char moe_sim_usage[] =
     "  --routing  balanced | random | zipf:S | trace:FILE (CSV, one token per line, its k experts)\n"
     "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
     "  --tp       tensor-parallel split of the expert width\n"
+    "  --shared   shared experts every token also routes to (default: the model's n_shared_experts;\n"
+    "             the tilelab kernel fuses none)\n"
     "  --seed     routing seed for random and zipf (default 1)\n"
     "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
     "             default: the preset's hbm_per_cu_gbps)\n"
@@ -210,7 +213,7 @@ static int moe_read_args(int argc, char **argv, tl_op_mode mode, moe_args *a)
         ADD("--experts", experts);
         ADD("--topk", topk);
     }
-    if (mode == TL_OP_CHECK) ADD("--shared", shared);
+    if (mode == TL_OP_CHECK || mode == TL_OP_SIM) ADD("--shared", shared);
     if (mode == TL_OP_BENCH || mode == TL_OP_SIM) {
         ADD("--stage", stage);
         ADD("--hw", hw);
@@ -257,8 +260,10 @@ static void moe_defaults(tl_op_mode mode, moe_args *a, moe_problem *p)
 
 static int moe_parse_sim(const moe_args *a, moe_problem *p)
 {
-    int rc = 0;
-    if (a->tile_m) rc = tl_parse_int(a->tile_m, 1, 4096, "--tile-m", &p->tile_m);
+    long shared = p->model.n_shared; /* the config's, unless --shared says otherwise */
+    int rc = a->shared ? tl_parse_long(a->shared, 0, 16, "--shared", &shared) : 0;
+    p->n_shared = (int)shared;
+    if (!rc && a->tile_m) rc = tl_parse_int(a->tile_m, 1, 4096, "--tile-m", &p->tile_m);
     if (!rc && a->tile_n) rc = tl_parse_int(a->tile_n, 1, 65536, "--tile-n", &p->tile_n);
     /* the lower bound is a preset's hbm_per_cu_gbps's: below it times overflow to inf */
     if (!rc && a->cu && (tl_parse_double(a->cu, "--cu-gbps", &p->cu_gbps) || p->cu_gbps < 1e-3 || p->cu_gbps > 1e6))
@@ -491,10 +496,14 @@ static void moe_describe(const void *vp, FILE *f)
     if (p->mode == TL_OP_SIM) {
         int E, k, width;
         tl_model_moe_shape(&p->model, &E, &k, &width);
-        fprintf(f, "moe (model): %s, hidden %d, E %d, top-%d, width %d / tp %d; dtype %s; routing %s; seed %llu; "
-                   "preset %s; kernel %s\n", p->model.name, p->model.hidden, E, k, width, p->tp,
+        fprintf(f, "moe (model): %s, hidden %d, E %d + %d shared%s, top-%d, width %d / tp %d; dtype %s; routing %s; "
+                   "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
+                p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
                 p->tilelab_kernel ? "tilelab" : "generic");
+        char unused[700];
+        if (tl_model_unused(&p->model, unused, sizeof unused) > 0 || p->model.quant_method[0])
+            fprintf(f, "moe (model): from the config, not modelled: %s\n", unused);
         return;
     }
     fprintf(f, "moe: %s, hidden %d, expert width %d / tp %d = %d, %d experts, top-%d, %d shared; dtype %s; "
@@ -656,6 +665,7 @@ static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stag
     sp.tile_n = p->tile_n;
     sp.cu_gbps = p->cu_gbps;
     sp.want_schedule = want_schedule;
+    sp.n_shared = p->tilelab_kernel ? 0 : p->n_shared; /* this project's kernel fuses no shared expert */
     if (p->tilelab_kernel) {
         int rc = tl_moe_tilelab_kernel(&sp);
         if (rc) return rc;
@@ -736,6 +746,7 @@ static int moe_sim_rows(void *vp, int c, tl_table *t)
         tl_table_str(t, p->tilelab_kernel ? "tilelab" : "generic");
         tl_table_int(t, r.tile_m);
         tl_table_int(t, r.tile_n);
+        tl_table_int(t, r.n_shared);
         tl_table_int(t, r.active_experts);
         tl_table_int(t, r.tiles);
         tl_table_numf(t, "%.4g", r.padding);
@@ -1021,7 +1032,7 @@ const tl_op tl_op_moe = {
     .n_parts = moe_n_parts,
     .work = moe_work,
     .sim = moe_sim_rows,
-    .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,kernel,tile_m,tile_n,active_experts,tiles,padding,"
+    .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,kernel,tile_m,tile_n,shared,active_experts,tiles,padding,"
                   "k_padding,flops_useful,flops_issued,hbm_bytes,weight_bytes,intensity,time_us,limiter,waves,"
                   "work_items,instruction,compute_us,memory_us,fixed_us,tflops,hbm_tbps",
     .bench = moe_bench,

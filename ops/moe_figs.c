@@ -9,7 +9,7 @@
 #include "../simulator/hw.h"
 #include "../simulator/model.h"
 #include "../simulator/moe.h"
-#include "../simulator/worklist.h"
+#include "../contract/worklist.h"
 #include "../visualize/figures.h"
 #include "ops.h"
 

@@ -33,7 +33,7 @@ expect 2 "config without width" -- "$tl" models "$tmp/cfg.json"
 check "missing field is named" -- grep -q "intermediate_size" <<<"$LAST_ERR"
 
 # ---- sim moe ----
-expect 0 "sim moe defaults csv" -- "$tl" sim moe --format csv
+expect 0 "sim moe defaults csv (routed experts only)" -- "$tl" sim moe --shared 0 --format csv
 hdr=$(echo "$LAST_OUT" | head -1)
 for col in tokens active_experts tiles padding k_padding flops_useful flops_issued hbm_bytes intensity time_us limiter; do
   check "csv column $col" -- grep -Eq "(^|,)$col(,|$)" <<<"$hdr"
@@ -42,7 +42,7 @@ check "14 rows (7 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -
 col() { echo "$hdr" | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
 row1=$(echo "$LAST_OUT" | awk -F, 'NR==2')
 check "M=1: 8 tiles, padding 16" -- test "$(echo "$row1" | cut -d, -f"$(col tiles)"),$(echo "$row1" | cut -d, -f"$(col padding)")" = "8,16"
-expect 0 "sim moe M=32,512" -- "$tl" sim moe --tokens 32,512 --stage 1 --format csv
+expect 0 "sim moe M=32,512" -- "$tl" sim moe --tokens 32,512 --stage 1 --shared 0 --format csv
 check "M=32 all 256 experts, M=512 padding 1" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f"$(col active_experts)",$(col padding) | tr '\n' ' ')" = "256,16 256,1 "
 expect 0 "kimi fills at 768" -- "$tl" sim moe --model kimi-k2.6 --dtype a16w4 --tokens 768 --stage 2 --format csv
 check "kimi padding 1 at 768" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col padding)")" = "1"
@@ -130,9 +130,14 @@ for c in tp routing seed kernel tile_m tile_n; do
   check "sim moe has a $c column" -- test -n "$(col $c)"
 done
 check "tp, routing, seed and kernel are the ones asked" -- test "$(cut -d, -f"$(col tp)","$(col routing)","$(col seed)","$(col kernel)" <<<"$row")" = "2,random,9,generic"
-expect 0 "sim moe bf16 M=1" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --format csv
+expect 0 "sim moe bf16 M=1, routed experts only" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --shared 0 --format csv
 hdr=$(head -1 <<<"$LAST_OUT")
 check "weight bytes are exact: 8 experts x 4096 x 7168 x 2 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col weight_bytes)")" = "469762048"
 check "FLOPs are exact: 2 x 8 x 4096 x 7168 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col flops_useful)")" = "469762048"
 check "bandwidth is in TB/s" -- test -n "$(col hbm_tbps)"
+expect 0 "sim moe bf16 M=1 with the config's shared expert" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --format csv
+check "the shared expert is a ninth expert: 9 x 4096 x 7168 x 2 weight bytes, shared 1" -- \
+  test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col shared)","$(col tiles)","$(col weight_bytes)")" = "1,9,528482304"
+expect 0 "sim moe names what of the config it does not model" -- "$tl" sim moe --tokens 1 --stage 1
+check "the unused config keys are named" -- grep -q "not modelled: .*vocab_size" <<<"$LAST_OUT"
 finish
