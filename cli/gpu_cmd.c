@@ -260,14 +260,7 @@ static const tl_command hw_table[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-int tl_cmd_hw(int argc, char **argv)
-{
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(HW_USAGE, stdout);
-        return 0;
-    }
-    return tl_dispatch(hw_table, "hw", argc, argv);
-}
+int tl_cmd_hw(int argc, char **argv) { return tl_dispatch(hw_table, "hw", argc, argv); }
 
 /* =============================================================================================
  * models
