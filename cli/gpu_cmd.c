@@ -63,7 +63,8 @@ static const char HW_USAGE[] =
     "--instructions prints only the matrix instructions (name, shape, inputs, cycles, peak TFLOP/s).\n"
     "An unknown, absent or malformed preset is one error line and exit status 2.\n";
 
-/* A preset's scalar fields, in the order of its file: key, unit ("" for none) and type. */
+/* A preset's scalar fields, in the order of its file: key, unit ("" for none) and type, which must
+ * be the member's C type (FIELD_TEXT a char array, FIELD_INT an int, FIELD_REAL a double). */
 typedef enum { FIELD_TEXT, FIELD_INT, FIELD_REAL } field_type;
 typedef struct {
     const char *key, *unit;
@@ -73,18 +74,30 @@ typedef struct {
 
 #define FIELD(k, type, unit) {#k, unit, type, offsetof(tl_hw, k)}
 static const hw_field HW_FIELDS[] = {
-    FIELD(name, FIELD_TEXT, ""),           FIELD(description, FIELD_TEXT, ""),
-    FIELD(arch, FIELD_TEXT, ""),           FIELD(cus, FIELD_INT, ""),
-    FIELD(xcds, FIELD_INT, ""),            FIELD(clock_mhz, FIELD_REAL, "MHz"),
-    FIELD(wave_size, FIELD_INT, "lanes"),  FIELD(matrix_cores_per_cu, FIELD_INT, ""),
-    FIELD(vector_lanes_per_cu, FIELD_INT, "lanes"), FIELD(lds_kib, FIELD_REAL, "KiB"),
-    FIELD(l2_mib_per_xcd, FIELD_REAL, "MiB"), FIELD(llc_mib, FIELD_REAL, "MiB"),
-    FIELD(hbm_gb, FIELD_REAL, "GB"),       FIELD(launch_us, FIELD_REAL, "us"),
-    FIELD(item_fixed_us, FIELD_REAL, "us"), FIELD(hbm_per_cu_gbps, FIELD_REAL, "GB/s"),
-    FIELD(l2_per_cu_gbps, FIELD_REAL, "GB/s"), FIELD(hbm_latency_us, FIELD_REAL, "us"),
-    FIELD(load_chain_us, FIELD_REAL, "us"), FIELD(next_kernel_us, FIELD_REAL, "us"),
-    FIELD(flush_dirty_mb, FIELD_REAL, "MB"), FIELD(device, FIELD_TEXT, ""),
-    FIELD(date, FIELD_TEXT, ""),           FIELD(source, FIELD_TEXT, ""),
+    FIELD(name, FIELD_TEXT, ""),
+    FIELD(description, FIELD_TEXT, ""),
+    FIELD(arch, FIELD_TEXT, ""),
+    FIELD(cus, FIELD_INT, ""),
+    FIELD(xcds, FIELD_INT, ""),
+    FIELD(clock_mhz, FIELD_REAL, "MHz"),
+    FIELD(wave_size, FIELD_INT, "lanes"),
+    FIELD(matrix_cores_per_cu, FIELD_INT, ""),
+    FIELD(vector_lanes_per_cu, FIELD_INT, "lanes"),
+    FIELD(lds_kib, FIELD_REAL, "KiB"),
+    FIELD(l2_mib_per_xcd, FIELD_REAL, "MiB"),
+    FIELD(llc_mib, FIELD_REAL, "MiB"),
+    FIELD(hbm_gb, FIELD_REAL, "GB"),
+    FIELD(launch_us, FIELD_REAL, "us"),
+    FIELD(item_fixed_us, FIELD_REAL, "us"),
+    FIELD(hbm_per_cu_gbps, FIELD_REAL, "GB/s"),
+    FIELD(l2_per_cu_gbps, FIELD_REAL, "GB/s"),
+    FIELD(hbm_latency_us, FIELD_REAL, "us"),
+    FIELD(load_chain_us, FIELD_REAL, "us"),
+    FIELD(next_kernel_us, FIELD_REAL, "us"),
+    FIELD(flush_dirty_mb, FIELD_REAL, "MB"),
+    FIELD(device, FIELD_TEXT, ""),
+    FIELD(date, FIELD_TEXT, ""),
+    FIELD(source, FIELD_TEXT, ""),
 };
 #undef FIELD
 
