@@ -1,11 +1,13 @@
-/* `tilelab bench roofline` (the GPU's measured ceilings) and `tilelab mfma list|layout` (where each
- * element of an AMD matrix instruction's operands lives). */
+/* The hardware commands: `tilelab hw list|show` and `tilelab models` (the presets as the simulator
+ * reads them), `tilelab bench roofline` (the GPU's measured ceilings) and `tilelab mfma list|layout`
+ * (where each element of an AMD matrix instruction's operands lives). */
 #include "cli.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +15,314 @@
 #include "../core/table.h"
 #include "../simulator/hw.h"
 #include "../simulator/mfma.h"
+#include "../simulator/model.h"
 #include "../kernels/roofline.h" /* plain C types; its functions exist only in GPU builds */
+
+/* The six ceilings a preset and a roofline measurement both hold, in the order every table lists
+ * them: the JSON key, its unit, and where it sits in a preset's tl_hw_ceilings and in a
+ * tl_roofline_report. */
+typedef struct {
+    const char *key, *unit;
+    size_t in_preset, in_report;
+} ceiling_key;
+
+#define CEILING(k, unit) {#k, unit, offsetof(tl_hw_ceilings, k), offsetof(tl_roofline_report, k)}
+static const ceiling_key CEILINGS[] = {
+    CEILING(hbm_read_gbps, "GB/s"), CEILING(hbm_copy_gbps, "GB/s"),  CEILING(bf16_tflops, "TFLOP/s"),
+    CEILING(fp8_tflops, "TFLOP/s"), CEILING(fp6_tflops, "TFLOP/s"), CEILING(fp4_tflops, "TFLOP/s"),
+};
+#undef CEILING
+#define N_CEILINGS (sizeof CEILINGS / sizeof CEILINGS[0])
+
+static tl_ceiling preset_ceiling(const tl_hw *hw, size_t i)
+{
+    return *(const tl_ceiling *)((const char *)&hw->ceilings + CEILINGS[i].in_preset);
+}
+
+static double *report_ceiling(tl_roofline_report *r, size_t i)
+{
+    return (double *)((char *)r + CEILINGS[i].in_report);
+}
+
+static double report_value(const tl_roofline_report *r, size_t i)
+{
+    return *(const double *)((const char *)r + CEILINGS[i].in_report);
+}
+
+/* =============================================================================================
+ * hw list | show
+ * =========================================================================================== */
+static const char HW_USAGE[] =
+    "usage: tilelab hw list [--format table|csv|json]\n"
+    "       tilelab hw show NAME|FILE[,OVERLAY.json...] [--instructions] [--format table|csv|json]\n"
+    "A preset name (mi355x, mi300x, h200), a JSON file of the same shape, or a base followed by\n"
+    "overlay files (e.g. h200,bench/results/h200.json) merged over it key by key.\n"
+    "hw show prints the preset's fields and its matrix instructions. --format json gives one object\n"
+    "of the preset file's shape (a file `hw show` reads back), each ceiling {datasheet, measured,\n"
+    "unit} in numbers; --format csv gives the fields as field,value,datasheet,measured,unit rows.\n"
+    "--instructions prints only the matrix instructions (name, shape, inputs, cycles, peak TFLOP/s).\n"
+    "An unknown, absent or malformed preset is one error line and exit status 2.\n";
+
+/* A preset's scalar fields, in the order of its file: key, unit ("" for none) and type, which must
+ * be the member's C type (FIELD_TEXT a char array, FIELD_INT an int, FIELD_REAL a double). */
+typedef enum { FIELD_TEXT, FIELD_INT, FIELD_REAL } field_type;
+typedef struct {
+    const char *key, *unit;
+    field_type type;
+    size_t offset;
+} hw_field;
+
+#define FIELD(k, type, unit) {#k, unit, type, offsetof(tl_hw, k)}
+static const hw_field HW_FIELDS[] = {
+    FIELD(name, FIELD_TEXT, ""),
+    FIELD(description, FIELD_TEXT, ""),
+    FIELD(arch, FIELD_TEXT, ""),
+    FIELD(cus, FIELD_INT, ""),
+    FIELD(xcds, FIELD_INT, ""),
+    FIELD(clock_mhz, FIELD_REAL, "MHz"),
+    FIELD(wave_size, FIELD_INT, "lanes"),
+    FIELD(matrix_cores_per_cu, FIELD_INT, ""),
+    FIELD(vector_lanes_per_cu, FIELD_INT, "lanes"),
+    FIELD(lds_kib, FIELD_REAL, "KiB"),
+    FIELD(l2_mib_per_xcd, FIELD_REAL, "MiB"),
+    FIELD(llc_mib, FIELD_REAL, "MiB"),
+    FIELD(hbm_gb, FIELD_REAL, "GB"),
+    FIELD(launch_us, FIELD_REAL, "us"),
+    FIELD(item_fixed_us, FIELD_REAL, "us"),
+    FIELD(hbm_per_cu_gbps, FIELD_REAL, "GB/s"),
+    FIELD(l2_per_cu_gbps, FIELD_REAL, "GB/s"),
+    FIELD(hbm_latency_us, FIELD_REAL, "us"),
+    FIELD(load_chain_us, FIELD_REAL, "us"),
+    FIELD(next_kernel_us, FIELD_REAL, "us"),
+    FIELD(flush_dirty_mb, FIELD_REAL, "MB"),
+    FIELD(device, FIELD_TEXT, ""),
+    FIELD(date, FIELD_TEXT, ""),
+    FIELD(source, FIELD_TEXT, ""),
+};
+#undef FIELD
+
+static const char *field_text(const tl_hw *hw, const hw_field *f) { return (const char *)hw + f->offset; }
+static int field_int(const tl_hw *hw, const hw_field *f) { return *(const int *)((const char *)hw + f->offset); }
+static double field_real(const tl_hw *hw, const hw_field *f)
+{
+    return *(const double *)((const char *)hw + f->offset);
+}
+
+static int parse_format_opt(const char *s, tl_format *f)
+{
+    *f = TL_FMT_TABLE;
+    return s ? tl_parse_format(s, f) : 0;
+}
+
+static void ceiling_cells(tl_table *t, tl_ceiling c)
+{
+    if (c.datasheet > 0) tl_table_num(t, c.datasheet);
+    else tl_table_none(t);
+    if (c.measured > 0) tl_table_num(t, c.measured);
+    else tl_table_none(t);
+}
+
+static int hw_list(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, HW_USAGE)) return 0;
+    const char *fmt_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    tl_format fmt;
+    if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
+                               "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
+    for (const char *const *n = tl_hw_list(); *n; n++) {
+        tl_hw hw;
+        if (tl_hw_load(*n, &hw)) {
+            tl_table_free(t);
+            return TL_EFAIL; /* an embedded preset that does not load is a build error */
+        }
+        tl_table_row(t);
+        tl_table_str(t, hw.name);
+        tl_table_str(t, hw.arch);
+        tl_table_int(t, hw.cus);
+        tl_table_int(t, hw.xcds);
+        tl_table_num(t, hw.clock_mhz);
+        tl_table_num(t, hw.hbm_gb);
+        ceiling_cells(t, hw.ceilings.hbm_read_gbps);
+        ceiling_cells(t, hw.ceilings.bf16_tflops);
+        ceiling_cells(t, hw.ceilings.fp8_tflops);
+        ceiling_cells(t, hw.ceilings.fp4_tflops);
+    }
+    tl_table_print(t, fmt, "hardware presets (GB/s, TFLOP/s; datasheet and measured)", stdout);
+    tl_table_free(t);
+    return 0;
+}
+
+/* The fields as rows field,value,datasheet,measured,unit: a scalar in value, a ceiling in
+ * datasheet and measured (those it has). Text fields left empty, and the source (long prose,
+ * printed below the text form), are left out; `with_source` keeps the source. */
+static tl_table *hw_field_table(const tl_hw *hw, int with_source)
+{
+    tl_table *t = tl_table_new("field,value,datasheet,measured,unit");
+    for (size_t i = 0; i < sizeof HW_FIELDS / sizeof HW_FIELDS[0]; i++) {
+        const hw_field *f = &HW_FIELDS[i];
+        if (f->type == FIELD_TEXT && (!field_text(hw, f)[0] || (!with_source && strcmp(f->key, "source") == 0)))
+            continue;
+        tl_table_row(t);
+        tl_table_str(t, f->key);
+        if (f->type == FIELD_TEXT) tl_table_str(t, field_text(hw, f));
+        else if (f->type == FIELD_INT) tl_table_int(t, field_int(hw, f));
+        else tl_table_numf(t, "%.10g", field_real(hw, f));
+        tl_table_str(t, "");
+        tl_table_str(t, "");
+        tl_table_str(t, f->unit);
+    }
+    for (size_t i = 0; i < N_CEILINGS; i++) {
+        tl_ceiling c = preset_ceiling(hw, i);
+        if (c.datasheet <= 0 && c.measured <= 0) continue;
+        tl_table_row(t);
+        tl_table_str(t, CEILINGS[i].key);
+        tl_table_str(t, "");
+        if (c.datasheet > 0) tl_table_numf(t, "%.10g", c.datasheet);
+        else tl_table_str(t, "");
+        if (c.measured > 0) tl_table_numf(t, "%.10g", c.measured);
+        else tl_table_str(t, "");
+        tl_table_str(t, CEILINGS[i].unit);
+    }
+    return t;
+}
+
+static tl_table *hw_instruction_table(const tl_hw *hw)
+{
+    tl_table *t = tl_table_new("name,m,n,k,a,b,cycles,peak_tflops");
+    for (int i = 0; i < hw->n_instr; i++) {
+        const tl_instr *x = &hw->instr[i];
+        tl_table_row(t);
+        tl_table_str(t, x->name);
+        tl_table_int(t, x->m);
+        tl_table_int(t, x->n);
+        tl_table_int(t, x->k);
+        tl_table_str(t, x->a);
+        tl_table_str(t, x->b);
+        tl_table_int(t, x->cycles);
+        tl_table_numf(t, "%.1f", tl_hw_instr_tflops(hw, x));
+    }
+    return t;
+}
+
+/* The preset as one JSON object of its file's shape: the scalar fields as numbers (text fields
+ * left empty are left out), "ceilings" with {datasheet, measured, unit} (values it lacks left out),
+ * "matrix_instructions" the table `instructions` (whose reference it takes). */
+static json_t *hw_json(const tl_hw *hw, json_t *instructions)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof HW_FIELDS / sizeof HW_FIELDS[0]; i++) {
+        const hw_field *f = &HW_FIELDS[i];
+        if (f->type == FIELD_TEXT && field_text(hw, f)[0]) json_object_set_new(o, f->key, json_string(field_text(hw, f)));
+        else if (f->type == FIELD_INT) json_object_set_new(o, f->key, json_integer(field_int(hw, f)));
+        else if (f->type == FIELD_REAL) json_object_set_new(o, f->key, json_real(field_real(hw, f)));
+    }
+    json_t *ceilings = json_object();
+    for (size_t i = 0; i < N_CEILINGS; i++) {
+        tl_ceiling c = preset_ceiling(hw, i);
+        if (c.datasheet <= 0 && c.measured <= 0) continue;
+        json_t *v = json_object();
+        if (c.datasheet > 0) json_object_set_new(v, "datasheet", json_real(c.datasheet));
+        if (c.measured > 0) json_object_set_new(v, "measured", json_real(c.measured));
+        json_object_set_new(v, "unit", json_string(CEILINGS[i].unit));
+        json_object_set_new(ceilings, CEILINGS[i].key, v);
+    }
+    json_object_set_new(o, "ceilings", ceilings);
+    json_object_set_new(o, "matrix_instructions", instructions);
+    return o;
+}
+
+static const char INSTRUCTIONS_TITLE[] = "matrix instructions (peak = 2mnk x matrix cores x CUs x clock / cycles)";
+
+static int hw_show(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, HW_USAGE)) return 0;
+    const char *fmt_s = NULL, *pos[1];
+    int npos = 0, only_instructions = 0;
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_F("--instructions", &only_instructions, 1), TL_OPT_END};
+    tl_format fmt;
+    if (tl_opts_parse(argc, argv, opts, "hw show", pos, 1, &npos) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    if (npos != 1) return tl_error(TL_EUSAGE, "hw show", "needs one NAME or FILE (tilelab hw list)");
+    tl_hw hw;
+    if (tl_hw_load(pos[0], &hw)) return TL_EUSAGE;
+    tl_table *in = hw_instruction_table(&hw);
+    if (only_instructions) {
+        tl_table_print(in, fmt, INSTRUCTIONS_TITLE, stdout);
+    } else if (fmt == TL_FMT_JSON) {
+        json_t *o = hw_json(&hw, tl_table_to_json(in));
+        tl_json_print(o, stdout);
+        json_decref(o);
+    } else {
+        tl_table *fields = hw_field_table(&hw, fmt != TL_FMT_TABLE);
+        tl_table_print(fields, fmt, hw.name, stdout);
+        tl_table_free(fields);
+        if (fmt == TL_FMT_TABLE) {
+            if (hw.source[0]) printf("source: %s\n", hw.source);
+            fputs("\n", stdout);
+            tl_table_print(in, fmt, INSTRUCTIONS_TITLE, stdout);
+        }
+    }
+    tl_table_free(in);
+    return 0;
+}
+
+static const tl_command hw_table[] = {
+    {"list", hw_list, "the hardware presets", HW_USAGE},
+    {"show", hw_show, "one preset or file with its matrix instructions", HW_USAGE},
+    {NULL, NULL, NULL, NULL},
+};
+
+int tl_cmd_hw(int argc, char **argv) { return tl_dispatch(hw_table, "hw", argc, argv); }
+
+/* =============================================================================================
+ * models
+ * =========================================================================================== */
+static const char MODELS_USAGE[] =
+    "usage: tilelab models [NAME|CONFIG.json ...] [--format table|csv|json]\n"
+    "Lists the model presets, or the given presets / config.json files as the simulator reads them.\n"
+    "Dense models run in `sim moe` as one expert of width intermediate_size that every token uses.\n";
+
+int tl_cmd_models(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, MODELS_USAGE)) return 0;
+    const char *fmt_s = NULL, *pos[32];
+    int npos = 0;
+    tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    tl_format fmt;
+    if (tl_opts_parse(argc, argv, opts, "models", pos, 32, &npos) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    const char *const *names = tl_model_list();
+    if (npos == 0)
+        for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
+    tl_table *t = tl_table_new("name,hidden,experts,top_k,expert_width,shared,layers,moe_layers,dense_width,"
+                               "heads,kv_heads,index_heads,index_head_dim,index_topk,source");
+    for (int i = 0; i < npos; i++) {
+        tl_model m;
+        if (tl_model_load(pos[i], &m)) {
+            tl_table_free(t);
+            return TL_EUSAGE;
+        }
+        tl_table_row(t);
+        tl_table_str(t, m.name);
+        tl_table_int(t, m.hidden);
+        tl_table_int(t, m.n_experts);
+        tl_table_int(t, m.top_k);
+        tl_table_int(t, m.moe_width);
+        tl_table_int(t, m.n_shared);
+        tl_table_int(t, m.n_layers);
+        tl_table_int(t, m.moe_layers);
+        tl_table_int(t, m.dense_width);
+        tl_table_int(t, m.n_heads);
+        tl_table_int(t, m.n_kv_heads);
+        tl_table_int(t, m.index_n_heads);
+        tl_table_int(t, m.index_head_dim);
+        tl_table_int(t, m.index_topk);
+        tl_table_str(t, fmt == TL_FMT_TABLE ? "" : m.source);
+    }
+    tl_table_print(t, fmt, "models (config.json fields; 0 = absent)", stdout);
+    tl_table_free(t);
+    return 0;
+}
 
 int tl_cli_gpu_missing(int built, const char **why)
 {
@@ -64,12 +373,6 @@ static const char *preset_for_device(const char *name)
     return NULL;
 }
 
-typedef struct {
-    const char *key, *unit;
-    double measured;
-    tl_ceiling preset;
-} ceiling_row;
-
 static void add_ceiling(json_t *ceilings, const char *key, double v)
 {
     if (v <= 0.0) return;
@@ -95,12 +398,7 @@ static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *
     json_object_set_new(root, "mma", json_string(r->mma_target));
     if (r->memcpy_gbps > 0) json_object_set_new(root, "memcpy_gbps", json_real(round(r->memcpy_gbps * 10.0) / 10.0));
     json_t *c = json_object();
-    add_ceiling(c, "hbm_read_gbps", r->hbm_read_gbps);
-    add_ceiling(c, "hbm_copy_gbps", r->hbm_copy_gbps);
-    add_ceiling(c, "bf16_tflops", r->bf16_tflops);
-    add_ceiling(c, "fp8_tflops", r->fp8_tflops);
-    add_ceiling(c, "fp6_tflops", r->fp6_tflops);
-    add_ceiling(c, "fp4_tflops", r->fp4_tflops);
+    for (size_t i = 0; i < N_CEILINGS; i++) add_ceiling(c, CEILINGS[i].key, report_value(r, i));
     json_object_set_new(root, "ceilings", c);
     json_t *pts = json_array();
     for (int i = 0; i < r->npoints; i++) {
@@ -158,46 +456,47 @@ static int write_points(tl_atomic *a, const tl_roofline_report *r, const char *l
     return st;
 }
 
+/* A reference value and the measured one as a percentage of it; two empty cells when the
+ * reference is not known. */
+static void reference_cells(tl_table *t, double reference, double measured)
+{
+    if (reference > 0) {
+        tl_table_numf(t, "%.1f", reference);
+        tl_table_numf(t, "%.1f", 100.0 * measured / reference);
+    } else {
+        tl_table_none(t);
+        tl_table_none(t);
+    }
+}
+
+/* One row of the ceilings table: the measured value beside the preset's, and the configuration
+ * that reached it. */
+static void ceiling_row(tl_table *t, const tl_roofline_report *r, const char *key, const char *unit,
+                        double measured, tl_ceiling preset)
+{
+    const tl_roofline_point *best = NULL;
+    for (int j = 0; j < r->npoints; j++)
+        if (r->points[j].best && strcmp(r->points[j].ceiling, key) == 0) best = &r->points[j];
+    tl_table_row(t);
+    tl_table_str(t, key);
+    tl_table_numf(t, "%.1f", measured);
+    tl_table_str(t, unit);
+    reference_cells(t, preset.datasheet, measured);
+    reference_cells(t, preset.measured, measured);
+    tl_table_str(t, best ? best->kernel : "");
+    tl_table_str(t, best ? best->config : "");
+}
+
 static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const char *label,
                            tl_format fmt)
 {
-    ceiling_row rows[] = {
-        {"hbm_read_gbps", "GB/s", r->hbm_read_gbps, hw->ceilings.hbm_read_gbps},
-        {"hbm_copy_gbps", "GB/s", r->hbm_copy_gbps, hw->ceilings.hbm_copy_gbps},
-        {"bf16_tflops", "TFLOP/s", r->bf16_tflops, hw->ceilings.bf16_tflops},
-        {"fp8_tflops", "TFLOP/s", r->fp8_tflops, hw->ceilings.fp8_tflops},
-        {"fp6_tflops", "TFLOP/s", r->fp6_tflops, hw->ceilings.fp6_tflops},
-        {"fp4_tflops", "TFLOP/s", r->fp4_tflops, hw->ceilings.fp4_tflops},
-        {"memcpy_gbps", "GB/s", r->memcpy_gbps, {0.0, 0.0}}, /* the runtime's copy: a reference */
-    };
     tl_table *t = tl_table_new("ceiling,measured,unit,datasheet,pct_of_datasheet,preset_measured,"
                                "pct_of_preset_measured,kernel,config");
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        if (rows[i].measured <= 0.0) continue;
-        const tl_roofline_point *best = NULL;
-        for (int j = 0; j < r->npoints; j++)
-            if (r->points[j].best && strcmp(r->points[j].ceiling, rows[i].key) == 0) best = &r->points[j];
-        tl_table_row(t);
-        tl_table_str(t, rows[i].key);
-        tl_table_numf(t, "%.1f", rows[i].measured);
-        tl_table_str(t, rows[i].unit);
-        if (rows[i].preset.datasheet > 0) {
-            tl_table_numf(t, "%.1f", rows[i].preset.datasheet);
-            tl_table_numf(t, "%.1f", 100.0 * rows[i].measured / rows[i].preset.datasheet);
-        } else {
-            tl_table_str(t, "");
-            tl_table_str(t, "");
-        }
-        if (rows[i].preset.measured > 0) {
-            tl_table_numf(t, "%.1f", rows[i].preset.measured);
-            tl_table_numf(t, "%.1f", 100.0 * rows[i].measured / rows[i].preset.measured);
-        } else {
-            tl_table_str(t, "");
-            tl_table_str(t, "");
-        }
-        tl_table_str(t, best ? best->kernel : "");
-        tl_table_str(t, best ? best->config : "");
-    }
+    for (size_t i = 0; i < N_CEILINGS; i++)
+        if (report_value(r, i) > 0)
+            ceiling_row(t, r, CEILINGS[i].key, CEILINGS[i].unit, report_value(r, i), preset_ceiling(hw, i));
+    if (r->memcpy_gbps > 0) /* the runtime's copy: a reference, not a ceiling of the preset */
+        ceiling_row(t, r, "memcpy_gbps", "GB/s", r->memcpy_gbps, (tl_ceiling){0.0, 0.0});
     char title[800];
     snprintf(title, sizeof title, "measured ceilings on %s (matrix loops: %s); preset %s", label,
              r->mma_target, hw->name);
@@ -274,20 +573,15 @@ static int load_overlay(const char *path, tl_roofline_report *r, char *label, si
     r->gpu.clock_mhz = (int)sm;
     r->gpu.mem_clock_mhz = (int)mem;
     if (!label[0]) snprintf(label, label_cap, "%s, %s", r->gpu.name, r->date);
-    struct { const char *key; double *dst; } keys[] = {
-        {"hbm_read_gbps", &r->hbm_read_gbps}, {"hbm_copy_gbps", &r->hbm_copy_gbps},
-        {"bf16_tflops", &r->bf16_tflops},     {"fp8_tflops", &r->fp8_tflops},
-        {"fp6_tflops", &r->fp6_tflops},       {"fp4_tflops", &r->fp4_tflops},
-    };
     int any_measured = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        double v = number_at(object_at(c, keys[i].key, &bad), "measured", &bad);
+    for (size_t i = 0; i < N_CEILINGS; i++) {
+        double v = number_at(object_at(c, CEILINGS[i].key, &bad), "measured", &bad);
         /* 0 = not measured; as in a preset, a rate below 0.001 is not one (--save would round it to 0) */
         if (bad || !(v == 0.0 || (v >= 1e-3 && v < 1e9))) {
             json_decref(root);
-            return tl_error(TL_EUSAGE, path, "ceiling %s has a bad measured value", keys[i].key);
+            return tl_error(TL_EUSAGE, path, "ceiling %s has a bad measured value", CEILINGS[i].key);
         }
-        *keys[i].dst = v;
+        *report_ceiling(r, i) = v;
         any_measured |= v > 0;
     }
     if (!any_measured) {

@@ -342,9 +342,9 @@ int tl_bench_numerics(int argc, char **argv)
             if (B[b].target > 0) {
                 tl_table_numf(t, "%.3g", B[b].target);
                 tl_table_str(t, rate >= B[b].target ? "yes" : "NO");
-            } else {
-                tl_table_str(t, "-");
-                tl_table_str(t, "-");
+            } else { /* no target set: the kernel is there for comparison */
+                tl_table_none(t);
+                tl_table_none(t);
             }
         }
         char cpu[256], title[400];

@@ -2,6 +2,9 @@
  * tilelab commands, printing each one as a user would type it, so that the tour also teaches the
  * commands. Pictures go under one output folder (default tilelab-tour/). Grows as features land.
  *
+ * A step's output longer than TOUR_SHOW_MAX lines shows its first TOUR_SHOW_HEAD and last
+ * TOUR_SHOW_TAIL lines and names the command that prints all of it.
+ *
  * Cost: well under a minute on one core; no GPU needed (GPU steps say when they were skipped). */
 #include "cli.h"
 
@@ -13,6 +16,9 @@
 
 #define TOUR_MAX_ARGS 32
 #define TOUR_MAX_OUT 1024 /* length of the output folder's name */
+#define TOUR_SHOW_MAX 20  /* lines of a step's output shown whole */
+#define TOUR_SHOW_HEAD 8  /* of a longer one: its first lines (title, header, first rows) */
+#define TOUR_SHOW_TAIL 3  /* and its last */
 
 typedef struct {
     const char *out_dir;
@@ -64,14 +70,55 @@ static int run_line(tour *t, tl_cmd_fn fn, const char *line)
     return rc;
 }
 
-/* Prints a step's title and command, then runs it. */
+/* Runs a step with its standard output sent to the open file descriptor fd (left open). A step
+ * that cannot be redirected counts as failed: TL_EFAIL, recorded. */
+static int run_line_to_fd(tour *t, tl_cmd_fn fn, const char *line, int fd, const char *what)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+        if (saved >= 0) close(saved);
+        t->failures++;
+        return tl_error(TL_EFAIL, what, "cannot send the step's output there");
+    }
+    int rc = run_line(t, fn, line);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    return rc;
+}
+
+/* Copies the lines of f to standard output; of more than TOUR_SHOW_MAX, only the first and last
+ * few, with a line between them that names the command (`expanded`) which prints them all. */
+static void show_cut(FILE *f, const char *expanded)
+{
+    char line[4096];
+    long n = 0, i = 0;
+    rewind(f);
+    while (fgets(line, sizeof line, f))
+        n += strchr(line, '\n') != NULL;
+    rewind(f);
+    const int cut = n > TOUR_SHOW_MAX;
+    while (fgets(line, sizeof line, f)) {
+        if (!cut || i < TOUR_SHOW_HEAD || i >= n - TOUR_SHOW_TAIL) fputs(line, stdout);
+        if (cut && i == TOUR_SHOW_HEAD)
+            printf("   ... %ld more lines; all of them: tilelab %s\n", n - TOUR_SHOW_HEAD - TOUR_SHOW_TAIL, expanded);
+        i += strchr(line, '\n') != NULL;
+    }
+}
+
+/* Prints a step's title and command, then runs it and shows its output (cut when long). */
 static int tour_step(tour *t, tl_cmd_fn fn, const char *title, const char *line)
 {
     char expanded[2048];
     expand_line(t, line, expanded, sizeof expanded);
     printf("\n=== %s\n$ tilelab %s\n", title, expanded);
-    fflush(stdout);
-    return run_line(t, fn, line);
+    FILE *out = tmpfile();
+    if (!out) return run_line(t, fn, line); /* nowhere to hold it: shown whole */
+    int rc = run_line_to_fd(t, fn, line, fileno(out), "tour");
+    show_cut(out, expanded);
+    fclose(out);
+    return rc;
 }
 
 /* Runs a step with its standard output sent to `path` (written atomically), e.g. a CSV that a
@@ -81,25 +128,17 @@ static int tour_step_to_file(tour *t, tl_cmd_fn fn, const char *title, const cha
     char expanded[2048];
     expand_line(t, line, expanded, sizeof expanded);
     printf("\n=== %s\n$ tilelab %s > %s\n", title, expanded, path);
-    fflush(stdout);
     tl_atomic a;
     int rc = tl_atomic_begin(&a, path);
     if (rc) return rc;
     int fd = open(a.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int saved = dup(STDOUT_FILENO);
-    if (fd < 0 || saved < 0) {
-        if (fd >= 0) close(fd);
-        if (saved >= 0) close(saved);
+    if (fd < 0) {
         tl_atomic_abort(&a);
         t->failures++;
         return tl_error(TL_EFAIL, path, "cannot open for writing");
     }
-    dup2(fd, STDOUT_FILENO);
+    rc = run_line_to_fd(t, fn, line, fd, path);
     close(fd);
-    rc = run_line(t, fn, line);
-    fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
     if (rc) {
         tl_atomic_abort(&a);
         return rc;

@@ -9,9 +9,11 @@ struct tl_table {
     int ncols, nrows, cap_rows;
     char **names;
     char **cells;     /* nrows x ncols, row-major; NULL = empty */
-    unsigned char *numeric; /* per cell: 1 if the cell is a number */
+    unsigned char *kind; /* per cell: one of the cell_kind values */
     int cur_col;
 };
+
+enum cell_kind { CELL_TEXT, CELL_NUMBER, CELL_NONE };
 
 static char *dup_str(const char *s)
 {
@@ -44,7 +46,7 @@ void tl_table_free(tl_table *t)
     for (int i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
     free(t->names);
     free(t->cells);
-    free(t->numeric);
+    free(t->kind);
     free(t);
 }
 
@@ -53,32 +55,34 @@ void tl_table_row(tl_table *t)
     if (t->nrows == t->cap_rows) {
         int cap = t->cap_rows ? 2 * t->cap_rows : 16;
         t->cells = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *t->cells);
-        t->numeric = realloc(t->numeric, (size_t)cap * (size_t)t->ncols);
+        t->kind = realloc(t->kind, (size_t)cap * (size_t)t->ncols);
         t->cap_rows = cap;
     }
     for (int c = 0; c < t->ncols; c++) {
         t->cells[t->nrows * t->ncols + c] = NULL;
-        t->numeric[t->nrows * t->ncols + c] = 0;
+        t->kind[t->nrows * t->ncols + c] = CELL_TEXT;
     }
     t->nrows++;
     t->cur_col = 0;
 }
 
-static void put(tl_table *t, const char *s, int numeric)
+static void put(tl_table *t, const char *s, enum cell_kind kind)
 {
     if (t->nrows == 0 || t->cur_col >= t->ncols) return; /* contract violation: ignored */
     int i = (t->nrows - 1) * t->ncols + t->cur_col++;
     t->cells[i] = dup_str(s);
-    t->numeric[i] = (unsigned char)numeric;
+    t->kind[i] = (unsigned char)kind;
 }
 
-void tl_table_str(tl_table *t, const char *s) { put(t, s ? s : "", 0); }
+void tl_table_str(tl_table *t, const char *s) { put(t, s ? s : "", CELL_TEXT); }
+
+void tl_table_none(tl_table *t) { put(t, "", CELL_NONE); }
 
 void tl_table_numf(tl_table *t, const char *fmt, double v)
 {
     char buf[64];
     snprintf(buf, sizeof buf, fmt, v);
-    put(t, buf, 1);
+    put(t, buf, CELL_NUMBER);
 }
 
 void tl_table_num(tl_table *t, double v) { tl_table_numf(t, "%.6g", v); }
@@ -87,7 +91,7 @@ void tl_table_int(tl_table *t, long long v)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", v);
-    put(t, buf, 1);
+    put(t, buf, CELL_NUMBER);
 }
 
 static const char *cell(const tl_table *t, int r, int c)
@@ -96,13 +100,19 @@ static const char *cell(const tl_table *t, int r, int c)
     return s ? s : "";
 }
 
+/* The text form's cell: a cell with no value shows as "-", so that a row's columns stay readable. */
+static const char *text_cell(const tl_table *t, int r, int c)
+{
+    return t->kind[r * t->ncols + c] == CELL_NONE ? "-" : cell(t, r, c);
+}
+
 static void print_text(const tl_table *t, const char *title, FILE *f)
 {
     int *w = calloc((size_t)t->ncols, sizeof *w);
     for (int c = 0; c < t->ncols; c++) {
         w[c] = (int)strlen(t->names[c]);
         for (int r = 0; r < t->nrows; r++) {
-            int n = (int)strlen(cell(t, r, c));
+            int n = (int)strlen(text_cell(t, r, c));
             if (n > w[c]) w[c] = n;
         }
     }
@@ -110,7 +120,7 @@ static void print_text(const tl_table *t, const char *title, FILE *f)
     for (int c = 0; c < t->ncols; c++) fprintf(f, "%s%*s", c ? "  " : "", w[c], t->names[c]);
     fputc('\n', f);
     for (int r = 0; r < t->nrows; r++) {
-        for (int c = 0; c < t->ncols; c++) fprintf(f, "%s%*s", c ? "  " : "", w[c], cell(t, r, c));
+        for (int c = 0; c < t->ncols; c++) fprintf(f, "%s%*s", c ? "  " : "", w[c], text_cell(t, r, c));
         fputc('\n', f);
     }
     free(w);
@@ -146,7 +156,7 @@ static void print_csv(const tl_table *t, FILE *f)
     }
 }
 
-static void print_json(const tl_table *t, FILE *f)
+json_t *tl_table_to_json(const tl_table *t)
 {
     json_t *arr = json_array();
     for (int r = 0; r < t->nrows; r++) {
@@ -154,7 +164,10 @@ static void print_json(const tl_table *t, FILE *f)
         for (int c = 0; c < t->ncols; c++) {
             const char *s = cell(t, r, c);
             json_t *v;
-            if (t->numeric[r * t->ncols + c]) {
+            const int kind = t->kind[r * t->ncols + c];
+            if (kind == CELL_NONE) {
+                v = json_null();
+            } else if (kind == CELL_NUMBER) {
                 char *end;
                 double d = strtod(s, &end);
                 if (*end) v = json_string(s); /* inf/nan are not JSON numbers */
@@ -168,8 +181,19 @@ static void print_json(const tl_table *t, FILE *f)
         }
         json_array_append_new(arr, o);
     }
-    json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    return arr;
+}
+
+void tl_json_print(json_t *v, FILE *f)
+{
+    json_dumpf(v, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     fputc('\n', f);
+}
+
+static void print_json(const tl_table *t, FILE *f)
+{
+    json_t *arr = tl_table_to_json(t);
+    tl_json_print(arr, f);
     json_decref(arr);
 }
 

@@ -23,7 +23,7 @@ shared=$(field "$models" shared 1)
 layers=$(field "$models" moe_layers 1)
 topk=$(field "$models" top_k 1)
 hw=$("$tl" hw show mi355x --format csv)
-copy_gbps=$(grep '^hbm_copy_gbps,' <<<"$hw" | sed -E 's/.*measured ([0-9.]+).*/\1/')
+copy_gbps=$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="measured") k=i} $1=="hbm_copy_gbps"{print $k}' <<<"$hw")
 
 bytes_per_layer() { # bytes_per_layer DTYPE SHARED: expert weight bytes one token reads, both stages
   local csv

@@ -127,6 +127,30 @@ static void table_prints_three_formats(void **state)
     tl_table_free(t);
 }
 
+/* A cell with no value: "-" for people, empty in CSV, null in JSON; a JSON form a caller can nest. */
+static void table_cell_without_value(void **state)
+{
+    (void)state;
+    tl_table *t = tl_table_new("kernel,target");
+    tl_table_row(t);
+    tl_table_str(t, "encode");
+    tl_table_none(t);
+    char *csv = print_to_string(t, TL_FMT_CSV);
+    assert_string_equal(csv, "kernel,target\nencode,\n");
+    free(csv);
+    char *json = print_to_string(t, TL_FMT_JSON);
+    assert_non_null(strstr(json, "\"target\": null"));
+    free(json);
+    char *text = print_to_string(t, TL_FMT_TABLE);
+    assert_non_null(strstr(text, "encode       -\n"));
+    free(text);
+    json_t *arr = tl_table_to_json(t);
+    assert_int_equal(json_array_size(arr), 1);
+    assert_true(json_is_null(json_object_get(json_array_get(arr, 0), "target")));
+    json_decref(arr);
+    tl_table_free(t);
+}
+
 static void atomic_file_is_all_or_nothing(void **state)
 {
     (void)state;
@@ -159,6 +183,7 @@ int main(void)
         cmocka_unit_test(rng_is_deterministic_and_uniform),
         cmocka_unit_test(parse_rejects_bad_numbers),
         cmocka_unit_test(table_prints_three_formats),
+        cmocka_unit_test(table_cell_without_value),
         cmocka_unit_test(atomic_file_is_all_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
