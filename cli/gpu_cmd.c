@@ -108,12 +108,6 @@ static double field_real(const tl_hw *hw, const hw_field *f)
     return *(const double *)((const char *)hw + f->offset);
 }
 
-static int parse_format_opt(const char *s, tl_format *f)
-{
-    *f = TL_FMT_TABLE;
-    return s ? tl_parse_format(s, f) : 0;
-}
-
 static void ceiling_cells(tl_table *t, tl_ceiling c)
 {
     if (c.datasheet > 0) tl_table_num(t, c.datasheet);
@@ -128,7 +122,7 @@ static int hw_list(int argc, char **argv)
     const char *fmt_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
                                "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
     for (const char *const *n = tl_hw_list(); *n; n++) {
@@ -242,7 +236,7 @@ static int hw_show(int argc, char **argv)
     int npos = 0, only_instructions = 0;
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_F("--instructions", &only_instructions, 1), TL_OPT_END};
     tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "hw show", pos, 1, &npos) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "hw show", pos, 1, &npos) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (npos != 1) return tl_error(TL_EUSAGE, "hw show", "needs one NAME or FILE (tilelab hw list)");
     tl_hw hw;
     if (tl_hw_load(pos[0], &hw)) return TL_EUSAGE;
@@ -290,12 +284,12 @@ int tl_cmd_models(int argc, char **argv)
     int npos = 0;
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "models", pos, 32, &npos) || parse_format_opt(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "models", pos, 32, &npos) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     const char *const *names = tl_model_list();
     if (npos == 0)
         for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
     tl_table *t = tl_table_new("name,hidden,experts,top_k,expert_width,shared,layers,moe_layers,dense_width,"
-                               "heads,kv_heads,index_heads,index_head_dim,index_topk,source");
+                               "heads,kv_heads,index_heads,index_head_dim,index_topk,quant_method,not_modelled,source");
     for (int i = 0; i < npos; i++) {
         tl_model m;
         if (tl_model_load(pos[i], &m)) {
@@ -317,9 +311,15 @@ int tl_cmd_models(int argc, char **argv)
         tl_table_int(t, m.index_n_heads);
         tl_table_int(t, m.index_head_dim);
         tl_table_int(t, m.index_topk);
+        tl_table_str(t, m.quant_method);
+        char unused[700], count[32];
+        tl_model_unused(&m, unused, sizeof unused);
+        snprintf(count, sizeof count, "%d keys", m.n_unused); /* the names are long: csv and json give them */
+        tl_table_str(t, fmt == TL_FMT_TABLE ? count : unused);
         tl_table_str(t, fmt == TL_FMT_TABLE ? "" : m.source);
     }
-    tl_table_print(t, fmt, "models (config.json fields; 0 = absent)", stdout);
+    tl_table_print(t, fmt, "models (config.json fields; 0 = absent; not_modelled: the config keys the "
+                           "simulator does not use, named with --format csv|json)", stdout);
     tl_table_free(t);
     return 0;
 }

@@ -13,12 +13,6 @@
 #include "../simulator/moe.h"
 #include "../contract/worklist.h"
 
-static int get_format(const char *s, tl_format *f)
-{
-    *f = TL_FMT_TABLE;
-    return s ? tl_parse_format(s, f) : 0;
-}
-
 /* ---- tilelab sim paged-decode ---- */
 
 static const char decode_usage[] =
@@ -37,7 +31,7 @@ static int sim_decode(int argc, char **argv)
                      TL_OPT_V("--head-dim", &d_s), TL_OPT_V("--block", &blk_s), TL_OPT_V("--splits", &sp_s),
                      TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "sim paged-decode", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     if (!gqa_s || !b_s || !l_s || !h_s)
         return tl_error(TL_EUSAGE, "sim paged-decode", "needs --gqa, --batch, --seq and --kv-heads");
     tl_decode_problem p;
@@ -111,7 +105,7 @@ int tl_bench_sim(int argc, char **argv)
     const char *fmt_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
-    if (tl_opts_parse(argc, argv, opts, "bench sim", NULL, 0, NULL) || get_format(fmt_s, &fmt)) return TL_EUSAGE;
+    if (tl_opts_parse(argc, argv, opts, "bench sim", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
     const char *const *hws = tl_hw_list(), *const *models = tl_model_list();
     long runs = 0;
     double checksum = 0;

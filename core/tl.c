@@ -270,7 +270,7 @@ int tl_parse_double(const char *s, const char *what, double *out)
 
 int tl_parse_format(const char *s, tl_format *out)
 {
-    if (s && strcmp(s, "table") == 0) *out = TL_FMT_TABLE;
+    if (!s || strcmp(s, "table") == 0) *out = TL_FMT_TABLE;
     else if (s && strcmp(s, "csv") == 0) *out = TL_FMT_CSV;
     else if (s && strcmp(s, "json") == 0) *out = TL_FMT_JSON;
     else return tl_error(TL_EUSAGE, "--format", "unknown format '%s' (table, csv or json)", s ? s : "");

@@ -86,6 +86,7 @@ int tl_parse_double(const char *s, const char *what, double *out);
 
 /* Output formats shared by every command that prints a table. */
 typedef enum { TL_FMT_TABLE, TL_FMT_CSV, TL_FMT_JSON } tl_format;
+/* "table", "csv" or "json"; NULL (the option not given) is table. TL_EUSAGE otherwise. */
 int tl_parse_format(const char *s, tl_format *out);
 
 #endif
