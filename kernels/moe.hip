@@ -58,21 +58,27 @@
 #define FRAG_N 8     /* columns of one fragment */
 #define BF16_VPL 4   /* k values per lane per bf16 instruction */
 #define NATIVE_FP8 TL_MMA_HAS_FP8
+#define FP8_VPL 8    /* k values per lane per fp8 instruction */
+#define SWAP_FP8 NATIVE_FP8 /* fp8 layout 2 multiplies weights x activations (Acc) */
 #elif defined(TL_MMA_TARGET_GFX942)
 #define LANE_ROWS 1
 #define FRAG_N 16
 #define BF16_VPL 4
 #define NATIVE_FP8 0 /* gfx942 FP8 is FNUZ: decode the OCP E4M3FN inputs to bf16 instead */
+#define SWAP_FP8 0
 #elif defined(TL_MMA_TARGET_GFX950)
 #define LANE_ROWS 1
 #define FRAG_N 16
 #define BF16_VPL 8
-#define NATIVE_FP8 0 /* TODO(gfx950): f8f6f4 with hardware scales; decoded to bf16 for now */
+#define NATIVE_FP8 1 /* gfx950 FP8 is OCP E4M3, the inputs' format: v_mfma_scale_f32_16x16x128_f8f6f4 */
+#define FP8_VPL 32   /* one instruction takes a lane's whole 32-byte run */
+#define SWAP_FP8 0   /* 16x16 fragments: layout 0 only (LANE_ROWS 1 holds no padding row) */
 #else /* host pass (and unsupported device targets): bodies must parse, never run */
 #define LANE_ROWS 1
 #define FRAG_N 16
 #define BF16_VPL 4
 #define NATIVE_FP8 0
+#define SWAP_FP8 0
 #define MOE_NO_DEVICE 1
 #endif
 
@@ -122,7 +128,7 @@ template <> struct Fmt0<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0, W_VEC = 
  * layout 0. (A software-pipelined loop, next chunk's loads issued before this chunk's products,
  * was 2x slower for bf16 with half the bytes in flight.) */
 template <int DT, int V> struct Fmt : Fmt0<DT> {};
-#define HALF_LAYOUT(DT, STAGE) ((DT) == DT_BF16 || ((DT) == DT_FP8 && NATIVE_FP8 && (STAGE) == 1))
+#define HALF_LAYOUT(DT, STAGE) ((DT) == DT_BF16 || ((DT) == DT_FP8 && SWAP_FP8 && (STAGE) == 1))
 template <> struct Fmt<DT_BF16, 2> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 4 }; };
 template <> struct Fmt<DT_FP8, 2> { enum { KRUN = 32, U = 2, A_FP8 = 1, W_VEC = 2 }; };
 
@@ -195,6 +201,31 @@ static __device__ __forceinline__ void fill_b_bf16(tl_frag_b_bf16 *b, const uint
     fill_a_bf16((tl_frag_a_bf16 *)b, c, c, s);
 #endif
 }
+#if NATIVE_FP8
+/* The same for e4m3 codes (quads per 32-bit word), FP8_VPL k values a lane per instruction. */
+static __device__ __forceinline__ void fill_a_fp8(tl_frag_a_fp8 *a, const uint32_t *r0, const uint32_t *r1, int s)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    a->r[0] = r0[2 * s];
+    a->r[1] = r1[2 * s];
+    a->r[2] = r0[2 * s + 1];
+    a->r[3] = r1[2 * s + 1];
+#else
+    (void)r1;
+    const uint32_t *q = r0 + 8 * s;
+    a->v = (tl_i32x8){(int)q[0], (int)q[1], (int)q[2], (int)q[3], (int)q[4], (int)q[5], (int)q[6], (int)q[7]};
+#endif
+}
+static __device__ __forceinline__ void fill_b_fp8(tl_frag_b_fp8 *b, const uint32_t *c, int s)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    b->r[0] = c[2 * s];
+    b->r[1] = c[2 * s + 1];
+#else
+    fill_a_fp8((tl_frag_a_fp8 *)b, c, c, s);
+#endif
+}
+#endif
 
 /* ---- the two GEMM stages ------------------------------------------------------------------- */
 struct GemmArgs {
@@ -408,7 +439,7 @@ static __device__ __forceinline__ void act_bf16(const Chunk<DT, V> &ch, int r, u
  * are the same in both: fragment f's row 8 f + lane / 4 is A row lane / 4 + 8 (f % 2) of swapped
  * fragment f / 2. */
 template <int DT, int V> struct Acc {
-    enum { SWAP = DT == DT_FP8 && V == 2 && NATIVE_FP8, N = SWAP ? NF / 2 : NF };
+    enum { SWAP = DT == DT_FP8 && V == 2 && SWAP_FP8, N = SWAP ? NF / 2 : NF };
 };
 /* Where value r of accumulator fragment j of this lane belongs: the item row (tile row; + 16 m for
  * the second tile of a pair) and the output column f * FRAG_N + col of the wave's NCOLS. */
@@ -442,7 +473,7 @@ static __device__ __forceinline__ void mma_chunk(const Chunk<DT, V> (&ch)[MT], t
     for (int m = 0; m < MT; m++)
 #pragma unroll
         for (int j = 0; j < NA; j++) tl_frag_zero(&part[m][j]);
-#if NATIVE_FP8
+#if SWAP_FP8
     if constexpr (Acc<DT, V>::SWAP) { /* A = weight rows of fragments 2j and 2j + 1, B = row g's run */
 #pragma unroll
         for (int m = 0; m < MT; m++) {
@@ -465,24 +496,22 @@ static __device__ __forceinline__ void mma_chunk(const Chunk<DT, V> (&ch)[MT], t
                 }
             }
         }
-    } else if (DT == DT_FP8) {
+    } else
+#endif
+#if NATIVE_FP8
+    if (DT == DT_FP8) {
 #pragma unroll
         for (int m = 0; m < MT; m++) {
             const uint32_t *a0 = (const uint32_t *)&ch[m].a[0][0];
             const uint32_t *a1 = (const uint32_t *)&ch[m].a[LANE_ROWS - 1][0];
 #pragma unroll
-            for (int s = 0; s < KRUN / 8; s++) {
+            for (int s = 0; s < KRUN / FP8_VPL; s++) {
                 tl_frag_a_fp8 fa;
-                fa.r[0] = a0[2 * s];
-                fa.r[1] = a1[2 * s];
-                fa.r[2] = a0[2 * s + 1];
-                fa.r[3] = a1[2 * s + 1];
+                fill_a_fp8(&fa, a0, a1, s);
 #pragma unroll
                 for (int f = 0; f < NF; f++) {
-                    const uint32_t *b = (const uint32_t *)&ch[0].w[f][0];
                     tl_frag_b_fp8 fb;
-                    fb.r[0] = b[2 * s];
-                    fb.r[1] = b[2 * s + 1];
+                    fill_b_fp8(&fb, (const uint32_t *)&ch[0].w[f][0], s);
                     tl_mma_fp8(&part[m][f], &fa, &fb);
                 }
             }
