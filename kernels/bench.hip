@@ -366,8 +366,11 @@ done:
     return st;
 }
 
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
 static const tl_gpu_api gpu_api = {tl_gpu_count, tl_gpu_query, tl_bench_default_opts, tl_bench_date,
                                    tl_roofline_read_floor};
 extern const tl_gpu_api *const tl_gpu_kernels = &gpu_api;
 }
+#endif
