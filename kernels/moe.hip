@@ -1,44 +1,16 @@
-/* kernels/moe.hip: the fused MoE kernel (sort, stage 1 gate+up+SwiGLU, stage 2 down+combine) and
- * its host launcher. The contract, layouts and what runs where: kernels/moe.h and reference/moe.h.
+/* kernels/moe.hip: the fused MoE kernel's launcher (the tl_moe_gpu_* API of kernels/moe.h, exported
+ * as tl_moe_gpu_kernels): the device buffers, the weights' upload and packing, poisoning, the order
+ * of the launches on one stream, reading back, timing and tracing. The kernels are one file each
+ * (kernels/moe_launch.h lists them and their launch wrappers); the contract, layouts and what runs
+ * where: kernels/moe.h and reference/moe.h.
  *
- * Why the loops look the way they do: at low M the kernel is a weight stream (DeepSeek-V3.2 stage 1
- * at M = 1 reads 8 experts x 4096 x 7168 bf16 = 470 MB and does almost no arithmetic), so what
- * matters is bytes in flight and how the DRAM sees them: every lane issues 16-byte loads of weights
- * straight into registers, 32 or 64 bytes of each of its weight rows at once (64 when the tile's
- * rows 8-15 are padding and their activation registers are free: bf16, and fp8's stage 1 as two
- * 32-byte chunks), 4 blocks per SM so that one block's loads are in flight while another starts,
- * computes or reduces, and a grid of (tile, n-block) items that covers every SM even at M = 1
- * (stage 1: 8 tiles x 128 n-blocks). The weights are packed when they are uploaded (all but bf16's
- * W2; kernels/moe_pack.h): the 32 rows a wave multiplies are one contiguous region in the order
- * the lanes load them, so each load instruction reads a wave x 16 contiguous bytes (NVIDIA: 512),
- * and stage 1's 528 resident blocks keep 528 sequential streams open where the rows layout kept
- * 528 x 32 rows, 14 KB apart (DeepSeek-V3.2 bf16). Measured on the H200 (session 9, bench/results/h200_moe_packed_ab_*): stage
- * 1 at M = 1 bf16 115.3 -> 107.4 us, fp8 63.9 -> 61.3; at M = 8..256 bf16 4.48-4.56 -> 4.66-4.67
- * TB/s, fp8 4.38-4.48 -> 4.56-4.63; a16w4, mxfp4 and mxfp8 4-8% faster; fp8 stage 2 2-6% faster
- * (M = 1 39.7 -> 38.8 us). There is no explicit cross-item prefetch: an L2 bulk prefetch and a per-lane L2
- * prefetch of the next chunks were tried and made every shape slower. Nor does M = 1 gain from
- * splitting K into more, shorter blocks so that the last round ends evenly (K in 4 parts, stage 1
- * summing them in its last block, stage 2 in the combine; session 5): stage 1 114.7 -> 122.6 us in
- * bf16 and 64.3 -> 82.3 in fp8, stage 2 68.2 -> 67.8 and 41.9 -> 47.9 (bench/results/
- * h200_moe_variantD_*; likely each extra block paying its prologue's dependent loads again), nor
- * from splitting only the last items (session 7, variant I: fp8 65.2 -> 68.3..75.6 us, bf16 115.3 ->
- * 115.9..119.5; traced, a half item took 58% of a whole one's time and the SMs still ended 14 us
- * apart: block times vary with the SM and the moment more than with their bytes), nor from two items
- * per block in one round (variant J: fp8 -0.9%, bf16 +1.3%; the SMs' speeds differ by up to 20%, which
- * a fixed share cannot follow) or the row ids fetched a round trip earlier (variant K: fp8 +1..3%),
- * nor from a persistent grid taking K-part units from a counter with the next unit's prologue and
- * first weights prefetched (session 8, variant L: whole items bf16 +0.2%, fp8 +7%; 4 parts bf16 +6%,
- * fp8 +37%; traced, the SMs still ended 13 us apart and each unit boundary cost a barrier), nor from
- * 8 waves x 2 blocks per SM, whose items end twice as soon (variant N: bf16 -0.3%, fp8 +4.2%).
- * Staging the weights in
- * shared memory was measured slower on the H200 three times (a per-lane cp.async ring; a persistent
- * producer/consumer ring filled by TMA bulk copies, 3.15 against 4.09 TB/s; the same ring filled by
- * one warp's cp.async): bench/results/h200_moe_notes.md has every variant and its measurements.
- * Stage 2's combine stays a separate, dependent kernel: fused into the GEMM's blocks (each block's
- * fence, then a per-(token, chunk) count, the last block summing the slots) it was slower at every M
- * (session 8, variant M: fp8 M = 1 38.8 -> 41.0 us, bf16 decode 60.7 -> 68.6).
- * One case runs another kernel: bf16 stage 2 at one token (moe_gemv_down, a dot product per weight
- * row in small, tapered blocks; kernels/moe.h, tl_moe_uses_gemv).
+ * Why the kernels look as they do: at low M the op is a weight stream (DeepSeek-V3.2 stage 1 at
+ * M = 1 reads 470 MB of bf16 weights and does almost no arithmetic), so what matters is bytes in
+ * flight and how the DRAM sees them: 16-byte weight loads straight into registers, 4 blocks per SM,
+ * a grid of (tile, n-block) items that covers every SM even at M = 1, and weights packed at upload
+ * so that each wave streams one contiguous region (kernels/moe_pack.h). What was tried instead and
+ * measured slower on the H200 - cross-item prefetch, split K, split or paired items, a persistent
+ * grid, staging weights in shared memory, a fused combine - is in bench/journal/moe-kernel.md.
  */
 #include "moe_launch.h"
 #include "../numerics/blockfp8.h" /* the FP8 scale group */
@@ -56,9 +28,7 @@ __global__ void moe_fill_u32(uint32_t *p, size_t n, uint32_t v)
     if (i < n) p[i] = v;
 }
 
-/* =============================================================================================
- * Host side
- * =========================================================================================== */
+/* ---- host side ---- */
 struct tl_moe_gpu {
     tl_moe_shape s; /* tokens = the current tokens */
     int max_tokens;
@@ -328,8 +298,8 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const int pair = 2LL * s->tokens * s->top_k >= 3LL * TL_MOE_TILE_M * s->n_experts;
     /* Dependent launches: fp8's stage-2 GEMM after the quant kernel, and every dtype's combine
      * after the GEMM: each starts (pointers, tile ids) while the kernel before it finishes and
-     * waits for its output with tl_grid_dep_wait. Measured on the H200 (session 4, one call): fp8
-     * stage 2 at M = 1 40.2 -> 38.7 us, M = 8 238.1 -> 236.5; bf16 stage 2 unchanged. */
+     * waits for its output with tl_grid_dep_wait (fp8 stage 2 at M = 1 is about 4% faster so on the
+     * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
     const bool dep = stage == 2 && fp8;
     const StageGrid grid = stage_grid(s, stage);
     int rc = grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)

@@ -2,7 +2,6 @@
  * launch wrapper tl_moe_launch_combine (kernels/moe_launch.h). */
 #include "moe_launch.h"
 
-/* ---- the combine: each token sums its k weighted rows in slot order ------------------------- */
 __global__ void moe_combine(const float *ybuf, int tokens, int k, int hidden, float *out)
 {
     tl_grid_dep_wait(); /* ybuf is the stage-2 GEMM's output */

@@ -34,11 +34,11 @@
 #define SWAP_FP8 0
 #endif
 
-/* Stage 1 (K = hidden is long, N per item small): 4 waves split K and reduce in shared memory (4
- * blocks per SM; against 8 waves x 2 blocks on the H200: fp8 +4-5%, bf16 the same).
+/* Stage 1 (K = hidden is long, N per item small): 4 waves split K and reduce in shared memory, 4
+ * blocks per SM (8 waves x 2 blocks is slower for fp8, the same for bf16).
  * Stage 2 (K = width is short): 4 waves each own NCOLS output columns over the whole K, so there is
- * no reduction and a block's fixed costs are spread over 4 x 32 columns (measured on the H200: 2-7%
- * faster than 2 waves x 8 blocks per SM). */
+ * no reduction and a block's fixed costs are spread over 4 x 32 columns (faster than 2 waves x 8
+ * blocks per SM). Measurements: bench/journal/moe-kernel.md, block shapes. */
 #define S1_THREADS TL_MOE_S1_THREADS
 #define S2_THREADS TL_MOE_S2_THREADS
 #define S2_MINB TL_MOE_S2_MINB
@@ -47,16 +47,14 @@
 #define NF (NCOLS / FRAG_N) /* fragments per wave */
 #define S1_NB TL_MOE_S1_NB
 
-/* Fmt<DT, V>: the lane layout V of a dtype. V = 0: Fmt0 above. V = 2 ("half"): the tile's rows 8-15
- * are padding, so a lane's second activation row is never loaded and its registers carry twice the
- * weight bytes instead. bf16: 64 bytes of each weight row a lane (measured on the H200, stage 1
- * M = 8 4.26 -> 4.32 TB/s, stage 2 M = 64 4.03 -> 4.27). fp8 (NVIDIA, stage 1): two 128 groups in
- * flight (U = 2), multiplied as weights x activations (Acc below) so that its accumulators hold no
- * padding row; with activations x weights it spilled 200-350 bytes. Measured on the H200 (session
- * 4, one call): stage 1 M = 8 / 64 / 256 4.15 -> 4.36, 4.36 -> 4.47, 4.27 -> 4.41 TB/s, M = 1
- * unchanged; in stage 2 it spilled 64 bytes and M = 1 went 39.0 -> 41.3 us, so stage 2 keeps
- * layout 0. (A software-pipelined loop, next chunk's loads issued before this chunk's products,
- * was 2x slower for bf16 with half the bytes in flight.) */
+/* Fmt<DT, V>: the lane layout V of a dtype. V = 0: Fmt0 (kernels/moe_launch.h). V = 2 ("half"):
+ * the tile's rows 8-15 are padding, so a lane's second activation row is never loaded and its
+ * registers carry twice the weight bytes instead. bf16: 64 bytes of each weight row a lane. fp8
+ * (NVIDIA, stage 1): two 128 groups in flight (U = 2), multiplied as weights x activations (Acc
+ * below) so that its accumulators hold no padding row (activations x weights spill). Stage 2 keeps
+ * fp8 in layout 0: layout 2 spills there and is slower at M = 1. No software pipelining (the next
+ * chunk's loads issued before this chunk's products): it halves the bytes in flight and is slower.
+ * Measurements: bench/journal/moe-kernel.md, lane runs. */
 template <int DT, int V> struct Fmt : Fmt0<DT> {};
 template <> struct Fmt<DT_BF16, 2> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 4 }; };
 template <> struct Fmt<DT_FP8, 2> { enum { KRUN = 32, U = 2, A_FP8 = 1, W_VEC = 2 }; };
@@ -163,9 +161,8 @@ static __device__ __forceinline__ int lane_k(int c, int kgrp)
 
 /* Chunk c's weight codes of this lane. Packed: w[0] = its group's first byte + 16 x lane. Rows
  * layout: w[f] = the lane's weight row in fragment f, whose run from lane_k on it reads, so the 4
- * lanes of a row read 64 W_VEC contiguous bytes. (Spreading a lane's vectors so that each load
- * instruction covers 64 contiguous bytes of the rows layout was measured on the H200 and was 5-8%
- * slower.) */
+ * lanes of a row read 64 W_VEC contiguous bytes (not spread so that each load instruction covers 64
+ * contiguous bytes of the rows layout: measured slower, bench/journal/moe-kernel.md). */
 template <int DT, int V, int STAGE>
 static __device__ __forceinline__ void load_weights(Chunk<DT, V> &ch, const uint8_t *const *w, int c, int kgrp,
                                                     bool evict_first)
@@ -238,9 +235,8 @@ static __device__ __forceinline__ void weights_bf16(const Chunk<DT, V> &ch, int 
     } else {
 #if defined(TL_MMA_TARGET_SM80)
         if (DT == DT_A16W4) { /* NVIDIA: the nibbles n become the BF16 128 + n, then one packed FMA
-                               * subtracts 128 + 8: n - 8, exact. Measured on the H200 (run 24):
-                               * a16w4 18-19% faster than int-to-float per nibble (stage 1 at M = 1
-                               * 96.8 -> 79.4 us, M = 64 2609 -> 2117) */
+                               * subtracts 128 + 8: n - 8, exact (18-19% faster than int-to-float
+                               * per nibble: bench/journal/moe-kernel.md, conversions) */
 #pragma unroll
             for (int i = 0; i < 16; i++) {
                 const uint32_t byte = (q[i / 4] >> (8 * (i % 4))) & 0xFFu;
@@ -505,8 +501,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
 
     /* The K loop of layout V (Fmt<DT, V>): the wave's chunks c_first, c_first + c_step, ... (split
      * K: the waves interleave, so that a block reads long runs of each row), U chunks loaded at
-     * once, then multiplied. The first U chunks' weights are requested before fetch_rows (bf16 stage
-     * 1 at M = 1024: 4856 -> 4122 us on the H200, the other shapes +0.3-0.8%). Then the item's
+     * once, then multiplied. The first U chunks' weights are requested before fetch_rows (faster
+     * for bf16, most at large M: bench/journal/moe-kernel.md, early weights). Then the item's
      * results leave the registers: stage 2 writes each edge's weighted row, stage 1 its partial sums
      * for the block's reduction. */
     auto k_loop = [&](auto layout) {
@@ -519,15 +515,9 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
             for (int j = 0; j < NA; j++) tl_frag_zero(&acc[m][j]);
         const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
         const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
-        /* Weights are loaded evict-first (ld.global.cs), except in stage 2 when all its items fit in
-         * one wave of resident blocks. Measured on the H200 with the read flush (session 4, each pair
-         * in one call, two calls): stage 1 M = 8 bf16 847 -> 827 us, fp8 471 -> 454; stage 2 M = 8
-         * 428 -> 421 / 238 -> 234; stage 1 M = 1 -0.7%; M >= 64 (session 3) bf16 stage 1 4.37 -> 4.48
-         * TB/s, fp8 3.99 -> 4.20; but stage 2 at M = 1 (448 items, one wave) 1.5-2.5% slower in bf16
-         * and 0.5% in fp8, hence the exception. (With the write flush, session 3 saw M = 8 lose 2%.)
-         * Plain loads everywhere (session 5, one call, twice) were slower at every M tried (M = 64,
-         * 256, 1024) but bf16 stage 2 at M = 1024 (-0.3%): stage 1 fp8 1750 -> 1948, 1793 -> 2036,
-         * 3250 -> 3474 us, bf16 3348 -> 3501, 3387 -> 3604, 4086 -> 4408. */
+        /* Weights are loaded evict-first (ld.global.cs): faster at every M in both stages, except in
+         * stage 2 when all its items fit in one wave of resident blocks (M = 1: there plain loads
+         * are faster, hence the exception; bench/journal/moe-kernel.md, streaming loads). */
         const bool evict_first = STAGE == 1 || (long long)n_tiles * (p.n_out / NB) > p.resident;
         Chunk<DT, V> ch[U][MT];
         auto load_weights_at = [&](int c0) {
@@ -536,10 +526,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
                 if (c0 + u * c_step < nchunks)
                     load_weights<DT, V, STAGE>(ch[u][0], wsrc, c0 + u * c_step, kgrp, evict_first);
         };
-        /* fp8 and mxfp8 keep their scale prologue's registers instead (measured on the H200: early
-         * weights made fp8 spill and run 2-4% slower; session 5, early in fp8's layout 2 only: 4
-         * bytes of spills instead of 12, still 1.4-3.3% slower at M = 8..256 and equal at M = 1;
-         * session 9, packed, fp8 stage 1: M = 1 -0.5%, M = 256 +0.35%, variant O) */
+        /* fp8 and mxfp8 keep their scale prologue's registers instead: early weights make fp8
+         * spill and run slower, packed or not (bench/journal/moe-kernel.md, early weights) */
         constexpr bool early = DT != DT_FP8 && DT != DT_MXFP8;
         if (early) load_weights_at(c_first);
         tl_grid_dep_wait(); /* the activations (and fp8 scales) are the previous kernel's output */
@@ -657,11 +645,9 @@ static int launch_stage(const GemmArgs &args, long long blocks, bool dependent, 
 }
 
 /* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
- * 1.5 tiles or more; bf16 only. fp8's stage 2 would spill 144 bytes; its stage 1 paired (16 bytes
- * of spills) was measured no faster at M = 384..1024 (session 5: its per-row work, not its
- * weights, holds it; bench/results/h200_moe_notes.md, variant G). Measured on the H200
- * at M = 1024 (run 10): stage 1 4278 us (session 2: unpaired 6189), stage 2 2482 us (unpaired
- * 2925). */
+ * 1.5 tiles or more; bf16 only (at M = 1024 stage 1 takes 31% less time, stage 2 15%). fp8's
+ * stage 2 would spill 144 bytes; its stage 1 paired (16 bytes of spills) is no faster: its per-row
+ * work, not its weights, holds it (bench/journal/moe-kernel.md, tile pairing). */
 template <int DT, int STAGE>
 static int launch_paired(const GemmArgs &a, long long blocks, int pair_tiles, bool dependent, hipStream_t st)
 {

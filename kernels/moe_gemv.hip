@@ -3,18 +3,15 @@
 #include "moe_launch.h"
 #include "../numerics/codes.h" /* tl_code_bits_f32 */
 
-/* ---- decode: bf16 stage 2 at one token (kernels/moe.h, TL_MOE_GEMV_*) ------------------------ */
-/* At one token each of the k tiles holds one row, and the GEMM's stage 2 is one round of 448 items
- * of 512 KB on 528 slots (DeepSeek-V3.2): in the H200 traces of session 4 the SMs' last blocks end
- * between 49.9 and 64.8 us. Here a group of gs threads owns 2 weight rows over the whole K (every
+/* The geometry: kernels/moe.h, TL_MOE_GEMV_*. At one token each of the k tiles holds one row, and
+ * the GEMM's stage 2 is one round of 448 items of 512 KB on 528 slots (DeepSeek-V3.2), whose SMs
+ * end up to 15 us apart on the H200. Here a group of gs threads owns 2 weight rows over the whole K (every
  * thread's 4 16-byte vectors of each row loaded at once), a block up to 8 such tasks in turn, and
  * the last 15% of the tasks go one to a block, so that those short blocks, issued last, fill the
  * SMs that end early. After each task's products its registers at once take the next task's
  * weights, which stream while the task's sums are reduced (shuffles, then shared memory when gs
- * spans waves) and written. Measured on the H200 (session 6, variant H,
- * bench/results/h200_moe_notes.md): 66.5 -> 62.1 us against the GEMM in one call; this form 60.8
- * us in run 19. The same design was slower for stage 1 and for fp8
- * (bench/results/h200_moe_variantH_gemv.patch). */
+ * spans waves) and written. About 7% faster than the GEMM there; the same design is slower for
+ * stage 1 and for fp8 (bench/journal/moe-kernel.md, decode). */
 static __device__ __forceinline__ void bf16x8_f32(uint4 q, float *out)
 {
     const uint32_t u[4] = {q.x, q.y, q.z, q.w};

@@ -29,11 +29,11 @@
 enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
        DT_MXFP8 = TL_MOE_MXFP8 };
 
-/* Per dtype: KRUN = K values one lane reads per chunk (W_VEC x 16 bytes of weight codes), U = chunks
- * in flight per wave, A_FP8 = activations are E4M3 codes (else bf16). bf16 and fp8 read 32 bytes a
- * lane, so 4 lanes read 128 contiguous bytes of a weight row: measured on the H200 (run 9), bf16
- * stage 1 went from 4.07 to 4.23 TB/s at M = 64 against 16-byte runs with two chunks in flight (the
- * same bytes in flight); ncu had the L2 at 97% busy with 64-byte pieces per row. */
+/* The lane runs of the GEMM's layout 0, per dtype (the packing follows them): KRUN = K values one
+ * lane reads per chunk (W_VEC x 16 bytes of weight codes), U = chunks in flight per wave, A_FP8 =
+ * activations are E4M3 codes (else bf16). bf16 and fp8 read 32 bytes a lane, so 4 lanes read 128
+ * contiguous bytes of a weight row: faster than 16-byte runs with the same bytes in flight, whose
+ * 64-byte pieces kept the L2 busy (bench/journal/moe-kernel.md, lane runs). */
 template <int DT> struct Fmt0;
 template <> struct Fmt0<DT_BF16> { enum { KRUN = 16, U = 1, A_FP8 = 0, W_VEC = 2 }; }; /* 128 bytes of a row per 4 lanes */
 template <> struct Fmt0<DT_FP8> { /* KRUN 32: a chunk is one 128 group */
@@ -49,20 +49,17 @@ template <> struct Fmt0<DT_MXFP8> { enum { KRUN = 16, U = 2, A_FP8 = 0, W_VEC = 
 /* Packed weights (kernels/moe_pack.h has the layout and its index functions). tl_moe_gpu_open
  * stores W1 and W2 (but bf16's W2) in groups of NCOLS rows, the rows one wave multiplies, each
  * group contiguous in the order the lanes load it, so each load instruction of a wave reads
- * TL_WAVE x 16 contiguous bytes and a wave streams one region, where the rows layout had every lane
- * read a 32-64 byte run of each of its rows (DeepSeek-V3.2 stage 1: 32 rows 14 KB apart a block).
- * Measured on the H200 (session 9; the loads alone: bench/results/h200_moe_pattern_layouts.*):
- * DeepSeek-V3.2 stage 1 at M = 1 bf16 115.0 -> 107.7 us, fp8 58.5 -> 56.2; at 64 experts' worth
- * 4.48 -> 4.58 TB/s (the kernels: h200_moe_packed_ab_*, stage 1, and h200_moe_packed_w2_ab_*,
- * stage 2). Pack: a lane's packed run, the lane layout with the longest runs (bf16: layout 2's 64
- * bytes; the others' runs are the same in both layouts). */
+ * TL_WAVE x 16 contiguous bytes and a wave streams one region instead of a 32-64 byte run of each
+ * of 32 rows 14 KB apart (DeepSeek-V3.2 stage 1); 4-8% faster on the H200
+ * (bench/journal/moe-kernel.md, packed weights). Pack: a lane's packed run, the lane layout with
+ * the longest runs (bf16: layout 2's 64 bytes; the others' runs are the same in both layouts). */
 template <int DT> struct Pack {
     enum { KRUN = DT == DT_BF16 ? 32 : Fmt0<DT>::KRUN, W_VEC = DT == DT_BF16 ? 4 : Fmt0<DT>::W_VEC, RUN_BYTES = 16 * W_VEC };
     static_assert(W_BYTES(DT, KRUN) == RUN_BYTES, "a packed run is KRUN codes in W_VEC vectors");
 };
 /* Whether a stage's weights are packed: all but bf16's W2, which moe_gemv_down reads row by row
- * (bf16 stage 2 at one token; packed, its 4-vector runs 512 bytes apart made it 61.4 -> 68.0 us on
- * the H200, session 9, while the GEMM's stage 2 gained 0.7-3.6%). */
+ * (bf16 stage 2 at one token: packed, its 4-vector runs would lie 512 bytes apart, measured 11%
+ * slower, more than the GEMM's stage 2 gains). */
 #define PACKED(DT, STAGE) ((STAGE) == 1 || (DT) != DT_BF16)
 
 /* Calls f(std::integral_constant<int, DT>{}) for the kernels' dtype of a tl_moe dtype (TL_EUSAGE,
@@ -80,7 +77,7 @@ static int by_dtype(int dtype, F f)
     }
 }
 
-/* ---- the two GEMM stages ------------------------------------------------------------------- */
+/* The arguments of moe_gemm and moe_gemv_down, filled by the launcher and passed by value. */
 struct GemmArgs {
     const uint8_t *A;        /* stage 1: x (bf16 or e4m3 codes); stage 2: activation rows */
     const float *a_scale;    /* fp8: A's 1x128 group scales */

@@ -4,7 +4,6 @@
 #include "../numerics/blockfp8.h" /* the FP8 scale group and amax clamp */
 #include "../numerics/codes.h"    /* BF16 and E4M3 conversions */
 
-/* ---- stage 2's FP8 input: activation rows re-quantized in 1x128 groups ----------------------- */
 /* One block per worklist row, one thread per 8 values (a 128 group is 16 lanes of one wave), every
  * load issued at once: amax by a 4-step butterfly, scale = max(amax, TL_BFP8_AMAX_MIN) / 448. */
 __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int width,

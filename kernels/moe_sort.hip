@@ -2,8 +2,10 @@
  * tl_worklist_build bit for bit) and its launch wrapper tl_moe_launch_sort (kernels/moe_launch.h). */
 #include "moe_launch.h"
 
-/* ---- the sort ------------------------------------------------------------------------------- */
-#define SORT_MAX_E 4096
+#define SORT_MAX_E 4096 /* experts the shared counts hold (tl_moe_kernel_supports refuses more) */
+/* One block of 1024 threads: counts the edges per expert in shared memory (ids outside
+ * [0, n_experts) are not counted), then prefix-sums the experts' tile counts: tile_off[e],
+ * expert_count[e] and n_tiles. Cost: edges / 1024 shared atomics a thread and a 10-step scan. */
 __global__ void moe_sort_count(const int32_t *ids, int edges, int n_experts, int32_t *expert_count,
                                int32_t *tile_off, int32_t *n_tiles)
 {
