@@ -75,8 +75,7 @@ typedef struct {
 #define TL_BENCH_MAX_ITERS 100000
 /* How the L2 is flushed between iterations: READ (the default) loads flush_bytes (a clean L2: the
  * timed kernel pays only for its own traffic); WRITE stores them (the lines it leaves dirty are
- * written back to HBM during the timed kernel: on the H200 about 42 MB, ~9 us at 4.7 TB/s; the
- * default before 2026-11-29 15:00 UTC). */
+ * written back to HBM during the timed kernel: on the H200 about 42 MB, ~9 us at 4.7 TB/s). */
 enum { TL_BENCH_FLUSH_WRITE = 1, TL_BENCH_FLUSH_READ = 2 };
 
 typedef struct {

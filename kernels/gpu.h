@@ -151,6 +151,48 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
 #define tl_shfl(v, src) __shfl_sync(0xffffffffu, (v), (src))
 #endif
 
+/* Math without a device library (AMD builds use -nogpulib: builtins only; NVIDIA: libdevice). */
+#if defined(TL_GPU_AMD)
+#define tl_expf __builtin_expf
+#define tl_fabsf __builtin_fabsf
+#define tl_fmaxf __builtin_fmaxf
+#else
+#define tl_expf expf
+#define tl_fabsf fabsf
+#define tl_fmaxf fmaxf
+#endif
+
+/* Wave votes. tl_ballot(p): bit l set when lane l's p holds (every lane of the wave calls it);
+ * tl_popc(m): the set bits of a tl_wave_mask (TL_WAVE bits wide). */
+#if defined(TL_GPU_AMD)
+typedef unsigned long long tl_wave_mask;
+#define tl_ballot(p) ((unsigned long long)__ballot(p))
+#define tl_popc(m) __popcll(m)
+#else
+typedef unsigned int tl_wave_mask;
+#define tl_ballot(p) __ballot_sync(0xffffffffu, (p))
+#define tl_popc(m) __popc(m)
+#endif
+
+/* The second argument of __launch_bounds__: blocks per SM that NVIDIA cuts the register budget
+ * for. HIP reads that argument as waves per EU, so on AMD it is 1 (no cut). */
+#if defined(TL_GPU_AMD)
+#define TL_LAUNCH_MIN_BLOCKS(n) 1
+#else
+#define TL_LAUNCH_MIN_BLOCKS(n) (n)
+#endif
+
+/* A 16-byte vector that is read once: NVIDIA loads it with the streaming hint (ld.global.cs,
+ * evict first); AMD with a plain load (no hint tuned there). p must be 16-byte aligned. */
+static __device__ __forceinline__ uint4 tl_load_once(const void *p)
+{
+#if defined(TL_GPU_AMD)
+    return *(const uint4 *)p;
+#else
+    return __ldcs((const uint4 *)p);
+#endif
+}
+
 /* A clock shared by every SM / CU, for timestamps that compare across blocks (device code).
  * NVIDIA: %globaltimer in ns (its resolution is about 1 us unless a profiler is attached); AMD:
  * s_memrealtime ticks of the constant wall clock (hipDeviceAttributeWallClockRate, 100 MHz on

@@ -1,10 +1,11 @@
 /* kernels/mma.h: matrix fragments and multiply-accumulate steps, one implementation per target.
  *
  * A kernel written against this header runs the matrix cores of whatever it is compiled for:
- *   TL_MMA_TARGET_GFX950   __gfx950__ (CDNA4): v_mfma_f32_16x16x32_bf16,
- *                          v_mfma_f32_16x16x128_f8f6f4 (E4M3 OCP, also FP6 / FP4 via
- *                          tl_mma_f8f6f4_16x16x128); NOT compiled anywhere here (no gfx950
- *                          compiler on these machines) - keep this branch small.
+ *   TL_MMA_TARGET_GFX950   __gfx950__ (CDNA4): v_mfma_f32_16x16x32_bf16 and
+ *                          v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales for FP8 (OCP E4M3,
+ *                          the format of NVIDIA's and the OCP inputs; also FP6 / FP4 via
+ *                          tl_mma_f8f6f4_16x16x128). Compiled with clang-22 and its assembly read
+ *                          by tests/cli_gpu_compile.sh; never run here (no gfx950 device).
  *   TL_MMA_TARGET_GFX942   __gfx942__ (CDNA3): v_mfma_f32_16x16x16_bf16 (the "_1k" builtin),
  *                          v_mfma_f32_16x16x32_fp8_fp8 - FP8 is E4M3 FNUZ (bias 8, max 240) there.
  *   TL_MMA_TARGET_SM80     NVIDIA sm_80+: mma.sync m16n8k16 bf16; sm_89+ also m16n8k32 e4m3.

@@ -2,8 +2,8 @@
  * plain C API for `tilelab bench roofline`.
  *
  * Ceilings measured (each the best median over a few launch configurations, timed with
- * kernels/bench.h: 20 warm-up, 200 timed iterations, 256 MB L2 flush between them: read and a
- * 20 us busy-wait since 2026-11-29 15:00 UTC, written before, as in the committed 09:58 result):
+ * kernels/bench.h: 20 warm-up, 200 timed iterations, a 256 MB L2 flush between them (a read and a
+ * 20 us busy-wait by default, tl_bench_default_opts):
  *   hbm_read_gbps   read-only reduction over a multi-GB buffer, 16-byte loads, several in flight
  *   hbm_copy_gbps   copy kernel, bytes read + bytes written
  *   bf16_tflops     matrix-core loop through kernels/mma.h, operands in registers

@@ -3,10 +3,12 @@
 #   1. the command: `bench roofline` without a GPU says so in one line and exits 1; `mfma list`
 #      and `mfma layout` print what they promise and refuse bad input with exit 2;
 #   2. every kernels/ .hip file compiles with nvcc for sm_90 (skipped, saying so, without nvcc);
-#   3. every kernels/ .hip file's device code compiles with clang-19 for gfx942 (FACTS.md's line),
-#      and the gfx942 assembly of the matrix-core microbenchmark holds the intended v_mfma
-#      instructions and spills nothing to scratch (ScratchSize 0, private segment 0).
-# Cost: about 20 s for nvcc and 15 s for clang on two cores.
+#   3. every kernels/ .hip file's device code compiles with clang-19 for gfx942 and clang-22 for
+#      gfx950 (FACTS.md's toolchain lines; each skipped, saying so, without its compiler); in both
+#      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
+#      and holds exactly the matrix instructions the rules below allow (the roofline loops' one
+#      per accumulator, the MoE GEMM's per dtype).
+# Cost: about 20 s for nvcc and 10 s for each clang on two cores.
 set -uo pipefail
 tilelab=$1
 src=$2
@@ -186,37 +188,107 @@ EOF
   fi
 fi
 
-# ---- 3. clang-19, gfx942 device code ---------------------------------------------------------
-clang=$(command -v clang++-19 || true)
-if [ -z "$clang" ]; then
-  echo "SKIPPED: clang++-19 not found (scripts/setup.sh installs it)"
-elif [ ! -f /usr/include/hip/hip_runtime.h ]; then
-  echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"
-else
+# ---- 3. AMD device code: clang-19 for gfx942, clang-22 for gfx950 ----------------------------
+# The matrix instructions each kernel may hold, per arch: "KERNEL INSTRUCTION COUNT", KERNEL an
+# extended regex over the mangled name, COUNT a number, `acc` (the kernel's first template
+# argument: the roofline loops keep that many accumulators, one instruction each per iteration) or
+# `+` (at least one). Every rule must be met by every kernel it names; an MFMA that no rule allows
+# is unintended. The MoE GEMM's dtype is its first template argument (0 bf16, 1 fp8, 2 a16w4,
+# 3 mxfp4, 4 mxfp8): every dtype multiplies bf16 but fp8 on gfx950, whose FP8 is the inputs' OCP E4M3
+# (gfx942's is FNUZ: decoded to bf16).
+rules_gfx942='
+tl_roofline_mma_bf16I                v_mfma_f32_16x16x16_bf16            acc
+tl_roofline_check_mma_bf16           v_mfma_f32_16x16x16_bf16            2
+tl_roofline_mma_fp8I                 v_mfma_f32_16x16x32_fp8_fp8         acc
+tl_roofline_check_mma_fp8            v_mfma_f32_16x16x32_fp8_fp8         2
+moe_gemmI                            v_mfma_f32_16x16x16_bf16            +'
+rules_gfx950='
+tl_roofline_mma_bf16I                v_mfma_f32_16x16x32_bf16            acc
+tl_roofline_check_mma_bf16           v_mfma_f32_16x16x32_bf16            2
+tl_roofline_mma_fp8I                 v_mfma_scale_f32_16x16x128_f8f6f4   acc
+tl_roofline_check_mma_fp8            v_mfma_scale_f32_16x16x128_f8f6f4   2
+tl_roofline_mma_f8f6f4I              v_mfma_scale_f32_16x16x128_f8f6f4   acc
+moe_gemmILi[02-4]E                   v_mfma_f32_16x16x32_bf16            +
+moe_gemmILi1E                        v_mfma_scale_f32_16x16x128_f8f6f4   +'
+
+# "KERNEL INSTRUCTION COUNT" for every MFMA mnemonic of every function in the assembly files given
+mfma_counts() {
+  awk '/^[ \t]*\.type[ \t].*,@function/ { k = $2; sub(/,@function.*/, "", k); next }
+       /^[ \t]*v_mfma/ { n[k " " $1]++ }
+       END { for (x in n) print x, n[x] }' "$@"
+}
+# check_mfma ARCH RULES S...: the rules above against the kernels of the assembly files S...
+check_mfma() {
+  local arch=$1 rules=$2; shift 2
+  mfma_counts "$@" >"$tmp/mfma.$arch"
+  grep -h "^[[:space:]]*\.amdhsa_kernel " "$@" | awk '{print $2}' >"$tmp/kernels.$arch"
+  local kernel instr n pat want allowed acc
+  while read -r kernel instr n; do
+    allowed=0
+    while read -r pat want _; do
+      [ -n "$pat" ] && [ "$instr" = "$want" ] && [[ $kernel =~ $pat ]] && allowed=1
+    done <<<"$rules"
+    [ $allowed -eq 1 ] || fail "$arch: $kernel holds $n $instr, which no rule allows"
+  done <"$tmp/mfma.$arch"
+  while read -r pat want count; do
+    [ -n "$pat" ] || continue
+    local named=0
+    while read -r kernel; do
+      [[ $kernel =~ $pat ]] || continue
+      named=$((named + 1))
+      n=$(awk -v k="$kernel" -v i="$want" '$1 == k && $2 == i {print $3}' "$tmp/mfma.$arch")
+      n=${n:-0}
+      acc=$(sed -n 's/^_Z[0-9]*[a-z_0-9]*ILi\([0-9]*\)E.*/\1/p' <<<"$kernel")
+      case $count in
+        +) [ "$n" -ge 1 ] || fail "$arch: $kernel holds no $want" ;;
+        acc) [ "$n" -eq "${acc:--1}" ] || fail "$arch: $kernel holds $n $want, want $acc (one per accumulator)" ;;
+        *) [ "$n" -eq "$count" ] || fail "$arch: $kernel holds $n $want, want $count" ;;
+      esac
+    done <"$tmp/kernels.$arch"
+    [ $named -ge 1 ] || fail "$arch: no kernel matches '$pat'"
+  done <<<"$rules"
+}
+# check_scratch ARCH S...: every kernel keeps everything in registers (ScratchSize 0, private segment 0)
+check_scratch() {
+  local arch=$1; shift
+  local kernels zero private
+  kernels=$(cat "$@" | grep -c "^[[:space:]]*\.amdhsa_kernel ")
+  zero=$(cat "$@" | grep -c "^; ScratchSize: 0$")
+  # (grep -c, not a pipe into grep -q: with pipefail an early exit of grep -q would hide the failure)
+  private=$(cat "$@" | grep "\.amdhsa_private_segment_fixed_size" | grep -cv " 0$")
+  [ "$kernels" -ge 1 ] || fail "$arch: no kernels in the assembly"
+  [ "$zero" -eq "$kernels" ] || fail "$arch: only $zero of $kernels kernels have ScratchSize 0"
+  [ "$private" -eq 0 ] || fail "$arch: $private kernels have a private segment"
+  echo "$arch: $kernels kernels, no scratch"
+}
+# amd_device ARCH CLANG [FLAGS...]: compiles every kernels/*.hip device-only to $tmp/ARCH/*.s and
+# checks its matrix instructions and scratch
+amd_device() {
+  local arch=$1 cc=$2; shift 2
+  local f files=0
+  mkdir -p "$tmp/$arch"
   for f in "$src"/kernels/*.hip; do
-    s="$tmp/$(basename "$f" .hip).s"
-    if ! "$clang" -std=c++17 -x hip --offload-arch=gfx942 --rocm-path=/usr -nogpulib --cuda-device-only \
-         -O3 -S -I"$src" "$f" -o "$s" 2>"$tmp/clang.err"; then
-      fail "clang-19 gfx942: $(basename "$f")"; head -20 "$tmp/clang.err"
+    if "$cc" -std=c++17 -x hip --offload-arch="$arch" --rocm-path=/usr -nogpulib --cuda-device-only \
+         -O3 -S -I"$src" "$@" "$f" -o "$tmp/$arch/$(basename "$f" .hip).s" 2>"$tmp/clang.err"; then
+      files=$((files + 1))
+    else
+      fail "$(basename "$cc") $arch: $(basename "$f")"; head -20 "$tmp/clang.err"
     fi
   done
-  s="$tmp/roofline.s"
-  if [ -f "$s" ]; then
-    for ins in v_mfma_f32_16x16x16_bf16 v_mfma_f32_16x16x32_fp8_fp8; do
-      n=$(grep -c "^[[:space:]]*$ins " "$s")
-      # the loops keep 4, 8 or 16 accumulators: at least 4 + 8 + 16 instructions of each
-      [ "$n" -ge 28 ] || fail "roofline.s holds $n $ins, want >= 28"
-    done
-    grep -q "v_mfma_f32_16x16x16_f16\|v_mfma_f32_32x32" "$s" && fail "roofline.s uses an unintended MFMA"
-    kernels=$(grep -c "^[[:space:]]*\.amdhsa_kernel " "$s")
-    zero=$(grep -c "^; ScratchSize: 0$" "$s")
-    [ "$kernels" -ge 1 ] || fail "roofline.s holds no kernels"
-    [ "$zero" -ge "$kernels" ] || fail "roofline.s: only $zero of $kernels kernels have ScratchSize 0"
-    # (grep -c, not a pipe into grep -q: with pipefail an early exit of grep -q would hide the failure)
-    private=$(grep "\.amdhsa_private_segment_fixed_size" "$s" | grep -cv " 0$")
-    [ "$private" -eq 0 ] || fail "roofline.s: $private kernels have a private segment"
-    echo "clang-19 gfx942: compiled $(ls "$src"/kernels/*.hip | wc -l) files; roofline.s: $kernels kernels, no scratch"
-  fi
+  echo "$(basename "$cc") $arch: compiled $files files"
+  compgen -G "$tmp/$arch/*.s" >/dev/null || return
+  check_scratch "$arch" "$tmp/$arch"/*.s
+  local rules=rules_$arch
+  check_mfma "$arch" "${!rules}" "$tmp/$arch"/*.s
+}
+if [ ! -f /usr/include/hip/hip_runtime.h ]; then
+  echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"
+else
+  if command -v clang++-19 >/dev/null; then amd_device gfx942 clang++-19
+  else echo "SKIPPED: gfx942: clang++-19 not found (scripts/setup.sh installs it)"; fi
+  # LLVM 22 no longer predefines the wave size that Debian's HIP 5.2 headers read: 64 on CDNA
+  if command -v clang++-22 >/dev/null; then amd_device gfx950 clang++-22 -D__AMDGCN_WAVEFRONT_SIZE=64
+  else echo "SKIPPED: gfx950: clang++-22 not found (scripts/setup.sh installs it)"; fi
 fi
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
