@@ -40,8 +40,9 @@
  * the same permutation applies to A and B, so every dot product is unchanged.
  * NVIDIA: bf16 and fp8 use the bf16 and e4m3 instructions; a16w4, mxfp4 and mxfp8 weights are
  * dequantized to bf16 in registers (exact for MX; INT4 multiplies the integer codes and applies
- * the group scale to each 128-deep partial sum). AMD: fp8 is decoded to bf16 (gfx942's FP8 is
- * FNUZ, not the OCP E4M3FN of these inputs), the rest as on NVIDIA.
+ * the group scale to each 128-deep partial sum). gfx950: fp8 multiplies its E4M3FN codes natively
+ * (v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales: CDNA4's FP8 is OCP); gfx942: fp8 is decoded
+ * to bf16 (CDNA3's FP8 is FNUZ, not the OCP E4M3FN of these inputs); the rest as on NVIDIA.
  */
 #ifndef TL_KERNELS_MOE_H
 #define TL_KERNELS_MOE_H
