@@ -61,7 +61,7 @@ static const tl_op_input moe_inputs[] = {
 };
 
 static const tl_op_target moe_targets[] = {
-    {"sm_90", "nvcc 13.0, in every test run where nvcc is found", "NVIDIA H200, 2026-11-29 (all five dtypes)"},
+    {"sm_90", "nvcc 13.0, in every test run where nvcc is found", "NVIDIA H200, 2026-12-01 (all five dtypes)"},
     {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"},
     {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"},
     {NULL, NULL, NULL},

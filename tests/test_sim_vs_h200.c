@@ -58,6 +58,11 @@ static const struct {
     {MEASURED_DIR "h200_moe_bench_a16w4_run32.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp4_run32.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp8_run32.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_bf16_run34.csv", 0}, /* the kernels split one per file, 2026-12-01 (PTX identical) */
+    {MEASURED_DIR "h200_moe_bench_fp8_run34.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_a16w4_run34.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp4_run34.csv", 0},
+    {MEASURED_DIR "h200_moe_bench_mxfp8_run34.csv", 0},
 };
 #define N_CSVS (sizeof measured_csvs / sizeof measured_csvs[0])
 #define MAX_ASSERTED_TOKENS 256
