@@ -139,7 +139,8 @@ static const char moe_sim_usage[] =
     "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
     "             tilelab: this project's kernels with their own geometry, timed as `tilelab bench\n"
     "             moe` times them by default (after a read flush): the bench's sim_us column\n"
-    "Columns: padding = rows computed / real rows; k_padding = K rounded to the instruction's K-depth / K;\n"
+    "Columns: geometry = --kernel; padding = rows computed / real rows; k_padding = K rounded to the\n"
+    "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
     "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
 
@@ -1032,7 +1033,7 @@ const tl_op tl_op_moe = {
     .n_parts = moe_n_parts,
     .work = moe_work,
     .sim = moe_sim_rows,
-    .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,kernel,tile_m,tile_n,shared,active_experts,tiles,padding,"
+    .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,geometry,tile_m,tile_n,shared,active_experts,tiles,padding,"
                   "k_padding,flops_useful,flops_issued,hbm_bytes,weight_bytes,intensity,time_us,limiter,waves,"
                   "work_items,instruction,compute_us,memory_us,fixed_us,tflops,hbm_tbps",
     .bench = moe_bench,

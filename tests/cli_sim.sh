@@ -126,10 +126,10 @@ expect 2 "sim moe --kernel bogus" -- "$tl" sim moe --kernel bogus
 expect 0 "sim moe names its problem in every row" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --tp 2 --routing random --seed 9 --format csv
 hdr=$(head -1 <<<"$LAST_OUT")
 row=$(tail -1 <<<"$LAST_OUT")
-for c in tp routing seed kernel tile_m tile_n; do
+for c in tp routing seed geometry tile_m tile_n; do
   check "sim moe has a $c column" -- test -n "$(col $c)"
 done
-check "tp, routing, seed and kernel are the ones asked" -- test "$(cut -d, -f"$(col tp)","$(col routing)","$(col seed)","$(col kernel)" <<<"$row")" = "2,random,9,generic"
+check "tp, routing, seed and the kernel's geometry are the ones asked" -- test "$(cut -d, -f"$(col tp)","$(col routing)","$(col seed)","$(col geometry)" <<<"$row")" = "2,random,9,generic"
 expect 0 "sim moe bf16 M=1, routed experts only" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --shared 0 --format csv
 hdr=$(head -1 <<<"$LAST_OUT")
 check "weight bytes are exact: 8 experts x 4096 x 7168 x 2 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col weight_bytes)")" = "469762048"
