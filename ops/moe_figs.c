@@ -16,9 +16,10 @@
 static const char moe_tiles_usage[] =
     "usage: tilelab draw moe-tiles [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
     "                              [--tokens 1,32,512] [--tile-m 16] [--routing balanced]\n"
-    "                              [--seed N] -o FILE\n"
+    "                              [--shared N] [--seed N] -o FILE\n"
     "  Seed Figure 6 as a still: experts as columns, tiles of tile-m rows as stacked boxes,\n"
-    "  real rows and padding rows in two colours; one panel per token count (at most 8).\n";
+    "  real rows and padding rows in two colours; one panel per token count (at most 8).\n"
+    "  --shared: shared experts every token also routes to, the last columns (default: the model's).\n";
 
 static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_model *model)
 {
@@ -42,6 +43,13 @@ static int check_edges(const tl_model *model, const int *tokens, int ntok)
     return TL_OK;
 }
 
+
+/* --shared N, or the model's n_shared_experts when it is not given (as `sim moe`). */
+static int shared_experts(const char *s, const tl_model *model, int *n)
+{
+    *n = model->n_shared;
+    return s ? tl_parse_int(s, 0, 16, "--shared", n) : TL_OK;
+}
 
 /* The tiles figure's data: one worklist per token count, routed and tiled as the model does for
  * stage 1 of base (tl_moe_worklist), and the panels that show them. */
@@ -80,10 +88,11 @@ static int draw_moe_tiles(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "1,32,512",
-               *tile_m_s = "16", *routing_s = "balanced", *seed_s = NULL, *out = NULL;
+               *tile_m_s = "16", *routing_s = "balanced", *seed_s = NULL, *shared_s = NULL, *out = NULL;
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--tile-m", &tile_m_s),
-                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--seed", &seed_s), TL_OPT_V("-o", &out), TL_OPT_END};
+                     TL_OPT_V("--routing", &routing_s), TL_OPT_V("--seed", &seed_s), TL_OPT_V("--shared", &shared_s),
+                     TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw moe-tiles", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(out, "moe-tiles"))) return rc;
     int tokens[8], ntok;
@@ -94,8 +103,8 @@ static int draw_moe_tiles(int argc, char **argv)
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) ||
-        (rc = check_edges(&model, tokens, ntok)))
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, tokens, ntok)) ||
+        (rc = shared_experts(shared_s, &model, &p.n_shared)))
         return rc;
     p.hw = &hw;
     p.model = &model;
@@ -105,7 +114,7 @@ static int draw_moe_tiles(int argc, char **argv)
     tl_model_moe_shape(&model, &E, &k, &width);
     char routing[64];
     tl_routing_describe(&p.routing, routing, sizeof routing);
-    tl_tiles_about about = {model.name, k, routing, p.seed, hw.name};
+    tl_tiles_about about = {model.name, k, p.n_shared, routing, p.seed, hw.name};
     rc = tl_fig_moe_tiles(out, d.panels, d.n, &about);
     tiles_data_free(&d);
     return rc;
@@ -222,14 +231,15 @@ static int draw_padding(int argc, char **argv)
 static const char timeline_usage[] =
     "usage: tilelab draw timeline [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8] [--tokens 64]\n"
     "                             [--stage 1] [--tile-m 16] [--routing balanced] [--tp 1]\n"
-    "                             [--seed N] -o FILE\n"
+    "                             [--shared N] [--seed N] -o FILE\n"
     "       tilelab draw timeline --trace FILE.csv [--tokens M] [--stage 1] -o FILE\n"
     "  Work items of one fused-MoE stage over compute units (rows, grouped per XCD) in time (us):\n"
     "  waves alternate in shade, the tail wave is highlighted, wave boundaries are marked. Simulated\n"
     "  on the preset, or with --trace measured: the blocks a `tilelab bench moe --trace` run recorded\n"
     "  on each SM, in the slots of the blocks that ran there at once (--tokens: which case of the\n"
-    "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp and --seed are the\n"
-    "  simulated timeline's and are refused with --trace).\n";
+    "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp, --shared and --seed\n"
+    "  are the simulated timeline's and are refused with --trace). --shared: the shared experts every\n"
+    "  token also routes to (default: the model's, as `sim moe`).\n";
 
 /* The timeline's data: the model's schedule of p (tl_moe_sim with want_schedule). On success the
  * caller frees r with tl_moe_result_free. */
@@ -245,17 +255,17 @@ static int draw_timeline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, timeline_usage)) return 0;
     const char *hw_s = NULL, *model_s = NULL, *dtype_s = NULL, *tokens_s = NULL, *stage_s = "1", *tile_m_s = NULL,
-               *routing_s = NULL, *tp_s = NULL, *seed_s = NULL, *out = NULL, *trace = NULL;
+               *routing_s = NULL, *tp_s = NULL, *seed_s = NULL, *shared_s = NULL, *out = NULL, *trace = NULL;
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s), TL_OPT_V("--tile-m", &tile_m_s),
                      TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("--trace", &trace), TL_OPT_V("-o", &out), TL_OPT_END};
+                     TL_OPT_V("--shared", &shared_s), TL_OPT_V("--trace", &trace), TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(out, "timeline"))) return rc;
     if (trace) { /* measured */
-        if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s)
-            return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --tile-m, --routing, --tp and --seed "
-                            "are for the simulated timeline, not --trace");
+        if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s || shared_s)
+            return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --tile-m, --routing, --tp, --shared "
+                            "and --seed are for the simulated timeline, not --trace");
         int tokens = 0, stage = 1;
         if ((tokens_s && (rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &tokens))) ||
             (rc = tl_parse_int(stage_s, 1, 2, "--stage", &stage)))
@@ -276,7 +286,8 @@ static int draw_timeline(int argc, char **argv)
         return rc;
     tl_hw hw;
     tl_model model;
-    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, &p.tokens, 1)))
+    if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, &p.tokens, 1)) ||
+        (rc = shared_experts(shared_s, &model, &p.n_shared)))
         return rc;
     p.hw = &hw;
     p.model = &model;

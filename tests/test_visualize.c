@@ -421,7 +421,7 @@ static void test_fig_moe_tiles(void **state)
         assert_int_equal(tl_moe_worklist(&p, &wl[i]), 0);
         panels[i] = (tl_tiles_panel){&wl[i], labels[i]};
     }
-    tl_tiles_about about = {model.name, 8, "balanced", 1, hw.name};
+    tl_tiles_about about = {model.name, 8, 0, "balanced", 1, hw.name};
     char path[1200];
     out_path(path, sizeof path, "tiles.svg");
     assert_int_equal(tl_fig_moe_tiles(path, panels, 3, &about), 0);

@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
     const char *model;   /* model name */
     int top_k;           /* routed experts per token */
+    int n_shared;        /* shared experts among the worklists' experts (their last columns) */
     const char *routing; /* as tl_routing_describe writes it */
     uint64_t seed;
     const char *preset;  /* the hardware preset the footer names */

@@ -112,9 +112,11 @@ int tl_fig_moe_tiles(const char *out, const tl_tiles_panel *panels, int npanels,
     double W = 60 + ncols * (panel_w + 62), H = top + nrows * panel_h + (nrows - 1) * row_gap + 44 + TL_GFX_FOOTER_PT;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
-    char title[256];
-    snprintf(title, sizeof title, "Fused MoE tiles: %s (E = %d, top-k = %d), tiles of %d rows, %s routing",
-             about->model, E, about->top_k, tile_m, about->routing);
+    char title[256], experts[64];
+    if (about->n_shared > 0) snprintf(experts, sizeof experts, "E = %d + %d shared", E - about->n_shared, about->n_shared);
+    else snprintf(experts, sizeof experts, "E = %d", E);
+    snprintf(title, sizeof title, "Fused MoE tiles: %s (%s, top-k = %d), tiles of %d rows, %s routing", about->model,
+             experts, about->top_k, tile_m, about->routing);
     tl_text_style ts = tl_gfx_style(13);
     ts.bold = 1;
     tl_gfx_text(g, 16, 10, title, ts);
@@ -130,8 +132,9 @@ int tl_fig_moe_tiles(const char *out, const tl_tiles_panel *panels, int npanels,
     char foot[400];
     snprintf(foot, sizeof foot,
              "simulated on preset %s: worklist of tl_worklist_build (stage 1, %s routing, seed %llu); "
-             "padding = rows computed / (M x k)",
-             about->preset, about->routing, (unsigned long long)about->seed);
+             "padding = rows computed / (M x %s)",
+             about->preset, about->routing, (unsigned long long)about->seed,
+             about->n_shared > 0 ? "(k + shared)" : "k");
     tl_gfx_footer(g, foot);
     return tl_gfx_close(g);
 }
