@@ -19,7 +19,8 @@ static const char moe_tiles_usage[] =
     "                              [--shared N] [--seed N] -o FILE\n"
     "  Seed Figure 6 as a still: experts as columns, tiles of tile-m rows as stacked boxes,\n"
     "  real rows and padding rows in two colours; one panel per token count (at most 8).\n"
-    "  --shared: shared experts every token also routes to, the last columns (default: the model's).\n";
+    "  --shared N: N shared experts every token also routes to, as the last columns (default 0: the\n"
+    "  routed experts alone, as the seed's figure; a shared expert's M rows dwarf the routed tiles).\n";
 
 static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_model *model)
 {
@@ -104,7 +105,7 @@ static int draw_moe_tiles(int argc, char **argv)
     tl_hw hw;
     tl_model model;
     if ((rc = load_hw_model(hw_s, model_s, &hw, &model)) || (rc = check_edges(&model, tokens, ntok)) ||
-        (rc = shared_experts(shared_s, &model, &p.n_shared)))
+        (shared_s && (rc = tl_parse_int(shared_s, 0, 16, "--shared", &p.n_shared))))
         return rc;
     p.hw = &hw;
     p.model = &model;
