@@ -32,28 +32,28 @@ static const struct {
     {MEASURED_DIR "h200_moe_bench_fp8_run12.csv", 1},
     {MEASURED_DIR "h200_moe_bench_bf16_write_run12.csv", 1}, /* --flush write: ~42 MB of dirty lines */
     {MEASURED_DIR "h200_moe_bench_fp8_write_run12.csv", 1},
-    {MEASURED_DIR "h200_moe_bench_bf16_run17.csv", 1}, /* session 5, another machine, the same kernel */
+    {MEASURED_DIR "h200_moe_bench_bf16_run17.csv", 1}, /* another machine, the same kernel */
     {MEASURED_DIR "h200_moe_bench_fp8_run17.csv", 1},
-    {MEASURED_DIR "h200_moe_bench_bf16_run19.csv", 0}, /* session 6: moe_gemv_down at one token */
+    {MEASURED_DIR "h200_moe_bench_bf16_run19.csv", 0}, /* moe_gemv_down at one token */
     {MEASURED_DIR "h200_moe_bench_fp8_run19.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_a16w4_run24.csv", 0}, /* session 7: the dequantizing dtypes (a16w4: run 24 kernel) */
+    {MEASURED_DIR "h200_moe_bench_a16w4_run24.csv", 0}, /* the dequantizing dtypes, each on its first fast kernel */
     {MEASURED_DIR "h200_moe_bench_mxfp4_run25.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp8_run26.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_bf16_run27.csv", 0}, /* session 7's final code, all five dtypes */
+    {MEASURED_DIR "h200_moe_bench_bf16_run27.csv", 0}, /* all five dtypes */
     {MEASURED_DIR "h200_moe_bench_fp8_run27.csv", 0},
     {MEASURED_DIR "h200_moe_bench_a16w4_run27.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp4_run27.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp8_run27.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_bf16_run28.csv", 0}, /* session 8's final code (the kernel of run 27) */
+    {MEASURED_DIR "h200_moe_bench_bf16_run28.csv", 0}, /* the same kernel again, another machine */
     {MEASURED_DIR "h200_moe_bench_fp8_run28.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_bf16_run29.csv", 0}, /* session 9: stage 1 reads packed weights */
+    {MEASURED_DIR "h200_moe_bench_bf16_run29.csv", 0}, /* stage 1 reads packed weights */
     {MEASURED_DIR "h200_moe_bench_fp8_run29.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_bf16_run30.csv", 0}, /* session 9's final code: W2 packed too (not bf16's) */
+    {MEASURED_DIR "h200_moe_bench_bf16_run30.csv", 0}, /* W2 packed too (not bf16's) */
     {MEASURED_DIR "h200_moe_bench_fp8_run30.csv", 0},
     {MEASURED_DIR "h200_moe_bench_a16w4_run30.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp4_run30.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp8_run30.csv", 0},
-    {MEASURED_DIR "h200_moe_bench_bf16_run32.csv", 0}, /* the final commit of session 9, a slower GPU */
+    {MEASURED_DIR "h200_moe_bench_bf16_run32.csv", 0}, /* the packed kernels' final index arithmetic, a slower GPU */
     {MEASURED_DIR "h200_moe_bench_fp8_run32.csv", 0},
     {MEASURED_DIR "h200_moe_bench_a16w4_run32.csv", 0},
     {MEASURED_DIR "h200_moe_bench_mxfp4_run32.csv", 0},

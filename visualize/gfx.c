@@ -78,7 +78,7 @@ static _Thread_local int open_status = TL_OK;
  * fontconfig finalised (looked up at run time: fontconfig is loaded as a dependency of Pango, and
  * the build does not link it directly). Cairo's own caches stay (reachable from its globals, so
  * not leaks): cairo_debug_reset_static_data() asserts that no scaled font is still referenced,
- * and once aborted `draw roofline` at exit (a fresh-clone test run under load, session 5). */
+ * and it has aborted `draw roofline` at exit under load. */
 static void release_font_caches(void)
 {
     pango_cairo_font_map_set_default(NULL);
