@@ -1,6 +1,7 @@
 #include "tl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -188,6 +189,32 @@ void tl_atomic_abort(tl_atomic *a)
 {
     remove(a->tmp);
     pending_drop(a->tmp);
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a named pipe" : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
+int tl_open_regular(const char *path, const char *what, FILE **f)
+{
+    *f = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a pipe's open returns at once */
+    if (fd < 0) return tl_error(TL_EUSAGE, path, "cannot read %s: %s", what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *kind = fstat(fd, &st) == 0 ? file_kind(st.st_mode) : strerror(errno);
+        close(fd);
+        return tl_error(TL_EUSAGE, path, "%s: not a regular file (%s)", what, kind);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || !(*f = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return tl_error(TL_EFAIL, path, "cannot read %s: %s", what, strerror(e));
+    }
+    return TL_OK;
 }
 
 int tl_mkdirs(const char *dir)

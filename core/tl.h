@@ -70,6 +70,12 @@ int tl_atomic_commit(tl_atomic *a);
 /* Removes tmp if it exists. */
 void tl_atomic_abort(tl_atomic *a);
 
+/* Opens `path` for reading only if it is a regular file: a folder, a named pipe (which would block
+ * the open until a writer came), a device or a socket is TL_EUSAGE "<path>: not a regular file
+ * (<kind>)", and so is a file that cannot be opened (with the reason); `what` names the input in
+ * that message ("model config"). The open never blocks. *f is the caller's to fclose. */
+int tl_open_regular(const char *path, const char *what, FILE **f);
+
 /* Creates a directory and its parents (like mkdir -p). TL_EUSAGE if it exists as a non-folder. */
 int tl_mkdirs(const char *dir);
 
