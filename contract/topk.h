@@ -1,0 +1,86 @@
+/* contract/topk.h: exact top-k selection (seed 000, "CSA top-K selection"): what the kernel, the
+ * reference and the model of `topk` agree on.
+ *
+ * The function: B rows of scores, row b holding len(b) valid positions of a row of n. For each row,
+ * the indices of its k highest scores, ranked by (key of the score, descending; index, ascending):
+ *   - keys are numerics/keys.h's (-0 equals +0; NaN ranks below -inf; infinities are ordinary);
+ *   - ties go to the lower index, always: the set is deterministic, the same on every device, and
+ *     equal to the first k of a full sort by that ranking;
+ *   - a row with len(b) < k returns its len(b) indices and fills the rest with -1; count[b] says
+ *     how many are real (min(k, len(b))).
+ * Output order: sorted (score descending, ties by index ascending) when `sorted`; otherwise the
+ * set in ascending index order (the canonical order every implementation reports in, so that
+ * outputs compare bit for bit).
+ *
+ * Layouts (row-major): scores [B][n] (float32, or bfloat16 / float16 bits as uint16), the
+ * positions of row b past len(b) are not read; indices [B][k] int32; count [B] int32.
+ * Lengths: every row n, or causal (a causal prefill's last B queries over an n-long sequence: row b
+ * sees n - (B - 1 - b) positions, at least 0), or a list given by the caller. */
+#ifndef TL_CONTRACT_TOPK_H
+#define TL_CONTRACT_TOPK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../numerics/keys.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { TL_TOPK_F32, TL_TOPK_BF16, TL_TOPK_F16, TL_TOPK_NDTYPES } tl_topk_dtype;
+
+#define TL_TOPK_MAX_K 4096
+#define TL_TOPK_MAX_N (1L << 22)    /* 4M positions a row */
+#define TL_TOPK_MAX_BATCH 65536
+#define TL_TOPK_MAX_ELEMS (1LL << 32) /* B x n: 16 GiB of float32 scores */
+
+typedef struct {
+    int batch;             /* B >= 1 */
+    long n;                /* positions a row holds (its stride), 1..TL_TOPK_MAX_N */
+    int k;                 /* 1..TL_TOPK_MAX_K */
+    int causal;            /* lengths: 1 causal (above), 0 every row n (unless lens is given) */
+    const int32_t *lens;   /* when not NULL: len(b) = lens[b], each in [0, n] (overrides causal) */
+    int sorted;            /* 1: output by score; 0: the set by ascending index */
+    tl_topk_dtype dtype;
+} tl_topk_shape;
+
+/* "f32" | "bf16" | "f16"; TL_EUSAGE otherwise. */
+int tl_topk_dtype_parse(const char *s, tl_topk_dtype *out);
+const char *tl_topk_dtype_name(tl_topk_dtype d);
+/* Bytes of one score. */
+static inline size_t tl_topk_score_bytes(tl_topk_dtype d) { return d == TL_TOPK_F32 ? 4 : 2; }
+
+/* Checks a shape: the ranges above, B x n within TL_TOPK_MAX_ELEMS, lens (when given) within [0, n].
+ * TL_EUSAGE with a message otherwise. */
+int tl_topk_shape_check(const tl_topk_shape *s);
+
+/* Valid positions of row b. */
+static inline long tl_topk_row_len(const tl_topk_shape *s, int b)
+{
+    if (s->lens) return s->lens[b];
+    if (!s->causal) return s->n;
+    long len = s->n - (long)(s->batch - 1 - b);
+    return len > 0 ? len : 0;
+}
+
+/* The key of score i of a row, in the shape's dtype (row: float32 or uint16 scores). */
+static inline uint32_t tl_topk_key(tl_topk_dtype d, const void *row, long i)
+{
+    if (d == TL_TOPK_F32) return tl_key_f32(((const uint32_t *)row)[i]); /* float32's bits */
+    uint16_t h = ((const uint16_t *)row)[i];
+    return d == TL_TOPK_BF16 ? tl_key_bf16(h) : tl_key_f16(h);
+}
+
+/* The rank of (key, index) as one integer: larger ranks higher, and no two positions of a row tie
+ * (the index breaks ties, the lower winning). Index < 2^32. */
+static inline uint64_t tl_topk_rank(uint32_t key, long index)
+{
+    return (uint64_t)key << 32 | (uint64_t)(0xFFFFFFFFu - (uint32_t)index);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,207 @@
+/* Top-k's numerics and reference: the order-preserving keys on every bfloat16 and float16 pattern
+ * and on float32's edge values; the reference against the naive full sort for every score
+ * distribution, dtype, length rule and edge case (k > n, n = 1, empty rows, all ties, all NaN);
+ * hand-made rows whose answer is known. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contract/topk.h"
+#include "core/tl.h"
+#include "numerics/formats.h"
+#include "reference/topk.h"
+
+typedef struct {
+    uint32_t key;
+    double value; /* NaN for NaN */
+} keyed;
+
+static int by_key(const void *a, const void *b)
+{
+    uint32_t x = ((const keyed *)a)->key, y = ((const keyed *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Every 16-bit pattern, sorted by key: NaNs first (key 0), then values nondecreasing, equal keys
+ * exactly for equal values (-0 and +0 one key), and no two distinct values share a key. */
+static void check_all_16bit(tl_numfmt fmt, uint32_t (*key)(uint16_t))
+{
+    static keyed k[65536];
+    for (uint32_t h = 0; h < 65536; h++) {
+        k[h].key = key((uint16_t)h);
+        k[h].value = tl_decode(fmt, h);
+        assert_true(k[h].key <= 0xFFFFu);
+        assert_true(isnan(k[h].value) == (k[h].key == 0)); /* NaN exactly when key 0 */
+    }
+    qsort(k, 65536, sizeof k[0], by_key);
+    for (int i = 1; i < 65536; i++) {
+        if (isnan(k[i].value)) continue;
+        if (isnan(k[i - 1].value)) continue;
+        assert_true(k[i - 1].value <= k[i].value);
+        assert_true((k[i - 1].key == k[i].key) == (k[i - 1].value == k[i].value));
+    }
+    assert_int_equal(key(0x8000), key(0x0000)); /* -0 is +0 */
+}
+
+static void test_keys_every_bf16(void **state) { check_all_16bit(TL_NF_BF16, tl_key_bf16); }
+static void test_keys_every_f16(void **state) { check_all_16bit(TL_NF_FP16, tl_key_f16); }
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static void test_keys_f32_edges(void **state)
+{
+    const float v[] = {-INFINITY, -FLT_MAX, -1.5f, -FLT_MIN, -1e-45f, 0.0f, 1e-45f, FLT_MIN, 1.0f, 1.0000001f,
+                       FLT_MAX, INFINITY};
+    const int n = sizeof v / sizeof v[0];
+    for (int i = 0; i + 1 < n; i++) assert_true(tl_key_f32(f32_bits(v[i])) < tl_key_f32(f32_bits(v[i + 1])));
+    assert_int_equal(tl_key_f32(f32_bits(-0.0f)), tl_key_f32(f32_bits(0.0f)));
+    const uint32_t nans[] = {0x7FC00000u, 0x7F800001u, 0xFFC00000u, 0xFFFFFFFFu, 0x7FBFFFFFu};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        assert_int_equal(tl_key_f32(nans[i]), 0);
+        assert_true(tl_key_f32(f32_bits(-INFINITY)) > 0);
+    }
+    /* random pairs: key order is value order */
+    tl_rng g;
+    tl_rng_seed(&g, 99);
+    for (int i = 0; i < 200000; i++) {
+        uint32_t a = (uint32_t)tl_rng_u64(&g), b = (uint32_t)tl_rng_u64(&g);
+        float fa, fb;
+        memcpy(&fa, &a, 4);
+        memcpy(&fb, &b, 4);
+        if (isnan(fa) || isnan(fb)) continue;
+        assert_true((fa < fb) == (tl_key_f32(a) < tl_key_f32(b)));
+        assert_true((fa == fb) == (tl_key_f32(a) == tl_key_f32(b)));
+    }
+}
+
+/* Runs reference and naive on the same scores and requires identical outputs. */
+static void check_shape(const tl_topk_shape *s, tl_topk_dist dist, uint64_t seed)
+{
+    size_t n = (size_t)s->batch * (size_t)s->n, kk = (size_t)s->batch * (size_t)s->k;
+    void *scores = malloc(n * tl_topk_score_bytes(s->dtype));
+    int32_t *i1 = malloc(kk * sizeof(int32_t)), *i2 = malloc(kk * sizeof(int32_t));
+    int32_t *c1 = malloc((size_t)s->batch * sizeof(int32_t)), *c2 = malloc((size_t)s->batch * sizeof(int32_t));
+    assert_int_equal(tl_topk_scores_make(s, dist, seed, scores), 0);
+    memset(i1, 0x55, kk * sizeof(int32_t));
+    memset(i2, 0x66, kk * sizeof(int32_t));
+    assert_int_equal(tl_topk_reference(s, scores, i1, c1), 0);
+    assert_int_equal(tl_topk_naive(s, scores, i2, c2), 0);
+    for (int b = 0; b < s->batch; b++) {
+        long len = tl_topk_row_len(s, b);
+        assert_int_equal(c1[b], len < s->k ? len : s->k);
+        for (int j = 0; j < s->k; j++) {
+            int32_t x = i1[(size_t)b * s->k + j];
+            if (j < c1[b]) assert_true(x >= 0 && x < len);
+            else assert_int_equal(x, -1);
+        }
+    }
+    if (memcmp(i1, i2, kk * sizeof(int32_t)) || memcmp(c1, c2, (size_t)s->batch * sizeof(int32_t)))
+        fail_msg("reference and naive differ: B %d n %ld k %d causal %d sorted %d dtype %s dist %s", s->batch, s->n,
+                 s->k, s->causal, s->sorted, tl_topk_dtype_name(s->dtype), tl_topk_dist_name(dist));
+    free(scores);
+    free(i1);
+    free(i2);
+    free(c1);
+    free(c2);
+}
+
+static void test_reference_matches_naive(void **state)
+{
+    static const long ns[] = {1, 7, 512, 4096};
+    static const int ks[] = {1, 8, 512, 2048};
+    for (int d = 0; d < TL_TOPK_NDISTS; d++) {
+        for (int t = 0; t < TL_TOPK_NDTYPES; t++)
+            for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+                for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+                    tl_topk_shape s = {5, ns[a], ks[c], (int)(a + c) % 2, NULL, (int)c % 2, (tl_topk_dtype)t};
+                    check_shape(&s, (tl_topk_dist)d, 1000 + (uint64_t)(d * 31 + t * 7 + a * 3 + c));
+                }
+        /* a long row, once per distribution: the quickselect's recursion on 64K positions */
+        tl_topk_shape s = {2, 65536, 2048, 0, NULL, d % 2, d % 2 ? TL_TOPK_BF16 : TL_TOPK_F32};
+        check_shape(&s, (tl_topk_dist)d, 77 + (uint64_t)d);
+    }
+}
+
+static void test_lengths_list_and_empty_rows(void **state)
+{
+    int32_t lens[6] = {0, 1, 100, 4096, 4095, 0};
+    tl_topk_shape s = {6, 4096, 512, 0, lens, 1, TL_TOPK_F32};
+    for (int d = 0; d < TL_TOPK_NDISTS; d++) check_shape(&s, (tl_topk_dist)d, 7 + (uint64_t)d);
+    int32_t bad[1] = {4097};
+    tl_topk_shape b = {1, 4096, 8, 0, bad, 0, TL_TOPK_F32};
+    assert_int_equal(tl_topk_shape_check(&b), TL_EUSAGE);
+}
+
+/* Known answers: ties go to the lower index; NaN below -inf; -0 equals +0; a short row fills -1. */
+static void test_known_answers(void **state)
+{
+    const float row[8] = {1.0f, NAN, 3.0f, -INFINITY, 3.0f, -0.0f, 0.0f, INFINITY};
+    int32_t idx[8], count[1];
+    tl_topk_shape s = {1, 8, 5, 0, NULL, 1, TL_TOPK_F32};
+    assert_int_equal(tl_topk_reference(&s, row, idx, count), 0);
+    const int32_t want[5] = {7, 2, 4, 0, 5}; /* inf, 3 (first), 3, 1, -0 before +0 by index */
+    assert_memory_equal(idx, want, sizeof want);
+    s.k = 8;
+    assert_int_equal(tl_topk_reference(&s, row, idx, count), 0);
+    assert_int_equal(idx[6], 3); /* -inf */
+    assert_int_equal(idx[7], 1); /* NaN last */
+    s.sorted = 0;
+    s.k = 3;
+    assert_int_equal(tl_topk_reference(&s, row, idx, count), 0);
+    const int32_t set[3] = {2, 4, 7}; /* ascending index order */
+    assert_memory_equal(idx, set, sizeof set);
+    /* all ties: the first k indices */
+    float same[1000];
+    for (int i = 0; i < 1000; i++) same[i] = 2.5f;
+    int32_t top[10];
+    tl_topk_shape t = {1, 1000, 10, 0, NULL, 1, TL_TOPK_F32};
+    assert_int_equal(tl_topk_reference(&t, same, top, count), 0);
+    for (int j = 0; j < 10; j++) assert_int_equal(top[j], j);
+    /* all NaN: still the first k, by index */
+    for (int i = 0; i < 1000; i++) same[i] = NAN;
+    assert_int_equal(tl_topk_reference(&t, same, top, count), 0);
+    for (int j = 0; j < 10; j++) assert_int_equal(top[j], j);
+    /* k > n: every position, then -1 */
+    tl_topk_shape u = {1, 8, 12, 0, NULL, 0, TL_TOPK_F32};
+    int32_t all[12];
+    assert_int_equal(tl_topk_reference(&u, row, all, count), 0);
+    assert_int_equal(count[0], 8);
+    for (int j = 0; j < 8; j++) assert_int_equal(all[j], j);
+    for (int j = 8; j < 12; j++) assert_int_equal(all[j], -1);
+}
+
+static void test_bad_shapes(void **state)
+{
+    const tl_topk_shape bad[] = {
+        {0, 10, 1, 0, NULL, 0, TL_TOPK_F32},          {1, 0, 1, 0, NULL, 0, TL_TOPK_F32},
+        {1, 10, 0, 0, NULL, 0, TL_TOPK_F32},          {1, 10, TL_TOPK_MAX_K + 1, 0, NULL, 0, TL_TOPK_F32},
+        {1, TL_TOPK_MAX_N + 1, 8, 0, NULL, 0, TL_TOPK_F32}, {65536, TL_TOPK_MAX_N, 8, 0, NULL, 0, TL_TOPK_F32},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(tl_topk_shape_check(&bad[i]), TL_EUSAGE);
+    tl_topk_dtype d;
+    assert_int_equal(tl_topk_dtype_parse("fp32", &d), TL_EUSAGE);
+    tl_topk_dist x;
+    assert_int_equal(tl_topk_dist_parse("uniform", &x), TL_EUSAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keys_every_bf16),          cmocka_unit_test(test_keys_every_f16),
+        cmocka_unit_test(test_keys_f32_edges),           cmocka_unit_test(test_reference_matches_naive),
+        cmocka_unit_test(test_lengths_list_and_empty_rows), cmocka_unit_test(test_known_answers),
+        cmocka_unit_test(test_bad_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
