@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,35 +66,114 @@ static int read_instructions(json_t *arr, const char *label, tl_hw *hw)
     return 0;
 }
 
+typedef enum { FIELD_STR, FIELD_INT, FIELD_NUM } field_kind;
+
+/* One scalar field of a preset: its key, type, whether a base preset must have it, its range, and
+ * where it goes in tl_hw. */
+typedef struct {
+    const char *key;
+    field_kind kind;
+    int required;
+    double lo, hi;
+    size_t offset, size; /* size: of a text field's buffer */
+} hw_field;
+
+#define STR(key, req) {#key, FIELD_STR, req, 0, 0, offsetof(tl_hw, key), sizeof(((tl_hw *)0)->key)}
+#define INT(key, req, lo, hi) {#key, FIELD_INT, req, lo, hi, offsetof(tl_hw, key), 0}
+#define NUM(key, req, lo, hi) {#key, FIELD_NUM, req, lo, hi, offsetof(tl_hw, key), 0}
+static const hw_field hw_fields[] = {
+    STR(name, 1), STR(description, 0), STR(arch, 1), INT(cus, 1, 1, 100000), INT(xcds, 0, 1, 64),
+    NUM(clock_mhz, 1, 1, 1e5), INT(wave_size, 1, 1, 1024), INT(matrix_cores_per_cu, 1, 1, 64),
+    INT(vector_lanes_per_cu, 0, 1, 100000), NUM(lds_kib, 1, 0, 1e6), NUM(l2_mib_per_xcd, 1, 0, 1e6),
+    NUM(llc_mib, 0, 0, 1e6), NUM(hbm_gb, 1, 0, 1e6), NUM(launch_us, 1, 0, 1e6), NUM(item_fixed_us, 1, 0, 1e6),
+    NUM(hbm_per_cu_gbps, 1, 1e-3, 1e7), NUM(l2_per_cu_gbps, 0, 1e-3, 1e7), NUM(hbm_latency_us, 0, 0, 1e3),
+    NUM(load_chain_us, 0, 0, 1e3), NUM(next_kernel_us, 0, 0, 1e6), NUM(flush_dirty_mb, 0, 0, 1e6),
+    STR(device, 0), STR(date, 0), STR(source, 0),
+};
+#undef STR
+#undef INT
+#undef NUM
+#define N_HW_FIELDS (sizeof hw_fields / sizeof hw_fields[0])
+
+/* Keys a preset or overlay may carry that the model does not read: a note beside a value, and what
+ * `tilelab bench roofline --save` records about its run (so that its result file is an overlay). */
+static const char *const recorded_keys[] = {"clock_note", "clocks", "label", "mma", "memcpy_gbps",
+                                            "configurations", NULL};
+static const char *const ceiling_keys[] = {"hbm_read_gbps", "hbm_copy_gbps", "bf16_tflops", "fp8_tflops",
+                                           "fp6_tflops", "fp4_tflops", NULL};
+static const char *const ceiling_value_keys[] = {"datasheet", "measured", "unit", NULL};
+/* peak_tflops: derived, not read (`hw show --format json` writes it, so that its output loads back) */
+static const char *const instr_keys[] = {"name", "m", "n", "k", "a", "b", "cycles", "peak_tflops", NULL};
+
+static int listed(const char *key, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (strcmp(key, *keys) == 0) return 1;
+    return 0;
+}
+
+static int is_top_key(const char *key)
+{
+    for (size_t i = 0; i < N_HW_FIELDS; i++)
+        if (strcmp(key, hw_fields[i].key) == 0) return 1;
+    return listed(key, recorded_keys) || strcmp(key, "ceilings") == 0 || strcmp(key, "matrix_instructions") == 0;
+}
+
+static int unknown_key(const char *label, const char *where, const char *key)
+{
+    return tl_error(TL_EUSAGE, label, "unknown key '%s%s' (not one a hardware preset has: a typo?)", where, key);
+}
+
+/* Refuses a key this loader does not know, in one file (a preset or an overlay): at the top level,
+ * under "ceilings" (and in each ceiling), and in each matrix instruction. A typo would otherwise
+ * change nothing without a word. Types and ranges are checked later, on the merged preset. */
+static int check_keys(json_t *root, const char *label)
+{
+    const char *key, *inner;
+    json_t *v, *w;
+    json_object_foreach(root, key, v)
+    {
+        if (!is_top_key(key)) return unknown_key(label, "", key);
+    }
+    json_object_foreach(json_object_get(root, "ceilings"), key, v)
+    {
+        char where[64];
+        snprintf(where, sizeof where, "ceilings.%.40s.", key);
+        if (!listed(key, ceiling_keys)) return unknown_key(label, "ceilings.", key);
+        json_object_foreach(v, inner, w)
+        {
+            if (!listed(inner, ceiling_value_keys)) return unknown_key(label, where, inner);
+        }
+    }
+    size_t i;
+    json_array_foreach(json_object_get(root, "matrix_instructions"), i, v)
+    {
+        char where[64];
+        snprintf(where, sizeof where, "matrix_instructions[%zu].", i);
+        json_object_foreach(v, key, w)
+        {
+            if (!listed(key, instr_keys)) return unknown_key(label, where, key);
+        }
+    }
+    return 0;
+}
+
+static int read_field(json_t *root, const char *label, const hw_field *f, tl_hw *hw)
+{
+    char *at = (char *)hw + f->offset;
+    switch (f->kind) {
+    case FIELD_STR: return tl_json_get_str(root, f->key, label, f->required, at, f->size);
+    case FIELD_INT: return tl_json_get_int(root, f->key, label, f->required, (long)f->lo, (long)f->hi, (int *)at);
+    default: return tl_json_get_num(root, f->key, label, f->required, f->lo, f->hi, (double *)at);
+    }
+}
+
 static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
 {
     memset(hw, 0, sizeof *hw);
     hw->xcds = 1;
-    if (tl_json_get_str(root, "name", label, 1, hw->name, sizeof hw->name) ||
-        tl_json_get_str(root, "description", label, 0, hw->description, sizeof hw->description) ||
-        tl_json_get_str(root, "arch", label, 1, hw->arch, sizeof hw->arch) ||
-        tl_json_get_int(root, "cus", label, 1, 1, 100000, &hw->cus) ||
-        tl_json_get_int(root, "xcds", label, 0, 1, 64, &hw->xcds) ||
-        tl_json_get_num(root, "clock_mhz", label, 1, 1, 1e5, &hw->clock_mhz) ||
-        tl_json_get_int(root, "wave_size", label, 1, 1, 1024, &hw->wave_size) ||
-        tl_json_get_int(root, "matrix_cores_per_cu", label, 1, 1, 64, &hw->matrix_cores_per_cu) ||
-        tl_json_get_int(root, "vector_lanes_per_cu", label, 0, 1, 100000, &hw->vector_lanes_per_cu) ||
-        tl_json_get_num(root, "lds_kib", label, 1, 0, 1e6, &hw->lds_kib) ||
-        tl_json_get_num(root, "l2_mib_per_xcd", label, 1, 0, 1e6, &hw->l2_mib_per_xcd) ||
-        tl_json_get_num(root, "llc_mib", label, 0, 0, 1e6, &hw->llc_mib) ||
-        tl_json_get_num(root, "hbm_gb", label, 1, 0, 1e6, &hw->hbm_gb) ||
-        tl_json_get_num(root, "launch_us", label, 1, 0, 1e6, &hw->launch_us) ||
-        tl_json_get_num(root, "item_fixed_us", label, 1, 0, 1e6, &hw->item_fixed_us) ||
-        tl_json_get_num(root, "hbm_per_cu_gbps", label, 1, 1e-3, 1e7, &hw->hbm_per_cu_gbps) ||
-        tl_json_get_num(root, "l2_per_cu_gbps", label, 0, 1e-3, 1e7, &hw->l2_per_cu_gbps) ||
-        tl_json_get_num(root, "hbm_latency_us", label, 0, 0, 1e3, &hw->hbm_latency_us) ||
-        tl_json_get_num(root, "load_chain_us", label, 0, 0, 1e3, &hw->load_chain_us) ||
-        tl_json_get_num(root, "next_kernel_us", label, 0, 0, 1e6, &hw->next_kernel_us) ||
-        tl_json_get_num(root, "flush_dirty_mb", label, 0, 0, 1e6, &hw->flush_dirty_mb) ||
-        tl_json_get_str(root, "device", label, 0, hw->device, sizeof hw->device) ||
-        tl_json_get_str(root, "date", label, 0, hw->date, sizeof hw->date) ||
-        tl_json_get_str(root, "source", label, 0, hw->source, sizeof hw->source))
-        return TL_EUSAGE;
+    for (size_t i = 0; i < N_HW_FIELDS; i++)
+        if (read_field(root, label, &hw_fields[i], hw)) return TL_EUSAGE;
     if (hw->l2_per_cu_gbps <= 0) hw->l2_per_cu_gbps = hw->hbm_per_cu_gbps;
     if (hw->load_chain_us <= 0) hw->load_chain_us = hw->hbm_latency_us;
     if (hw->next_kernel_us <= 0) hw->next_kernel_us = hw->launch_us;
@@ -137,7 +217,8 @@ int tl_hw_load(const char *spec, tl_hw *out)
             return tl_error(TL_EUSAGE, "--hw", "at most %d overlay files", MAX_SPEC_ITEMS - 1);
         }
         json_t *j;
-        if (tl_preset_read("hw", item, "--hw", &j, label, sizeof label)) {
+        if (tl_preset_read("hw", item, "--hw", &j, label, sizeof label) || check_keys(j, label)) {
+            json_decref(j);
             json_decref(base);
             return TL_EUSAGE;
         }

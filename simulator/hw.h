@@ -3,7 +3,8 @@
  * A preset is a JSON file under presets/hw/ (compiled into the binary) or a user's own file of the
  * same shape. Every hardware number the simulator uses comes from here; nothing is typed into code.
  *
- * JSON shape (keys the loader reads; unknown keys are ignored):
+ * JSON shape (the keys the loader reads; any other key, in a preset or an overlay, is an error that
+ * names it and its file, so that a typo cannot pass unseen):
  *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
  *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), hbm_latency_us, load_chain_us, next_kernel_us,
@@ -18,7 +19,10 @@
  *     dtype names: "bf16", "f16", "fp8", "fp6", "fp4", "f32", "f64" ("fp8" covers e4m3/e5m2 and
  *     their FNUZ forms on gfx942); "cycles" = cycles one matrix core is busy per instruction.
  *   Overlay files (written by `tilelab bench roofline --save`) also carry "device", "date",
- *   "source"; they may hold only "ceilings".
+ *   "source"; they may hold only "ceilings". Kept but not read: "clock_note" (a note), and what
+ *   bench roofline records of its run ("clocks", "label", "mma", "memcpy_gbps", "configurations");
+ *   a ceiling may carry "unit" and an instruction "peak_tflops" (as `hw show --format json`
+ *   writes them, so that its output loads back).
  *
  * Units: clock in MHz, bandwidth in GB/s (10^9 B/s), compute in TFLOP/s (10^12), times in
  * microseconds, capacities as named (KiB, MiB, GB).

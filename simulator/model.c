@@ -2,18 +2,25 @@
 #include "model.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "presets.h"
 
 #define BIG 100000000L
 
-/* Reads the first of several alias keys that is present; required applies to the group. */
+static int present(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return v && !json_is_null(v);
+}
+
+/* Reads the first of several alias keys that is present (and not null); required applies to the group. */
 static int get_alias_int(json_t *root, const char *const *keys, const char *label, int required,
                          long lo, long hi, int *out)
 {
     for (const char *const *k = keys; *k; k++)
-        if (json_object_get(root, *k)) return tl_json_get_int(root, *k, label, 1, lo, hi, out);
+        if (present(root, *k)) return tl_json_get_int(root, *k, label, 1, lo, hi, out);
     if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", keys[0]);
     return 0;
 }
@@ -29,18 +36,28 @@ static int positive_alias(json_t *root, const char *const *keys)
 }
 
 static const char *const experts_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
-static const char *const topk_keys[] = {"num_experts_per_tok", "moe_topk", "moe_router_topk", NULL};
-/* Every key model_from_json reads (quantization_config's method is recorded, not used). */
+static const char *const topk_keys[] = {"num_experts_per_tok", "moe_topk", "moe_router_topk", "experts_per_token", NULL};
+static const char *const shared_width_keys[] = {"shared_expert_intermediate_size", "shared_intermediate_size", NULL};
+/* Keys read at the top level of the file, wherever the model's own fields are. */
+static const char *const top_keys[] = {"tilelab_name", "tilelab_source", "quantization_config", NULL};
+/* The other keys model_from_json reads, from the model's fields (the aliases above too). */
 static const char *const read_keys[] = {
-    "tilelab_name", "tilelab_source", "hidden_size", "num_hidden_layers", "intermediate_size", "n_shared_experts",
-    "first_k_dense_replace", "num_attention_heads", "num_key_value_heads", "head_dim", "index_n_heads",
-    "index_head_dim", "index_topk", "moe_intermediate_size", "quantization_config", NULL};
+    "hidden_size", "num_hidden_layers", "intermediate_size", "intermediate_size_mlp", "moe_intermediate_size",
+    "n_shared_experts", "model_type", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+    "mlp_only_layers", "interleave_moe_layer_step", "moe_layers", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "index_n_heads", "index_head_dim", "index_topk", NULL};
 
 static int listed(const char *key, const char *const *keys)
 {
     for (; *keys; keys++)
         if (strcmp(key, *keys) == 0) return 1;
     return 0;
+}
+
+static int is_read_key(const char *key)
+{
+    return listed(key, read_keys) || listed(key, experts_keys) || listed(key, topk_keys) ||
+           listed(key, shared_width_keys);
 }
 
 /* Appends ", " (but first) and s to buf (size n); a piece that does not fit ends the list with "...". */
@@ -53,8 +70,15 @@ static void append_name(char *buf, size_t n, const char *s)
     else if (len + 4 < n) snprintf(buf + len, n - len, "%s...", len ? " " : "");
 }
 
-/* Records quantization_config's method and the top-level keys not read. */
-static void record_unread(json_t *root, tl_model *m)
+static void note_unused(tl_model *m, const char *key)
+{
+    m->n_unused++;
+    append_name(m->unused, sizeof m->unused, key);
+}
+
+/* Records quantization_config's method and the keys not read: the top level's, then (when the
+ * model's fields sit under text_config) that object's. */
+static void record_unread(json_t *root, json_t *fields, tl_model *m)
 {
     json_t *q = json_object_get(root, "quantization_config");
     const char *method = json_string_value(json_object_get(q, "quant_method"));
@@ -63,45 +87,146 @@ static void record_unread(json_t *root, tl_model *m)
     json_t *v;
     json_object_foreach(root, key, v)
     {
-        if (listed(key, read_keys) || listed(key, experts_keys) || listed(key, topk_keys)) continue;
-        m->n_unused++;
-        append_name(m->unused, sizeof m->unused, key);
+        int read = listed(key, top_keys) || (fields == root ? is_read_key(key) : strcmp(key, "text_config") == 0);
+        if (!read) note_unused(m, key);
     }
+    if (fields == root) return;
+    json_object_foreach(fields, key, v)
+    {
+        if (!is_read_key(key)) note_unused(m, key);
+    }
+}
+
+/* The object holding the model's fields: the top level, or "text_config" when the top level has no
+ * hidden_size (Llama-4's multimodal configs). */
+static json_t *model_fields(json_t *root)
+{
+    json_t *text = json_object_get(root, "text_config");
+    return !present(root, "hidden_size") && json_is_object(text) ? text : root;
+}
+
+/* Marks the layer indices listed under key (moe_layers, mlp_only_layers) in marks[0, n_layers);
+ * *given says whether the key is there. An entry that is not an index of a layer is an error. */
+static int read_layer_list(json_t *fields, const char *key, const char *label, int n_layers,
+                           unsigned char *marks, int *given)
+{
+    json_t *list = json_object_get(fields, key);
+    *given = present(fields, key);
+    if (!*given) return 0;
+    if (!json_is_array(list)) return tl_error(TL_EUSAGE, label, "field '%s' must be a list of layer indices", key);
+    size_t i;
+    json_t *it;
+    json_array_foreach(list, i, it)
+    {
+        json_int_t layer = json_is_integer(it) ? json_integer_value(it) : -1;
+        if (layer < 0 || layer >= n_layers)
+            return tl_error(TL_EUSAGE, label, "%s[%zu] is not a layer index in [0, %d)", key, i, n_layers);
+        marks[layer] = 1;
+    }
+    return 0;
+}
+
+/* Counts the MoE layers by the rules model.h lists (each family's keys, as transformers reads them). */
+static int count_moe_layers(json_t *fields, const char *label, tl_model *m)
+{
+    int freq = 1, sparse_step = 1, interleave = 1, moe_given = 0, dense_given = 0;
+    if (tl_json_get_int(fields, "moe_layer_freq", label, 0, 1, 100000, &freq) ||
+        tl_json_get_int(fields, "decoder_sparse_step", label, 0, 1, 100000, &sparse_step) ||
+        tl_json_get_int(fields, "interleave_moe_layer_step", label, 0, 1, 100000, &interleave))
+        return TL_EUSAGE;
+    unsigned char *moe = calloc((size_t)m->n_layers, 1), *dense = calloc((size_t)m->n_layers, 1);
+    int rc = moe && dense ? 0 : tl_error(TL_EFAIL, label, "out of memory");
+    if (!rc) rc = read_layer_list(fields, "moe_layers", label, m->n_layers, moe, &moe_given);
+    if (!rc) rc = read_layer_list(fields, "mlp_only_layers", label, m->n_layers, dense, &dense_given);
+    m->moe_layers = 0;
+    for (int i = 0; !rc && i < m->n_layers; i++) {
+        int by_rules = i >= m->first_k_dense && i % freq == 0 && (i + 1) % sparse_step == 0 &&
+                       (i + 1) % interleave == 0 && !dense[i];
+        m->moe_layers += moe_given ? moe[i] : by_rules; /* moe_layers decides alone, as in transformers */
+    }
+    free(moe);
+    free(dense);
+    if (rc) return rc;
+    if (m->first_k_dense >= m->n_layers)
+        return tl_error(TL_EUSAGE, label, "first_k_dense_replace = %d leaves no MoE layer of %d",
+                        m->first_k_dense, m->n_layers);
+    if (m->moe_layers == 0)
+        return tl_error(TL_EUSAGE, label, "no MoE layer among the %d: see moe_layers, moe_layer_freq, "
+                        "decoder_sparse_step, mlp_only_layers and interleave_moe_layer_step", m->n_layers);
+    return 0;
+}
+
+/* The expert width: moe_intermediate_size, else intermediate_size (then the dense width is
+ * intermediate_size_mlp, or 0). */
+static int read_expert_width(json_t *fields, const char *label, tl_model *m)
+{
+    if (present(fields, "moe_intermediate_size"))
+        return tl_json_get_int(fields, "moe_intermediate_size", label, 1, 1, BIG, &m->moe_width);
+    if (m->dense_width <= 0)
+        return tl_error(TL_EUSAGE, label, "missing field 'moe_intermediate_size' (or intermediate_size, "
+                        "the expert width of Mixtral-style configs)");
+    m->moe_width = m->dense_width;
+    m->dense_width = 0;
+    return tl_json_get_int(fields, "intermediate_size_mlp", label, 0, 1, BIG, &m->dense_width);
+}
+
+/* The shared experts: n_shared_experts of the expert width, one of shared_expert_intermediate_size,
+ * or Llama-4's implicit one; their total width must be a whole number of routed experts (so that
+ * tl_model_shared_experts is exact). */
+static int read_shared_experts(json_t *fields, const char *label, tl_model *m)
+{
+    int width = 0;
+    if (get_alias_int(fields, shared_width_keys, label, 0, 0, BIG, &width)) return TL_EUSAGE;
+    const char *type = json_string_value(json_object_get(fields, "model_type"));
+    if (width > 0) {
+        if (m->n_shared == 0) m->n_shared = 1;
+        m->shared_width = width;
+    } else if (type && strcmp(type, "llama4_text") == 0 && !present(fields, "n_shared_experts")) {
+        m->n_shared = 1;
+        m->shared_width = m->moe_width;
+    } else {
+        m->shared_width = m->n_shared > 0 ? m->moe_width : 0;
+    }
+    long long total = (long long)m->n_shared * m->shared_width;
+    if (total % m->moe_width != 0 || total / m->moe_width > 1000)
+        return tl_error(TL_EUSAGE, label, "%d shared expert(s) of width %d are not a whole number (up to 1000) of "
+                        "experts of the routed width %d, which the simulator models", m->n_shared,
+                        m->shared_width, m->moe_width);
+    return 0;
 }
 
 static int model_from_json(json_t *root, const char *label, const char *fallback_name, tl_model *m)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", fallback_name);
+    json_t *f = model_fields(root);
     if (tl_json_get_str(root, "tilelab_name", label, 0, m->name, sizeof m->name) ||
         tl_json_get_str(root, "tilelab_source", label, 0, m->source, sizeof m->source) ||
-        tl_json_get_int(root, "hidden_size", label, 1, 1, BIG, &m->hidden) ||
-        tl_json_get_int(root, "num_hidden_layers", label, 1, 1, 100000, &m->n_layers) ||
-        get_alias_int(root, experts_keys, label, 0, 0, 1000000, &m->n_experts) ||
-        tl_json_get_int(root, "intermediate_size", label, 0, 1, BIG, &m->dense_width) ||
-        tl_json_get_int(root, "n_shared_experts", label, 0, 0, 1000, &m->n_shared) ||
-        tl_json_get_int(root, "first_k_dense_replace", label, 0, 0, 100000, &m->first_k_dense) ||
-        tl_json_get_int(root, "num_attention_heads", label, 0, 1, 100000, &m->n_heads) ||
-        tl_json_get_int(root, "num_key_value_heads", label, 0, 1, 100000, &m->n_kv_heads) ||
-        tl_json_get_int(root, "head_dim", label, 0, 1, 100000, &m->head_dim) ||
-        tl_json_get_int(root, "index_n_heads", label, 0, 0, 100000, &m->index_n_heads) ||
-        tl_json_get_int(root, "index_head_dim", label, 0, 0, 100000, &m->index_head_dim) ||
-        tl_json_get_int(root, "index_topk", label, 0, 0, BIG, &m->index_topk))
+        tl_json_get_int(f, "hidden_size", label, 1, 1, BIG, &m->hidden) ||
+        tl_json_get_int(f, "num_hidden_layers", label, 1, 1, 100000, &m->n_layers) ||
+        get_alias_int(f, experts_keys, label, 0, 0, 1000000, &m->n_experts) ||
+        tl_json_get_int(f, "intermediate_size", label, 0, 1, BIG, &m->dense_width) ||
+        tl_json_get_int(f, "n_shared_experts", label, 0, 0, 1000, &m->n_shared) ||
+        tl_json_get_int(f, "first_k_dense_replace", label, 0, 0, 100000, &m->first_k_dense) ||
+        tl_json_get_int(f, "num_attention_heads", label, 0, 1, 100000, &m->n_heads) ||
+        tl_json_get_int(f, "num_key_value_heads", label, 0, 1, 100000, &m->n_kv_heads) ||
+        tl_json_get_int(f, "head_dim", label, 0, 1, 100000, &m->head_dim) ||
+        tl_json_get_int(f, "index_n_heads", label, 0, 0, 100000, &m->index_n_heads) ||
+        tl_json_get_int(f, "index_head_dim", label, 0, 0, 100000, &m->index_head_dim) ||
+        tl_json_get_int(f, "index_topk", label, 0, 0, BIG, &m->index_topk))
         return TL_EUSAGE;
     if (m->n_experts > 0) {
-        if (tl_json_get_int(root, "moe_intermediate_size", label, 1, 1, BIG, &m->moe_width) ||
-            get_alias_int(root, topk_keys, label, 1, 1, 1000000, &m->top_k))
+        if (read_expert_width(f, label, m) || get_alias_int(f, topk_keys, label, 1, 1, 1000000, &m->top_k))
             return TL_EUSAGE;
         if (m->top_k > m->n_experts)
             return tl_error(TL_EUSAGE, label, "num_experts_per_tok = %d is larger than the %d experts",
                             m->top_k, m->n_experts);
-        if (m->first_k_dense >= m->n_layers)
-            return tl_error(TL_EUSAGE, label, "first_k_dense_replace = %d leaves no MoE layer of %d",
-                            m->first_k_dense, m->n_layers);
-        m->moe_layers = m->n_layers - m->first_k_dense;
-    } else if (positive_alias(root, topk_keys)) {
+        if (count_moe_layers(f, label, m) || read_shared_experts(f, label, m)) return TL_EUSAGE;
+    } else if (positive_alias(f, topk_keys)) {
         /* 0 routed experts, yet each token picks some: neither a MoE nor a dense model */
         return tl_error(TL_EUSAGE, label, "num_experts_per_tok is set, but the model has 0 routed experts");
+    } else if (m->n_shared > 0 || positive_alias(f, shared_width_keys)) {
+        return tl_error(TL_EUSAGE, label, "shared experts are set, but the model has 0 routed experts");
     } else if (m->dense_width <= 0) {
         return tl_error(TL_EUSAGE, label,
                         "missing field 'intermediate_size' (a model without n_routed_experts/num_experts is dense)");
@@ -109,7 +234,7 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
     if (!m->name[0]) snprintf(m->name, sizeof m->name, "%s", fallback_name); /* "tilelab_name": "" */
     if (m->n_kv_heads == 0) m->n_kv_heads = m->n_heads;
     if (m->head_dim == 0 && m->n_heads > 0) m->head_dim = m->hidden / m->n_heads;
-    record_unread(root, m);
+    record_unread(root, f, m);
     return 0;
 }
 
@@ -161,4 +286,10 @@ void tl_model_moe_shape(const tl_model *m, int *n_experts, int *top_k, int *widt
         *top_k = 1;
         *width = m->dense_width;
     }
+}
+
+int tl_model_shared_experts(const tl_model *m)
+{
+    if (m->n_experts <= 0 || m->moe_width <= 0) return 0;
+    return (int)((long long)m->n_shared * m->shared_width / m->moe_width);
 }

@@ -27,6 +27,50 @@ static void list_names(const char *kind, char *buf, size_t len)
     }
 }
 
+/* The most a preset or config file may hold: the presets are a few KiB, a model's config.json with
+ * long layer lists a few hundred. */
+#define MAX_JSON_BYTES (16u << 20)
+
+/* The size of an open file for a message: "17.0 MiB, " ("" when unknown). */
+static const char *size_text(FILE *f, char *buf, size_t n)
+{
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > 0) snprintf(buf, n, "%.1f MiB, ", st.st_size / 1048576.0);
+    else buf[0] = '\0';
+    return buf;
+}
+
+/* Reads the JSON file at path (at most MAX_JSON_BYTES): a named pipe, a device or a folder is
+ * refused without blocking (tl_open_regular), and so is a larger file, before anything is parsed;
+ * `noun` names the input in messages. A key given twice is refused (which value did the author
+ * mean?). Malformed JSON gives TL_OK with *root NULL and err saying where. Cost: one read of the
+ * file, in a buffer that grows to its size. */
+static int read_json_file(const char *path, const char *noun, json_t **root, json_error_t *err)
+{
+    *root = NULL;
+    FILE *f;
+    if (tl_open_regular(path, noun, &f)) return TL_EUSAGE;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap), sizebuf[64];
+    int rc = buf ? 0 : tl_error(TL_EFAIL, path, "out of memory");
+    while (!rc) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap || len > MAX_JSON_BYTES) break; /* the end, or one byte past the cap */
+        size_t next = cap * 2 > MAX_JSON_BYTES + 1 ? MAX_JSON_BYTES + 1 : cap * 2;
+        char *more = realloc(buf, next);
+        if (!more) rc = tl_error(TL_EFAIL, path, "out of memory");
+        else buf = more, cap = next;
+    }
+    if (!rc && ferror(f)) rc = tl_error(TL_EUSAGE, path, "cannot read %s: %s", noun, strerror(errno));
+    else if (!rc && len > MAX_JSON_BYTES)
+        rc = tl_error(TL_EUSAGE, path, "%s: %sover the %u MiB a JSON input may hold", noun,
+                      size_text(f, sizebuf, sizeof sizebuf), MAX_JSON_BYTES >> 20);
+    fclose(f);
+    if (!rc) *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, err);
+    free(buf);
+    return rc;
+}
+
 int tl_preset_read(const char *kind, const char *spec, const char *what, json_t **out, char *label,
                    size_t label_len)
 {
@@ -36,16 +80,8 @@ int tl_preset_read(const char *kind, const char *spec, const char *what, json_t 
     json_t *root;
     if (is_path(spec)) {
         snprintf(label, label_len, "%s", spec);
-        FILE *f = fopen(spec, "rb");
-        if (!f) return tl_error(TL_EUSAGE, what, "cannot open '%s': %s", spec, strerror(errno));
-        struct stat st;
-        if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-            fclose(f);
-            return tl_error(TL_EUSAGE, what, "'%s' is not a regular file", spec);
-        }
-        /* a key given twice is ambiguous (which value did the author mean?) */
-        root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
-        fclose(f);
+        if (read_json_file(spec, strcmp(kind, "hw") == 0 ? "hardware preset" : "model config", &root, &err))
+            return TL_EUSAGE;
     } else {
         char name[256];
         snprintf(name, sizeof name, "%s/%s.json", kind, spec);

@@ -157,6 +157,12 @@ static void test_hw_errors(void **state)
     path = write_tmp("test_presets_array.json", "[1, 2]\n");
     assert_int_equal(tl_hw_load(path, &hw), TL_EUSAGE);
     remove(path);
+    path = write_tmp("test_presets_typo.json", "{\"ceilings\": {\"bf16_tflopz\": {\"measured\": 700}}}\n");
+    char spec[1200];
+    snprintf(spec, sizeof spec, "h200,%s", path);
+    assert_int_equal(tl_hw_load(spec, &hw), TL_EUSAGE); /* a typo is named, not ignored */
+    assert_non_null(strstr(tl_last_error(), "test_presets_typo.json: unknown key 'ceilings.bf16_tflopz'"));
+    remove(path);
 }
 
 static void test_models(void **state)
@@ -231,6 +237,55 @@ static void test_model_errors(void **state)
     remove(path);
 }
 
+static void load_fixture(const char *name, tl_model *m)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/configs/%s.json", TL_SOURCE_DIR, name);
+    assert_int_equal(tl_model_load(path, m), 0);
+}
+
+/* Real configs of other families, their shared experts and the layers that are MoE. */
+static void test_model_families(void **state)
+{
+    (void)state;
+    tl_model m;
+    load_fixture("qwen1.5-moe-a2.7b", &m); /* one shared expert of 5632 = 4 routed experts of 1408 */
+    assert_int_equal(m.n_shared, 1);
+    assert_int_equal(m.shared_width, 5632);
+    assert_int_equal(tl_model_shared_experts(&m), 4);
+    load_fixture("llama-4-scout", &m); /* text_config; one implicit shared expert of the expert width */
+    assert_int_equal(m.hidden, 5120);
+    assert_int_equal(m.moe_width, 8192);
+    assert_int_equal(m.dense_width, 16384);
+    assert_int_equal(m.moe_layers, 48);
+    assert_int_equal(tl_model_shared_experts(&m), 1);
+    assert_null(strstr(m.unused, "text_config"));
+    assert_non_null(strstr(m.unused, "vision_config"));
+    load_fixture("mixtral-8x7b", &m);
+    assert_int_equal(m.moe_width, 14336);
+    assert_int_equal(m.dense_width, 0);
+    assert_int_equal(tl_model_shared_experts(&m), 0);
+    load_fixture("gpt-oss-20b", &m);
+    assert_int_equal(m.top_k, 4);
+    assert_null(strstr(m.unused, "experts_per_token"));
+    assert_int_equal(tl_model_load("deepseek-v2-lite", &m), 0); /* n_shared_experts count as they are */
+    assert_int_equal(m.shared_width, 1408);
+    assert_int_equal(tl_model_shared_experts(&m), 2);
+    assert_int_equal(m.moe_layers, 26);
+    const char *path = write_tmp("test_presets_layers.json",
+                                 "{\"hidden_size\": 64, \"num_hidden_layers\": 58, \"num_experts\": 8,\n"
+                                 " \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"decoder_sparse_step\": 2,\n"
+                                 " \"mlp_only_layers\": [1, 2]}\n");
+    assert_int_equal(tl_model_load(path, &m), 0);
+    assert_int_equal(m.moe_layers, 28); /* layers 3, 5, ..., 57: 29 by the step, less layer 1 */
+    path = write_tmp("test_presets_layers.json",
+                     "{\"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_experts\": 8,\n"
+                     " \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"moe_layers\": [-1]}\n");
+    assert_int_equal(tl_model_load(path, &m), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "moe_layers[0] is not a layer index in [0, 4)"));
+    remove(path);
+}
+
 /* A config's keys the model does not use are named; quantization_config's method is recorded. */
 static void test_model_unused(void **state)
 {
@@ -267,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_pick_instr),      cmocka_unit_test(test_overlay),
         cmocka_unit_test(test_hw_errors),       cmocka_unit_test(test_models),
         cmocka_unit_test(test_model_errors),    cmocka_unit_test(test_model_unused),
+        cmocka_unit_test(test_model_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
