@@ -261,7 +261,7 @@ static void moe_defaults(tl_op_mode mode, moe_args *a, moe_problem *p)
 
 static int moe_parse_sim(const moe_args *a, moe_problem *p)
 {
-    long shared = p->model.n_shared; /* the config's, unless --shared says otherwise */
+    long shared = tl_model_shared_experts(&p->model); /* the config's (in experts of the routed width), unless --shared */
     int rc = a->shared ? tl_parse_long(a->shared, 0, 16, "--shared", &shared) : 0;
     p->n_shared = (int)shared;
     if (!rc && a->tile_m) rc = tl_parse_int(a->tile_m, 1, 4096, "--tile-m", &p->tile_m);

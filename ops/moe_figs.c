@@ -48,7 +48,7 @@ static int check_edges(const tl_model *model, const int *tokens, int ntok)
 /* --shared N, or the model's n_shared_experts when it is not given (as `sim moe`). */
 static int shared_experts(const char *s, const tl_model *model, int *n)
 {
-    *n = model->n_shared;
+    *n = tl_model_shared_experts(model);
     return s ? tl_parse_int(s, 0, 16, "--shared", n) : TL_OK;
 }
 
