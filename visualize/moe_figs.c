@@ -440,7 +440,7 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
     tl_csv_row h = {0}, r = {0};
     const char *p = text;
     int line = 1, rc = 0, got = 0;
-    if (tl_csv_next(&p, &h, &line) != 1) return tl_error(TL_EUSAGE, path, "empty trace file");
+    if (tl_csv_next(&p, &h, &line) != 1) return tl_csv_free(&h), tl_error(TL_EUSAGE, path, "empty trace file");
     const char *need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
     int col[7];
     for (int i = 0; i < 7 && !rc; i++)
