@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
     const char *descr, *name;
@@ -129,6 +130,14 @@ int tl_npy_read(const char *path, tl_npy *a)
     if (!f) return tl_error(TL_EUSAGE, path, "cannot open: %s", strerror(errno));
     int rc = read_header(f, path, a);
     size_t bytes = rc ? 0 : a->count * npy_types[a->type].size;
+    /* the body's length before its allocation: a header may claim any shape */
+    struct stat st;
+    long here = rc ? 0 : ftell(f);
+    if (!rc && (here < 0 || fstat(fileno(f), &st) != 0))
+        rc = tl_error(TL_EFAIL, path, "cannot read: %s", strerror(errno));
+    if (!rc && (size_t)(st.st_size - here) < bytes)
+        rc = tl_error(TL_EUSAGE, path, "truncated: the shape needs %zu bytes of data, the file holds %lld", bytes,
+                      (long long)(st.st_size - here));
     if (!rc) {
         a->data = malloc(bytes ? bytes : 1);
         if (!a->data) rc = tl_error(TL_EFAIL, path, "out of memory (%zu bytes)", bytes);
