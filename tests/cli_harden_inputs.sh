@@ -49,4 +49,11 @@ expect 0 "--from a JSON with a BOM" -- "$tl" bench roofline --from "$tmp/bom.jso
 printf '\xef\xbb\xbfintensity,tflops,label\n10,100,a\n' >"$tmp/bom.csv"
 expect 0 "--points a CSV with a BOM (first column intensity)" -- "$tl" draw roofline --points "$tmp/bom.csv" -o "$tmp/bom.svg"
 
+# ---- work without bounds: refused, saying how much ----
+expect 2 "quantize random rotation of 2^28 values in rows of 2048" -- timeout 20 \
+  "$tl" numerics quantize --scheme mxfp4 --rotate random --row 2048 --n 268435456
+check "the message gives the work and the bound" -- grep -q "1.1e+12 multiply-adds, more than the 6.87e+10 (2^36)" <<<"$LAST_ERR"
+expect 0 "quantize random rotation within the bound" -- \
+  "$tl" numerics quantize --scheme mxfp4 --rotate random --row 64 --n 4096 --seed 1 --format csv
+
 finish
