@@ -56,4 +56,13 @@ check "the message gives the work and the bound" -- grep -q "1.1e+12 multiply-ad
 expect 0 "quantize random rotation within the bound" -- \
   "$tl" numerics quantize --scheme mxfp4 --rotate random --row 64 --n 4096 --seed 1 --format csv
 
+# 2^20 sequences x 2^20 tokens x 16 heads x 128 x 2 x 2 B = 9.0 PB of KV cache, on 288 GB of HBM
+expect 2 "paged-decode KV cache larger than HBM" -- \
+  "$tl" sim paged-decode --hw mi355x --gqa 1 --batch 1048576 --seq 1048576 --kv-heads 16
+check "the message gives both sizes" -- grep -q "KV cache of 9.01 PB .* does not fit in the 288 GB of HBM of mi355x" <<<"$LAST_ERR"
+# 141 GB H200: 2 x 32 x 65536 x 8 x 128 x 2 B = 8.6 GB fits; 64x that (550 GB) does not
+expect 0 "paged-decode that fits" -- "$tl" sim paged-decode --hw h200 --gqa 4 --batch 32 --seq 65536 --kv-heads 8
+expect 2 "paged-decode 550 GB on h200" -- "$tl" sim paged-decode --hw h200 --gqa 4 --batch 2048 --seq 65536 --kv-heads 8
+check "names the preset's 141 GB" -- grep -q "KV cache of 550 GB .* 141 GB of HBM of h200" <<<"$LAST_ERR"
+
 finish
