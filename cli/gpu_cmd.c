@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../core/table.h"
 #include "../simulator/hw.h"
 #include "../simulator/model.h"
+#include "../visualize/csv.h" /* tl_text_file_read */
 #include "../kernels/roofline.h" /* plain C types; its functions exist only in GPU builds */
 
 /* The six ceilings a preset and a roofline measurement both hold, in the order every table lists
@@ -535,16 +535,22 @@ static json_t *object_at(json_t *obj, const char *key, const char **bad)
     return json_is_object(v) ? v : NULL;
 }
 
-/* Reads a file written by --save back into *r (and its label). TL_EUSAGE for an unreadable or
- * malformed file, one without "ceilings", a field of the wrong JSON type, a control character in a
- * string, a value out of range, or more configurations than a report holds. */
+/* A --save result is a few KiB: a --from file larger than this is refused before it is read. */
+#define RESULT_MAX_BYTES ((size_t)16 << 20)
+
+/* Reads a file written by --save back into *r (and its label). TL_EUSAGE for an unreadable file,
+ * one that is not regular (a named pipe is refused, never waited on), larger than RESULT_MAX_BYTES
+ * or malformed, one without "ceilings", a field of the wrong JSON type, a control character in a
+ * string, a value out of range, or more configurations than a report holds. A leading UTF-8
+ * byte-order mark is skipped. */
 static int load_overlay(const char *path, tl_roofline_report *r, char *label, size_t label_cap)
 {
-    struct stat st; /* a folder would read as an empty file: "'[' expected near end of file" */
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return tl_error(TL_EUSAGE, path, "is a folder, not a file");
+    char *text;
+    int rc = tl_text_file_read(path, "the roofline result", RESULT_MAX_BYTES, &text);
+    if (rc) return rc;
     json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root && err.line < 1) return tl_error(TL_EUSAGE, path, "%s", err.text); /* cannot open */
+    json_t *root = json_loads(text, 0, &err);
+    free(text);
     if (!root) return tl_error(TL_EUSAGE, path, "line %d, column %d: %s", err.line, err.column, err.text);
     json_t *c = json_object_get(root, "ceilings");
     if (!json_is_object(root) || !json_is_object(c)) {

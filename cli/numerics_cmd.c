@@ -161,10 +161,24 @@ static const char QUANTIZE_USAGE[] =
     "S: mxfp4 mxfp6_e2m3 mxfp6_e3m2 mxfp8_e4m3 mxfp8_e5m2 fp8_e4m3_tensor fp8_block128 int4_g128_sym\n"
     "   int4_g128_asym, or all. The scale rule matters for the MX schemes only (default floor).\n"
     "--rotate rotates each row of R values (default 128, at most 8192; hadamard needs a power of two,\n"
-    "random at most 2048) before\n"
+    "random at most 2048, and at most 2^36 multiply-adds: 2 x N x R per scheme) before\n"
     "quantizing and rotates back after; errors are measured in the original domain (for these\n"
     "orthogonal rotations rel_rms, sqnr and nmse equal those of the rotated domain; max_abs does not).\n"
     "outliers: N(0,1) with R/64 channels of each row scaled by 20-100x.\n";
+
+/* The random rotation's work is 2 x n x row multiply-adds per scheme (a row times Q, then times
+ * Q^T): bounded so that a run takes a minute or two on one core, not hours (2^28 values of rows of
+ * 2048 would be 1.1e12). Hadamard (n log row) and no rotation stay within the --n cap's cost. */
+#define RANDOM_ROTATION_MAX_MADDS 68719476736.0 /* 2^36 */
+
+static int check_rotation_work(tl_rotation rot, long n, long row, int schemes)
+{
+    double madds = 2.0 * (double)n * (double)row * schemes;
+    if (rot != TL_ROT_RANDOM || madds <= RANDOM_ROTATION_MAX_MADDS) return TL_OK;
+    return tl_error(TL_EUSAGE, "--rotate random", "2 x %ld values x row %ld x %d scheme%s = %.3g multiply-adds, more "
+                    "than the %.3g (2^36) allowed: give a smaller --n or --row", n, row, schemes,
+                    schemes > 1 ? "s" : "", madds, RANDOM_ROTATION_MAX_MADDS);
+}
 
 static int cmd_quantize(int argc, char **argv)
 {
@@ -195,6 +209,7 @@ static int cmd_quantize(int argc, char **argv)
         return tl_error(TL_EUSAGE, "--n", "%ld is not a multiple of the row length %ld", n, row);
     if (rot == TL_ROT_HADAMARD && (row & (row - 1)) != 0)
         return tl_error(TL_EUSAGE, "--row", "hadamard needs a power of two, not %ld", row);
+    if ((rc = check_rotation_work(rot, n, row, only == TL_QS_COUNT ? TL_QS_COUNT : 1))) return rc;
     uint64_t seed = seedv >= 0 ? (uint64_t)seedv : tl_fresh_seed();
     float *x = malloc((size_t)n * sizeof *x);
     if (!x) return tl_error(TL_EFAIL, "numerics quantize", "out of memory for %ld values", n);

@@ -19,7 +19,8 @@ static const char decode_usage[] =
     "usage: tilelab sim paged-decode [--hw mi355x] [--kv-dtype bf16|fp8] --gqa G --batch B --seq L\n"
     "         --kv-heads H [--head-dim 128] [--block 16] [--splits 0] [--format table|csv|json]\n"
     "Split-KV paged decode attention (one query token per sequence): FLOPs, HBM bytes, intensity,\n"
-    "time and limiter (see simulator/decode.h). --splits 0 chooses enough chunks to fill the GPU.\n";
+    "time and limiter (see simulator/decode.h). --splits 0 chooses enough chunks to fill the GPU.\n"
+    "A KV cache larger than the preset's HBM (hbm_gb) is refused.\n";
 
 static int sim_decode(int argc, char **argv)
 {

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define ZIPF_MAX_S 100.0
 #define ZIPF_TRIES 64
@@ -199,14 +198,10 @@ static int next_id(char **p, long *v)
 
 static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return tl_error(TL_EUSAGE, "--routing", "cannot open trace '%s'", path);
-    /* a file or a pipe (<(...)); a device such as /dev/zero would be one endless line */
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
-        fclose(f);
-        return tl_error(TL_EUSAGE, "--routing", "trace '%s' is not a regular file", path);
-    }
+    /* a regular file only: a named pipe would block until a writer came, a device such as
+     * /dev/zero would be one endless line */
+    FILE *f;
+    if (tl_open_regular(path, "the --routing trace", &f)) return TL_EUSAGE;
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -255,7 +250,7 @@ static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
         }
         have++;
     }
-    int unreadable = ferror(f); /* e.g. a folder */
+    int unreadable = ferror(f); /* an I/O error */
     free(line);
     fclose(f);
     if (unreadable) return tl_error(TL_EUSAGE, "--routing", "cannot read trace '%s'", path);

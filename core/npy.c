@@ -123,21 +123,28 @@ static int read_header(FILE *f, const char *path, tl_npy *a)
     return rc;
 }
 
+/* TL_EUSAGE when the rest of the file, from f's position, is shorter than the `bytes` the shape
+ * needs: checked before the body is allocated, so a small file cannot claim gigabytes. */
+static int body_fits(FILE *f, const char *path, size_t bytes)
+{
+    struct stat st;
+    long at = ftell(f);
+    if (at < 0 || fstat(fileno(f), &st) != 0) return tl_error(TL_EUSAGE, path, "cannot read: %s", strerror(errno));
+    size_t left = (size_t)st.st_size > (size_t)at ? (size_t)st.st_size - (size_t)at : 0;
+    if (left < bytes)
+        return tl_error(TL_EUSAGE, path, "truncated: the shape needs %zu bytes of data, the file holds %zu", bytes, left);
+    return TL_OK;
+}
+
 int tl_npy_read(const char *path, tl_npy *a)
 {
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tl_error(TL_EUSAGE, path, "cannot open: %s", strerror(errno));
-    int rc = read_header(f, path, a);
+    FILE *f;
+    int rc = tl_open_regular(path, "the .npy file", &f); /* a named pipe would block until a writer came */
+    if (rc) return rc;
+    rc = read_header(f, path, a);
     size_t bytes = rc ? 0 : a->count * npy_types[a->type].size;
-    /* the body's length before its allocation: a header may claim any shape */
-    struct stat st;
-    long here = rc ? 0 : ftell(f);
-    if (!rc && (here < 0 || fstat(fileno(f), &st) != 0))
-        rc = tl_error(TL_EFAIL, path, "cannot read: %s", strerror(errno));
-    if (!rc && (size_t)(st.st_size - here) < bytes)
-        rc = tl_error(TL_EUSAGE, path, "truncated: the shape needs %zu bytes of data, the file holds %lld", bytes,
-                      (long long)(st.st_size - here));
+    if (!rc) rc = body_fits(f, path, bytes);
     if (!rc) {
         a->data = malloc(bytes ? bytes : 1);
         if (!a->data) rc = tl_error(TL_EFAIL, path, "out of memory (%zu bytes)", bytes);

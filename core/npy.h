@@ -6,8 +6,10 @@
  *   (codes of a packed format), at most TL_NPY_MAX_DIM dimensions. A scalar (shape ()) has one element.
  * Anything else (a bad magic, a truncated header or body, Fortran order, a big-endian or unknown
  * dtype, a shape whose size overflows or disagrees with the file's length, trailing bytes) is
- * TL_EUSAGE with one line naming the file and what is wrong; a file that cannot be opened is
- * TL_EUSAGE too (the user named it). Cost: one pass over the file; memory = its data.
+ * TL_EUSAGE with one line naming the file and what is wrong; a file that cannot be opened, or is
+ * not a regular file (a named pipe is refused at once, never waited on), is TL_EUSAGE too (the user
+ * named it). The body is allocated only once the file is known to hold it. Cost: one pass over the
+ * file; memory = its data.
  * Write: version 1.0, atomically (core/tl.h: never a half-written file). */
 #ifndef TL_NPY_H
 #define TL_NPY_H

@@ -4,6 +4,17 @@
 #include <math.h>
 #include <string.h>
 
+/* The refusal of a KV cache larger than the preset's HBM, its size in decimal units as hbm_gb is. */
+static int kv_too_big(const tl_hw *hw, double kv_bytes)
+{
+    static const char *const units[] = {"GB", "TB", "PB", "EB"};
+    double v = kv_bytes / 1e9;
+    int u = 0;
+    while (v >= 1000 && u < 3) v /= 1000, u++;
+    return tl_error(TL_EUSAGE, "sim paged-decode", "the KV cache of %.3g %s (2 x batch x seq x kv-heads x head-dim "
+                    "elements) does not fit in the %g GB of HBM of %s", v, units[u], hw->hbm_gb, hw->name);
+}
+
 int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -42,6 +53,7 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r)
     double partial_bytes = splits > 1 ? 2.0 * B * H * G * splits * (D + 2.0) * 4.0 : 0.0;
     r->other_bytes = q_bytes + o_bytes + table_bytes + partial_bytes;
     r->hbm_bytes = r->kv_bytes + r->other_bytes;
+    if (hw->hbm_gb > 0 && r->kv_bytes > hw->hbm_gb * 1e9) return kv_too_big(hw, r->kv_bytes);
     r->intensity = r->flops / r->hbm_bytes;
 
     double bw = tl_ceiling_value(hw->ceilings.hbm_read_gbps);

@@ -41,7 +41,8 @@ typedef struct {
 } tl_decode_result;
 
 /* TL_EUSAGE on NULL hw or a value out of range (each >= 1; head_dim <= 1024; batch*heads*seq
- * product overflow). Cost: O(1). */
+ * product overflow), and on a KV cache (kv_bytes) larger than the preset's HBM (hbm_gb, when it
+ * gives one): the message says both sizes. Cost: O(1). */
 int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
 
 #endif

@@ -327,7 +327,7 @@ sed 's/"sm_mhz": [0-9]*/"sm_mhz": "fast"/' "$R" >"$tmp/rf_str.json"
 bad 2 "--from with a string clock" -- "$tl" bench roofline --from "$tmp/rf_str.json"
 bad 2 "--from with --iters (measures nothing)" -- "$tl" bench roofline --from "$R" --iters 5
 bad 2 "--from a folder" -- "$tl" bench roofline --from "$tmp/tr_dir"
-check_msg "is a folder"
+check_msg "(a folder)"
 report $((1 - $?)) "--from a folder named as such" "message: $ERR"
 # --save and --points naming one file: the CSV replaced the overlay, exit 1, the file left behind
 bad 2 "--save and --points one file" -- "$tl" bench roofline --from "$R" --save "$out/same" --points "$out/./same"

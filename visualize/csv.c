@@ -2,6 +2,7 @@
 #include "csv.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,43 +12,44 @@
 
 #include "../core/tl.h"
 
+/* "1.5 MiB" (or "512 bytes" below one KiB), for the size messages. */
+static void size_str(double bytes, char *buf, size_t len)
+{
+    if (bytes < 1024) snprintf(buf, len, "%.0f bytes", bytes);
+    else if (bytes < 1024.0 * 1024) snprintf(buf, len, "%.1f KiB", bytes / 1024);
+    else snprintf(buf, len, "%.1f MiB", bytes / (1024.0 * 1024));
+}
+
 int tl_text_file_read(const char *path, const char *what, size_t max, char **text)
 {
     *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tl_error(TL_EUSAGE, path, "cannot read %s: %s", what, strerror(errno));
-    struct stat fst;
-    if (fstat(fileno(f), &fst) != 0 || !S_ISREG(fst.st_mode)) { /* a folder, a pipe, a device */
-        fclose(f);
-        return tl_error(TL_EUSAGE, path, "not a regular file");
+    FILE *f;
+    int rc = tl_open_regular(path, what, &f); /* a named pipe is refused, not waited on */
+    if (rc) return rc;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        rc = tl_error(TL_EUSAGE, path, "cannot read %s: %s", what, strerror(errno));
+    } else if ((uint64_t)st.st_size > max) { /* refused before a byte is read */
+        char has[32], may[32];
+        size_str((double)st.st_size, has, sizeof has);
+        size_str((double)max, may, sizeof may);
+        rc = tl_error(TL_EUSAGE, path, "%s is %s, more than the %s it may be", what, has, may);
     }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || (size_t)size > max || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        if (size >= 0 && (size_t)size > max)
-            return tl_error(TL_EUSAGE, path, "file larger than %zu MiB", max >> 20);
-        return tl_error(TL_EUSAGE, path, "not a regular file");
-    }
-    char *buf = malloc((size_t)size + 1);
-    if (!buf) {
-        fclose(f);
-        return tl_error(TL_EFAIL, path, "out of memory");
-    }
-    size_t n = fread(buf, 1, (size_t)size, f);
-    int err = ferror(f);
+    size_t size = rc ? 0 : (size_t)st.st_size;
+    char *buf = rc ? NULL : malloc(size + 1);
+    if (!rc && !buf) rc = tl_error(TL_EFAIL, path, "out of memory for %s", what);
+    size_t n = rc ? 0 : fread(buf, 1, size, f);
+    if (!rc && ferror(f)) rc = tl_error(TL_EUSAGE, path, "cannot read %s: %s", what, strerror(errno));
     fclose(f);
-    if (err) {
+    if (!rc && memchr(buf, '\0', n)) rc = tl_error(TL_EUSAGE, path, "%s is not a text file (a NUL byte)", what);
+    if (rc) {
         free(buf);
-        return tl_error(TL_EUSAGE, path, "read error");
+        return rc;
     }
     buf[n] = '\0';
-    if (memchr(buf, '\0', n)) {
-        free(buf);
-        return tl_error(TL_EUSAGE, path, "not a text file");
-    }
+    if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) memmove(buf, buf + 3, n - 2); /* the UTF-8 BOM */
     *text = buf;
-    return 0;
+    return TL_OK;
 }
 
 static int row_putc(tl_csv_row *r, char c)

@@ -1,9 +1,12 @@
 /* visualize/csv.h: reading the CSV and text files the pictures draw from (tilelab's own CSVs,
  * ncu --csv, rocprofv3 counters, `tilelab bench moe --trace`).
  *
- * tl_text_file_read: a whole regular text file into memory, at most `max` bytes; errors are one
- * line naming the file (TL_EUSAGE: missing, not a regular file, too large, holds NUL bytes; TL_EFAIL:
- * out of memory). *text is the caller's to free.
+ * tl_text_file_read: a whole regular text file into memory, at most `max` bytes (a larger file is
+ * refused before it is read, the message giving both sizes); a leading UTF-8 byte-order mark is
+ * dropped (as editors hide it), so *text starts with the first visible character. Errors are one
+ * line naming the file and `what` (TL_EUSAGE: missing, not a regular file (a named pipe is refused,
+ * never waited on), too large, holds NUL bytes; TL_EFAIL: out of memory). *text is the caller's to
+ * free. Cost: one read of the file; memory = its size.
  * tl_csv_next: an RFC 4180 reader (quoted fields may hold commas, "" and newlines) over text at
  * *pp: returns 1 with the next record in *r, 0 at the end, -1 on an unterminated quote or
  * allocation failure; *line counts lines (r->line is the record's first). A row is reused from
