@@ -231,7 +231,8 @@ int tl_hw_load(const char *spec, tl_hw *out)
         }
     }
     if (!base) return tl_error(TL_EUSAGE, "--hw", "empty hardware name");
-    int rc = hw_from_json(base, n > 1 ? label : first_label, out);
+    /* after a merge, a bad field may come from any file of the chain: name the chain */
+    int rc = hw_from_json(base, n > 1 ? spec : first_label, out);
     json_decref(base);
     if (rc) memset(out, 0, sizeof *out);
     return rc;

@@ -42,7 +42,7 @@ static const char *size_text(FILE *f, char *buf, size_t n)
 
 /* Reads the JSON file at path (at most MAX_JSON_BYTES): a named pipe, a device or a folder is
  * refused without blocking (tl_open_regular), and so is a larger file, before anything is parsed;
- * `noun` names the input in messages. A key given twice is refused (which value did the author
+ * `noun` names the input in messages. A leading UTF-8 byte-order mark is skipped. A key given twice is refused (which value did the author
  * mean?). Malformed JSON gives TL_OK with *root NULL and err saying where. Cost: one read of the
  * file, in a buffer that grows to its size. */
 static int read_json_file(const char *path, const char *noun, json_t **root, json_error_t *err)
@@ -66,7 +66,9 @@ static int read_json_file(const char *path, const char *noun, json_t **root, jso
         rc = tl_error(TL_EUSAGE, path, "%s: %sover the %u MiB a JSON input may hold", noun,
                       size_text(f, sizebuf, sizeof sizebuf), MAX_JSON_BYTES >> 20);
     fclose(f);
-    if (!rc) *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, err);
+    /* a leading UTF-8 byte-order mark is skipped, as the editors that write it hide it */
+    size_t bom = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    if (!rc) *root = json_loadb(buf + bom, len - bom, JSON_REJECT_DUPLICATES, err);
     free(buf);
     return rc;
 }
@@ -144,13 +146,15 @@ int tl_json_get_int(json_t *obj, const char *key, const char *label, int require
         if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", key);
         return 0;
     }
-    double d;
-    if (json_is_integer(v)) d = (double)json_integer_value(v);
-    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))) d = json_real_value(v);
-    else return tl_error(TL_EUSAGE, label, "field '%s' must be an integer", key);
-    if (d < (double)lo || d > (double)hi)
-        return tl_error(TL_EUSAGE, label, "field '%s' = %.0f is outside [%ld, %ld]", key, d, lo, hi);
-    *out = (int)d;
+    double d = json_number_value(v);
+    if (!json_is_integer(v) && !(json_is_real(v) && d == floor(d)))
+        return tl_error(TL_EUSAGE, label, "field '%s' must be an integer", key);
+    if (json_is_real(v) && (d < (double)lo || d > (double)hi)) /* 1e300 is not cast to an integer */
+        return tl_error(TL_EUSAGE, label, "field '%s' = %g is outside [%ld, %ld]", key, d, lo, hi);
+    json_int_t i = json_is_integer(v) ? json_integer_value(v) : (json_int_t)d; /* not through a double */
+    if (i < lo || i > hi)
+        return tl_error(TL_EUSAGE, label, "field '%s' = %lld is outside [%ld, %ld]", key, (long long)i, lo, hi);
+    *out = (int)i;
     return 0;
 }
 

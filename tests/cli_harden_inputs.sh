@@ -65,4 +65,20 @@ expect 0 "paged-decode that fits" -- "$tl" sim paged-decode --hw h200 --gqa 4 --
 expect 2 "paged-decode 550 GB on h200" -- "$tl" sim paged-decode --hw h200 --gqa 4 --batch 2048 --seq 65536 --kv-heads 8
 check "names the preset's 141 GB" -- grep -q "KV cache of 550 GB .* 141 GB of HBM of h200" <<<"$LAST_ERR"
 
+# presets and configs: the same guards in simulator/presets.c and the overlay chain
+expect 2 "models FIFO" -- timeout 5 "$tl" models "$tmp/fifo"
+check "models FIFO says named pipe" -- fifo_refused
+expect 2 "hw show FIFO" -- timeout 5 "$tl" hw show "$tmp/fifo"
+check "hw show FIFO says named pipe" -- fifo_refused
+{ head -c $((17 << 20)) /dev/zero | tr '\0' ' '; cat "$src/presets/hw/h200.json"; } >"$tmp/bighw.json"
+expect 2 "hw show a 17 MiB preset" -- timeout 20 "$tl" hw show "$tmp/bighw.json"
+check "gives the size and the limit" -- grep -q "17.0 MiB.*16 MiB" <<<"$LAST_ERR"
+{ printf '\xef\xbb\xbf'; cat "$src/presets/hw/h200.json"; } >"$tmp/bomhw.json"
+expect 0 "hw show a preset with a BOM" -- "$tl" hw show "$tmp/bomhw.json"
+echo '{"cus": -5}' >"$tmp/bad.json"; echo '{"launch_us": 3}' >"$tmp/good.json"
+expect 2 "hw show h200,bad,good" -- "$tl" hw show "h200,$tmp/bad.json,$tmp/good.json"
+check "blames the chain, not good.json alone" -- grep -q "h200,.*bad.json,.*good.json: field 'cus' = -5" <<<"$LAST_ERR"
+sed 's/"cus": 132/"cus": 9223372036854775807/' "$src/presets/hw/h200.json" >"$tmp/bigcus.json"
+expect 2 "cus = 2^63 - 1" -- "$tl" hw show "$tmp/bigcus.json"
+check "echoed as given, not ...808" -- grep -q "'cus' = 9223372036854775807 is outside" <<<"$LAST_ERR"
 finish
