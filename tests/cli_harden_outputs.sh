@@ -10,7 +10,7 @@
 #   - a full disk says "No space left on device", and the tour stops at the first output it
 #     cannot write, with that one line.
 # Devices are made with mknod in $tmp (root), never the real /dev/null; the full disk is a 64 KiB
-# tmpfs (skipped, with a note, where mount is not allowed). About 10 s (30 s with ASan), most of it
+# tmpfs (skipped, with a note, where mount is not allowed). About 8 s (40 s with ASan), most of it
 # the tour's steps before its first picture.
 #   bash tests/cli_harden_outputs.sh <tilelab> <source-dir>
 set -u
@@ -87,7 +87,7 @@ check "no temporary file is left (item 1)" -- no_tmp
 # status must say the signal ended it (a run that finished first would test nothing).
 killed_clean() { # SIGNAME
   ulimit -c 0
-  env --default-signal=INT,QUIT "$tl" draw timeline --tokens 200000 -o "sig.png" 2>/dev/null &
+  env --default-signal=INT,QUIT "$tl" draw timeline --tokens 20000 -o "sig.png" 2>/dev/null &
   local pid=$! i rc
   for i in $(seq 1000); do compgen -G "sig.png.tmp.*" >/dev/null && break; sleep 0.01; done
   kill -s "$1" "$pid"
