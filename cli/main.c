@@ -161,10 +161,10 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "--version") == 0) rc = cmd_version(argc - 1, argv + 1);
     else if (c) rc = c->fn(argc - 1, argv + 1);
     else rc = tl_error(TL_EUSAGE, "command", "unknown command '%s' (try tilelab --help)", argv[1]);
-    /* output that could not be written (a full disk, a closed pipe) is a failure, not success */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        if (rc == 0) rc = tl_error(TL_EFAIL, "standard output", "write failed: %s", strerror(errno));
-    }
+    /* output that could not be written (a full disk, a closed pipe) is a failure, not success;
+     * the reason is the errno of this last flush, which retries what an earlier write left */
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) rc = tl_write_error("standard output", NULL, errno);
     if (rc != 0) tl_report_error();
     return rc;
 }

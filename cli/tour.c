@@ -8,6 +8,7 @@
  * Cost: well under a minute on one core; no GPU needed (GPU steps say when they were skipped). */
 #include "cli.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -42,9 +43,23 @@ static void expand_line(const tour *t, const char *line, char *expanded, size_t 
     expanded[n] = '\0';
 }
 
+/* Flushes standard output. A write that failed, in this flush or an earlier one (the stream's
+ * error flag stays set), becomes a write error on `where` (TL_EFAIL, tl_write_error) unless rc
+ * already says the step failed; the flag is cleared. Returns rc or that error. */
+static int flush_stdout(int rc, const char *where)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    int e = errno;
+    clearerr(stdout);
+    return rc ? rc : tl_write_error(where, NULL, e);
+}
+
 /* Splits a step's line at spaces, then expands "{out}" in each word, so that an output folder with
- * spaces in its name stays one argument; runs it. */
-static int run_line(tour *t, tl_cmd_fn fn, const char *line)
+ * spaces in its name stays one argument; runs it with its standard output going to `where` (the
+ * name used if that output cannot be written). A failed step is counted and its error printed,
+ * except a write error (a full disk): the tour stops on it and the command prints that one line. */
+static int run_line(tour *t, tl_cmd_fn fn, const char *line, const char *where)
 {
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", line);
@@ -60,29 +75,29 @@ static int run_line(tour *t, tl_cmd_fn fn, const char *line)
     argv[argc] = NULL;
     optind = 0; /* commands may parse with getopt_long: reset its state between steps */
     tl_clear_error();
-    int rc = fn(argc, argv);
-    fflush(stdout);
+    int rc = flush_stdout(fn(argc, argv), where);
     t->steps++;
     if (rc != 0) {
-        tl_report_error();
+        if (!tl_last_error_is_write()) tl_report_error();
         t->failures++;
     }
     return rc;
 }
 
-/* Runs a step with its standard output sent to the open file descriptor fd (left open). A step
- * that cannot be redirected counts as failed: TL_EFAIL, recorded. */
-static int run_line_to_fd(tour *t, tl_cmd_fn fn, const char *line, int fd, const char *what)
+/* Runs a step with its standard output sent to the open file descriptor fd (left open), named
+ * `where` in a write error. A step that cannot be redirected counts as failed: TL_EFAIL, recorded;
+ * so does the tour's own standard output if it could not be written (then a write error). */
+static int run_line_to_fd(tour *t, tl_cmd_fn fn, const char *line, int fd, const char *where)
 {
-    fflush(stdout);
+    int rc = flush_stdout(TL_OK, "standard output");
+    if (rc) return rc;
     int saved = dup(STDOUT_FILENO);
     if (saved < 0 || dup2(fd, STDOUT_FILENO) < 0) {
         if (saved >= 0) close(saved);
         t->failures++;
-        return tl_error(TL_EFAIL, what, "cannot send the step's output there");
+        return tl_error(TL_EFAIL, where, "cannot send the step's output there");
     }
-    int rc = run_line(t, fn, line);
-    fflush(stdout);
+    rc = run_line(t, fn, line, where);
     dup2(saved, STDOUT_FILENO);
     close(saved);
     return rc;
@@ -114,8 +129,8 @@ static int tour_step(tour *t, tl_cmd_fn fn, const char *title, const char *line)
     expand_line(t, line, expanded, sizeof expanded);
     printf("\n=== %s\n$ tilelab %s\n", title, expanded);
     FILE *out = tmpfile();
-    if (!out) return run_line(t, fn, line); /* nowhere to hold it: shown whole */
-    int rc = run_line_to_fd(t, fn, line, fileno(out), "tour");
+    if (!out) return run_line(t, fn, line, "standard output"); /* nowhere to hold it: shown whole */
+    int rc = run_line_to_fd(t, fn, line, fileno(out), "the tour's temporary file");
     show_cut(out, expanded);
     fclose(out);
     return rc;
@@ -133,12 +148,13 @@ static int tour_step_to_file(tour *t, tl_cmd_fn fn, const char *title, const cha
     if (rc) return rc;
     int fd = open(a.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
+        rc = tl_write_error(path, NULL, errno); /* before abort, which may change errno */
         tl_atomic_abort(&a);
         t->failures++;
-        return tl_error(TL_EFAIL, path, "cannot open for writing");
+        return rc;
     }
     rc = run_line_to_fd(t, fn, line, fd, path);
-    close(fd);
+    if (close(fd) != 0 && !rc) rc = tl_write_error(path, NULL, errno);
     if (rc) {
         tl_atomic_abort(&a);
         return rc;
@@ -212,13 +228,11 @@ int tl_cmd_tour(int argc, char **argv)
 
     for (size_t i = 0; i < sizeof tour_steps / sizeof tour_steps[0]; i++) {
         const tour_entry *e = &tour_steps[i];
-        if (!e->to_file) {
-            tour_step(&t, e->fn, e->title, e->line);
-            continue;
-        }
         char path[TOUR_MAX_OUT + 64];
-        snprintf(path, sizeof path, "%s/%s", t.out_dir, e->to_file);
-        tour_step_to_file(&t, e->fn, e->title, e->line, path);
+        snprintf(path, sizeof path, "%s/%s", t.out_dir, e->to_file ? e->to_file : "");
+        rc = e->to_file ? tour_step_to_file(&t, e->fn, e->title, e->line, path)
+                        : tour_step(&t, e->fn, e->title, e->line);
+        if (rc && tl_last_error_is_write()) return rc; /* a full disk: every later step would fail too */
     }
 
     printf("\ntilelab tour: %d steps, %d failed; pictures in %s/\n", t.steps, t.failures, t.out_dir);

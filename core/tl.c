@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,9 +13,11 @@
 #include <unistd.h>
 
 static _Thread_local char last_error[512];
+static _Thread_local int last_is_write; /* the last error came from tl_write_error */
 
 int tl_error(int status, const char *what, const char *fmt, ...)
 {
+    last_is_write = 0;
     int n = snprintf(last_error, sizeof last_error, "%s: ", what ? what : "tilelab");
     if (n < 0 || (size_t)n >= sizeof last_error) return status;
     va_list ap;
@@ -25,7 +28,22 @@ int tl_error(int status, const char *what, const char *fmt, ...)
 }
 
 const char *tl_last_error(void) { return last_error; }
-void tl_clear_error(void) { last_error[0] = '\0'; }
+void tl_clear_error(void)
+{
+    last_error[0] = '\0';
+    last_is_write = 0;
+}
+
+int tl_write_error(const char *path, const char *what, int err)
+{
+    const char *reason = err ? strerror(err) : "write error";
+    if (what) tl_error(TL_EFAIL, path, "cannot write %s: %s", what, reason);
+    else tl_error(TL_EFAIL, path, "cannot write: %s", reason);
+    last_is_write = 1;
+    return TL_EFAIL;
+}
+
+int tl_last_error_is_write(void) { return last_is_write; }
 
 void tl_report_error(void)
 {
@@ -114,20 +132,55 @@ uint64_t tl_fresh_seed(void)
 
 /* ---- atomic files ---- */
 
-/* Temporary files of writers in progress. If SIGINT, SIGTERM or SIGHUP ends the process (Ctrl-C,
- * `timeout`), the handler removes them before the signal's default action, so that no
- * "<path>.tmp.<pid>" outlives an interrupted run. Handlers are installed on the first
- * tl_atomic_begin, only for signals still at their default disposition. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a named pipe" : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
+/* Temporary files of writers in progress, removed by the handler of every signal that would end
+ * the process, before the signal's default action; see tl.h. Handlers are installed on the first
+ * tl_atomic_begin, only for signals still at their default disposition (a sanitizer's or a
+ * caller's own handler, or an inherited SIG_IGN, is left as it is). */
 #define PENDING_MAX 8
 static char pending[PENDING_MAX][sizeof(((tl_atomic *)0)->tmp)];
 static volatile sig_atomic_t pending_used[PENDING_MAX];
+static int pending_count;  /* entries in use (changed outside signal handlers only) */
+static int xfsz_toggled;   /* 1: SIGXFSZ was at its default, so it is ignored while pending_count > 0 */
+
+/* The signals whose default action is to end the process (or end it with a core), other than
+ * SIGKILL and SIGSTOP, which cannot be caught, and SIGXFSZ, which is ignored instead. */
+static const int ending_signals[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV, SIGUSR2,
+    SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF, SIGSYS,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+#ifdef SIGIO
+    SIGIO,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+};
 
 static void remove_pending_and_reraise(int sig)
 {
     for (int i = 0; i < PENDING_MAX; i++)
         if (pending_used[i]) unlink(pending[i]); /* async-signal-safe */
     signal(sig, SIG_DFL);
-    raise(sig);
+    raise(sig); /* delivered when the handler returns (a fault: when the instruction runs again) */
+}
+
+/* Installs the handler for sig if sig is at its default disposition. */
+static void watch_signal(int sig)
+{
+    struct sigaction old, sa;
+    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL) return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_pending_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
 }
 
 static void watch_signals(void)
@@ -135,15 +188,13 @@ static void watch_signals(void)
     static int installed = 0;
     if (installed) return;
     installed = 1;
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        struct sigaction old, sa;
-        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = remove_pending_and_reraise;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
-    }
+    for (size_t i = 0; i < sizeof ending_signals / sizeof ending_signals[0]; i++)
+        watch_signal(ending_signals[i]);
+#ifdef SIGRTMIN
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) watch_signal(sig);
+#endif
+    struct sigaction old;
+    xfsz_toggled = sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL;
 }
 
 static void pending_add(const char *tmp)
@@ -153,6 +204,7 @@ static void pending_add(const char *tmp)
         if (!pending_used[i]) {
             memcpy(pending[i], tmp, strlen(tmp) + 1);
             pending_used[i] = 1;
+            if (pending_count++ == 0 && xfsz_toggled) signal(SIGXFSZ, SIG_IGN);
             return;
         }
 }
@@ -160,22 +212,70 @@ static void pending_add(const char *tmp)
 static void pending_drop(const char *tmp)
 {
     for (int i = 0; i < PENDING_MAX; i++)
-        if (pending_used[i] && strcmp(pending[i], tmp) == 0) pending_used[i] = 0;
+        if (pending_used[i] && strcmp(pending[i], tmp) == 0) {
+            pending_used[i] = 0;
+            if (--pending_count == 0 && xfsz_toggled) signal(SIGXFSZ, SIG_DFL);
+        }
+}
+
+/* Sets a->path to the regular file at the end of the symbolic link(s) `link`. */
+static int follow_link(tl_atomic *a, const char *link)
+{
+    char target[PATH_MAX];
+    if (!realpath(link, target)) return tl_error(TL_EUSAGE, link, "cannot follow the symbolic link: %s", strerror(errno));
+    if (strlen(target) >= sizeof a->path) return tl_error(TL_EUSAGE, link, "the link's target's name is too long");
+    strcpy(a->path, target);
+    return TL_OK;
+}
+
+/* What an existing output name is, and whether it may be written (see tl.h): TL_OK with a's path,
+ * direct and mode set, or TL_EUSAGE. A name that does not exist yet (or cannot be examined) is
+ * left for the writer's open to report. */
+static int check_target(tl_atomic *a, const char *path)
+{
+    strcpy(a->path, path);
+    a->direct = 0;
+    a->mode = -1;
+    struct stat st, lst;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            return tl_error(TL_EUSAGE, path, "symbolic link to no file (%s): not followed", strerror(e));
+        return TL_OK;
+    }
+    if (S_ISCHR(st.st_mode)) {
+        a->direct = 1;
+        return TL_OK;
+    }
+    if (!S_ISREG(st.st_mode))
+        return tl_error(TL_EUSAGE, path, "is %s: an output must be a regular file or a character device",
+                        file_kind(st.st_mode));
+    if ((st.st_mode & 0222) == 0 || access(path, W_OK) != 0)
+        return tl_error(TL_EUSAGE, path, "is read-only: not replaced");
+    a->mode = (int)(st.st_mode & 0777);
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) return follow_link(a, path);
+    return TL_OK;
 }
 
 int tl_atomic_begin(tl_atomic *a, const char *path)
 {
     if (!path || !*path) return tl_error(TL_EUSAGE, "output", "empty file name");
     if (strlen(path) >= sizeof a->path) return tl_error(TL_EUSAGE, "output", "file name too long");
-    strcpy(a->path, path);
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
+    int rc = check_target(a, path);
+    if (rc) return rc;
+    if (a->direct) {
+        strcpy(a->tmp, path);
+        return TL_OK;
+    }
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", a->path, (long)getpid());
     pending_add(a->tmp);
     return TL_OK;
 }
 
 int tl_atomic_commit(tl_atomic *a)
 {
-    if (rename(a->tmp, a->path) != 0) {
+    if (a->direct) return TL_OK;
+    if ((a->mode >= 0 && chmod(a->tmp, (mode_t)a->mode) != 0) || rename(a->tmp, a->path) != 0) {
         int e = errno;
         remove(a->tmp);
         pending_drop(a->tmp);
@@ -187,14 +287,9 @@ int tl_atomic_commit(tl_atomic *a)
 
 void tl_atomic_abort(tl_atomic *a)
 {
+    if (a->direct) return;
     remove(a->tmp);
     pending_drop(a->tmp);
-}
-
-static const char *file_kind(mode_t m)
-{
-    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a named pipe" : S_ISCHR(m) ? "a character device"
-           : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
 }
 
 int tl_open_regular(const char *path, const char *what, FILE **f)

@@ -55,20 +55,54 @@ uint64_t tl_fresh_seed(void);
 int tl_cmp_double(const void *a, const void *b);
 
 /* ---- atomic output files ----
- * Writers never leave a half-written file: they write to "<path>.tmp.<pid>" and rename it over
- * <path> on success, or remove it on failure. Between begin and commit/abort the tmp name is
- * registered, and SIGINT, SIGTERM or SIGHUP (when left at their default action) remove it before
- * ending the process (up to 8 writers at once are watched). */
+ * Writers never leave a half-written file: they write to a->tmp, "<path>.tmp.<pid>" beside the
+ * file, and tl_atomic_commit renames it over the file on success; tl_atomic_abort removes it on
+ * failure. What the name given may already be, decided by tl_atomic_begin before any work:
+ *   - nothing: a new file (mode from the umask);
+ *   - a regular file: replaced, and the new file keeps its permission bits (rwx for user, group,
+ *     other; set-id bits are dropped) but not its owner; refused (TL_EUSAGE "is read-only") when
+ *     it has no write bit or this process may not write it, as `cp` would not overwrite it;
+ *   - a symbolic link (to a link, ...) to a regular file: followed on purpose: the target's
+ *     contents are replaced (the temporary file lies beside the target, so the rename stays on
+ *     one file system) and the link is kept; a link to nothing is refused (TL_EUSAGE);
+ *   - a character device (/dev/null, /dev/full, a terminal): written straight through, a->tmp is
+ *     the name itself (a->direct = 1): nothing is renamed or removed, a failed write is reported
+ *     and whatever reached the device stays there;
+ *   - anything else (a folder, a named pipe, a block device, a socket): refused (TL_EUSAGE "is a
+ *     named pipe: an output must be a regular file or a character device"). A pipe is refused
+ *     rather than written through because the picture writer opens its name twice (a probe, then
+ *     the surface): the reader would see the end of the file after the probe.
+ * Between begin and commit/abort the temporary name is registered (up to 8 writers at once):
+ * every signal whose default action ends the process (INT, TERM, HUP, QUIT, ALRM, USR1, USR2,
+ * PIPE, XCPU, PROF, VTALRM, the real-time ones, and the faults ABRT, SEGV, BUS, FPE, ILL, TRAP,
+ * SYS where still at their default) removes it, then ends the process as the signal would have.
+ * SIGXFSZ (a file size limit, `ulimit -f`) is ignored while a temporary file is registered, so
+ * that the write fails with EFBIG, the writer's error path removes the file and the error says
+ * "File too large"; its default action comes back once none is. */
 typedef struct {
-    char path[4096];
-    char tmp[4200];
+    char path[4096]; /* the file written: the name given, or the target its symbolic link names */
+    char tmp[4200];  /* where the writer writes: "<path>.tmp.<pid>", or path itself when direct */
+    int direct;      /* 1 when path is a character device written straight through */
+    int mode;        /* permission bits of the file replaced, -1 for a new file or a device */
 } tl_atomic;
-/* Prepares tmp; returns TL_EUSAGE if path is empty or too long. Creates nothing yet. */
+/* Decides as above. TL_EUSAGE (one message naming the path) if path is empty, too long, a link to
+ * nothing, read-only or of a kind refused. Creates nothing yet. */
 int tl_atomic_begin(tl_atomic *a, const char *path);
-/* Renames tmp onto path; on failure removes tmp and returns TL_EFAIL. */
+/* Gives tmp the mode of the file it replaces and renames it onto path; on failure removes tmp
+ * and returns TL_EFAIL. Direct: nothing to do, TL_OK. */
 int tl_atomic_commit(tl_atomic *a);
-/* Removes tmp if it exists. */
+/* Removes tmp if it exists (direct: leaves the device alone). */
 void tl_atomic_abort(tl_atomic *a);
+
+/* Records "<path>: cannot write <what>: <reason>" and returns TL_EFAIL, for an output that could
+ * not be written. reason is strerror(err) ("No space left on device", "File too large") when err
+ * is set, else "write error" (a library that reports no errno). `what` may be NULL:
+ * "<path>: cannot write: <reason>". tl_last_error_is_write() is 1 after it, until the next
+ * tl_error or tl_clear_error. */
+int tl_write_error(const char *path, const char *what, int err);
+/* 1 when the last error recorded came from tl_write_error: a full disk or a size limit, which
+ * the next output to the same place would meet too. */
+int tl_last_error_is_write(void);
 
 /* Opens `path` for reading only if it is a regular file: a folder, a named pipe (which would block
  * the open until a writer came), a device or a socket is TL_EUSAGE "<path>: not a regular file

@@ -258,7 +258,7 @@ bad 1 "picture in a missing folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x
 check_msg "$tmp/none/x.png: cannot create the picture file: "
 report $((1 - $?)) "names the picture, not its temporary file" "message: $ERR"
 mkdir -p "$out/isdir.png"
-bad 1 "picture onto a folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$out/isdir.png"
+bad 2 "picture onto a folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$out/isdir.png"
 bad 2 "picture .gif" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$out/x.gif"
 bad 2 "-o empty" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o ""
 bad 2 "tour --out a file" -- "$tl" tour --out "$tmp/afile"

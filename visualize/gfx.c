@@ -153,6 +153,7 @@ int tl_gfx_close(tl_gfx *g)
 {
     if (!g) return TL_EFAIL;
     cairo_status_t st = cairo_status(g->cr);
+    errno = 0; /* a write error's reason: Cairo reports none, its stdio writes leave errno */
     if (st == CAIRO_STATUS_SUCCESS && g->kind == SURF_PNG) {
         cairo_surface_flush(g->surface);
         st = cairo_surface_write_to_png(g->surface, g->out.tmp);
@@ -164,7 +165,8 @@ int tl_gfx_close(tl_gfx *g)
         st = cairo_surface_status(g->surface);
     }
     if (st != CAIRO_STATUS_SUCCESS) {
-        tl_error(TL_EFAIL, g->out.path, "drawing failed: %s", cairo_status_to_string(st));
+        if (st == CAIRO_STATUS_WRITE_ERROR) tl_write_error(g->out.path, "the picture", errno);
+        else tl_error(TL_EFAIL, g->out.path, "drawing failed: %s", cairo_status_to_string(st));
         tl_atomic_abort(&g->out);
         destroy(g);
         return TL_EFAIL;
