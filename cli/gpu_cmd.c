@@ -415,9 +415,11 @@ static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *
     }
     json_object_set_new(root, "configurations", pts);
 
+    errno = 0;
     int st = json_dump_file(root, a->tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    int e = errno;
     json_decref(root);
-    return st != 0 ? tl_error(TL_EFAIL, a->path, "cannot write the overlay") : TL_OK;
+    return st != 0 ? tl_write_error(a->path, "the overlay", e) : TL_OK;
 }
 
 /* Writes every configuration as CSV to the temporary file of a; the caller commits or aborts. */
@@ -449,7 +451,9 @@ static int write_points(tl_atomic *a, const tl_roofline_report *r, const char *l
         st = tl_error(TL_EFAIL, a->path, "cannot open for writing: %s", strerror(errno));
     } else {
         tl_table_print(t, TL_FMT_CSV, NULL, f);
-        if (fclose(f) != 0) st = tl_error(TL_EFAIL, a->path, "cannot write");
+        errno = 0;
+        int bad = ferror(f) != 0;
+        if ((fclose(f) != 0) | bad) st = tl_write_error(a->path, "the points", errno);
     }
     tl_table_free(t);
     return st;

@@ -134,6 +134,14 @@ if [ $gpu_build -eq 0 ]; then
   expect 1 "run --device gpu without a GPU" -- "$tl" run moe "${ins[@]}" --output "$tmp/bad.npy" --device gpu "${small[@]}"
   check "it says why" -- grep -q "without a GPU" <<<"$LAST_ERR"
 fi
+if mkdir "$tmp/full" && mount -t tmpfs -o size=16k tmpfs "$tmp/full" 2>/dev/null; then
+  head -c 65536 /dev/zero >"$tmp/full/fill" 2>/dev/null
+  expect 1 "run onto a full disk" -- "$tl" run moe "${ins[@]}" --output "$tmp/full/o.npy" "${small[@]}"
+  check "the full disk is named, nothing is left" -- bash -c 'grep -q "o.npy: cannot write the .npy file: No space left on device" <<<"$0" && ! compgen -G "$1/o.npy*" >/dev/null' "$LAST_ERR" "$tmp/full"
+  umount "$tmp/full"
+else
+  echo "note: mount -t tmpfs is not allowed here: the full-disk case of run did not run"
+fi
 check "no temporary file is left" -- bash -c '! compgen -G "$0/*.tmp.*" >/dev/null' "$tmp"
 expect 0 "run --help" -- "$tl" run moe --help
 check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"
