@@ -148,6 +148,9 @@ typedef struct tl_op {
      * list of lists ends with NULL). */
     const char *const *test_args;
     const char *const *const *bad_args;
+    /* Arguments of the real shapes whose modelled work the test compares with the counted work
+     * (no inputs are made), ending with NULL. */
+    const char *const *bench_args;
 } tl_op;
 
 /* The table (ops/ops.c), NULL-terminated. */

@@ -1003,6 +1003,7 @@ static const char *const moe_bad_tp[] = {"--tp", "3", NULL}; /* does not divide 
 static const char *const moe_bad_topk[] = {"--experts", "4", "--topk", "5", NULL};
 static const char *const moe_bad_dtype[] = {"--dtype", "fp7", NULL};
 static const char *const moe_bad_huge[] = {"--tokens", "99999999999", NULL};
+static const char *const moe_bench_args[] = {"--tokens", "1,8,64,256,1024", NULL};
 static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_tp, moe_bad_topk,
                                                    moe_bad_dtype, moe_bad_huge, NULL};
 
@@ -1042,4 +1043,5 @@ const tl_op tl_op_moe = {
     .figures = tl_moe_figures,
     .test_args = moe_test_args,
     .bad_args = moe_bad_args,
+    .bench_args = moe_bench_args,
 };

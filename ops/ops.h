@@ -26,6 +26,7 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
 
 /* the rows, and the figures of each (ops/OP_figs.c) */
 extern const tl_op tl_op_moe;
+extern const tl_op tl_op_topk;
 extern const tl_op_figure tl_moe_figures[];
 
 #endif
