@@ -3,6 +3,8 @@
  * the kernels (the .hip files of kernels/), which define the same names, instead of this file. */
 #include "bench.h"
 #include "moe.h"
+#include "topk.h"
 
 const tl_gpu_api *const tl_gpu_kernels = NULL;
 const tl_moe_gpu_api *const tl_moe_gpu_kernels = NULL;
+const tl_topk_gpu_api *const tl_topk_gpu_kernels = NULL;
