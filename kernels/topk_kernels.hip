@@ -5,7 +5,7 @@
  * vectors that hold any of them, [v0, v1), are cut into `split` contiguous chunks in index order,
  * chunk j = [v0 + nv j / split, v0 + nv (j + 1) / split). A vector at the edge of a row also holds
  * positions of the neighbouring row (or the allocation's padding): their lanes are masked, never
- * counted. Tiles: a block reads TOPK_U x TOPK_THREADS vectors at a time, vector u x TOPK_THREADS + x
+ * counted. Tiles: a block reads TOPK_U (the gather: GATHER_U) x TOPK_THREADS vectors at a time, vector u x TOPK_THREADS + x
  * of the tile by thread x, so the tile's index order is (u, thread, lane).
  * Keys: numerics/keys.h (float32: 32-bit keys; bfloat16, float16: 16-bit keys).
  */
@@ -61,12 +61,14 @@ static __device__ __forceinline__ ChunkRange chunk_of(int b, int j, int split, l
     return r;
 }
 
-/* Loads the tile at `base` of the chunk: vector u of this thread is base + u NT + threadIdx.x
+/* Loads the tile at `base` of the chunk (U vectors a thread: TOPK_U, or GATHER_U in topk_gather):
+ * vector u of this thread is base + u NT + threadIdx.x
  * (zero past the chunk: those lanes are masked by tile_pos). */
-static __device__ __forceinline__ void load_tile(const uint4 *vec, long long base, long long hi, uint4 (&v)[TOPK_U])
+template <int U>
+static __device__ __forceinline__ void load_tile(const uint4 *vec, long long base, long long hi, uint4 (&v)[U])
 {
 #pragma unroll
-    for (int u = 0; u < TOPK_U; u++) {
+    for (int u = 0; u < U; u++) {
         const long long vi = base + (long long)u * NT + threadIdx.x;
         v[u] = vi < hi ? vec[vi] : make_uint4(0u, 0u, 0u, 0u);
     }
@@ -255,6 +257,10 @@ __global__ void __launch_bounds__(NT) topk_count(const uint4 *scores, long n, in
     if (threadIdx.x == 0) chunk[(size_t)b * TL_TOPK_MAX_SPLIT + j] = make_int2(sg, se);
 }
 
+/* The gather's tile: 4 vectors a thread (8 held 224-256 VGPRs on gfx942; most tiles hold no key
+ * to place and cost only their loads and one barrier). */
+#define GATHER_U 4
+
 /* split blocks per row: chunk j's keys > T to cand[b][gt_before + their rank in the chunk], its
  * ties to cand[b][gt + ties_before + their rank] while that rank is below need; ranks in index
  * order (a block-wide prefix sum of packed (gt << 16 | eq) counts per tile). */
@@ -262,7 +268,7 @@ template <int DT>
 __global__ void __launch_bounds__(NT) topk_gather(const uint4 *scores, long n, int k, int split, const TopkRow *rows,
                                                    const int2 *chunk, uint64_t *cand)
 {
-    __shared__ uint32_t sh[TOPK_U * NT];
+    __shared__ uint32_t sh[GATHER_U * NT];
     __shared__ uint32_t ws[NW + 1];
     __shared__ int any_w[2][NW];
     const int b = blockIdx.x / split, j = blockIdx.x % split, x = threadIdx.x;
@@ -282,13 +288,13 @@ __global__ void __launch_bounds__(NT) topk_gather(const uint4 *scores, long n, i
     uint64_t *out = cand + (size_t)b * k;
     const ChunkRange r = chunk_of<DT>(b, j, split, n, st.len);
     int g_run = 0, e_run = 0, parity = 0; /* this chunk's keys > T and == T placed so far */
-    for (long long base = r.lo; base < r.hi; base += (long long)TOPK_U * NT) {
+    for (long long base = r.lo; base < r.hi; base += (long long)GATHER_U * NT) {
         if (g_run == mine.x && (e_run == mine.y || e_base + e_run >= need)) break; /* uniform */
-        uint4 v[TOPK_U];
+        uint4 v[GATHER_U];
         load_tile(scores, base, r.hi, v);
-        uint32_t p[TOPK_U], any = 0u;
+        uint32_t p[GATHER_U], any = 0u;
 #pragma unroll
-        for (int u = 0; u < TOPK_U; u++) {
+        for (int u = 0; u < GATHER_U; u++) {
             const int p0 = tile_pos<DT>(r, base, u);
             p[u] = 0u;
 #pragma unroll
@@ -311,21 +317,21 @@ __global__ void __launch_bounds__(NT) topk_gather(const uint4 *scores, long n, i
         if (!some) continue;
         /* exclusive prefix of p over slots s = u NT + x (the tile's vector order) */
 #pragma unroll
-        for (int u = 0; u < TOPK_U; u++) sh[u * NT + x] = p[u];
+        for (int u = 0; u < GATHER_U; u++) sh[u * NT + x] = p[u];
         __syncthreads();
-        uint32_t ex[TOPK_U], t = 0u;
+        uint32_t ex[GATHER_U], t = 0u;
 #pragma unroll
-        for (int q = 0; q < TOPK_U; q++) { /* thread x's run of slots x U .. x U + U - 1 */
+        for (int q = 0; q < GATHER_U; q++) { /* thread x's run of slots x U .. x U + U - 1 */
             ex[q] = t;
-            t += sh[x * TOPK_U + q];
+            t += sh[x * GATHER_U + q];
         }
         uint32_t total;
         const uint32_t before = block_excl_scan(t, ws, &total);
 #pragma unroll
-        for (int q = 0; q < TOPK_U; q++) sh[x * TOPK_U + q] = before + ex[q];
+        for (int q = 0; q < GATHER_U; q++) sh[x * GATHER_U + q] = before + ex[q];
         __syncthreads();
 #pragma unroll
-        for (int u = 0; u < TOPK_U; u++) {
+        for (int u = 0; u < GATHER_U; u++) {
             if (!p[u]) continue;
             const uint32_t s = sh[u * NT + x];
             int gpos = g_base + g_run + (int)(s >> 16), epos = e_base + e_run + (int)(s & 0xFFFFu);
