@@ -7,7 +7,8 @@
 #      gfx950 (FACTS.md's toolchain lines; each skipped, saying so, without its compiler); in both
 #      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
 #      and holds exactly the matrix instructions the rules below allow (the roofline loops' one
-#      per accumulator, the MoE GEMM's per dtype).
+#      per accumulator, the MoE GEMM's per dtype); the top-k kernels are all there for both arches
+#      and hold no matrix instruction at all.
 # Cost: about 20 s for nvcc and 10 s for each clang on two cores.
 set -uo pipefail
 tilelab=$1
@@ -248,6 +249,21 @@ check_mfma() {
     [ $named -ge 1 ] || fail "$arch: no kernel matches '$pat'"
   done <<<"$rules"
 }
+# Top-k (kernels/topk*.hip): integer radix select, no matrix work. Every one of its kernels must be
+# in the assembly (each dtype's: 0 float32, 1 bfloat16, 2 float16) and no MFMA rule names them, so
+# check_mfma already refuses any matrix instruction in them; check_topk says so by name.
+topk_kernels='_Z9topk_init _Z11topk_select _Z9topk_histILi0E _Z9topk_histILi1E _Z9topk_histILi2E
+_Z10topk_countILi0E _Z10topk_countILi1E _Z10topk_countILi2E _Z11topk_gatherILi0E _Z11topk_gatherILi1E
+_Z11topk_gatherILi2E _Z10topk_finalILi0E _Z10topk_finalILi1E _Z10topk_finalILi2E'
+# check_topk ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
+check_topk() {
+  local arch=$1 k n
+  for k in $topk_kernels; do
+    grep -q "^$k" "$tmp/kernels.$arch" || fail "$arch: no top-k kernel $k* in the assembly"
+  done
+  n=$(grep -c "^_Z[0-9]*topk_" "$tmp/mfma.$arch")
+  [ "$n" -eq 0 ] || fail "$arch: top-k kernels hold matrix instructions: $(grep "^_Z[0-9]*topk_" "$tmp/mfma.$arch" | head -3)"
+}
 # check_scratch ARCH S...: every kernel keeps everything in registers (ScratchSize 0, private segment 0)
 check_scratch() {
   local arch=$1; shift
@@ -280,6 +296,7 @@ amd_device() {
   check_scratch "$arch" "$tmp/$arch"/*.s
   local rules=rules_$arch
   check_mfma "$arch" "${!rules}" "$tmp/$arch"/*.s
+  check_topk "$arch"
 }
 if [ ! -f /usr/include/hip/hip_runtime.h ]; then
   echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"

@@ -1,0 +1,168 @@
+/* kernels/topk.hip: the exact top-k kernel's launcher (the tl_topk_gpu_* API of kernels/topk.h,
+ * exported as tl_topk_gpu_kernels): the device buffers, upload, poisoning, running, reading back
+ * and timing. The kernels and the order of their launches: kernels/topk_kernels.hip; what each
+ * does: kernels/topk.h. */
+#include "topk_launch.h"
+
+#include <stdlib.h>
+
+__global__ void topk_fill_u32(uint32_t *p, size_t n, uint32_t v)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}
+
+struct tl_topk_gpu {
+    tl_topk_shape s;    /* s.lens = NULL: the lengths live in lens_host */
+    int32_t *lens_host; /* [B] */
+    size_t score_bytes; /* B x n x bytes of a score */
+    void *scores;       /* the allocation: score_bytes rounded up to 16 */
+    int32_t *lens, *idx, *count;
+    TopkRow *rows;
+    uint32_t *hist;
+    int2 *chunk;
+    uint64_t *cand;
+};
+
+static int gpu_alloc(void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    hipError_t e = hipMalloc(p, bytes ? bytes : 16);
+    if (e != hipSuccess) {
+        *p = NULL;
+        (void)hipGetLastError();
+        return tl_error(TL_EFAIL, "topk gpu", "cannot allocate %.3f GB for %s: %s", bytes / 1e9, what,
+                        hipGetErrorString(e));
+    }
+    return 0;
+}
+#define GALLOC(ptr, bytes, what) gpu_alloc((void **)&(ptr), (bytes), (what))
+
+extern "C" void tl_topk_gpu_close(tl_topk_gpu *g)
+{
+    if (!g) return;
+    void *ptrs[] = {g->scores, g->lens, g->idx, g->count, g->rows, g->hist, g->chunk, g->cand};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) (void)hipFree(ptrs[i]);
+    free(g->lens_host);
+    free(g);
+}
+
+extern "C" int tl_topk_gpu_open(const tl_topk_shape *s, tl_topk_gpu **out)
+{
+    *out = NULL;
+    int rc = tl_topk_shape_check(s);
+    if (rc) return rc;
+    tl_topk_gpu *g = (tl_topk_gpu *)calloc(1, sizeof *g);
+    if (!g) return tl_error(TL_EFAIL, "topk gpu", "out of memory");
+    const size_t B = (size_t)s->batch, k = (size_t)s->k;
+    g->s = *s;
+    g->s.lens = NULL;
+    g->lens_host = (int32_t *)malloc(B * sizeof(int32_t));
+    if (!g->lens_host) {
+        tl_topk_gpu_close(g);
+        return tl_error(TL_EFAIL, "topk gpu", "out of memory");
+    }
+    for (int b = 0; b < s->batch; b++) g->lens_host[b] = (int32_t)tl_topk_row_len(s, b);
+    g->score_bytes = B * (size_t)s->n * tl_topk_score_bytes(s->dtype);
+    const size_t padded = (g->score_bytes + 15) & ~(size_t)15; /* the last 16-byte load stays inside */
+    rc = GALLOC(g->scores, padded, "scores");
+    if (!rc) rc = GALLOC(g->lens, B * sizeof(int32_t), "lengths");
+    if (!rc) rc = GALLOC(g->idx, B * k * sizeof(int32_t), "indices");
+    if (!rc) rc = GALLOC(g->count, B * sizeof(int32_t), "counts");
+    if (!rc) rc = GALLOC(g->rows, B * sizeof(TopkRow), "row states");
+    if (!rc) rc = GALLOC(g->hist, B * (size_t)tl_topk_hist_stride(s->dtype) * sizeof(uint32_t), "histograms");
+    if (!rc) rc = GALLOC(g->chunk, B * TL_TOPK_MAX_SPLIT * sizeof(int2), "chunk counts");
+    if (!rc) rc = GALLOC(g->cand, B * k * sizeof(uint64_t), "candidates");
+    if (!rc && padded > g->score_bytes) /* the padding is read (masked) by the last vector: defined bytes */
+        TL_GPU_CHECK_GOTO(hipMemset((char *)g->scores + g->score_bytes, 0, padded - g->score_bytes), rc, fail);
+fail:
+    if (rc) {
+        tl_topk_gpu_close(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+extern "C" int tl_topk_gpu_upload(tl_topk_gpu *g, const void *scores)
+{
+    TL_GPU_CHECK(hipMemcpy(g->scores, scores, g->score_bytes, hipMemcpyHostToDevice));
+    TL_GPU_CHECK(hipMemcpy(g->lens, g->lens_host, (size_t)g->s.batch * sizeof(int32_t), hipMemcpyHostToDevice));
+    return 0;
+}
+
+static int fill_u32(void *p, size_t n, uint32_t v)
+{
+    if (!n) return 0;
+    topk_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>((uint32_t *)p, n, v);
+    TL_GPU_CHECK_LAUNCH("topk_fill_u32");
+    return 0;
+}
+
+extern "C" int tl_topk_gpu_poison(tl_topk_gpu *g)
+{
+    int rc = fill_u32(g->idx, (size_t)g->s.batch * g->s.k, 0x7FFFFFFFu);
+    if (!rc) rc = fill_u32(g->count, (size_t)g->s.batch, 0x7FFFFFFFu);
+    if (!rc) TL_GPU_CHECK(hipDeviceSynchronize());
+    return rc;
+}
+
+static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
+{
+    TopkBuffers f;
+    f.scores = g->scores;
+    f.lens = g->lens;
+    f.idx = g->idx;
+    f.count = g->count;
+    f.rows = g->rows;
+    f.hist = g->hist;
+    f.chunk = g->chunk;
+    f.cand = g->cand;
+    f.hist_stride = tl_topk_hist_stride(g->s.dtype);
+    return tl_topk_launch(&g->s, f, split, st);
+}
+
+extern "C" int tl_topk_gpu_run(tl_topk_gpu *g, int split)
+{
+    int rc = enqueue(g, split, 0);
+    if (rc) return rc;
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+extern "C" int tl_topk_gpu_read(tl_topk_gpu *g, int32_t *idx, int32_t *count)
+{
+    const size_t B = (size_t)g->s.batch;
+    TL_GPU_CHECK(hipMemcpy(idx, g->idx, B * g->s.k * sizeof(int32_t), hipMemcpyDeviceToHost));
+    TL_GPU_CHECK(hipMemcpy(count, g->count, B * sizeof(int32_t), hipMemcpyDeviceToHost));
+    return 0;
+}
+
+struct time_ctx {
+    tl_topk_gpu *g;
+    int split;
+};
+static int time_fn(void *ctx, void *stream)
+{
+    time_ctx *c = (time_ctx *)ctx;
+    return enqueue(c->g, c->split, (hipStream_t)stream);
+}
+
+extern "C" int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r)
+{
+    if (split < 1 || split > TL_TOPK_MAX_SPLIT)
+        return tl_error(TL_EUSAGE, "topk gpu", "split %d outside [1, %d]", split, TL_TOPK_MAX_SPLIT);
+    time_ctx c = {g, split};
+    return tl_bench_run(o, time_fn, &c, r);
+}
+
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+extern "C" {
+static const tl_topk_gpu_api topk_gpu_api = {tl_topk_gpu_open, tl_topk_gpu_upload, tl_topk_gpu_poison,
+                                             tl_topk_gpu_run,  tl_topk_gpu_read,   tl_topk_gpu_time,
+                                             tl_topk_gpu_close};
+extern const tl_topk_gpu_api *const tl_topk_gpu_kernels = &topk_gpu_api;
+}
+#endif
