@@ -59,4 +59,27 @@ wait
 check "$runs draw roofline runs all exit 0 with nothing on stderr" -- test ! -s "$tmp/race.bad"
 [ -s "$tmp/race.bad" ] && sort "$tmp/race.bad" | uniq -c
 
+# ---- traces and points files that are not what they seem ----
+has() { grep -q -- "$1" <<<"$LAST_ERR"; }
+lacks() { ! grep -q -- "$1" <<<"$LAST_ERR"; }
+no_picture() { [ ! -e "$1" ] && [ -z "$(ls "$1".tmp.* 2>/dev/null)" ]; }
+hdr='tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source'
+printf '"x\n' >"$tmp/quote1.csv"
+expect 2 "a trace of one unterminated quote" -- "$tl" draw timeline --trace "$tmp/quote1.csv" -o "$tmp/q1.png"
+check "says the quote is unterminated, on line 1" -- has "line 1: unterminated quote"
+check "does not call a 3-byte file empty" -- lacks "empty"
+check "no picture from it" -- no_picture "$tmp/q1.png"
+printf '%s\n1,2,"bf16\n' "$hdr" >"$tmp/quote2.csv"
+expect 2 "a trace whose second row opens a quote" -- "$tl" draw timeline --trace "$tmp/quote2.csv" -o "$tmp/q2.png"
+check "names the line where the row starts (2)" -- has "line 2: unterminated quote"
+printf '%s\n' "$hdr" >"$tmp/header_only.csv"
+expect 2 "a trace of its header only" -- "$tl" draw timeline --trace "$tmp/header_only.csv" -o "$tmp/h.png"
+check "says it has no data rows" -- has "no data rows"
+: >"$tmp/zero.csv"
+expect 2 "a trace of 0 bytes" -- "$tl" draw timeline --trace "$tmp/zero.csv" -o "$tmp/z.png"
+check "is called empty" -- has "empty trace file"
+printf 'name,flops,hbm_bytes,time_us\n"k,1,2,3\n' >"$tmp/points_quote.csv"
+expect 2 "a points file with an unterminated quote" -- "$tl" draw roofline --points "$tmp/points_quote.csv" -o "$tmp/pq.png"
+check "says so with its line" -- has "line 2: unterminated quote"
+
 finish

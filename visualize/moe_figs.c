@@ -439,8 +439,12 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
 {
     tl_csv_row h = {0}, r = {0};
     const char *p = text;
-    int line = 1, rc = 0, got = 0;
-    if (tl_csv_next(&p, &h, &line) != 1) return tl_csv_free(&h), tl_error(TL_EUSAGE, path, "empty trace file");
+    int line = 1, rc = 0, got = tl_csv_next(&p, &h, &line);
+    if (got != 1) {
+        rc = got < 0 ? tl_csv_fail(path, &h, got) : tl_error(TL_EUSAGE, path, "empty trace file");
+        tl_csv_free(&h);
+        return rc;
+    }
     const char *need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
     int col[7];
     for (int i = 0; i < 7 && !rc; i++)
@@ -489,7 +493,7 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
         }
         if (!rc) tc->b[tc->n++] = (trace_blk){(int)v[4], 0, 0, v[5], v[6]};
     }
-    if (!rc && got < 0) rc = tl_error(TL_EUSAGE, path, "line %d: unterminated quote", line);
+    if (!rc && got < 0) rc = tl_csv_fail(path, &r, got);
     if (!rc && !tc->n)
         rc = tokens ? tl_error(TL_EUSAGE, path, "no blocks of stage %d at M = %d", stage, tokens)
                     : tl_error(TL_EUSAGE, path, "no blocks: the trace has no data rows");

@@ -287,7 +287,7 @@ static int parse_ncu(const char **pp, int *line, const tl_csv_row *h, const char
             rc = ncu_value(&s, tl_csv_field(&r, c_id), tl_csv_field(&r, c_name), tl_csv_field(h, j), have_units ? tl_csv_field(&units, j) : "",
                            tl_csv_field(&r, j), r.line, file);
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
     int unplaced = 0;
     if (rc == TL_OK) rc = fold_launches(&s, file, out, &unplaced);
@@ -374,7 +374,7 @@ static int parse_rocprof(const char **pp, int *line, const tl_csv_row *h, const 
         else if (strcmp(cname, "TCC_EA0_WRREQ") == 0) l->wr += v, l->have |= HAVE_WR;
         else if (strcmp(cname, "TCC_EA0_WRREQ_64B") == 0) l->wr64 += v;
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no dispatch rows");
     for (int i = 0; rc == TL_OK && i < s.n; i++) {
         launch *l = &s.l[i];
@@ -488,7 +488,7 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
         if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", tl_csv_field(&r, c_hw));
         if ((rc = add_point(out, &pt, file))) break;
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && out->n == 0)
         rc = tl_error(TL_EUSAGE, file, unplaced ? "no row has both flops and bytes > 0" : "no data rows");
     if (rc == TL_OK) {
@@ -533,7 +533,7 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
         if (h.n >= 2) break;
         /* ncu mixes the program's own stdout into its report: skip short non-CSV lines. */
     }
-    if (got < 0) rc = tl_error(TL_EUSAGE, name, "line %d: unterminated quote", line);
+    if (got < 0) rc = tl_csv_fail(name, &h, got);
     else if (got == 0) rc = tl_error(TL_EUSAGE, name, "no header row");
     else if (tl_csv_col(&h, "Kernel Name") >= 0 && tl_csv_col(&h, "Metric Name") >= 0 &&
              tl_csv_col(&h, "Metric Value") >= 0 && tl_csv_col(&h, "ID") >= 0) {
