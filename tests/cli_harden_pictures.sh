@@ -82,4 +82,28 @@ printf 'name,flops,hbm_bytes,time_us\n"k,1,2,3\n' >"$tmp/points_quote.csv"
 expect 2 "a points file with an unterminated quote" -- "$tl" draw roofline --points "$tmp/points_quote.csv" -o "$tmp/pq.png"
 check "says so with its line" -- has "line 2: unterminated quote"
 
+# ---- the same picture, the same bytes ----
+# A second apart (the PDF's date had seconds in it): every format identical.
+for ext in pdf svg png; do
+  expect 0 "roofline .$ext, first run" -- "$tl" draw roofline -o "$tmp/same1.$ext"
+done
+sleep 1.1
+for ext in pdf svg png; do
+  expect 0 "roofline .$ext, a second later" -- "$tl" draw roofline -o "$tmp/same2.$ext"
+  check "two roofline .$ext runs are byte-identical" -- cmp -s "$tmp/same1.$ext" "$tmp/same2.$ext"
+done
+trace="$2/tests/data/trace_h200_moe_small.csv"
+expect 0 "timeline .pdf, first run" -- "$tl" draw timeline --trace "$trace" --stage 2 -o "$tmp/tl1.pdf"
+sleep 1.1
+expect 0 "timeline .pdf, a second later" -- "$tl" draw timeline --trace "$trace" --stage 2 -o "$tmp/tl2.pdf"
+check "two timeline .pdf runs are byte-identical" -- cmp -s "$tmp/tl1.pdf" "$tmp/tl2.pdf"
+pdf_date() { grep -a -o '/CreationDate ([^)]*)' "$1"; }
+expect 0 "roofline .pdf with SOURCE_DATE_EPOCH=1764547200" -- \
+  env SOURCE_DATE_EPOCH=1764547200 "$tl" draw roofline -o "$tmp/dated.pdf"
+check "its creation date is 2025-12-01 00:00:00 UTC" -- grep -q '20251201000000Z' <(pdf_date "$tmp/dated.pdf")
+check "without it the date is 1970-01-01" -- grep -q '19700101000000Z' <(pdf_date "$tmp/same1.pdf")
+expect 2 "SOURCE_DATE_EPOCH=soon" -- env SOURCE_DATE_EPOCH=soon "$tl" draw roofline -o "$tmp/soon.pdf"
+check "names the variable" -- has "SOURCE_DATE_EPOCH"
+check "no PDF from it" -- no_picture "$tmp/soon.pdf"
+
 finish

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #ifndef TILELAB_VERSION
 #define TILELAB_VERSION "dev"
@@ -53,6 +54,23 @@ static int probe_tmp(const tl_atomic *out)
     FILE *f = fopen(out->tmp, "wb");
     if (!f) return tl_error(TL_EFAIL, out->path, "cannot create the picture file: %s", strerror(errno));
     fclose(f);
+    return TL_OK;
+}
+
+/* The creation date a PDF records (PDF and Cairo 1.16 require one): SOURCE_DATE_EPOCH, whole
+ * seconds since 1970-01-01 UTC (the reproducible-builds convention), when it is set and not empty;
+ * else 1970-01-01T00:00:00Z, so that a figure's PDF holds the same bytes on every run (PNG and SVG
+ * carry no date). TL_EUSAGE for a value that is not such a number (up to the year 9999). Cairo 1.16
+ * writes the date it is given without the "D:" prefix: /CreationDate (19700101000000Z). */
+static int pdf_create_date(char *iso, size_t n)
+{
+    const char *env = getenv("SOURCE_DATE_EPOCH");
+    long seconds = 0;
+    if (env && *env && tl_parse_long(env, 0, 253402300799L, "SOURCE_DATE_EPOCH", &seconds)) return TL_EUSAGE;
+    time_t t = (time_t)seconds;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(iso, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return TL_OK;
 }
 
@@ -113,6 +131,8 @@ tl_gfx *tl_gfx_open(const char *path, double width_pt, double height_pt)
                  height_pt);
         return NULL;
     }
+    char date[32] = "";
+    if (kind == SURF_PDF && pdf_create_date(date, sizeof date)) return NULL;
     open_status = TL_EFAIL;
     tl_gfx *g = calloc(1, sizeof *g);
     if (!g) {
@@ -138,6 +158,7 @@ tl_gfx *tl_gfx_open(const char *path, double width_pt, double height_pt)
         free(g);
         return NULL;
     }
+    if (kind == SURF_PDF) cairo_pdf_surface_set_metadata(g->surface, CAIRO_PDF_METADATA_CREATE_DATE, date);
     g->cr = cairo_create(g->surface);
     if (kind == SURF_PNG) cairo_scale(g->cr, PNG_SCALE, PNG_SCALE);
     cairo_set_source_rgb(g->cr, 1, 1, 1);
