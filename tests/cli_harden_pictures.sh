@@ -82,6 +82,16 @@ printf 'name,flops,hbm_bytes,time_us\n"k,1,2,3\n' >"$tmp/points_quote.csv"
 expect 2 "a points file with an unterminated quote" -- "$tl" draw roofline --points "$tmp/points_quote.csv" -o "$tmp/pq.png"
 check "says so with its line" -- has "line 2: unterminated quote"
 
+# ---- numbers with commas ----
+printf 'name,flops,hbm_bytes,time_us\nk,"1,5e12","2,000,000",10\n' >"$tmp/comma.csv"
+expect 2 'a points value "1,5e12"' -- "$tl" draw roofline --points "$tmp/comma.csv" -o "$tmp/comma.png"
+check "refused with its line and column" -- has "line 2: malformed number '1,5e12' in column flops"
+check "no picture from it" -- no_picture "$tmp/comma.png"
+printf 'name,flops,hbm_bytes,time_us\nk,"1,500,000,000,000","2,000,000",10\n' >"$tmp/grouped.csv"
+expect 0 "thousands separators read as such" -- "$tl" draw roofline --points "$tmp/grouped.csv" -o "$tmp/grouped.svg"
+expect 0 "the ncu export of the tests (values like \"1,073,751,040\")" -- \
+  "$tl" draw roofline --hw h200 --points "$2/tests/data/ncu_h200_probe.csv" -o "$tmp/ncu.svg"
+
 # ---- the same picture, the same bytes ----
 # A second apart (the PDF's date had seconds in it): every format identical.
 for ext in pdf svg png; do
