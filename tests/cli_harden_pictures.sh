@@ -82,6 +82,21 @@ printf 'name,flops,hbm_bytes,time_us\n"k,1,2,3\n' >"$tmp/points_quote.csv"
 expect 2 "a points file with an unterminated quote" -- "$tl" draw roofline --points "$tmp/points_quote.csv" -o "$tmp/pq.png"
 check "says so with its line" -- has "line 2: unterminated quote"
 
+# ---- a huge trace draws a bounded picture ----
+# 200000 blocks of 0.09 us on 132 SMs (sub-point bars: one merged bar per SM); 60000 blocks of 6 us
+# on 600 SMs (60000 bars a reader could tell apart: refused, saying how many).
+awk -v h="$hdr" 'BEGIN { print h; for (i = 0; i < 200000; i++) { t = int(i / 132) * 0.1;
+  printf "1,2,bf16,%d,%d,0,%d,%.3f,%.3f,x\n", i, i, i % 132, t, t + 0.09 } }' >"$tmp/many.csv"
+expect 0 "a trace of 200000 short blocks" -- "$tl" draw timeline --trace "$tmp/many.csv" --stage 2 -o "$tmp/many.svg"
+check "draws an SVG under 1 MB (45 MB when every block was a bar)" -- \
+  test "$(stat -c %s "$tmp/many.svg" 2>/dev/null || echo 0)" -lt 1000000
+check "an SVG" -- grep -q "<svg" "$tmp/many.svg"
+awk -v h="$hdr" 'BEGIN { print h; for (i = 0; i < 60000; i++) { t = (i % 100) * 8;
+  printf "1,2,bf16,%d,%d,0,%d,%d,%d,x\n", i, i, int(i / 100), t, t + 6 } }' >"$tmp/wide.csv"
+expect 2 "a trace of 60000 blocks a reader could tell apart" -- "$tl" draw timeline --trace "$tmp/wide.csv" --stage 2 -o "$tmp/wide.svg"
+check "says how many bars and the bound" -- has "make 60000 bars.*at most 50000"
+check "no picture from it" -- no_picture "$tmp/wide.svg"
+
 # ---- numbers with commas ----
 printf 'name,flops,hbm_bytes,time_us\nk,"1,5e12","2,000,000",10\n' >"$tmp/comma.csv"
 expect 2 'a points value "1,5e12"' -- "$tl" draw roofline --points "$tmp/comma.csv" -o "$tmp/comma.png"
