@@ -364,6 +364,40 @@ static void test_points_malformed(void **state)
     assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/no_such_file.csv", &p), TL_EUSAGE);
 }
 
+/* Commas in numbers: thousands separators (what ncu writes) read as such, any other comma refused
+ * with the line and the column. */
+static void test_points_thousands(void **state)
+{
+    (void)state;
+    tl_points p;
+    const char *grouped = "name,flops,hbm_bytes,time_us\nk,\"1,234,567\",\"2,000.5\",\" 10 \"\n";
+    assert_int_equal(tl_points_parse(grouped, "g.csv", &p), 0);
+    assert_float_equal(p.pts[0].flops, 1234567, 0);
+    assert_float_equal(p.pts[0].bytes, 2000.5, 0);
+    tl_points_free(&p);
+    const char *bad[] = {"1,5e12", "12,34", "1,2345", "1.5,0", ",5", "5,", "1,,234", "0,001", "123,456,7890"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "name,flops,hbm_bytes,time_us\nk,\"%s\",2000,10\n", bad[i]);
+        tl_clear_error();
+        int rc = tl_points_parse(text, "c.csv", &p);
+        if (rc != TL_EUSAGE) fprintf(stderr, "'%s': rc %d\n", bad[i], rc);
+        assert_int_equal(rc, TL_EUSAGE);
+        assert_non_null(strstr(tl_last_error(), "line 2"));
+        assert_non_null(strstr(tl_last_error(), "column flops"));
+        assert_non_null(strstr(tl_last_error(), "thousands"));
+    }
+    const char *ncu = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+                      "\"0\",\"k\",\"gpu__time_duration.sum\",\"ns\",\"1,5\"\n";
+    assert_int_equal(tl_points_parse(ncu, "n.csv", &p), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "line 2: malformed value '1,5' for gpu__time_duration.sum"));
+    /* the committed ncu export writes its counts with separators ("1,073,751,040") */
+    assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/ncu_h200_probe.csv", &p), 0);
+    assert_true(p.n > 0);
+    for (int i = 0; i < p.n; i++) assert_true(p.pts[i].bytes >= 1e3 && p.pts[i].flops >= 1e3);
+    tl_points_free(&p);
+}
+
 /* ---- figures ---- */
 
 static void test_fig_roofline(void **state)
@@ -559,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_points_rocprof),
         cmocka_unit_test(test_points_tilelab),
         cmocka_unit_test(test_points_malformed),
+        cmocka_unit_test(test_points_thousands),
         cmocka_unit_test(test_fig_roofline),
         cmocka_unit_test(test_fig_moe_tiles),
         cmocka_unit_test(test_fig_padding),

@@ -94,23 +94,23 @@ int tl_csv_next(const char **pp, tl_csv_row *r, int *line)
     r->len = 0;
     r->n = 0;
     r->line = *line;
-    if (row_field(r)) return -1;
+    if (row_field(r)) return TL_CSV_NOMEM;
     int quoted = 0;
     for (;;) {
         char c = *p;
         if (quoted) {
-            if (!c) return -1;
+            if (!c) return TL_CSV_QUOTE;
             p++;
             if (c == '"') {
                 if (*p == '"') {
-                    if (row_putc(r, '"')) return -1;
+                    if (row_putc(r, '"')) return TL_CSV_NOMEM;
                     p++;
                 } else {
                     quoted = 0;
                 }
             } else {
                 if (c == '\n') (*line)++;
-                if (row_putc(r, c)) return -1;
+                if (row_putc(r, c)) return TL_CSV_NOMEM;
             }
             continue;
         }
@@ -123,12 +123,19 @@ int tl_csv_next(const char **pp, tl_csv_row *r, int *line)
         p++;
         if (c == '"') quoted = 1;
         else if (c == ',') {
-            if (row_putc(r, '\0') || row_field(r)) return -1;
-        } else if (row_putc(r, c)) return -1;
+            if (row_putc(r, '\0') || row_field(r)) return TL_CSV_NOMEM;
+        } else if (row_putc(r, c)) return TL_CSV_NOMEM;
     }
-    if (row_putc(r, '\0')) return -1;
+    if (row_putc(r, '\0')) return TL_CSV_NOMEM;
     *pp = p;
     return 1;
+}
+
+int tl_csv_fail(const char *path, const tl_csv_row *r, int got)
+{
+    if (got == TL_CSV_QUOTE)
+        return tl_error(TL_EUSAGE, path, "line %d: unterminated quote (a quoted field is never closed)", r->line);
+    return tl_error(TL_EFAIL, path, "out of memory");
 }
 
 int tl_csv_col(const tl_csv_row *h, const char *name)

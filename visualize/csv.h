@@ -8,9 +8,11 @@
  * never waited on), too large, holds NUL bytes; TL_EFAIL: out of memory). *text is the caller's to
  * free. Cost: one read of the file; memory = its size.
  * tl_csv_next: an RFC 4180 reader (quoted fields may hold commas, "" and newlines) over text at
- * *pp: returns 1 with the next record in *r, 0 at the end, -1 on an unterminated quote or
- * allocation failure; *line counts lines (r->line is the record's first). A row is reused from
- * call to call; tl_csv_free releases it. */
+ * *pp: returns 1 with the next record in *r, 0 at the end, TL_CSV_QUOTE on an unterminated quote,
+ * TL_CSV_NOMEM when out of memory; *line counts lines (r->line is the record's first). A row is
+ * reused from call to call; tl_csv_free releases it (also after an error).
+ * tl_csv_fail: records the error line for such a negative result ("<path>: line N: unterminated
+ * quote ..." TL_EUSAGE, or out of memory TL_EFAIL) and returns its status. */
 #ifndef TL_VISUALIZE_CSV_H
 #define TL_VISUALIZE_CSV_H
 
@@ -25,7 +27,10 @@ typedef struct {
 } tl_csv_row;
 
 int tl_text_file_read(const char *path, const char *what, size_t max, char **text);
+#define TL_CSV_QUOTE (-1)
+#define TL_CSV_NOMEM (-2)
 int tl_csv_next(const char **pp, tl_csv_row *r, int *line);
+int tl_csv_fail(const char *path, const tl_csv_row *r, int got);
 /* Field i, or "" past the last one. */
 const char *tl_csv_field(const tl_csv_row *r, int i);
 /* The index of the column named `name` (case-insensitive) in header h, or -1. */

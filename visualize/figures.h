@@ -91,9 +91,12 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
 /* The measured timeline of one MoE stage from a `tilelab bench moe --trace` file: every GEMM block
  * as a bar on its SM's row (split into the slots of the blocks that ran there at once, filled in
  * start order), time in us from the moment the stage could start; a slot's blocks alternate in
- * shade; the last start, the last end and the end of the stage's last kernel are marked. tokens 0:
- * the file's first case. Bad file (missing column, malformed number, no such case, over 10^6
- * blocks): TL_EUSAGE naming the line. */
+ * shade; the last start, the last end and the end of the stage's last kernel are marked. Blocks
+ * of a slot too short to tell apart (under 1 pt, within 1 pt of the one before) are drawn as one
+ * black bar, so that the picture stays bounded (10^6 blocks on 132 SMs: about 180 kB of SVG);
+ * more than 50000 bars even so (about 200 bytes each in SVG or PDF) is TL_EUSAGE, saying how
+ * many. tokens 0: the file's first case. Bad file (missing column, malformed number, no such case,
+ * over 10^6 blocks): TL_EUSAGE naming the line. */
 int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage);
 
 /* ---- MFMA layout ---- */

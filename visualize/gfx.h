@@ -8,6 +8,8 @@
  * "<path>.tmp.<pid>"; tl_gfx_close() finishes the surface and renames it onto <path>;
  * tl_gfx_abort() removes the temporary file. So a failed figure never leaves a partial file.
  * PNG is rendered at 2x (a 720 x 480 pt figure becomes a 1440 x 960 pixel image).
+ * Every format is byte-reproducible: the same figure gives the same file on every run. A PDF's
+ * creation date is SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set, else 1970-01-01.
  *
  * Drawing calls never fail individually: Cairo latches errors in the context and tl_gfx_close()
  * reports them. Cost: each call is O(points); text layout goes through Pango (about a few
@@ -27,8 +29,8 @@ typedef struct {
 
 /* Opens a figure of width_pt x height_pt points (both in [16, 20000]) at path ending in .png,
  * .svg or .pdf. Returns NULL after tl_error(): TL_EUSAGE for an unknown extension or an absurd
- * size (nothing is created), TL_EFAIL when the temporary file cannot be created. The page starts
- * white. */
+ * size or a malformed SOURCE_DATE_EPOCH for a PDF (nothing is created), TL_EFAIL when the
+ * temporary file cannot be created. The page starts white. */
 tl_gfx *tl_gfx_open(const char *path, double width_pt, double height_pt);
 /* The status (TL_EUSAGE or TL_EFAIL) of this thread's last failed tl_gfx_open. */
 int tl_gfx_open_status(void);

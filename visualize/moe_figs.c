@@ -413,6 +413,12 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
 
 #define TRACE_MAX_BLOCKS 1000000
 #define TRACE_MAX_BYTES ((size_t)256 << 20)
+/* Bars narrower than TRACE_MERGE_PT that start within TRACE_MERGE_PT of the bar before them in
+ * their slot are drawn as one bar; a picture of more than TRACE_MAX_BARS bars after that (each
+ * about 200 bytes of SVG or PDF) is refused. */
+#define TRACE_MERGE_PT 1.0
+#define TRACE_MAX_BARS 50000
+#define TRACE_SVG_BYTES_PER_BAR 200
 
 typedef struct {
     int sm, lane, order; /* order: the block's place in its slot (0 = first) */
@@ -439,8 +445,12 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
 {
     tl_csv_row h = {0}, r = {0};
     const char *p = text;
-    int line = 1, rc = 0, got = 0;
-    if (tl_csv_next(&p, &h, &line) != 1) return tl_csv_free(&h), tl_error(TL_EUSAGE, path, "empty trace file");
+    int line = 1, rc = 0, got = tl_csv_next(&p, &h, &line);
+    if (got != 1) {
+        rc = got < 0 ? tl_csv_fail(path, &h, got) : tl_error(TL_EUSAGE, path, "empty trace file");
+        tl_csv_free(&h);
+        return rc;
+    }
     const char *need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
     int col[7];
     for (int i = 0; i < 7 && !rc; i++)
@@ -489,7 +499,7 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
         }
         if (!rc) tc->b[tc->n++] = (trace_blk){(int)v[4], 0, 0, v[5], v[6]};
     }
-    if (!rc && got < 0) rc = tl_error(TL_EUSAGE, path, "line %d: unterminated quote", line);
+    if (!rc && got < 0) rc = tl_csv_fail(path, &r, got);
     if (!rc && !tc->n)
         rc = tokens ? tl_error(TL_EUSAGE, path, "no blocks of stage %d at M = %d", stage, tokens)
                     : tl_error(TL_EUSAGE, path, "no blocks: the trace has no data rows");
@@ -527,6 +537,58 @@ static int trace_slots(trace_case *tc, int *n_sm, int *sm_row)
     return max_slots;
 }
 
+/* A bar of the timeline: blocks of one slot that follow one another, x in points. */
+typedef struct {
+    double x0, x1, y;
+    int blocks, order; /* order: the first block's place in its slot */
+} trace_bar;
+
+enum { BAR_SINGLE = 1, BAR_MERGED = 2 };
+
+/* Notes the kind of a finished bar in *kinds and draws it when g is not NULL. */
+static void finish_bar(tl_gfx *g, const trace_bar *bar, double lane_h, int *kinds)
+{
+    *kinds |= bar->blocks > 1 ? BAR_MERGED : BAR_SINGLE;
+    if (!g) return;
+    tl_rgba c = bar->blocks > 1 ? tl_gfx_palette(0) : bar->order % 2 ? tl_gfx_palette(2) : tl_gfx_palette(5);
+    tl_gfx_rect(g, bar->x0, bar->y, fmax(bar->x1 - bar->x0 - 0.3, 0.4), fmax(lane_h - 0.15, 0.3), c, 0, c);
+}
+
+/* Walks the blocks (sorted by SM, then start) slot by slot, merging the ones too narrow to tell
+ * apart (TRACE_MERGE_PT), and draws the bars on g when g is not NULL. Returns the number of bars;
+ * *kinds: BAR_SINGLE when a bar holds one block, | BAR_MERGED when one holds more. Cost: O(blocks). */
+static long trace_bars(const trace_case *tc, const int *sm_row, const tl_plot *pl, int n_sm, int slots,
+                       tl_gfx *g, int *kinds)
+{
+    const double row_h = pl->h / n_sm, lane_h = row_h / slots;
+    trace_bar open[64] = {{0}}; /* the bar still growing in each slot of the current SM */
+    long bars = 0;
+    *kinds = 0;
+    for (int i = 0; i < tc->n; i++) {
+        const trace_blk *b = &tc->b[i];
+        if (i > 0 && b->sm != b[-1].sm) /* a new SM: the last one's bars are done */
+            for (int l = 0; l < slots; l++) {
+                if (open[l].blocks) finish_bar(g, &open[l], lane_h, kinds);
+                open[l].blocks = 0;
+            }
+        trace_bar next = {tl_plot_x(pl, b->t0), tl_plot_x(pl, b->t1), pl->y + sm_row[i] * row_h + b->lane * lane_h,
+                          1, b->order};
+        trace_bar *o = &open[b->lane];
+        int narrow = o->x1 - o->x0 < TRACE_MERGE_PT || next.x1 - next.x0 < TRACE_MERGE_PT;
+        if (o->blocks && narrow && next.x0 - o->x1 < TRACE_MERGE_PT) {
+            o->x1 = fmax(o->x1, next.x1);
+            o->blocks++;
+            continue;
+        }
+        if (o->blocks) finish_bar(g, o, lane_h, kinds);
+        *o = next;
+        bars++;
+    }
+    for (int l = 0; l < slots; l++)
+        if (open[l].blocks) finish_bar(g, &open[l], lane_h, kinds);
+    return bars;
+}
+
 int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
 {
     char *text = NULL;
@@ -553,12 +615,20 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
         double tmin = fmin(0.0, first), tmax = fmax(last_end, isfinite(tc.stage_end) ? tc.stage_end : 0.0) * 1.02;
         if (!(tmax > tmin)) tmax = tmin + 1.0; /* every time 0: still an axis */
         const double W = 900, H = 660;
-        g = tl_gfx_open(out, W, H);
-        if (!g) rc = tl_gfx_open_status();
+        tl_plot pl;
+        tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, tmin, tmax, 0, 0, n_sm, 0);
+        pl.y_ticks_off = 1;
+        int kinds = 0;
+        long bars = trace_bars(&tc, sm_row, &pl, n_sm, slots, NULL, &kinds);
+        if (bars > TRACE_MAX_BARS)
+            rc = tl_error(TL_EUSAGE, trace_csv,
+                          "%d blocks of stage %d at M = %d make %ld bars, even with bars under %g pt merged "
+                          "(about %ld MB of SVG): at most %d; trace fewer blocks",
+                          tc.n, stage, tc.tokens, bars, TRACE_MERGE_PT, bars * TRACE_SVG_BYTES_PER_BAR >> 20,
+                          TRACE_MAX_BARS);
+        if (!rc) g = tl_gfx_open(out, W, H);
+        if (!rc && !g) rc = tl_gfx_open_status();
         if (g) {
-            tl_plot pl;
-            tl_plot_init(&pl, 96, 74, W - 96 - 24, H - 74 - 46 - TL_GFX_FOOTER_PT, tmin, tmax, 0, 0, n_sm, 0);
-            pl.y_ticks_off = 1;
             char t[320];
             snprintf(t, sizeof t, "Measured MoE stage %d timeline: %s, M = %d", stage, tc.dtype, tc.tokens);
             tl_text_style ts = tl_gfx_style(13);
@@ -569,14 +639,7 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
             tl_gfx_text(g, pl.x, 27, t, tl_gfx_style(9.5));
             tl_plot_axes(g, &pl, "time from the moment the stage could start (us)", NULL);
             tl_gfx_rect(g, pl.x, pl.y, pl.w, pl.h, tl_gfx_rgb(1, 1, 1), 0, tl_gfx_rgb(0, 0, 0));
-            const double row_h = pl.h / n_sm, lane_h = row_h / slots;
-            for (int i = 0; i < tc.n; i++) {
-                const trace_blk *b = &tc.b[i];
-                double x0 = tl_plot_x(&pl, b->t0), x1 = tl_plot_x(&pl, b->t1);
-                double y = pl.y + sm_row[i] * row_h + b->lane * lane_h;
-                tl_rgba c = b->order % 2 ? tl_gfx_palette(2) : tl_gfx_palette(5);
-                tl_gfx_rect(g, x0, y, fmax(x1 - x0 - 0.3, 0.4), fmax(lane_h - 0.15, 0.3), c, 0, c);
-            }
+            trace_bars(&tc, sm_row, &pl, n_sm, slots, g, &kinds);
             tl_text_style xs = tl_gfx_style(8.5);
             xs.angle_deg = 90;
             xs.ha = TL_CENTER;
@@ -598,14 +661,17 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage)
                 snprintf(t, sizeof t, "%s %.1f us", mk[m].what, mk[m].at);
                 tl_gfx_text(g, x - 2, pl.y - 2 - 11 * m, t, ml);
             }
-            tl_legend_entry le[2] = {
+            tl_legend_entry le[3] = {
                 {"a slot's 1st, 3rd, ... block", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
                 {"its 2nd, 4th, ... block", tl_gfx_palette(2), TL_KEY_BOX, 0, 0},
             };
             int repeats = 0; /* a slot that ran more than one block: the second shade is used */
             for (int i = 0; i < tc.n && !repeats; i++) repeats = tc.b[i].order > 0;
             if (!repeats) le[0].label = "a GEMM block (one per slot)";
-            tl_gfx_legend(g, W - 12, 4, le, repeats ? 2 : 1, 1);
+            int keys = kinds & BAR_SINGLE ? (repeats ? 2 : 1) : 0;
+            if (kinds & BAR_MERGED)
+                le[keys++] = (tl_legend_entry){"blocks too short to draw apart", tl_gfx_palette(0), TL_KEY_BOX, 0, 0};
+            tl_gfx_legend(g, W - 12, 4, le, keys, 1);
             snprintf(t, sizeof t, "measured: %s (tilelab bench moe --trace: one run, clock of the device)",
                      tc.source[0] ? tc.source : trace_csv);
             tl_gfx_footer(g, t);

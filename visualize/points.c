@@ -19,24 +19,61 @@
 
 /* ---- numbers ---- */
 
-/* Parses a non-negative finite number, ignoring thousands separators and surrounding spaces.
- * Returns 1 on success, 0 for "n/a" or empty (missing), -1 when malformed. */
+/* Copies the number text s[0, len) into buf (cap bytes) without its thousands separators. A comma
+ * is one only between groups of three digits in the integer part, as ncu writes its values
+ * ("1,234,567", "1,234.5"), the first group not starting with 0; anywhere else ("1,5e12",
+ * "12,34", "1,2345", "1.5,0", ",5", "0,001") the text is not a number: returns 0. */
+static int drop_thousands(const char *s, size_t len, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int digits = 0;    /* digits of the integer part since its start or its last comma */
+    int grouped = 0;   /* a comma seen */
+    int in_int = 1;    /* still in the integer part (after an optional sign) */
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == ',') {
+            if (!in_int || digits == 0 || digits > 3 || (grouped && digits != 3)) return 0;
+            if (!grouped && buf[n - digits] == '0') return 0; /* "0,001" is a decimal comma */
+            grouped = 1;
+            digits = 0;
+            continue;
+        }
+        if (in_int && isdigit((unsigned char)c)) digits++;
+        else if (in_int && !(n == 0 && (c == '+' || c == '-'))) {
+            if (grouped && digits != 3) return 0;
+            in_int = 0;
+        }
+        if (n + 1 >= cap) return 0;
+        buf[n++] = c;
+    }
+    if (in_int && grouped && digits != 3) return 0;
+    buf[n] = '\0';
+    return 1;
+}
+
+#define NUM_BAD_COMMA (-2)
+/* Parses a non-negative finite number: surrounding spaces and thousands separators allowed (see
+ * drop_thousands). Returns 1 on success, 0 for "n/a" or empty (missing), NUM_BAD_COMMA for a
+ * comma that separates no thousands, -1 when malformed otherwise. */
 static int parse_num(const char *s, double *out)
 {
     char buf[128];
-    size_t n = 0;
     while (isspace((unsigned char)*s)) s++;
     if (!*s || strcasecmp(s, "n/a") == 0 || strcmp(s, "(!) n/a") == 0) return 0;
-    for (; *s && n + 1 < sizeof buf; s++)
-        if (*s != ',') buf[n++] = *s;
-    while (n > 0 && isspace((unsigned char)buf[n - 1])) n--;
-    buf[n] = '\0';
-    if (*s) return -1;
+    size_t len = strlen(s);
+    while (len > 0 && isspace((unsigned char)s[len - 1])) len--;
+    if (!drop_thousands(s, len, buf, sizeof buf)) return strchr(s, ',') ? NUM_BAD_COMMA : -1;
     char *end;
     double v = strtod(buf, &end);
     if (end == buf || *end || !isfinite(v) || v < 0) return -1;
     *out = v;
     return 1;
+}
+
+/* The end of a malformed-number message for parse_num's result ok: what a comma may do. */
+static const char *malformed_why(int ok)
+{
+    return ok == NUM_BAD_COMMA ? " (a comma may only separate thousands, as in 1,234,567)" : "";
 }
 
 /* Scale of an ncu unit to base units (bytes, microseconds, counts); 0 when unknown. */
@@ -234,7 +271,7 @@ static int ncu_value(launch_set *s, const char *id, const char *kname, const cha
     if (!scalar && !tensor && !is_time && !is_rd && !is_wr && !is_dram) return TL_OK;
     double v;
     int ok = parse_num(val, &v);
-    if (ok < 0) return tl_error(TL_EUSAGE, file, "line %d: malformed value '%s' for %s", line, val, metric);
+    if (ok < 0) return tl_error(TL_EUSAGE, file, "line %d: malformed value '%s' for %s%s", line, val, metric, malformed_why(ok));
     if (ok == 0) return TL_OK;
     double scale = unit_scale(unit, is_time);
     if (scale == 0) return tl_error(TL_EUSAGE, file, "line %d: unknown unit '%s' for %s", line, unit, metric);
@@ -287,7 +324,7 @@ static int parse_ncu(const char **pp, int *line, const tl_csv_row *h, const char
             rc = ncu_value(&s, tl_csv_field(&r, c_id), tl_csv_field(&r, c_name), tl_csv_field(h, j), have_units ? tl_csv_field(&units, j) : "",
                            tl_csv_field(&r, j), r.line, file);
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no kernel with the metrics tilelab reads (gpu__time_duration.sum, dram__bytes_*.sum, FLOP counters)");
     int unplaced = 0;
     if (rc == TL_OK) rc = fold_launches(&s, file, out, &unplaced);
@@ -348,7 +385,8 @@ static int parse_rocprof(const char **pp, int *line, const tl_csv_row *h, const 
         double v, t0, t1;
         int ok = parse_num(tl_csv_field(&r, c_cv), &v);
         if (ok <= 0) {
-            rc = tl_error(TL_EUSAGE, file, "line %d: malformed counter value '%s'", r.line, tl_csv_field(&r, c_cv));
+            rc = tl_error(TL_EUSAGE, file, "line %d: malformed counter value '%s'%s", r.line, tl_csv_field(&r, c_cv),
+                          malformed_why(ok));
             break;
         }
         if (parse_num(tl_csv_field(&r, c_t0), &t0) <= 0 || parse_num(tl_csv_field(&r, c_t1), &t1) <= 0 || t1 < t0) {
@@ -374,7 +412,7 @@ static int parse_rocprof(const char **pp, int *line, const tl_csv_row *h, const 
         else if (strcmp(cname, "TCC_EA0_WRREQ") == 0) l->wr += v, l->have |= HAVE_WR;
         else if (strcmp(cname, "TCC_EA0_WRREQ_64B") == 0) l->wr64 += v;
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && s.n == 0) rc = tl_error(TL_EUSAGE, file, "no dispatch rows");
     for (int i = 0; rc == TL_OK && i < s.n; i++) {
         launch *l = &s.l[i];
@@ -444,9 +482,10 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
         double v[3];
         int cols[3] = {by_counts ? c_f : c_i, by_counts ? c_b : c_tf, by_counts ? c_t : c_tf};
         for (int k = 0; k < 3; k++) {
-            if (parse_num(tl_csv_field(&r, cols[k]), &v[k]) <= 0) {
-                rc = tl_error(TL_EUSAGE, file, "line %d: malformed number '%s' in column %s", r.line,
-                              tl_csv_field(&r, cols[k]), tl_csv_field(h, cols[k]));
+            int ok = parse_num(tl_csv_field(&r, cols[k]), &v[k]);
+            if (ok <= 0) {
+                rc = tl_error(TL_EUSAGE, file, "line %d: malformed number '%s' in column %s%s", r.line,
+                              tl_csv_field(&r, cols[k]), tl_csv_field(h, cols[k]), malformed_why(ok));
                 break;
             }
         }
@@ -488,7 +527,7 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
         if (c_hw >= 0 && !hw_name[0]) snprintf(hw_name, sizeof hw_name, "%s", tl_csv_field(&r, c_hw));
         if ((rc = add_point(out, &pt, file))) break;
     }
-    if (rc == TL_OK && got < 0) rc = tl_error(TL_EUSAGE, file, "line %d: unterminated quote", *line);
+    if (rc == TL_OK && got < 0) rc = tl_csv_fail(file, &r, got);
     if (rc == TL_OK && out->n == 0)
         rc = tl_error(TL_EUSAGE, file, unplaced ? "no row has both flops and bytes > 0" : "no data rows");
     if (rc == TL_OK) {
@@ -533,7 +572,7 @@ int tl_points_parse(const char *text, const char *name, tl_points *out)
         if (h.n >= 2) break;
         /* ncu mixes the program's own stdout into its report: skip short non-CSV lines. */
     }
-    if (got < 0) rc = tl_error(TL_EUSAGE, name, "line %d: unterminated quote", line);
+    if (got < 0) rc = tl_csv_fail(name, &h, got);
     else if (got == 0) rc = tl_error(TL_EUSAGE, name, "no header row");
     else if (tl_csv_col(&h, "Kernel Name") >= 0 && tl_csv_col(&h, "Metric Name") >= 0 &&
              tl_csv_col(&h, "Metric Value") >= 0 && tl_csv_col(&h, "ID") >= 0) {
