@@ -29,8 +29,8 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     const tl_hw *hw = p->hw;
     const tl_topk_shape *s = &p->shape;
     r->split = p->split ? p->split : tl_topk_best_split(hw, s);
-    r->passes = (s->dtype == TL_TOPK_F32 ? 32 : 16) / TL_TOPK_DIGIT_BITS;
-    r->kernels = 2 * r->passes + 2; /* histogram + scan per pass, the gather, the final sort */
+    r->passes = s->dtype == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16;
+    r->kernels = 2 * r->passes + 4; /* histogram + select per pass; init, count, gather, final sort */
     r->blocks = (long long)s->batch * r->split;
     double valid = 0;
     for (int b = 0; b < s->batch; b++) valid += (double)tl_topk_row_len(s, b);
@@ -40,7 +40,7 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     const double hbm_gbps = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
     const double cu_hbm = or_default(hw->hbm_per_cu_gbps, hbm_gbps / hw->cus);
     const double cu_l2 = or_default(hw->l2_per_cu_gbps, cu_hbm);
-    const int reads = r->passes + 1;
+    const int reads = r->passes + 2; /* the histograms, the count, the gather */
     r->hbm_bytes = r->fits_l2 ? r->scores_bytes : reads * r->scores_bytes;
     r->l2_bytes = r->fits_l2 ? (reads - 1) * r->scores_bytes : 0;
     double first = read_us(r->scores_bytes, r->blocks, hw, hbm_gbps, cu_hbm);
@@ -50,7 +50,7 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     const double launch = or_default(hw->launch_us, 5.0), next = or_default(hw->next_kernel_us, launch);
     const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
     r->launch_us = launch + (r->kernels - 1) * next;
-    r->scan_us = (r->passes + 1) * 2.0 * chain; /* the passes' scans and the gather's */
+    r->scan_us = r->passes * 2.0 * chain; /* each select's dependent loads */
     int kp = 1, lg = 0;
     while (kp < s->k) kp <<= 1, lg++;
     const double steps = lg * (lg + 1) / 2.0, per_thread = kp > 1024 ? kp / 1024.0 : 1.0;

@@ -4,13 +4,14 @@
  *
  * What the kernel does, and what the model charges for it (all rows of a batch in one launch per
  * step; no host synchronization between the launches):
- *   - passes = key bits / TL_TOPK_DIGIT_BITS (f32: 32-bit keys, bf16 and f16: 16-bit keys). Each
- *     pass launches a histogram kernel (B x split blocks, each reading its chunk of the row) and a
- *     scan kernel (one block per row, reading the row's histogram: its launch and two dependent
- *     loads). Then the gather (B x split blocks reading the rows once more, plus a scan of the
- *     blocks' counts) and the final sort (one block per row).
- *   - bytes: every histogram pass and the gather read each valid score once: (passes + 1) reads of
- *     the scores. The first comes from HBM; the later ones hit the L2 (and MALL) when the scores fit
+ *   - passes: f32's 32-bit keys in 3 digits (11, 11, 10 bits), bf16's and f16's 16-bit keys in 2
+ *     (8, 8). Each pass launches a histogram kernel (B x split blocks, each reading its chunk of the
+ *     row) and a select kernel (one block per row, reading the row's histogram: its launch and two
+ *     dependent loads). Around them: an init kernel, a count and a gather kernel (B x split blocks,
+ *     each reading the rows once more), and the final sort (one block per row): 2 x passes + 4
+ *     kernels.
+ *   - bytes: every histogram pass, the count and the gather read each valid score once: passes + 2
+ *     reads of the scores. The first comes from HBM; the later ones hit the L2 (and MALL) when the scores fit
  *     in it (the preset's l2_mib_per_xcd x xcds + llc_mib), else come from HBM again.
  *   - a read of `bytes` by `blocks` blocks takes max(bytes / the HBM (or L2) ceiling, bytes /
  *     (active CUs x the preset's per-CU stream)), active CUs = min(cus, blocks): a row on one CU
@@ -30,7 +31,8 @@
 #include "../contract/topk.h"
 #include "hw.h"
 
-#define TL_TOPK_DIGIT_BITS 8         /* the kernel's radix: 256 bins a pass */
+#define TL_TOPK_PASSES_32 3          /* the kernel's digits of a 32-bit key (2048 bins a pass) */
+#define TL_TOPK_PASSES_16 2          /* of a 16-bit key (256 bins a pass) */
 #define TL_TOPK_SORT_STEP_CYCLES 200 /* one bitonic step of the final sort (a barrier + a few loads) */
 #define TL_TOPK_MIN_CHUNK 4096       /* a block's chunk is at least this many positions */
 

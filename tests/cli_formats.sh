@@ -109,6 +109,9 @@ formats "bench sim" -- bench sim
 formats "check moe" -- check moe --model deepseek-v2-lite --tokens 1 --seed 1
 formats "check moe" -- check moe --hidden 256 --width 192 --experts 8 --topk 2 --dtype fp8 --tokens 1 --seed 1
 formats "bench moe" -- bench moe --model deepseek-v2-lite --tokens 1 --seed 1
+formats "sim topk" -- sim topk --hw h200 --n 4096,1048576 --batch 1,32 --k 512
+formats "check topk" -- check topk --n 1000 --batch 3 --k 10,2000 --dist ties --seed 1
+formats "bench topk" -- bench topk --n 4096 --batch 1 --k 512
 
 # every command whose help offers --format is in the list above
 python3 - "$tl" "$covered" >"$tmp/missing" <<'PY'

@@ -142,6 +142,24 @@ if mkdir "$tmp/full" && mount -t tmpfs -o size=16k tmpfs "$tmp/full" 2>/dev/null
 else
   echo "note: mount -t tmpfs is not allowed here: the full-disk case of run did not run"
 fi
+# ---- topk: .npy scores and lengths, exact int32 outputs ----
+npy "$tmp/s.npy" "<f4" "(2, 8)" "[1.0, float('nan'), 3.0, float('-inf'), 3.0, -0.0, 0.0, float('inf'), 5, 4, 3, 2, 1, 0, -1, -2]"
+npy "$tmp/lens.npy" "<i4" "(2,)" "[8, 2]"
+expect 0 "run topk on .npy scores" -- "$tl" run topk --input "scores=$tmp/s.npy" --input "lens=$tmp/lens.npy" \
+  --k 5 --sorted --output "idx=$tmp/idx.npy" --output "count=$tmp/cnt.npy"
+check "idx: inf, the first 3, the second 3, 1, -0 before +0; then row 2's two and -1" -- python3 -c '
+import struct, sys
+def load(p, n):
+    b = open(p, "rb").read(); h = struct.unpack("<H", b[8:10])[0]; return list(struct.unpack("<%di" % n, b[10 + h:]))
+assert load(sys.argv[1], 10) == [7, 2, 4, 0, 5, 0, 1, -1, -1, -1], load(sys.argv[1], 10)
+assert load(sys.argv[2], 2) == [5, 2]' "$tmp/idx.npy" "$tmp/cnt.npy"
+expect 0 "check topk --input" -- "$tl" check topk --input "scores=$tmp/s.npy" --input "lens=$tmp/lens.npy" --k 5
+check "check topk --input passes" -- grep -q "^all [0-9]* comparisons passed" <<<"$LAST_OUT"
+npy "$tmp/lens_bad.npy" "<i4" "(2,)" "[9, 2]"
+expect 2 "a length past n" -- "$tl" run topk --input "scores=$tmp/s.npy" --input "lens=$tmp/lens_bad.npy" --k 5 --output "$tmp/bad.npy"
+npy "$tmp/s_i.npy" "<i4" "(2, 8)" "[0] * 16"
+expect 2 "integer scores" -- "$tl" run topk --input "scores=$tmp/s_i.npy" --k 5 --output "$tmp/bad.npy"
+check "topk wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
 check "no temporary file is left" -- bash -c '! compgen -G "$0/*.tmp.*" >/dev/null' "$tmp"
 expect 0 "run --help" -- "$tl" run moe --help
 check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Top-k on the lent NVIDIA H200, in one device call: checks first, then the bench and torch.topk.
+#   here:    bash scripts/device_bundle.sh build-topk-bundle build-topk-gpu
+#   device:  run(command="bash bench/topk_h200.sh", carry=["build-topk-bundle"])
+# Writes under $OUT: topk_check.txt, topk_bench.csv, topk_torch.csv, topk_env.txt. TOPK_PARTS
+# (default "check bench torch") picks what runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${OUT:-}" ] || { echo "topk_h200.sh: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
+B=${TOPK_BUNDLE:-build-topk-bundle}
+. "$B/env.sh"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+T=$B/tilelab
+parts=${TOPK_PARTS:-check bench torch}
+{ date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } >"$OUT/topk_env.txt" 2>&1
+rc=0
+if [[ " $parts " == *" check "* ]]; then
+  {
+    for dist in normal ties few-distinct nan inf sorted reversed; do
+      echo "== check topk --dist $dist"
+      $T check topk --n 4096,65536,262144,1048576 --batch 1,32 --k 512,2048 --dist $dist --seed 3 || rc=1
+    done
+    echo "== check topk sorted, bf16 and f16, causal, 4M"
+    $T check topk --n 4096,1048576 --batch 1,32 --k 512,2048 --sorted --seed 4 || rc=1
+    $T check topk --n 65536,1048576 --batch 1,32 --k 512 --dtype bf16 --dist ties --seed 5 || rc=1
+    $T check topk --n 65536 --batch 32 --k 2048 --dtype f16 --dist nan --seed 6 || rc=1
+    $T check topk --n 65536 --batch 4096 --k 2048 --causal --seed 7 || rc=1
+    $T check topk --n 4194304 --batch 1,32 --k 512,2048 --seed 8 || rc=1
+  } 2>&1 | tee "$OUT/topk_check.txt"
+fi
+if [[ " $parts " == *" bench "* ]]; then
+  echo "== bench topk"
+  $T bench topk --n 4096,65536,262144,1048576,4194304 --batch 1,32 --k 512,2048 --hw h200 --format csv \
+    >"$OUT/topk_bench.csv" 2>"$OUT/topk_bench.err" || rc=1
+  $T bench topk --n 65536 --batch 4096 --k 2048 --causal --hw h200 --format csv 2>>"$OUT/topk_bench.err" \
+    | tail -n +2 >>"$OUT/topk_bench.csv" || rc=1
+  cut -d, -f1,5,7,8,9,10,11 "$OUT/topk_bench.csv"
+fi
+if [[ " $parts " == *" torch "* ]]; then
+  echo "== torch.topk"
+  PYTHONUNBUFFERED=1 python3 bench/torch_topk.py >"$OUT/topk_torch.csv" 2>"$OUT/topk_torch.err" || rc=1
+  cut -d, -f1,5 "$OUT/topk_torch.csv"
+fi
+exit $rc

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Times torch.topk on the shapes of `tilelab bench topk`, as its named peer (issue 17).
+
+Scores: float32 N(0, 1), rows of n, batch B, k; torch.topk(scores, k, dim=1, sorted=False), the
+indices and values both produced (torch always returns both). Method (the seed's, as kernels/bench.h):
+a 256 MB buffer is written before every iteration (L2 flush), 20 warm-up and 200 timed
+iterations between CUDA events, the median; the topk call itself is a captured CUDA graph replayed
+each iteration (as the tilelab bench replays its own). Prints CSV on stdout:
+  name,batch,n,k,time_us,source
+"""
+import argparse
+import datetime
+import statistics
+import sys
+
+import torch
+
+
+def time_graph(graph, flush, warmup=20, iters=200):
+    for _ in range(warmup):
+        graph.replay()
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        flush.fill_(i & 0xFF)
+        start[i].record()
+        graph.replay()
+        end[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, end))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", default="4096,65536,262144,1048576,4194304")
+    ap.add_argument("--batch", default="1,32")
+    ap.add_argument("--k", default="512,2048")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_topk: no CUDA device", file=sys.stderr)
+        return 1
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(1)
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    name = torch.cuda.get_device_name(dev)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    source = f"measured on {name} {date} (torch {torch.__version__})"
+    print("name,batch,n,k,time_us,source")
+    for n in [int(v) for v in args.n.split(",")]:
+        for b in [int(v) for v in args.batch.split(",")]:
+            x = torch.randn(b, n, device=dev, dtype=torch.float32, generator=g)
+            for k in [int(v) for v in args.k.split(",")]:
+                try:
+                    s = torch.cuda.Stream()
+                    s.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(s):
+                        for _ in range(3):
+                            torch.topk(x, k, dim=1, sorted=False)
+                    torch.cuda.current_stream().wait_stream(s)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        torch.topk(x, k, dim=1, sorted=False)
+                    us = time_graph(graph, flush)
+                except Exception as exc:  # report, keep going
+                    print(f"torch_topk: B={b} n={n} k={k}: {exc}", file=sys.stderr)
+                    continue
+                print(f"torch topk f32 B={b} n={n} k={k},{b},{n},{k},{us:.2f},{source}")
+                sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
