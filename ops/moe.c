@@ -61,9 +61,8 @@ static const tl_op_input moe_inputs[] = {
 };
 
 static const tl_op_target moe_targets[] = {
-    {"sm_90", "nvcc 13.0, in every test run where nvcc is found", "NVIDIA H200, 2026-12-01 (all five dtypes)"},
-    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"},
-    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-01 (all five dtypes)"},
+    TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
 

@@ -40,9 +40,8 @@ static const tl_op_input topk_inputs[] = {
 };
 
 static const tl_op_target topk_targets[] = {
-    {"sm_90", "nvcc 13.0, in every test run where nvcc is found", "NVIDIA H200, 2026-12-01 (checked; first timing)"},
-    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"},
-    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-01 (checked; first timing)"},
+    TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
 
