@@ -508,7 +508,7 @@ const tl_op tl_op_topk = {
                   "launch_us,sort_us,time_us,scores_tbps,limiter",
     .bench = topk_bench,
     .bench_header = "name,batch,n,k,split,hbm_bytes,time_us,floor_us,x_floor,sim_us,sim_err_pct,p10_us,p90_us,source",
-    .figures = NULL,
+    .figures = tl_topk_figures,
     .test_args = topk_test_args,
     .bad_args = topk_bad_args,
     .bench_args = topk_bench_args,

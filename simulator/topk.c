@@ -47,6 +47,8 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     /* an L2 hit is not bounded by HBM: the CUs' own streams at the L2 rate bound it */
     double later = r->fits_l2 ? read_us(r->scores_bytes, r->blocks, hw, INFINITY, cu_l2) : first;
     r->read_us = first + (reads - 1) * later;
+    r->first_read_us = first;
+    r->later_read_us = later;
     const double launch = or_default(hw->launch_us, 5.0), next = or_default(hw->next_kernel_us, launch);
     const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
     r->launch_us = launch + (r->kernels - 1) * next;
@@ -76,4 +78,36 @@ int tl_topk_best_split(const tl_hw *hw, const tl_topk_shape *s)
         if (r.time_us < best_us * 0.98) best = split, best_us = r.time_us; /* a bigger split must pay */
     }
     return best;
+}
+
+/* Appends a segment of `blocks` bars (one on block 0 when blocks is 1) from *t for dur. */
+static void add_segments(tl_topk_segment *seg, int *n, int blocks, tl_topk_phase ph, int pass, double t, double dur)
+{
+    for (int b = 0; b < blocks && *n < TL_TOPK_MAX_SEGMENTS; b++) seg[(*n)++] = (tl_topk_segment){b, ph, pass, t, t + dur};
+}
+
+int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_topk_result *r)
+{
+    *n = 0;
+    int rc = tl_topk_sim(p, r);
+    if (rc) return rc;
+    const tl_hw *hw = p->hw;
+    const double launch = or_default(hw->launch_us, 5.0), next = or_default(hw->next_kernel_us, launch);
+    const double select = r->passes ? r->scan_us / r->passes : 0;
+    double t = launch; /* the init kernel: its launch, no work charged */
+    for (int pass = 0; pass < r->passes; pass++) {
+        double read = pass == 0 ? r->first_read_us : r->later_read_us;
+        t += next;
+        add_segments(seg, n, r->split, TL_TOPK_PHASE_HIST, pass, t, read);
+        t += read + next;
+        add_segments(seg, n, 1, TL_TOPK_PHASE_SELECT, pass, t, select);
+        t += select;
+    }
+    t += next;
+    add_segments(seg, n, r->split, TL_TOPK_PHASE_COUNT, 0, t, r->later_read_us);
+    t += r->later_read_us + next;
+    add_segments(seg, n, r->split, TL_TOPK_PHASE_GATHER, 0, t, r->later_read_us);
+    t += r->later_read_us + next;
+    add_segments(seg, n, 1, TL_TOPK_PHASE_SORT, 0, t, r->sort_us);
+    return TL_OK;
 }

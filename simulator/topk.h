@@ -48,6 +48,7 @@ typedef struct {
     double scores_bytes;       /* the valid scores, once: the read floor's bytes */
     double hbm_bytes, l2_bytes;/* read from HBM and from L2 over the whole run */
     double read_us, launch_us, scan_us, sort_us, time_us;
+    double first_read_us, later_read_us; /* one read of the scores: the first (HBM), each later one */
     int fits_l2;               /* the later passes hit the L2 */
     const char *limiter;       /* "hbm", "cu-stream" (too few blocks), "launch", "sort" */
 } tl_topk_result;
@@ -56,6 +57,25 @@ typedef struct {
  * whose chunks hold at least TL_TOPK_MIN_CHUNK positions (1 for short rows). */
 #define TL_TOPK_MAX_SPLIT_MODEL 64
 int tl_topk_best_split(const tl_hw *hw, const tl_topk_shape *s);
+
+/* One piece of the schedule of a batch's row 0, as the model times it (for the split picture). */
+typedef enum {
+    TL_TOPK_PHASE_HIST, TL_TOPK_PHASE_SELECT, TL_TOPK_PHASE_COUNT, TL_TOPK_PHASE_GATHER, TL_TOPK_PHASE_SORT,
+    TL_TOPK_NPHASES
+} tl_topk_phase;
+typedef struct {
+    int block;            /* which of row 0's split blocks (0 for the one-block-a-row kernels) */
+    tl_topk_phase phase;
+    int pass;             /* the radix pass of HIST and SELECT */
+    double start_us, end_us;
+} tl_topk_segment;
+#define TL_TOPK_MAX_SEGMENTS (TL_TOPK_MAX_SPLIT_MODEL * 8 + 16)
+/* The kernels of one run in launch order, each after its launch gap (launch_us for the first,
+ * next_kernel_us after), with the durations tl_topk_sim charges: a read of the scores for every
+ * histogram, the count and the gather (one bar per block of row 0), a select's dependent loads,
+ * the final sort; the last segment ends at r->time_us. Fills seg (TL_TOPK_MAX_SEGMENTS) and *n.
+ * Errors as tl_topk_sim's. */
+int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_topk_result *r);
 
 /* Runs the model. TL_EUSAGE for a NULL preset, a bad shape (tl_topk_shape_check) or a split outside
  * [0, TL_TOPK_MAX_SPLIT_MODEL]. Cost: O(B) (the row lengths). */

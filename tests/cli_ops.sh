@@ -160,6 +160,12 @@ expect 2 "a length past n" -- "$tl" run topk --input "scores=$tmp/s.npy" --input
 npy "$tmp/s_i.npy" "<i4" "(2, 8)" "[0] * 16"
 expect 2 "integer scores" -- "$tl" run topk --input "scores=$tmp/s_i.npy" --k 5 --output "$tmp/bad.npy"
 check "topk wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
+expect 0 "draw topk-split" -- "$tl" draw topk-split --hw h200 -o "$tmp/split.svg"
+check "the split picture is an SVG" -- grep -q "<svg" "$tmp/split.svg"
+expect 0 "draw topk-split bf16 at a given split" -- "$tl" draw topk-split --dtype bf16 --n 65536 --batch 32 --split 8 -o "$tmp/split.png"
+expect 2 "draw topk-split --split 0" -- "$tl" draw topk-split --split 0 -o "$tmp/bad.png"
+expect 2 "draw topk-split without -o" -- "$tl" draw topk-split
+check "no picture on bad input" -- test ! -e "$tmp/bad.png"
 check "no temporary file is left" -- bash -c '! compgen -G "$0/*.tmp.*" >/dev/null' "$tmp"
 expect 0 "run --help" -- "$tl" run moe --help
 check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"

@@ -16,6 +16,7 @@
 #include "core/tl.h"
 #include "numerics/formats.h"
 #include "reference/topk.h"
+#include "simulator/topk.h"
 
 typedef struct {
     uint32_t key;
@@ -195,13 +196,41 @@ static void test_bad_shapes(void **state)
     assert_int_equal(tl_topk_dist_parse("uniform", &x), TL_EUSAGE);
 }
 
+/* The schedule the split picture draws adds up to the model's time, kernel after kernel. */
+static void test_schedule_sums_to_the_model(void **state)
+{
+    static const char *const presets[] = {"h200", "mi355x", "mi300x"};
+    static tl_topk_segment seg[TL_TOPK_MAX_SEGMENTS];
+    for (int h = 0; h < 3; h++) {
+        tl_hw hw;
+        assert_int_equal(tl_hw_load(presets[h], &hw), 0);
+        for (int split = 0; split <= 64; split = split ? split * 4 : 1) {
+            tl_topk_problem p = {&hw, {2, 1 << 20, 512, 0, NULL, 0, split % 2 ? TL_TOPK_BF16 : TL_TOPK_F32}, split};
+            tl_topk_result r;
+            int n;
+            assert_int_equal(tl_topk_schedule(&p, seg, &n, &r), 0);
+            double end = 0, prev_start = 0;
+            int hist = 0;
+            for (int i = 0; i < n; i++) {
+                assert_true(seg[i].end_us >= seg[i].start_us && seg[i].start_us >= prev_start);
+                assert_true(seg[i].block >= 0 && seg[i].block < r.split);
+                prev_start = seg[i].start_us;
+                end = fmax(end, seg[i].end_us);
+                hist += seg[i].phase == TL_TOPK_PHASE_HIST;
+            }
+            assert_int_equal(hist, r.passes * r.split);
+            assert_true(fabs(end - r.time_us) <= 1e-9 * r.time_us);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_every_bf16),          cmocka_unit_test(test_keys_every_f16),
         cmocka_unit_test(test_keys_f32_edges),           cmocka_unit_test(test_reference_matches_naive),
         cmocka_unit_test(test_lengths_list_and_empty_rows), cmocka_unit_test(test_known_answers),
-        cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_bad_shapes),               cmocka_unit_test(test_schedule_sums_to_the_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include "../simulator/hw.h"
 #include "../simulator/moe.h"
+#include "../simulator/topk.h"
 #include "../contract/worklist.h"
 #include "points.h"
 
@@ -98,6 +99,21 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
  * many. tokens 0: the file's first case. Bad file (missing column, malformed number, no such case,
  * over 10^6 blocks): TL_EUSAGE naming the line. */
 int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage);
+
+/* ---- top-k ---- */
+/* One panel of the split picture: the schedule of a row (tl_topk_schedule) over `split` blocks. */
+typedef struct {
+    const char *label;           /* "one block a row" */
+    int split;
+    const tl_topk_segment *seg;
+    int n;
+} tl_topk_panel;
+/* Seed Figure 8 as a still: per panel, the row's blocks as rows and time in us on x, each kernel's
+ * work as bars coloured by phase (histogram passes, selects, count, gather, final sort), the gaps
+ * being launches; the panels share the time axis. `about` is the subtitle (shape, dtype), preset
+ * the footer's. TL_EUSAGE for 0 or more than 4 panels or an empty schedule. */
+int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about,
+                      const char *preset);
 
 /* ---- MFMA layout ---- */
 /* The A (M x K), B (K x N) and C (M x N) operands of one matrix instruction as grids whose cells
