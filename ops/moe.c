@@ -10,7 +10,6 @@
 #include "../core/op.h"
 #include "../kernels/bench.h"
 #include "../kernels/moe.h"
-#include "../numerics/blockfp8.h"
 #include "../reference/moe.h"
 #include "../simulator/model.h"
 #include "../simulator/moe.h"
@@ -452,39 +451,6 @@ static int moe_load_inputs(void *vp, const tl_op_file *files, int n)
     return tl_moe_shape_check(&p->shape);
 }
 
-/* The loaded tensors as the kernel's token-side inputs: x rounded to bf16 (RNE) and, for fp8,
- * quantized in 1x128 groups, as tl_moe_tokens_make does with its random values. */
-static int moe_user_tokens(moe_problem *p)
-{
-    tl_moe_inputs *in = &p->in;
-    const tl_moe_shape *s = &p->shape;
-    size_t n = (size_t)s->tokens * s->hidden, edges = (size_t)s->tokens * s->top_k;
-    free(in->x);
-    free(in->xq);
-    free(in->xs);
-    free(in->topk_ids);
-    free(in->topk_w);
-    in->s = *s;
-    in->x = malloc(n * sizeof(uint16_t));
-    in->xq = s->dtype == TL_MOE_FP8 ? malloc(n) : NULL;
-    in->xs = s->dtype == TL_MOE_FP8 ? malloc(((size_t)s->tokens * ((s->hidden + 127) / 128)) * sizeof(float)) : NULL;
-    in->topk_ids = malloc(edges * sizeof(int32_t));
-    in->topk_w = malloc(edges * sizeof(float));
-    float *xf = malloc(n * sizeof(float));
-    int rc = in->x && in->topk_ids && in->topk_w && xf && (s->dtype != TL_MOE_FP8 || (in->xq && in->xs))
-                 ? 0 : tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
-    if (!rc) {
-        tl_encode_array16(TL_NF_BF16, p->user_x, n, 1, in->x);
-        tl_decode_array16(TL_NF_BF16, in->x, n, xf);
-        memcpy(in->topk_ids, p->user_ids, edges * sizeof(int32_t));
-        memcpy(in->topk_w, p->user_w, edges * sizeof(float));
-        if (s->dtype == TL_MOE_FP8)
-            rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, 128, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
-    }
-    free(xf);
-    return rc;
-}
-
 /* ---- the cases ------------------------------------------------------------------------------- */
 
 static void moe_describe(const void *vp, FILE *f)
@@ -533,7 +499,7 @@ static int moe_make_inputs(void *vp, int c)
         rc = tl_moe_tokens_make(&p->in, &p->shape, &p->routing, p->seed);
         if (rc) return rc;
     }
-    if (p->user_x && (rc = moe_user_tokens(p))) return rc;
+    if (p->user_x && (rc = tl_moe_tokens_set(&p->in, &p->shape, p->user_x, p->user_ids, p->user_w))) return rc;
     rc = tl_worklist_build(p->in.topk_ids, p->shape.tokens, p->shape.top_k, p->shape.n_experts, TL_MOE_TILE_M, &p->wl);
     if (!rc) p->cur_case = c;
     return rc;
@@ -676,14 +642,6 @@ static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stag
 
 static int moe_n_parts(const void *vp) { return 2; }
 
-/* bytes of one expert's matrix (codes + scales) of a rows x cols matrix in this dtype */
-static double moe_mat_bytes(tl_moe_dtype d, int rows, int cols)
-{
-    size_t sc = tl_moe_scale_count(d, rows, cols);
-    double sb = d == TL_MOE_FP8 || d == TL_MOE_A16W4 ? 4.0 : d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8 ? 1.0 : 0.0;
-    return (double)tl_moe_code_bytes(d, rows, cols) + sb * (double)sc;
-}
-
 /* Stage `stage`'s bytes as the bench counts them for case c: the active experts' weights once
  * (*wbytes), and the activations in and the outputs out (*io; stage 2: the fp32 partials written
  * and read, and the output). Active experts come from the current worklist when case c is made,
@@ -695,7 +653,8 @@ static void moe_counted(const moe_problem *p, int c, int stage, int active, doub
     const int H = p->model.hidden, W = width / p->tp;
     const double M = (double)p->tokens[c], edges = M * k, abytes = tl_moe_act_bytes_per_elem(p->dtype);
     if (p->cur_case == c) active = p->wl.active_experts;
-    *wbytes = active * (stage == 1 ? moe_mat_bytes(p->dtype, 2 * W, H) : moe_mat_bytes(p->dtype, H, W));
+    *wbytes = active * (stage == 1 ? (double)tl_moe_weight_matrix_bytes(p->dtype, 2 * W, H)
+                                  : (double)tl_moe_weight_matrix_bytes(p->dtype, H, W));
     *io = stage == 1 ? M * H * abytes + edges * W * 2.0 : edges * W * abytes + edges * H * 4.0 * 2 + M * H * 4.0;
     *flops = 2.0 * edges * H * (stage == 1 ? 2.0 * W : W);
 }

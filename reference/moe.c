@@ -228,15 +228,12 @@ static void free_tokens(tl_moe_inputs *in)
     in->topk_w = NULL;
 }
 
-int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r, uint64_t seed)
+/* Allocates in's token-side arrays for s and fills x (and, for fp8, xq and xs) from the float32
+ * activations xf, which are rounded to bf16 in place (fp8 quantizes the bf16 values). The routing
+ * arrays are allocated, not filled. On error the arrays are freed. */
+static int set_activations(tl_moe_inputs *in, const tl_moe_shape *s, float *xf)
 {
-    int rc = tl_moe_shape_check(s);
-    if (rc) return rc;
-    free_tokens(in);
-    in->s = *s;
-    in->seed = seed;
     size_t n = (size_t)s->tokens * (size_t)s->hidden, edges = (size_t)s->tokens * (size_t)s->top_k;
-    float *xf = malloc(n * sizeof(float));
     in->x = malloc(n * sizeof(uint16_t));
     in->topk_ids = malloc(edges * sizeof(int32_t));
     in->topk_w = malloc(edges * sizeof(float));
@@ -244,21 +241,55 @@ int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routin
         in->xq = malloc(n);
         in->xs = malloc((size_t)s->tokens * ceil_div((size_t)s->hidden, BLOCK) * sizeof(float));
     }
-    if (!xf || !in->x || !in->topk_ids || !in->topk_w || (s->dtype == TL_MOE_FP8 && (!in->xq || !in->xs))) {
-        free(xf);
+    if (!in->x || !in->topk_ids || !in->topk_w || (s->dtype == TL_MOE_FP8 && (!in->xq || !in->xs))) {
         free_tokens(in);
         return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
     }
+    tl_encode_array16(TL_NF_BF16, xf, n, 1, in->x);
+    tl_decode_array16(TL_NF_BF16, in->x, n, xf);
+    int rc = 0;
+    if (s->dtype == TL_MOE_FP8)
+        rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
+    if (rc) free_tokens(in);
+    return rc;
+}
+
+int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r, uint64_t seed)
+{
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    free_tokens(in);
+    in->s = *s;
+    in->seed = seed;
+    size_t n = (size_t)s->tokens * (size_t)s->hidden;
+    float *xf = malloc(n * sizeof(float));
+    if (!xf) return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
     tl_rng g;
     tl_rng_seed(&g, seed ^ 0x70c3e5ull);
     for (size_t i = 0; i < n; i++) xf[i] = (float)tl_rng_normal(&g);
-    tl_encode_array16(TL_NF_BF16, xf, n, 1, in->x);
-    tl_decode_array16(TL_NF_BF16, in->x, n, xf); /* fp8 quantizes the bf16 values */
-    if (s->dtype == TL_MOE_FP8)
-        rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
+    rc = set_activations(in, s, xf);
     free(xf);
     if (!rc) rc = tl_route(r, s->tokens, s->n_experts, s->top_k, seed, in->topk_ids, in->topk_w);
     if (rc) free_tokens(in);
+    return rc;
+}
+
+int tl_moe_tokens_set(tl_moe_inputs *in, const tl_moe_shape *s, const float *x, const int32_t *ids, const float *w)
+{
+    int rc = tl_moe_shape_check(s);
+    if (rc) return rc;
+    free_tokens(in);
+    in->s = *s;
+    size_t n = (size_t)s->tokens * (size_t)s->hidden, edges = (size_t)s->tokens * (size_t)s->top_k;
+    float *xf = malloc(n * sizeof(float));
+    if (!xf) return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
+    memcpy(xf, x, n * sizeof(float));
+    rc = set_activations(in, s, xf);
+    free(xf);
+    if (!rc) {
+        memcpy(in->topk_ids, ids, edges * sizeof(int32_t));
+        memcpy(in->topk_w, w, edges * sizeof(float));
+    }
     return rc;
 }
 

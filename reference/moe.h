@@ -50,6 +50,11 @@ float tl_moe_weight_at(const tl_moe_weights *w, int mat, int row, int col);
  * already holds; leaves the weights alone. */
 int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r,
                        uint64_t seed);
+/* Token-side inputs from the caller's tensors (a user's .npy files): x float32 [tokens][hidden]
+ * rounded to bf16 (and block-quantized for fp8) exactly as tl_moe_tokens_make rounds its random
+ * values; ids and w [tokens][k] copied. Frees any token-side arrays *in already holds; leaves the
+ * weights alone. TL_EUSAGE for a bad shape, TL_EFAIL on allocation failure. */
+int tl_moe_tokens_set(tl_moe_inputs *in, const tl_moe_shape *s, const float *x, const int32_t *ids, const float *w);
 /* Everything: weights (seeded from seed) and token-side inputs. On error *in is freed. */
 int tl_moe_inputs_make(const tl_moe_shape *s, const tl_routing *r, uint64_t seed,
                        tl_moe_inputs *in);
