@@ -2,8 +2,8 @@
 # Top-k on the lent NVIDIA H200, in one device call: checks first, then the bench and torch.topk.
 #   here:    bash scripts/device_bundle.sh build-topk-bundle build-topk-gpu
 #   device:  run(command="bash bench/topk_h200.sh", carry=["build-topk-bundle"])
-# Writes under $OUT: topk_check.txt, topk_bench.csv, topk_torch.csv, topk_env.txt. TOPK_PARTS
-# (default "check bench torch") picks what runs.
+# Writes under $OUT: topk_check.txt, topk_bench.csv, topk_splits.csv, topk_torch.csv, topk_env.txt.
+# TOPK_PARTS (default "check bench splits torch") picks what runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${OUT:-}" ] || { echo "topk_h200.sh: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
@@ -11,7 +11,7 @@ B=${TOPK_BUNDLE:-build-topk-bundle}
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
 T=$B/tilelab
-parts=${TOPK_PARTS:-check bench torch}
+parts=${TOPK_PARTS:-check bench splits torch}
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } >"$OUT/topk_env.txt" 2>&1
 rc=0
 if [[ " $parts " == *" check "* ]]; then
@@ -35,6 +35,15 @@ if [[ " $parts " == *" bench "* ]]; then
   $T bench topk --n 65536 --batch 4096 --k 2048 --causal --hw h200 --format csv 2>>"$OUT/topk_bench.err" \
     | tail -n +2 >>"$OUT/topk_bench.csv" || rc=1
   cut -d, -f1,5,7,8,9,10,11 "$OUT/topk_bench.csv"
+fi
+if [[ " $parts " == *" splits "* ]]; then
+  echo "== bench topk, splits beside the model's"
+  { $T bench topk --n 65536 --batch 1 --k 512 --split 1 --hw h200 --format csv
+    for s in 2 4 8 16 32 64; do $T bench topk --n 65536 --batch 1 --k 512 --split $s --hw h200 --format csv | tail -n +2; done
+    for s in 64 128 256; do $T bench topk --n 1048576 --batch 1 --k 512 --split $s --hw h200 --format csv | tail -n +2; done
+    for s in 16 32 64 128; do $T bench topk --n 1048576 --batch 32 --k 512 --split $s --hw h200 --format csv | tail -n +2; done
+  } >"$OUT/topk_splits.csv" 2>>"$OUT/topk_bench.err" || rc=1
+  cut -d, -f1,5,7,8,9,10,11 "$OUT/topk_splits.csv"
 fi
 if [[ " $parts " == *" torch "* ]]; then
   echo "== torch.topk"

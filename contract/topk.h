@@ -45,6 +45,42 @@ typedef struct {
     tl_topk_dtype dtype;
 } tl_topk_shape;
 
+/* The kernel's geometry (kernels/topk*.hip; the model, simulator/topk.c, reads it from here).
+ * One launch selects every row: each row is cut into `split` contiguous chunks, one block of
+ * TL_TOPK_THREADS threads each (TL_TOPK_VECS 16-byte loads in flight a thread), and a block keeps
+ * its chunk's keys in shared memory for the whole selection, so the scores are read from memory
+ * once. Radix passes, most significant digit first: float32's 32-bit keys in 11, 11 and 10 bits,
+ * the 16-bit keys in 8 and 8; the passes end early when the bin holding the k-th key is taken
+ * whole. */
+#define TL_TOPK_THREADS 256
+#define TL_TOPK_VECS 8
+#define TL_TOPK_MAX_SPLIT 1024
+#define TL_TOPK_PASSES_32 3
+#define TL_TOPK_PASSES_16 2
+#define TL_TOPK_BINS_32 2048 /* the widest digit's bins: float32 */
+#define TL_TOPK_BINS_16 256
+#define TL_TOPK_WORK_BYTES 8192 /* a block's histogram, or its slots' scan: TL_TOPK_BINS_32 words */
+/* Scores one 16-byte vector holds. */
+static inline int tl_topk_vec_scores(tl_topk_dtype d) { return d == TL_TOPK_F32 ? 4 : 8; }
+/* The 16-byte vectors one block holds of a row of n positions over `split` blocks: the most a chunk
+ * has (a row spans at most n / vec + 2 vectors, as it need not start on one), rounded up to whole
+ * rounds of TL_TOPK_THREADS. */
+static inline long tl_topk_chunk_vecs(tl_topk_dtype d, long n, int split)
+{
+    const long vecs = n / tl_topk_vec_scores(d) + 2, per = (vecs + split - 1) / split;
+    return (per + TL_TOPK_THREADS - 1) / TL_TOPK_THREADS * TL_TOPK_THREADS;
+}
+/* Shared memory of one block: its chunk's keys and TL_TOPK_WORK_BYTES, or, when the output is
+ * sorted, the row's k ranks (8 bytes each, k rounded up to a power of two) if that is more. */
+static inline size_t tl_topk_block_smem(tl_topk_dtype d, long n, int split, int sorted, int k)
+{
+    size_t bytes = (size_t)tl_topk_chunk_vecs(d, n, split) * 16 + TL_TOPK_WORK_BYTES, kp = 1;
+    while (kp < (size_t)k) kp <<= 1;
+    return sorted && kp * 8 > bytes ? kp * 8 : bytes;
+}
+/* Radix passes of a dtype's keys (the most the kernel makes). */
+static inline int tl_topk_passes(tl_topk_dtype d) { return d == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16; }
+
 /* "f32" | "bf16" | "f16"; TL_EUSAGE otherwise. */
 int tl_topk_dtype_parse(const char *s, tl_topk_dtype *out);
 const char *tl_topk_dtype_name(tl_topk_dtype d);

@@ -235,6 +235,47 @@ static __device__ __forceinline__ void tl_grid_dep_launch(void)
 #endif
 }
 
+/* Loads that see other blocks' writes (device code). Blocks of one launch that hand data to one
+ * another (kernels/topk_kernels.hip's row barrier) write, fence (__threadfence), then bump a
+ * counter with an atomic; the reader polls the counter with tl_load_acquire_u32 and reads the data
+ * with the relaxed loads, which go to the device-coherent level (L2), never a stale L1 line.
+ * tl_spin_pause(): a short sleep between two polls. */
+#if defined(TL_GPU_AMD)
+static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
+{
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+static __device__ __forceinline__ uint32_t tl_load_relaxed_u32(const uint32_t *p)
+{
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+static __device__ __forceinline__ uint64_t tl_load_relaxed_u64(const uint64_t *p)
+{
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+static __device__ __forceinline__ void tl_spin_pause(void) { __builtin_amdgcn_s_sleep(1); }
+#else
+static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ uint32_t tl_load_relaxed_u32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ uint64_t tl_load_relaxed_u64(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void tl_spin_pause(void) { __nanosleep(32); }
+#endif
+
 /* Sum over the wave; every lane gets the result. Cost: log2(TL_WAVE) shuffles. */
 #define TL_DEFINE_WAVE_SUM(T)                                                                  \
     static __device__ __forceinline__ T tl_wave_sum_##T(T v)                                   \

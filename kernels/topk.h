@@ -4,35 +4,35 @@
  * kernels/topk.hip (the launcher) and kernels/topk_kernels.hip (the kernels), which exist only in
  * GPU builds.
  *
- * What runs (one stream, no host synchronization between the launches, every row of the batch in
- * each launch; `split` blocks per row in the kernels that read the scores):
- *   topk_init     one block per row: the row's state (c = min(k, len); a row with len <= k takes
- *                 everything and skips the selection) and its global histogram zeroed.
- *   per pass, MSB digit first (float32 keys: 11, 11, 10 bits; bfloat16 / float16 keys: 8, 8):
- *     topk_hist   split blocks per row, each over one contiguous chunk of the row (chunk j of
- *                 `split`, in index order): 16-byte loads, 8 in flight per thread; the chunk's
- *                 keys that match the prefix found so far are counted by digit in shared memory,
- *                 then added into the row's histogram in global memory (integer atomics: the
- *                 sums do not depend on their order).
- *     topk_select one block per row: scans the histogram from the top digit to the bin that holds
- *                 the k-th key, adds the digit to the row's prefix, counts the keys above it and
- *                 how many are still needed within it; zeroes the histogram for the next pass.
- *   After the last pass the row knows its threshold key T, gt = the keys > T and need = the ties
- *   (== T) it takes (gt + need = k).
- *   topk_count    split blocks per row: each chunk's keys > T and == T.
- *   topk_gather   split blocks per row: exclusive sums of those counts over the lower chunks give
- *                 each block its offsets; a block-wide prefix sum in index order places its > T
- *                 keys and its ties, the ties of lower index first across chunks, so exactly the
- *                 `need` lowest-index ties are taken. Deterministic: nothing depends on the order
- *                 of atomics.
- *   topk_final    one block per row: the row's (key, index) pairs (for len <= k straight from the
- *                 scores) sorted in shared memory (bitonic, 64-bit ranks, k <= 4096) by rank or by
- *                 index; writes idx, count and -1 past count. A row whose counts do not add up (a
- *                 kernel bug) gets count -1 and its idx left as they were.
+ * What runs: one kernel, topk_rows, B x split blocks of TL_TOPK_THREADS threads, all rows of the
+ * batch in one launch, no host synchronization (contract/topk.h gives the geometry):
+ *   - a block takes a ticket (the order blocks start in), which names its row b and chunk j, and
+ *     loads its chunk (16-byte loads, TL_TOPK_VECS in flight a thread) into registers as keys; the
+ *     scores are read from memory once;
+ *   - a row of len <= k takes every position (rank = position);
+ *   - otherwise, per radix pass, most significant digit first (float32 keys: 11, 11, 10 bits;
+ *     16-bit keys: 8, 8): the block counts the keys that match the prefix found so far by digit in
+ *     shared memory; with split > 1 it adds them into the row's histogram in device memory (integer
+ *     atomics: the sums do not depend on their order) and meets the row's other blocks at a
+ *     barrier; then every block reads the same histogram and finds the same bin holding the k-th
+ *     key. A pass whose bin is taken whole ends the passes. The row now knows its threshold T (on
+ *     the bits resolved), the keys above it and `need`, the ties (== T) it takes;
+ *   - each block counts its keys > T and == T per slot, scans the counts over the block in index
+ *     order, publishes its totals and meets the row's blocks once more: the exclusive sums over the
+ *     lower chunks give its offsets. A key > T, or a tie among the `need` of lowest index across
+ *     the row, goes to output position = the taken keys of lower index: the set in ascending index
+ *     order, deterministic (nothing depends on the order of atomics);
+ *   - the block of chunk 0 writes count (min(k, len)) and -1 past it; the row's last block to
+ *     finish sorts the row's ranks in shared memory (bitonic, k <= 4096) when `sorted`, and zeroes
+ *     the row's histograms and barrier for the next launch. A row whose counts do not add up (a
+ *     kernel bug) gets count -1.
  * Positions past a row's length are never used: a 16-byte load that straddles the end of a row
  * brings them in, and their lanes are masked out.
- * Cost: (passes + 2) reads of the scores (the first from HBM, the rest from L2 where the rows
- * fit), 2 x passes + 4 launches, a sort of k pairs per row.
+ * A row's blocks wait for one another: the launcher refuses a split larger than the blocks the
+ * device holds at once (with the ticket order, a waiting block's partners always get a slot).
+ * Cost: one read of the scores; per pass a histogram in shared memory, its bins' atomics into
+ * device memory and a barrier (an L2 round trip); one more barrier for the offsets; with split = 1
+ * no barrier and no atomics outside the block.
  */
 #ifndef TL_KERNELS_TOPK_H
 #define TL_KERNELS_TOPK_H
@@ -46,22 +46,22 @@ extern "C" {
 
 typedef struct tl_topk_gpu tl_topk_gpu;
 /* Allocates device memory for a problem of shape s (scores B x n in s->dtype, lengths, outputs,
- * workspace for any split up to TL_TOPK_MAX_SPLIT). TL_EUSAGE for a bad shape; TL_EFAIL on a GPU error. */
+ * workspace for any split up to TL_TOPK_MAX_SPLIT, zeroed). TL_EUSAGE for a bad shape; TL_EFAIL on a GPU error. */
 int tl_topk_gpu_open(const tl_topk_shape *s, tl_topk_gpu **g);
 /* Uploads the scores (B x n, the shape's dtype) and the row lengths (B int32; computed from the
  * shape's rule when s->lens is NULL: tl_topk_row_len). */
 int tl_topk_gpu_upload(tl_topk_gpu *g, const void *scores);
 /* Writes 0x7FFFFFFF into idx and count, so that anything the kernels fail to write shows. */
 int tl_topk_gpu_poison(tl_topk_gpu *g);
-/* Runs the selection with each row split over `split` blocks (1..TL_TOPK_MAX_SPLIT; the model
- * chooses it), then synchronizes. */
+/* Runs the selection with each row split over `split` blocks, then synchronizes. split: from
+ * tl_topk_min_split(dtype, n) (a block's chunk fits its registers) to the blocks the device holds
+ * at once (at most TL_TOPK_MAX_SPLIT); the model chooses it; TL_EUSAGE outside. */
 int tl_topk_gpu_run(tl_topk_gpu *g, int split);
 /* Reads back idx [B][k] and count [B]. */
 int tl_topk_gpu_read(tl_topk_gpu *g, int32_t *idx, int32_t *count);
 /* Times one run with kernels/bench.h's method (flush, warm-up, median; graph replay). */
 int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r);
 void tl_topk_gpu_close(tl_topk_gpu *g);
-#define TL_TOPK_MAX_SPLIT 64
 
 /* The launcher above as a table of functions (the op row is built without GPU code):
  * kernels/topk.hip exports it in a GPU build, kernels/absent.c defines it as NULL without one. */

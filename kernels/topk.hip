@@ -18,9 +18,10 @@ struct tl_topk_gpu {
     size_t score_bytes; /* B x n x bytes of a score */
     void *scores;       /* the allocation: score_bytes rounded up to 16 */
     int32_t *lens, *idx, *count;
-    TopkRow *rows;
+    uint32_t *ticket;
+    TopkSync *sync;
     uint32_t *hist;
-    int2 *chunk;
+    uint2 *chunk;       /* [B][TL_TOPK_MAX_SPLIT] */
     uint64_t *cand;
 };
 
@@ -41,7 +42,7 @@ static int gpu_alloc(void **p, size_t bytes, const char *what)
 extern "C" void tl_topk_gpu_close(tl_topk_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->scores, g->lens, g->idx, g->count, g->rows, g->hist, g->chunk, g->cand};
+    void *ptrs[] = {g->scores, g->lens, g->idx, g->count, g->ticket, g->sync, g->hist, g->chunk, g->cand};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) (void)hipFree(ptrs[i]);
     free(g->lens_host);
@@ -70,10 +71,15 @@ extern "C" int tl_topk_gpu_open(const tl_topk_shape *s, tl_topk_gpu **out)
     if (!rc) rc = GALLOC(g->lens, B * sizeof(int32_t), "lengths");
     if (!rc) rc = GALLOC(g->idx, B * k * sizeof(int32_t), "indices");
     if (!rc) rc = GALLOC(g->count, B * sizeof(int32_t), "counts");
-    if (!rc) rc = GALLOC(g->rows, B * sizeof(TopkRow), "row states");
-    if (!rc) rc = GALLOC(g->hist, B * (size_t)tl_topk_hist_stride(s->dtype) * sizeof(uint32_t), "histograms");
-    if (!rc) rc = GALLOC(g->chunk, B * TL_TOPK_MAX_SPLIT * sizeof(int2), "chunk counts");
+    if (!rc) rc = GALLOC(g->ticket, sizeof(uint32_t), "block ticket");
+    if (!rc) rc = GALLOC(g->sync, B * sizeof(TopkSync), "row barriers");
+    if (!rc) rc = GALLOC(g->hist, B * tl_topk_hist_words(s->dtype) * sizeof(uint32_t), "histograms");
+    if (!rc) rc = GALLOC(g->chunk, B * TL_TOPK_MAX_SPLIT * sizeof(uint2), "chunk counts");
     if (!rc) rc = GALLOC(g->cand, B * k * sizeof(uint64_t), "candidates");
+    /* the kernel leaves its state zero after every launch; it must start so */
+    if (!rc) TL_GPU_CHECK_GOTO(hipMemset(g->ticket, 0, sizeof(uint32_t)), rc, fail);
+    if (!rc) TL_GPU_CHECK_GOTO(hipMemset(g->sync, 0, B * sizeof(TopkSync)), rc, fail);
+    if (!rc) TL_GPU_CHECK_GOTO(hipMemset(g->hist, 0, B * tl_topk_hist_words(s->dtype) * sizeof(uint32_t)), rc, fail);
     if (!rc && padded > g->score_bytes) /* the padding is read (masked) by the last vector: defined bytes */
         TL_GPU_CHECK_GOTO(hipMemset((char *)g->scores + g->score_bytes, 0, padded - g->score_bytes), rc, fail);
 fail:
@@ -108,6 +114,25 @@ extern "C" int tl_topk_gpu_poison(tl_topk_gpu *g)
     return rc;
 }
 
+/* A split the kernel can run: a block's chunk fits its shared memory, and a row's blocks fit the
+ * device at once (they wait for one another). */
+static int check_split(const tl_topk_gpu *g, int split)
+{
+    int resident = 0;
+    if (split < 1 || split > TL_TOPK_MAX_SPLIT)
+        return tl_error(TL_EUSAGE, "--split", "%d outside [1, %d]", split, TL_TOPK_MAX_SPLIT);
+    int rc = tl_topk_resident_blocks(&g->s, split, &resident);
+    if (rc) return rc;
+    if (resident == 0)
+        return tl_error(TL_EUSAGE, "--split", "%d: a block's share of a row of %ld (%zu bytes of shared memory) does not "
+                        "fit this GPU's shared memory; split the rows further", split, g->s.n,
+                        tl_topk_block_smem(g->s.dtype, g->s.n, split, g->s.sorted, g->s.k));
+    if (split > resident)
+        return tl_error(TL_EUSAGE, "--split", "%d: a row's blocks wait for one another, and this GPU holds %d of them "
+                        "at once", split, resident);
+    return 0;
+}
+
 static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
 {
     TopkBuffers f;
@@ -115,17 +140,18 @@ static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
     f.lens = g->lens;
     f.idx = g->idx;
     f.count = g->count;
-    f.rows = g->rows;
+    f.ticket = g->ticket;
+    f.sync = g->sync;
     f.hist = g->hist;
     f.chunk = g->chunk;
     f.cand = g->cand;
-    f.hist_stride = tl_topk_hist_stride(g->s.dtype);
     return tl_topk_launch(&g->s, f, split, st);
 }
 
 extern "C" int tl_topk_gpu_run(tl_topk_gpu *g, int split)
 {
-    int rc = enqueue(g, split, 0);
+    int rc = check_split(g, split);
+    if (!rc) rc = enqueue(g, split, 0);
     if (rc) return rc;
     TL_GPU_CHECK(hipDeviceSynchronize());
     return 0;
@@ -151,8 +177,8 @@ static int time_fn(void *ctx, void *stream)
 
 extern "C" int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r)
 {
-    if (split < 1 || split > TL_TOPK_MAX_SPLIT)
-        return tl_error(TL_EUSAGE, "topk gpu", "split %d outside [1, %d]", split, TL_TOPK_MAX_SPLIT);
+    int rc = check_split(g, split);
+    if (rc) return rc;
     time_ctx c = {g, split};
     return tl_bench_run(o, time_fn, &c, r);
 }

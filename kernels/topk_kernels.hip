@@ -1,50 +1,60 @@
-/* kernels/topk_kernels.hip: the exact top-k kernels (what each does: kernels/topk.h) and their
- * launch wrapper tl_topk_launch (kernels/topk_launch.h).
+/* kernels/topk_kernels.hip: the exact top-k kernel (what it does: kernels/topk.h) and its launch
+ * wrapper tl_topk_launch (kernels/topk_launch.h).
  *
  * Chunks. A row's positions [0, len) lie at elements [b n, b n + len) of the scores; the 16-byte
  * vectors that hold any of them, [v0, v1), are cut into `split` contiguous chunks in index order,
- * chunk j = [v0 + nv j / split, v0 + nv (j + 1) / split). A vector at the edge of a row also holds
- * positions of the neighbouring row (or the allocation's padding): their lanes are masked, never
- * counted. Tiles: a block reads TOPK_U (the gather: GATHER_U) x TOPK_THREADS vectors at a time, vector u x TOPK_THREADS + x
- * of the tile by thread x, so the tile's index order is (u, thread, lane).
- * Keys: numerics/keys.h (float32: 32-bit keys; bfloat16, float16: 16-bit keys).
+ * chunk j = [v0 + nv j / split, v0 + nv (j + 1) / split), at most `cv` vectors each
+ * (tl_topk_chunk_vecs). A block keeps vector i of its chunk, as keys, at keys[i] in shared memory
+ * (i < cv; past the chunk, zero). A vector at the edge of a row also holds positions of the
+ * neighbouring row (or the allocation's padding): those lanes get key 0 and are taken out.
+ * Keys: numerics/keys.h (float32: 32-bit keys; bfloat16, float16: 16-bit keys in the two halves of
+ * a word, low half first).
  */
 #include "topk_launch.h"
 
-#define NT TOPK_THREADS
-#define NW (TOPK_THREADS / TL_WAVE)
+#define NT TL_TOPK_THREADS
+#define U TL_TOPK_VECS
+#define NW (TL_TOPK_THREADS / TL_WAVE)
 
 /* ---- keys ---- */
 /* Scores a 16-byte vector holds: 4 float32 or 8 16-bit scores. */
 template <int DT> struct Lanes { enum { E = DT == TL_TOPK_F32 ? 4 : 8 }; };
 
-/* The key of score e of vector v (e a compile-time constant after unrolling). */
+/* The vector's scores turned into their keys, in place (16-bit keys stay in their halves). */
 template <int DT>
-static __device__ __forceinline__ uint32_t vec_key(const uint4 &v, int e)
+static __device__ __forceinline__ void to_keys(uint4 &v)
+{
+    uint32_t *w = &v.x;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        if (DT == TL_TOPK_F32) {
+            w[c] = tl_key_f32(w[c]);
+        } else {
+            const uint16_t lo = (uint16_t)(w[c] & 0xFFFFu), hi = (uint16_t)(w[c] >> 16);
+            const uint32_t klo = DT == TL_TOPK_BF16 ? tl_key_bf16(lo) : tl_key_f16(lo);
+            const uint32_t khi = DT == TL_TOPK_BF16 ? tl_key_bf16(hi) : tl_key_f16(hi);
+            w[c] = klo | khi << 16;
+        }
+    }
+}
+
+/* Key e of a vector of keys (e a compile-time constant after unrolling). */
+template <int DT>
+static __device__ __forceinline__ uint32_t key_at(const uint4 &v, int e)
 {
     const int c = DT == TL_TOPK_F32 ? e : e >> 1;
     const uint32_t w = c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
-    if (DT == TL_TOPK_F32) return tl_key_f32(w);
-    const uint16_t h = (uint16_t)((e & 1) ? w >> 16 : w & 0xFFFFu);
-    return DT == TL_TOPK_BF16 ? tl_key_bf16(h) : tl_key_f16(h);
+    if (DT == TL_TOPK_F32) return w;
+    return (e & 1) ? w >> 16 : w & 0xFFFFu;
 }
 
-/* The key of element g of the scores (scalar). */
-template <int DT>
-static __device__ __forceinline__ uint32_t elem_key(const void *scores, long long g)
-{
-    if (DT == TL_TOPK_F32) return tl_key_f32(((const uint32_t *)scores)[g]);
-    const uint16_t h = ((const uint16_t *)scores)[g];
-    return DT == TL_TOPK_BF16 ? tl_key_bf16(h) : tl_key_f16(h);
-}
-
-/* contract/topk.h's tl_topk_rank (host-only there): larger ranks higher, the lower index winning. */
+/* contract/topk.h's tl_topk_rank: larger ranks higher, the lower index winning. */
 static __device__ __forceinline__ uint64_t rank_of(uint32_t key, int pos)
 {
     return (uint64_t)key << 32 | (uint64_t)(0xFFFFFFFFu - (uint32_t)pos);
 }
 
-/* ---- chunks and tiles ---- */
+/* ---- chunks ---- */
 struct ChunkRange {
     long long lo, hi; /* vectors [lo, hi) of the whole scores array */
     long long row0;   /* element of the row's position 0: b n */
@@ -61,27 +71,61 @@ static __device__ __forceinline__ ChunkRange chunk_of(int b, int j, int split, l
     return r;
 }
 
-/* Loads the tile at `base` of the chunk (U vectors a thread: TOPK_U, or GATHER_U in topk_gather):
- * vector u of this thread is base + u NT + threadIdx.x
- * (zero past the chunk: those lanes are masked by tile_pos). */
-template <int U>
-static __device__ __forceinline__ void load_tile(const uint4 *vec, long long base, long long hi, uint4 (&v)[U])
-{
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const long long vi = base + (long long)u * NT + threadIdx.x;
-        v[u] = vi < hi ? vec[vi] : make_uint4(0u, 0u, 0u, 0u);
-    }
-}
-/* The row position of lane 0 of this thread's vector u in the tile at `base`, or a position the
- * masks reject (-2^30) when that vector lies past the chunk. */
+/* Where a block's scores lie in its row: score e of chunk vector i is at position c0 + i E + e,
+ * one of the row's (and the chunk's) when that position is in [lo, hi). 32-bit: a row has at
+ * most TL_TOPK_MAX_N positions. */
+struct ChunkPos {
+    int c0, lo, hi;
+    __device__ __forceinline__ bool valid(int pos) const { return (unsigned)(pos - lo) < (unsigned)(hi - lo); }
+};
 template <int DT>
-static __device__ __forceinline__ int tile_pos(const ChunkRange &r, long long base, int u)
+static __device__ __forceinline__ ChunkPos chunk_pos(const ChunkRange &r, int len)
 {
-    const long long vi = base + (long long)u * NT + threadIdx.x;
-    return vi < r.hi ? (int)(vi * Lanes<DT>::E - r.row0) : -(1 << 30);
+    const int E = Lanes<DT>::E;
+    ChunkPos l;
+    l.c0 = (int)(r.lo * E - r.row0);
+    const int c1 = (int)(r.hi * E - r.row0);
+    l.lo = l.c0 > 0 ? l.c0 : 0;
+    l.hi = c1 < len ? c1 : len;
+    return l;
 }
 
+/* Loads the chunk's vectors (TL_TOPK_VECS a thread in flight), turns them into keys and stores
+ * them at keys[0, cv); a lane that holds none of the chunk's positions gets key 0 (NaN's, the
+ * lowest). Returns this thread's count of such lanes: the passes take them out of digit 0, and
+ * the gather never places them. */
+template <int DT>
+static __device__ uint32_t load_chunk(const uint4 *vec, const ChunkRange &r, const ChunkPos &l, int cv, uint4 *keys)
+{
+    const int E = Lanes<DT>::E, x = threadIdx.x;
+    uint32_t off = 0u;
+    for (int t = 0; t < cv; t += U * NT) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const long long vi = r.lo + t + u * NT + x;
+            v[u] = t + u * NT + x < cv && vi < r.hi ? tl_load_once(vec + vi) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = t + u * NT + x;
+            if (i >= cv) break;
+            to_keys<DT>(v[u]);
+            uint32_t *w = &v[u].x;
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                if (l.valid(l.c0 + i * E + e)) continue;
+                off++;
+                if (DT == TL_TOPK_F32) w[e] = 0u;
+                else w[e >> 1] &= (e & 1) ? 0x0000FFFFu : 0xFFFF0000u;
+            }
+            keys[i] = v[u];
+        }
+    }
+    return off;
+}
+
+/* ---- block-wide steps ---- */
 /* Exclusive prefix sum over the block's NT threads, in thread order; *total gets the block's sum.
  * Every thread calls it. ws: NW + 1 words of shared memory. Cost: 2 x log2(TL_WAVE) shuffles, 3
  * barriers (the last lets the caller reuse ws). */
@@ -114,295 +158,136 @@ static __device__ __forceinline__ uint32_t block_excl_scan(uint32_t v, uint32_t 
     return r;
 }
 
-/* ---- the kernels ---- */
-/* One block per row: the row's state; its histogram zeroed. */
-__global__ void __launch_bounds__(NT) topk_init(const int32_t *lens, int k, TopkRow *rows, uint32_t *hist,
-                                                 int hist_stride)
+/* Sum over the block; every thread gets it. ws: NW words. Cost: log2(TL_WAVE) shuffles, 2 barriers. */
+static __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long long v, unsigned long long *ws)
 {
-    const int b = blockIdx.x;
-    uint32_t *h = hist + (size_t)b * hist_stride;
-    for (int d = threadIdx.x; d < hist_stride; d += NT) h[d] = 0u;
+#pragma unroll
+    for (int off = TL_WAVE / 2; off > 0; off >>= 1) v += tl_shfl_xor(v, off);
+    if (tl_lane() == 0) ws[tl_wave_id()] = v;
+    __syncthreads();
+    unsigned long long t = 0;
+#pragma unroll
+    for (int w = 0; w < NW; w++) t += ws[w];
+    __syncthreads();
+    return t;
+}
+
+/* The barrier of one row's `split` blocks: returns when `target` arrivals have been counted on
+ * *arrive (this block's included), every write the row's blocks made before arriving visible to
+ * tl_load_relaxed_* (kernels/gpu.h). Safe from deadlock because a row's blocks wait only for one
+ * another, blocks start in ticket order, and the launcher keeps split within the blocks the device
+ * holds at once. Cost: an atomic and the polls of one thread, about one L2 round trip after the
+ * last block arrives. */
+static __device__ __forceinline__ void row_barrier(uint32_t *arrive, uint32_t target)
+{
+    __syncthreads();
     if (threadIdx.x == 0) {
-        TopkRow st;
-        st.len = lens[b];
-        st.c = st.len < k ? st.len : k;
-        st.prefix = 0u;
-        st.rem = st.c;
-        st.gt = 0;
-        st.flags = st.len <= k ? TOPK_ROW_ALL : 0;
-        rows[b] = st;
-    }
-}
-
-/* split blocks per row (block b split + j: row b, chunk j): the chunk's keys that match the row's
- * prefix on the bits above the digit (shift, bits), counted by digit, added into the row's
- * histogram. */
-template <int DT>
-__global__ void __launch_bounds__(NT) topk_hist(const uint4 *scores, long n, int split, const TopkRow *rows,
-                                                 uint32_t *hist, int hist_stride, int shift, int bits)
-{
-    __shared__ uint32_t sh[TOPK_BINS_F32];
-    const int b = blockIdx.x / split, j = blockIdx.x % split;
-    const TopkRow st = rows[b];
-    if (st.flags) return; /* the whole block */
-    const int nb = 1 << bits;
-    for (int d = threadIdx.x; d < nb; d += NT) sh[d] = 0u;
-    __syncthreads();
-    const int top = shift + bits;
-    const uint32_t mask = top >= 32 ? 0u : ~0u << top, dmask = (uint32_t)nb - 1u;
-    const ChunkRange r = chunk_of<DT>(b, j, split, n, st.len);
-    for (long long base = r.lo; base < r.hi; base += (long long)TOPK_U * NT) {
-        uint4 v[TOPK_U];
-        load_tile(scores, base, r.hi, v);
-#pragma unroll
-        for (int u = 0; u < TOPK_U; u++) {
-            const int p0 = tile_pos<DT>(r, base, u);
-#pragma unroll
-            for (int e = 0; e < Lanes<DT>::E; e++) {
-                const uint32_t key = vec_key<DT>(v[u], e);
-                const int pos = p0 + e;
-                if (pos >= 0 && pos < st.len && (key & mask) == st.prefix) atomicAdd(&sh[(key >> shift) & dmask], 1u);
-            }
-        }
+        __threadfence();
+        atomicAdd(arrive, 1u);
+        while (tl_load_acquire_u32(arrive) < target) tl_spin_pause();
     }
     __syncthreads();
-    uint32_t *h = hist + (size_t)b * hist_stride;
-    for (int d = threadIdx.x; d < nb; d += NT) {
-        const uint32_t c = sh[d];
-        if (c) atomicAdd(&h[d], c);
-    }
 }
 
-/* One block per row: the bin of digit (shift, bits) that holds the rem-th highest matching key,
- * scanning from the top digit; the row's prefix, gt and rem updated; the histogram zeroed. */
-__global__ void __launch_bounds__(NT) topk_select(TopkRow *rows, uint32_t *hist, int hist_stride, int shift, int bits)
+/* The bin that holds the rem-th highest of the counted keys, scanning from the top digit. */
+struct BinPick {
+    uint32_t d, above, cnt; /* the bin, the keys in bins above it, the keys in it */
+    int ok;                 /* 0 when the counts hold fewer than rem keys (a kernel bug) */
+};
+/* h: the pass's nb bins (NT <= nb <= TL_TOPK_BINS_32), in shared memory or (global) the row's
+ * histogram in device memory. Every thread calls it and gets the same answer. */
+static __device__ __forceinline__ BinPick pick_bin(const uint32_t *h, bool global, int nb, uint32_t rem,
+                                                   uint32_t *ws, BinPick *sp)
 {
-    __shared__ uint32_t ws[NW + 1];
-    __shared__ int found_d;
-    __shared__ uint32_t found_above;
-    const int b = blockIdx.x, x = threadIdx.x;
-    TopkRow st = rows[b];
-    if (st.flags) return;
-    const int nb = 1 << bits, per = nb / NT; /* 8, 4 or 1 bins a thread (bits >= 8) */
-    uint32_t *h = hist + (size_t)b * hist_stride;
-    uint32_t mine[TOPK_BINS_F32 / NT], run = 0u;
+    const int x = threadIdx.x, per = nb / NT;
+    uint32_t mine[TL_TOPK_BINS_32 / NT], run = 0u;
 #pragma unroll
-    for (int q = 0; q < TOPK_BINS_F32 / NT; q++) { /* thread x: bins nb-1-x per .. nb-1-(x per+per-1), descending */
+    for (int q = 0; q < TL_TOPK_BINS_32 / NT; q++) { /* thread x: bins nb-1-x per .. nb-1-(x per+per-1), descending */
         mine[q] = 0u;
         if (q < per) {
             const int d = nb - 1 - (x * per + q);
-            mine[q] = h[d];
-            h[d] = 0u;
+            mine[q] = global ? tl_load_relaxed_u32(h + d) : h[d];
             run += mine[q];
         }
     }
-    if (x == 0) found_d = -1;
+    if (x == 0) sp->ok = 0;
     uint32_t total, above = block_excl_scan(run, ws, &total); /* keys in the bins above this thread's */
-    const uint32_t rem = (uint32_t)st.rem;
 #pragma unroll
-    for (int q = 0; q < TOPK_BINS_F32 / NT; q++) {
+    for (int q = 0; q < TL_TOPK_BINS_32 / NT; q++) {
         if (q < per) {
             if (above < rem && rem <= above + mine[q]) { /* exactly one bin, when total >= rem */
-                found_d = nb - 1 - (x * per + q);
-                found_above = above;
+                sp->d = (uint32_t)(nb - 1 - (x * per + q));
+                sp->above = above;
+                sp->cnt = mine[q];
+                sp->ok = 1;
             }
             above += mine[q];
         }
     }
     __syncthreads();
-    if (x == 0) {
-        if (found_d < 0) {
-            st.flags |= TOPK_ROW_BAD;
-        } else {
-            st.prefix |= (uint32_t)found_d << shift;
-            st.gt += (int32_t)found_above;
-            st.rem -= (int32_t)found_above;
-        }
-        rows[b] = st;
-    }
+    return *sp;
 }
 
-/* split blocks per row: chunk j's keys > T and == T (T: the row's prefix after the last pass). */
+/* Counts the keys of this thread's vectors (keys[x], keys[x + NT], ...) that match `prefix` on
+ * the bits of `mask`, by their digit (shift, dmask), into the shared histogram h; runs of one
+ * digit cost one atomic. off: the thread's lanes outside the chunk (key 0), taken back out of
+ * digit 0. 16-bit keys are compared in place in their word (mask and prefix shifted to the half). */
 template <int DT>
-__global__ void __launch_bounds__(NT) topk_count(const uint4 *scores, long n, int split, const TopkRow *rows, int2 *chunk)
+static __device__ __forceinline__ void count_digits(const uint4 *keys, int cv, uint32_t off, uint32_t mask,
+                                                    uint32_t prefix, int shift, uint32_t dmask, uint32_t *h)
 {
-    __shared__ int sg, se;
-    const int b = blockIdx.x / split, j = blockIdx.x % split;
-    const TopkRow st = rows[b];
-    if (st.flags) return;
-    if (threadIdx.x == 0) sg = se = 0;
-    __syncthreads();
-    const uint32_t T = st.prefix;
-    const ChunkRange r = chunk_of<DT>(b, j, split, n, st.len);
-    int g = 0, q = 0;
-    for (long long base = r.lo; base < r.hi; base += (long long)TOPK_U * NT) {
-        uint4 v[TOPK_U];
-        load_tile(scores, base, r.hi, v);
+    const int E = Lanes<DT>::E;
+    uint32_t run_d = 0u, run_n = 0u;
+#pragma unroll 2
+    for (int i = threadIdx.x; i < cv; i += NT) {
+        const uint4 v = keys[i];
+        const uint32_t *w = &v.x;
 #pragma unroll
-        for (int u = 0; u < TOPK_U; u++) {
-            const int p0 = tile_pos<DT>(r, base, u);
-#pragma unroll
-            for (int e = 0; e < Lanes<DT>::E; e++) {
-                const uint32_t key = vec_key<DT>(v[u], e);
-                const int pos = p0 + e;
-                const bool ok = pos >= 0 && pos < st.len;
-                g += ok && key > T;
-                q += ok && key == T;
-            }
-        }
-    }
-    if (g) atomicAdd(&sg, g);
-    if (q) atomicAdd(&se, q);
-    __syncthreads();
-    if (threadIdx.x == 0) chunk[(size_t)b * TL_TOPK_MAX_SPLIT + j] = make_int2(sg, se);
-}
-
-/* The gather's tile: 4 vectors a thread (8 held 224-256 VGPRs on gfx942; most tiles hold no key
- * to place and cost only their loads and one barrier). */
-#define GATHER_U 4
-
-/* split blocks per row: chunk j's keys > T to cand[b][gt_before + their rank in the chunk], its
- * ties to cand[b][gt + ties_before + their rank] while that rank is below need; ranks in index
- * order (a block-wide prefix sum of packed (gt << 16 | eq) counts per tile). */
-template <int DT>
-__global__ void __launch_bounds__(NT) topk_gather(const uint4 *scores, long n, int k, int split, const TopkRow *rows,
-                                                   const int2 *chunk, uint64_t *cand)
-{
-    __shared__ uint32_t sh[GATHER_U * NT];
-    __shared__ uint32_t ws[NW + 1];
-    __shared__ int any_w[2][NW];
-    const int b = blockIdx.x / split, j = blockIdx.x % split, x = threadIdx.x;
-    const TopkRow st = rows[b];
-    if (st.flags) return;
-    const uint32_t T = st.prefix;
-    const int need = st.rem, gt_all = st.gt;
-    const int2 *ch = chunk + (size_t)b * TL_TOPK_MAX_SPLIT;
-    int g_base = 0, e_base = 0; /* keys > T and == T in the chunks below j */
-    for (int i = 0; i < j; i++) {
-        const int2 c = ch[i];
-        g_base += c.x;
-        e_base += c.y;
-    }
-    const int2 mine = ch[j];
-    if (mine.x == 0 && (mine.y == 0 || e_base >= need)) return;
-    uint64_t *out = cand + (size_t)b * k;
-    const ChunkRange r = chunk_of<DT>(b, j, split, n, st.len);
-    int g_run = 0, e_run = 0, parity = 0; /* this chunk's keys > T and == T placed so far */
-    for (long long base = r.lo; base < r.hi; base += (long long)GATHER_U * NT) {
-        if (g_run == mine.x && (e_run == mine.y || e_base + e_run >= need)) break; /* uniform */
-        uint4 v[GATHER_U];
-        load_tile(scores, base, r.hi, v);
-        uint32_t p[GATHER_U], any = 0u;
-#pragma unroll
-        for (int u = 0; u < GATHER_U; u++) {
-            const int p0 = tile_pos<DT>(r, base, u);
-            p[u] = 0u;
-#pragma unroll
-            for (int e = 0; e < Lanes<DT>::E; e++) {
-                const uint32_t key = vec_key<DT>(v[u], e);
-                const int pos = p0 + e;
-                const bool ok = pos >= 0 && pos < st.len;
-                p[u] += (uint32_t)(ok && key > T) << 16 | (uint32_t)(ok && key == T);
-            }
-            any |= p[u];
-        }
-        /* does any thread of the tile hold a key to place? (double-buffered by tile parity: the
-         * flags of tile t + 2 are written after every thread passed tile t + 1's barrier) */
-        const tl_wave_mask m = tl_ballot(any != 0u);
-        if (tl_lane() == 0) any_w[parity][tl_wave_id()] = m != 0;
-        __syncthreads();
-        int some = 0;
-        for (int w = 0; w < NW; w++) some |= any_w[parity][w];
-        parity ^= 1;
-        if (!some) continue;
-        /* exclusive prefix of p over slots s = u NT + x (the tile's vector order) */
-#pragma unroll
-        for (int u = 0; u < GATHER_U; u++) sh[u * NT + x] = p[u];
-        __syncthreads();
-        uint32_t ex[GATHER_U], t = 0u;
-#pragma unroll
-        for (int q = 0; q < GATHER_U; q++) { /* thread x's run of slots x U .. x U + U - 1 */
-            ex[q] = t;
-            t += sh[x * GATHER_U + q];
-        }
-        uint32_t total;
-        const uint32_t before = block_excl_scan(t, ws, &total);
-#pragma unroll
-        for (int q = 0; q < GATHER_U; q++) sh[x * GATHER_U + q] = before + ex[q];
-        __syncthreads();
-#pragma unroll
-        for (int u = 0; u < GATHER_U; u++) {
-            if (!p[u]) continue;
-            const uint32_t s = sh[u * NT + x];
-            int gpos = g_base + g_run + (int)(s >> 16), epos = e_base + e_run + (int)(s & 0xFFFFu);
-            const int p0 = tile_pos<DT>(r, base, u);
-#pragma unroll
-            for (int e = 0; e < Lanes<DT>::E; e++) {
-                const uint32_t key = vec_key<DT>(v[u], e);
-                const int pos = p0 + e;
-                if (pos < 0 || pos >= st.len) continue;
-                if (key > T) {
-                    if (gpos < gt_all) out[gpos] = rank_of(key, pos); /* (the bound only guards a bug) */
-                    gpos++;
-                } else if (key == T) {
-                    if (epos < need) out[gt_all + epos] = rank_of(key, pos);
-                    epos++;
+        for (int e = 0; e < E; e++) {
+            const int hs = DT == TL_TOPK_F32 ? 0 : (e & 1) * 16; /* the key's half */
+            const uint32_t word = w[DT == TL_TOPK_F32 ? e : e >> 1];
+            if ((word & (mask << hs)) == (prefix << hs)) {
+                const uint32_t d = (word >> (shift + hs)) & dmask;
+                if (d != run_d && run_n) {
+                    atomicAdd(&h[run_d], run_n);
+                    run_n = 0u;
                 }
+                run_d = d;
+                run_n++;
             }
         }
-        g_run += (int)(total >> 16);
-        e_run += (int)(total & 0xFFFFu);
-        __syncthreads(); /* sh is rewritten by the next tile */
     }
+    if (run_n) atomicAdd(&h[run_d], run_n);
+    if (off && prefix == 0u) atomicSub(&h[0], off);
 }
 
-/* One block per row: the row's c ranks (from cand, or from the scores when len <= k) sorted in
- * shared memory, descending (by rank when sorted, else by the rank's low word ~index: ascending
- * index); idx, -1 past c, count. A row whose chunk counts disagree with its select gets count -1. */
+/* A slot's (vector's) keys above the threshold and equal to it (on the bits of mask), packed
+ * (above << 16 | equal); its scores are at positions pos0 + e (a lane outside the chunk has key
+ * 0: never above, equal only to a threshold of 0, where its position tells). */
 template <int DT>
-__global__ void __launch_bounds__(TOPK_FINAL_THREADS)
-    topk_final(const void *scores, long n, int k, int sorted, int split, const TopkRow *rows, const int2 *chunk,
-               const uint64_t *cand, int32_t *idx, int32_t *count)
+static __device__ __forceinline__ uint32_t slot_counts(const uint4 &v, const ChunkPos &l, int pos0, uint32_t mask,
+                                                       uint32_t prefix)
 {
-    __shared__ uint64_t s[TL_TOPK_MAX_K];
-    __shared__ int bad;
-    const int b = blockIdx.x, x = threadIdx.x;
-    const TopkRow st = rows[b];
-    const int c = st.c, all = st.flags & TOPK_ROW_ALL;
-    if (x == 0) {
-        int wrong = (st.flags & TOPK_ROW_BAD) != 0;
-        if (!all && !wrong) {
-            int g = 0, q = 0;
-            for (int i = 0; i < split; i++) {
-                const int2 cc = chunk[(size_t)b * TL_TOPK_MAX_SPLIT + i];
-                g += cc.x;
-                q += cc.y;
-            }
-            wrong = g != st.gt || q < st.rem || st.rem < 1 || st.gt + st.rem != c;
-        }
-        bad = wrong;
+    uint32_t pk = 0u;
+#pragma unroll
+    for (int e = 0; e < Lanes<DT>::E; e++) {
+        const uint32_t km = key_at<DT>(v, e) & mask;
+        pk += (uint32_t)(km > prefix) << 16;
+        if (km == prefix && (prefix != 0u || l.valid(pos0 + e))) pk++;
     }
-    __syncthreads();
-    if (bad) {
-        if (x == 0) count[b] = -1;
-        return;
-    }
-    int n2 = 1;
-    while (n2 < c) n2 <<= 1;
-    for (int i = x; i < n2; i += TOPK_FINAL_THREADS) {
-        uint64_t v = 0u; /* padding: below every real entry (their low words are ~index > 0) */
-        if (i < c) {
-            v = all ? rank_of(elem_key<DT>(scores, (long long)b * n + i), i) : cand[(size_t)b * k + i];
-            if (!sorted) v &= 0xFFFFFFFFull;
-        }
-        s[i] = v;
-    }
-    __syncthreads();
-    for (int size = 2; size <= n2; size <<= 1)
+    return pk;
+}
+
+/* The row's c ranks sorted in shared memory s (kp >= c entries, a power of two), descending; the
+ * indices they carry written to o[0, c). Bitonic: log2(kp)(log2(kp)+1)/2 steps, a barrier each. */
+static __device__ void sort_ranks_out(unsigned long long *s, int kp, int c, int32_t *o)
+{
+    const int x = threadIdx.x;
+    for (int size = 2; size <= kp; size <<= 1)
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int t = x; t < n2 / 2; t += TOPK_FINAL_THREADS) {
+            for (int t = x; t < kp / 2; t += NT) {
                 const int i = 2 * t - (t & (stride - 1)), i2 = i + stride;
-                const uint64_t a = s[i], a2 = s[i2];
+                const unsigned long long a = s[i], a2 = s[i2];
                 if ((i & size) == 0 ? a < a2 : a > a2) { /* descending runs where bit `size` of i is 0 */
                     s[i] = a2;
                     s[i2] = a;
@@ -410,47 +295,281 @@ __global__ void __launch_bounds__(TOPK_FINAL_THREADS)
             }
             __syncthreads();
         }
-    int32_t *o = idx + (size_t)b * k;
-    for (int i = x; i < k; i += TOPK_FINAL_THREADS) o[i] = i < c ? (int32_t)(0xFFFFFFFFu - (uint32_t)s[i]) : -1;
-    if (x == 0) count[b] = c;
+    for (int i = x; i < c; i += NT) o[i] = (int32_t)(0xFFFFFFFFu - (uint32_t)s[i]);
 }
 
-/* ---- the launch wrapper ---- */
+/* ---- the kernel ---- */
 struct Pass {
     int shift, bits;
 };
-static const Pass passes_f32[] = {{21, 11}, {10, 11}, {0, 10}};
-static const Pass passes_16[] = {{8, 8}, {0, 8}};
+/* Radix pass p's digit: float32 keys (21, 11), (10, 11), (0, 10); 16-bit keys (8, 8), (0, 8). */
+template <int DT>
+static __device__ __forceinline__ Pass pass_of(int p)
+{
+    Pass ps;
+    if (DT == TL_TOPK_F32) {
+        ps.bits = p < 2 ? 11 : 10;
+        ps.shift = p < 2 ? 21 - 11 * p : 0;
+    } else {
+        ps.bits = 8;
+        ps.shift = 8 - 8 * p;
+    }
+    return ps;
+}
+
+/* Places the chunk's taken keys: a key above the threshold (on the bits of mask), or a tie among
+ * the rem of lowest index across the row, goes to output position = the row's taken keys of lower
+ * index. g_before, e_before: the keys above and equal in the lower chunks. Tiles of U x NT
+ * vectors, each scanned over the block in index order (packed above << 16 | equal counts). */
+template <int DT>
+static __device__ void place_chunk(const uint4 *keys, int cv, const ChunkPos &l, uint32_t mask, uint32_t prefix,
+                                   uint32_t rem, uint32_t g_before, uint32_t e_before, int sorted, int32_t *out_idx,
+                                   unsigned long long *out_rank, uint32_t *sh_slot, uint32_t *ws)
+{
+    const int E = Lanes<DT>::E, x = threadIdx.x;
+    uint32_t g_run = g_before, e_run = e_before;
+    for (int t = 0; t < cv; t += U * NT) {
+        uint32_t mine = 0u;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = t + u * NT + x;
+            const uint32_t pk = i < cv ? slot_counts<DT>(keys[i], l, l.c0 + i * E, mask, prefix) : 0u;
+            sh_slot[u * NT + x] = pk;
+            mine |= pk;
+        }
+        __syncthreads();
+        uint32_t run = 0u;
+#pragma unroll
+        for (int q = 0; q < U; q++) { /* thread x's run of slots x U .. x U + U - 1, exclusive */
+            const uint32_t c1 = sh_slot[x * U + q];
+            sh_slot[x * U + q] = run;
+            run += c1;
+        }
+        uint32_t tile;
+        const uint32_t before = block_excl_scan(run, ws, &tile);
+#pragma unroll
+        for (int q = 0; q < U; q++) sh_slot[x * U + q] += before;
+        __syncthreads();
+        if (mine) {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = t + u * NT + x;
+                if (i >= cv) break;
+                const uint32_t sc = sh_slot[u * NT + x];
+                uint32_t gi = g_run + (sc >> 16), qi = e_run + (sc & 0xFFFFu);
+                const uint4 v = keys[i];
+#pragma unroll
+                for (int e = 0; e < E; e++) {
+                    const int pos = l.c0 + i * E + e;
+                    const uint32_t key = key_at<DT>(v, e), km = key & mask;
+                    if (km < prefix || (km == prefix && prefix == 0u && !l.valid(pos))) continue;
+                    if (km > prefix || qi < rem) {
+                        const uint32_t o = gi + (qi < rem ? qi : rem);
+                        if (sorted) out_rank[o] = rank_of(key, pos);
+                        else out_idx[o] = pos;
+                    }
+                    gi += km > prefix;
+                    qi += km == prefix;
+                }
+            }
+        }
+        g_run += tile >> 16;
+        e_run += tile & 0xFFFFu;
+        __syncthreads(); /* sh_slot is rewritten by the next tile */
+    }
+}
+
+/* The chunk's keys above the threshold and equal to it (on the bits of mask), packed as
+ * (above << 32 | equal), summed over the block. */
+template <int DT>
+static __device__ unsigned long long chunk_counts(const uint4 *keys, int cv, const ChunkPos &l, uint32_t mask,
+                                                  uint32_t prefix, unsigned long long *ws64)
+{
+    const int E = Lanes<DT>::E;
+    unsigned long long ge = 0;
+    for (int i = threadIdx.x; i < cv; i += NT) {
+        const uint32_t pk = slot_counts<DT>(keys[i], l, l.c0 + i * E, mask, prefix);
+        ge += (unsigned long long)(pk >> 16) << 32 | (pk & 0xFFFFu);
+    }
+    return block_sum_u64(ge, ws64);
+}
+
+/* B x split blocks (the row and chunk of a block come from its ticket), cv vectors a chunk at
+ * most. Dynamic shared memory: tl_topk_block_smem(). What it does: kernels/topk.h. */
+template <int DT>
+__global__ void __launch_bounds__(NT)
+    topk_rows(const uint4 *scores, long n, const int32_t *lens, int k, int sorted, int split, int cv, uint32_t *ticket,
+              TopkSync *sync, uint32_t *hist, uint2 *chunk, unsigned long long *cand, int32_t *idx, int32_t *count)
+{
+    extern __shared__ uint4 smem_raw[];
+    uint4 *keys = smem_raw;                                        /* cv vectors */
+    uint32_t *work = (uint32_t *)(smem_raw + cv);                  /* the histogram, or the slots' scan */
+    unsigned long long *sh_sort = (unsigned long long *)smem_raw;  /* the last block's sort (reuses all) */
+    __shared__ uint32_t ws[NW + 1];
+    __shared__ unsigned long long ws64[NW];
+    __shared__ BinPick pick;
+    __shared__ uint32_t s_ticket, s_last;
+
+    const int x = threadIdx.x, E = Lanes<DT>::E;
+    if (x == 0) s_ticket = atomicInc(ticket, gridDim.x - 1u); /* wraps to 0 after the last block */
+    __syncthreads();
+    const int b = (int)(s_ticket / (uint32_t)split), j = (int)(s_ticket % (uint32_t)split);
+    const int len = lens[b], c = len < k ? len : k;
+    const ChunkRange r = chunk_of<DT>(b, j, split, n, len);
+    const ChunkPos l = chunk_pos<DT>(r, len);
+    const uint32_t off = load_chunk<DT>(scores, r, l, cv, keys);
+    __syncthreads();
+    TopkSync *rs = sync + b;
+    const int bins_row = DT == TL_TOPK_F32 ? TL_TOPK_BINS_32 : TL_TOPK_BINS_16;
+    uint32_t *gh = hist + (size_t)b * (DT == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16) * bins_row;
+    int32_t *out_idx = idx + (size_t)b * k;
+    unsigned long long *out_rank = cand + (size_t)b * k;
+    int bad = 0, passes_run = 0;
+
+    if (len <= k) { /* the row takes every position: rank = position */
+        for (int i = x; i < cv; i += NT) {
+            const uint4 v = keys[i];
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                const int pos = l.c0 + i * E + e;
+                if (!l.valid(pos)) continue;
+                if (sorted) out_rank[pos] = rank_of(key_at<DT>(v, e), pos);
+                else out_idx[pos] = pos;
+            }
+        }
+    } else {
+        /* the radix passes: the threshold key's digits, most significant first */
+        const int np = DT == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16;
+        uint32_t prefix = 0u, mask = 0u, rem = (uint32_t)k, gt = 0u;
+        for (int p = 0; p < np; p++) {
+            const Pass ps = pass_of<DT>(p);
+            const int nb = 1 << ps.bits;
+            for (int d = x; d < nb; d += NT) work[d] = 0u;
+            __syncthreads();
+            count_digits<DT>(keys, cv, off, mask, prefix, ps.shift, (uint32_t)nb - 1u, work);
+            __syncthreads();
+            const uint32_t *h = work;
+            if (split > 1) {
+                uint32_t *g = gh + (size_t)p * bins_row;
+                for (int d = x; d < nb; d += NT)
+                    if (work[d]) atomicAdd(&g[d], work[d]);
+                row_barrier(&rs->arrive, (uint32_t)split * (uint32_t)(p + 1));
+                h = g;
+            }
+            const BinPick bp = pick_bin(h, split > 1, nb, rem, ws, &pick);
+            passes_run = p + 1;
+            if (!bp.ok) {
+                bad = 1;
+                break;
+            }
+            prefix |= bp.d << ps.shift;
+            mask |= ((uint32_t)nb - 1u) << ps.shift;
+            gt += bp.above;
+            rem -= bp.above;
+            if (bp.cnt == rem) break; /* the bin is taken whole: no further digit matters */
+        }
+        if (!bad) {
+            /* this chunk's keys above the threshold and equal to it; the lower chunks' */
+            const unsigned long long mine = chunk_counts<DT>(keys, cv, l, mask, prefix, ws64);
+            unsigned long long lo = 0, all = mine;
+            if (split > 1) {
+                if (x == 0) chunk[(size_t)b * split + j] = make_uint2((uint32_t)(mine >> 32), (uint32_t)mine);
+                row_barrier(&rs->arrive, (uint32_t)split * (uint32_t)(passes_run + 1));
+                all = 0;
+                for (int i = x; i < split; i += NT) {
+                    const unsigned long long w = tl_load_relaxed_u64((const uint64_t *)(chunk + (size_t)b * split + i));
+                    const unsigned long long ge = (w & 0xFFFFFFFFull) << 32 | w >> 32; /* (above << 32 | equal) */
+                    all += ge;
+                    if (i < j) lo += ge;
+                }
+                lo = block_sum_u64(lo, ws64);
+                all = block_sum_u64(all, ws64);
+            }
+            bad = (uint32_t)(all >> 32) != gt || (uint32_t)all < rem || rem < 1u;
+            if (!bad && mine != 0)
+                place_chunk<DT>(keys, cv, l, mask, prefix, rem, (uint32_t)(lo >> 32), (uint32_t)lo, sorted, out_idx,
+                                out_rank, work, ws);
+        }
+    }
+    if (j == 0) {
+        for (int i = c + x; i < k; i += NT) out_idx[i] = -1;
+        if (x == 0) count[b] = bad ? -1 : c;
+    }
+    /* the row's last block: the sorted output, then the row's state zeroed for the next launch */
+    __syncthreads();
+    if (x == 0) {
+        s_last = 1u;
+        if (split > 1) {
+            __threadfence();
+            s_last = atomicAdd(&rs->done, 1u) == (uint32_t)split - 1u;
+            if (s_last) __threadfence();
+        }
+    }
+    __syncthreads();
+    if (!s_last) return;
+    if (sorted && !bad && c > 0) {
+        int kp = 1;
+        while (kp < c) kp <<= 1;
+        for (int i = x; i < kp; i += NT) /* padding 0: below every real rank (their low words are ~index > 0) */
+            sh_sort[i] = i < c ? tl_load_relaxed_u64((const uint64_t *)out_rank + i) : 0ull;
+        __syncthreads();
+        sort_ranks_out(sh_sort, kp, c, out_idx);
+    }
+    if (split > 1) {
+        for (int i = x; i < passes_run * bins_row; i += NT) gh[i] = 0u;
+        if (x == 0) {
+            rs->arrive = 0u;
+            rs->done = 0u;
+        }
+    }
+}
+
+/* ---- the launch wrapper ---- */
+template <int DT>
+static int resident_dt(const tl_topk_shape *s, int split, int *blocks)
+{
+    int dev = 0, sms = 0, per = 0;
+    const size_t smem = tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
+    TL_GPU_CHECK(hipGetDevice(&dev));
+    TL_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev));
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)topk_rows<DT>, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    TL_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per, topk_rows<DT>, NT, smem));
+    *blocks = per * sms;
+    return 0;
+}
+
+int tl_topk_resident_blocks(const tl_topk_shape *s, int split, int *blocks)
+{
+    *blocks = 0;
+    size_t limit = 0;
+    int dev = 0, v = 0;
+    TL_GPU_CHECK(hipGetDevice(&dev));
+    TL_GPU_CHECK(hipDeviceGetAttribute(&v, hipDeviceAttributeMaxSharedMemoryPerBlock, dev));
+    limit = (size_t)v;
+    if (tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k) > limit) return 0; /* the chunk does not fit */
+    switch (s->dtype) {
+    case TL_TOPK_F32: return resident_dt<TL_TOPK_F32>(s, split, blocks);
+    case TL_TOPK_BF16: return resident_dt<TL_TOPK_BF16>(s, split, blocks);
+    case TL_TOPK_F16: return resident_dt<TL_TOPK_F16>(s, split, blocks);
+    default: return tl_error(TL_EUSAGE, "topk gpu", "unknown score type");
+    }
+}
 
 template <int DT>
 static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, int split, hipStream_t st)
 {
-    const unsigned B = (unsigned)s->batch, blocks = B * (unsigned)split;
-    const uint4 *vec = (const uint4 *)f.scores;
-    const Pass *ps = DT == TL_TOPK_F32 ? passes_f32 : passes_16;
-    const int np = DT == TL_TOPK_F32 ? 3 : 2;
-    topk_init<<<B, NT, 0, st>>>(f.lens, s->k, f.rows, f.hist, f.hist_stride);
-    TL_GPU_CHECK_LAUNCH("topk_init");
-    for (int p = 0; p < np; p++) {
-        topk_hist<DT><<<blocks, NT, 0, st>>>(vec, s->n, split, f.rows, f.hist, f.hist_stride, ps[p].shift, ps[p].bits);
-        TL_GPU_CHECK_LAUNCH("topk_hist");
-        topk_select<<<B, NT, 0, st>>>(f.rows, f.hist, f.hist_stride, ps[p].shift, ps[p].bits);
-        TL_GPU_CHECK_LAUNCH("topk_select");
-    }
-    topk_count<DT><<<blocks, NT, 0, st>>>(vec, s->n, split, f.rows, f.chunk);
-    TL_GPU_CHECK_LAUNCH("topk_count");
-    topk_gather<DT><<<blocks, NT, 0, st>>>(vec, s->n, s->k, split, f.rows, f.chunk, f.cand);
-    TL_GPU_CHECK_LAUNCH("topk_gather");
-    topk_final<DT><<<B, TOPK_FINAL_THREADS, 0, st>>>(f.scores, s->n, s->k, s->sorted, split, f.rows, f.chunk, f.cand,
-                                                     f.idx, f.count);
-    TL_GPU_CHECK_LAUNCH("topk_final");
+    const unsigned blocks = (unsigned)s->batch * (unsigned)split;
+    const int cv = (int)tl_topk_chunk_vecs(s->dtype, s->n, split);
+    const size_t smem = tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
+    topk_rows<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->k, s->sorted, split, cv,
+                                            f.ticket, f.sync, f.hist, f.chunk, (unsigned long long *)f.cand, f.idx,
+                                            f.count);
+    TL_GPU_CHECK_LAUNCH("topk_rows");
     return 0;
 }
 
 int tl_topk_launch(const tl_topk_shape *s, const TopkBuffers &f, int split, hipStream_t st)
 {
-    if (split < 1 || split > TL_TOPK_MAX_SPLIT)
-        return tl_error(TL_EUSAGE, "topk gpu", "split %d outside [1, %d]", split, TL_TOPK_MAX_SPLIT);
     switch (s->dtype) {
     case TL_TOPK_F32: return launch_dt<TL_TOPK_F32>(s, f, split, st);
     case TL_TOPK_BF16: return launch_dt<TL_TOPK_BF16>(s, f, split, st);

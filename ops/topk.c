@@ -80,7 +80,8 @@ static const char topk_sim_usage[] =
     "usage: tilelab sim topk [--hw mi355x] [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D]\n"
     "                        [--split S] [--format table|csv|json]\n"
     "The model of the kernel (simulator/topk.h): the split it picks (or --split), radix passes,\n"
-    "kernels, bytes from HBM and L2, time and limiter.\n" TOPK_COMMON_USAGE;
+    "blocks and waves, a block's shared memory, a block's life (load, one pass, barriers and\n"
+    "dependent loads, sort), time and limiter.\n" TOPK_COMMON_USAGE;
 
 static void topk_free_case(topk_problem *p)
 {
@@ -366,7 +367,7 @@ static int topk_model(const topk_problem *p, const tl_topk_shape *s, tl_topk_res
 }
 
 /* The work as counted: no FLOPs; the valid scores read once, the indices and counts written once.
- * The model's bytes beside it are the same data once (its passes re-read them: hbm_bytes). */
+ * The model's bytes beside it are the same (the kernel reads the scores once). */
 static int topk_work(void *vp, int c, int part, tl_op_work *w)
 {
     topk_problem *p = vp;
@@ -402,14 +403,15 @@ static int topk_sim_rows(void *vp, int c, tl_table *t)
     tl_table_int(t, s.causal);
     tl_table_int(t, r.split);
     tl_table_int(t, r.passes);
-    tl_table_int(t, r.kernels);
     tl_table_int(t, r.blocks);
+    tl_table_numf(t, "%.2f", r.waves);
+    tl_table_numf(t, "%.0f", r.smem_bytes);
     tl_table_numf(t, "%.0f", r.scores_bytes);
-    tl_table_numf(t, "%.0f", r.hbm_bytes);
-    tl_table_numf(t, "%.0f", r.l2_bytes);
-    tl_table_numf(t, "%.2f", r.read_us);
-    tl_table_numf(t, "%.2f", r.launch_us + r.scan_us);
+    tl_table_numf(t, "%.2f", r.load_us);
+    tl_table_numf(t, "%.2f", r.pass_us);
+    tl_table_numf(t, "%.2f", r.sync_us);
     tl_table_numf(t, "%.2f", r.sort_us);
+    tl_table_numf(t, "%.2f", r.block_us);
     tl_table_numf(t, "%.2f", r.time_us);
     tl_table_numf(t, "%.3f", r.scores_bytes / (r.time_us * 1e6));
     tl_table_str(t, r.limiter);
@@ -471,7 +473,7 @@ static const char *const topk_bad_n[] = {"--n", "-3", NULL};
 static const char *const topk_bad_huge[] = {"--n", "4194304", "--batch", "65536", NULL};
 static const char *const topk_bad_dtype[] = {"--dtype", "fp32", NULL};
 static const char *const topk_bad_dist[] = {"--dist", "uniform", NULL};
-static const char *const topk_bad_split[] = {"--split", "65", NULL};
+static const char *const topk_bad_split[] = {"--split", "1025", NULL};
 static const char *const topk_bench_args[] = {"--n", "4096,65536,262144,1048576,4194304", "--batch", "1,32",
                                               "--k", "512,2048", NULL};
 static const char *const *const topk_bad_args[] = {topk_bad_k,    topk_bad_k2,   topk_bad_n,     topk_bad_huge,
@@ -504,8 +506,8 @@ const tl_op tl_op_topk = {
     .n_parts = topk_n_parts,
     .work = topk_work,
     .sim = topk_sim_rows,
-    .sim_header = "hw,dtype,batch,n,k,causal,split,passes,kernels,blocks,scores_bytes,hbm_bytes,l2_bytes,read_us,"
-                  "launch_us,sort_us,time_us,scores_tbps,limiter",
+    .sim_header = "hw,dtype,batch,n,k,causal,split,passes,blocks,waves,smem_bytes,scores_bytes,load_us,pass_us,"
+                  "sync_us,sort_us,block_us,time_us,scores_tbps,limiter",
     .bench = topk_bench,
     .bench_header = "name,batch,n,k,split,hbm_bytes,time_us,floor_us,x_floor,sim_us,sim_err_pct,p10_us,p90_us,source",
     .figures = tl_topk_figures,

@@ -8,13 +8,58 @@
 
 static double or_default(double v, double d) { return v > 0 ? v : d; }
 
-/* Microseconds to read `bytes` with `blocks` blocks at ceiling gbps (GB/s), each CU streaming at
- * most cu_gbps. */
-static double read_us(double bytes, long long blocks, const tl_hw *hw, double gbps, double cu_gbps)
+/* Blocks of `smem` bytes a CU holds at once (0: one does not fit). */
+static int blocks_per_cu(const tl_hw *hw, double smem)
 {
-    long long active = blocks < hw->cus ? blocks : hw->cus;
-    double bw = fmin(gbps, (double)active * cu_gbps);
-    return bw > 0 ? bytes / (bw * 1e3) : INFINITY;
+    const double lds = hw->lds_kib * 1024.0 - 1024.0; /* the driver keeps 1 KiB a block on sm_90 */
+    int per = TL_TOPK_REG_BLOCKS_PER_CU;
+    const int by_threads = 2048 / TL_TOPK_THREADS;
+    if (by_threads < per) per = by_threads;
+    const int by_smem = smem <= lds ? (int)(lds / smem) : 0;
+    return by_smem < per ? by_smem : per;
+}
+
+/* Microseconds of `cycles` at the preset's clock. */
+static double cycles_us(const tl_hw *hw, double cycles) { return cycles / or_default(hw->clock_mhz, 1000.0); }
+
+/* The row's longest length and the valid scores' bytes. */
+static void shape_bytes(const tl_topk_shape *s, double *bytes)
+{
+    double valid = 0;
+    for (int b = 0; b < s->batch; b++) valid += (double)tl_topk_row_len(s, b);
+    *bytes = valid * (double)tl_topk_score_bytes(s->dtype);
+}
+
+/* One block's life, phase by phase (simulator/topk.h), for a chunk of `vecs` vectors. */
+static void block_life(const tl_hw *hw, const tl_topk_shape *s, int split, double vecs, double wave_bytes,
+                       tl_topk_result *r)
+{
+    const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
+    const double lat = or_default(hw->hbm_latency_us, chain);
+    const double hbm = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
+    const double lanes = or_default(hw->vector_lanes_per_cu, 64);
+    const double keys = vecs * tl_topk_vec_scores(s->dtype), chunk_bytes = vecs * 16.0;
+    const double in_flight = (double)TL_TOPK_VECS * TL_TOPK_THREADS * 16.0;
+    const double sync = cycles_us(hw, TL_TOPK_SYNC_CYCLES);
+    const double row_sync = split > 1 ? 3 * chain : 0; /* the arrival's atomic, the poll, the histogram's loads */
+    r->start_us = 2 * chain;                           /* the ticket, then the row's length */
+    r->load_us = lat * ceil(chunk_bytes / in_flight);
+    if (hbm > 0) r->load_us = fmax(r->load_us, lat + wave_bytes / (hbm * 1e3));
+    r->pass_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / lanes) + TL_TOPK_PASS_SYNCS * sync + row_sync;
+    r->count_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / 2 / lanes) + 4 * sync + (split > 1 ? 3 * chain : 0);
+    const double tiles = ceil(vecs / (TL_TOPK_VECS * TL_TOPK_THREADS));
+    r->gather_us = tiles * (5 * sync + cycles_us(hw, (double)TL_TOPK_VECS * TL_TOPK_THREADS * 4 * 4 / lanes));
+    r->done_us = split > 1 ? chain : 0;
+    r->sort_us = 0;
+    if (s->sorted) {
+        int kp = 1, lg = 0;
+        while (kp < s->k) kp <<= 1, lg++;
+        const double steps = lg * (lg + 1) / 2.0, per_thread = fmax(1.0, kp / 2.0 / TL_TOPK_THREADS);
+        r->sort_us = cycles_us(hw, steps * TL_TOPK_SORT_STEP_CYCLES * per_thread);
+    }
+    r->block_us = r->start_us + r->load_us + r->passes * r->pass_us + r->count_us + r->gather_us + r->done_us + r->sort_us;
+    r->sync_us = r->start_us + r->passes * (TL_TOPK_PASS_SYNCS * sync + row_sync) + 4 * sync +
+                 (split > 1 ? 3 * chain : 0) + tiles * 5 * sync + r->done_us;
 }
 
 int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
@@ -23,67 +68,80 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     if (!p || !p->hw) return tl_error(TL_EUSAGE, "sim topk", "no hardware preset");
     int rc = tl_topk_shape_check(&p->shape);
     if (rc) return rc;
-    if (p->split < 0 || p->split > TL_TOPK_MAX_SPLIT_MODEL)
-        return tl_error(TL_EUSAGE, "--split", "%d outside [0, %d] (0: the model chooses)", p->split,
-                        TL_TOPK_MAX_SPLIT_MODEL);
+    if (p->split < 0 || p->split > TL_TOPK_MAX_SPLIT)
+        return tl_error(TL_EUSAGE, "--split", "%d outside [0, %d] (0: the model chooses)", p->split, TL_TOPK_MAX_SPLIT);
     const tl_hw *hw = p->hw;
     const tl_topk_shape *s = &p->shape;
     r->split = p->split ? p->split : tl_topk_best_split(hw, s);
-    r->passes = s->dtype == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16;
-    r->kernels = 2 * r->passes + 4; /* histogram + select per pass; init, count, gather, final sort */
+    if (r->split < 1)
+        return tl_error(TL_EUSAGE, "sim topk", "no split of a row of %ld fits %s's shared memory and CUs", s->n, hw->name);
+    r->smem_bytes = (double)tl_topk_block_smem(s->dtype, s->n, r->split, s->sorted, s->k);
+    r->per_cu = blocks_per_cu(hw, r->smem_bytes);
+    const long long resident = (long long)r->per_cu * hw->cus;
+    if (r->per_cu < 1)
+        return tl_error(TL_EUSAGE, "--split", "%d: a block's share of a row of %ld (%.0f bytes of shared memory) does not "
+                        "fit %s's %.0f KiB", r->split, s->n, r->smem_bytes, hw->name, hw->lds_kib);
+    if (r->split > resident)
+        return tl_error(TL_EUSAGE, "--split", "%d: a row's blocks wait for one another, and %s holds %lld of them at "
+                        "once", r->split, hw->name, resident);
+    r->passes = s->dtype == TL_TOPK_F32 ? TL_TOPK_PASSES_32 - 1 : TL_TOPK_PASSES_16;
     r->blocks = (long long)s->batch * r->split;
-    double valid = 0;
-    for (int b = 0; b < s->batch; b++) valid += (double)tl_topk_row_len(s, b);
-    r->scores_bytes = valid * (double)tl_topk_score_bytes(s->dtype);
-    const double cache_mib = hw->l2_mib_per_xcd * (hw->xcds > 0 ? hw->xcds : 1) + hw->llc_mib;
-    r->fits_l2 = r->scores_bytes <= cache_mib * 1048576.0 * 0.8; /* most of it: other lines live there too */
-    const double hbm_gbps = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
-    const double cu_hbm = or_default(hw->hbm_per_cu_gbps, hbm_gbps / hw->cus);
-    const double cu_l2 = or_default(hw->l2_per_cu_gbps, cu_hbm);
-    const int reads = r->passes + 2; /* the histograms, the count, the gather */
-    r->hbm_bytes = r->fits_l2 ? r->scores_bytes : reads * r->scores_bytes;
-    r->l2_bytes = r->fits_l2 ? (reads - 1) * r->scores_bytes : 0;
-    double first = read_us(r->scores_bytes, r->blocks, hw, hbm_gbps, cu_hbm);
-    /* an L2 hit is not bounded by HBM: the CUs' own streams at the L2 rate bound it */
-    double later = r->fits_l2 ? read_us(r->scores_bytes, r->blocks, hw, INFINITY, cu_l2) : first;
-    r->read_us = first + (reads - 1) * later;
-    r->first_read_us = first;
-    r->later_read_us = later;
-    const double launch = or_default(hw->launch_us, 5.0), next = or_default(hw->next_kernel_us, launch);
-    const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
-    r->launch_us = launch + (r->kernels - 1) * next;
-    r->scan_us = r->passes * 2.0 * chain; /* each select's dependent loads */
-    int kp = 1, lg = 0;
-    while (kp < s->k) kp <<= 1, lg++;
-    const double steps = lg * (lg + 1) / 2.0, per_thread = kp > 1024 ? kp / 1024.0 : 1.0;
-    const long long waves = (s->batch + hw->cus - 1) / hw->cus;
-    r->sort_us = waves * steps * TL_TOPK_SORT_STEP_CYCLES * per_thread / hw->clock_mhz;
-    r->time_us = r->read_us + r->launch_us + r->scan_us + r->sort_us;
-    if (r->launch_us + r->scan_us > 0.5 * r->time_us) r->limiter = "launch";
-    else if (r->sort_us > 0.5 * r->time_us) r->limiter = "sort";
-    else if (first > 1.2 * r->scores_bytes / (hbm_gbps * 1e3)) r->limiter = "cu-stream"; /* too few blocks */
-    else r->limiter = "hbm";
+    r->waves = (double)r->blocks / (double)resident;
+    shape_bytes(s, &r->scores_bytes);
+    r->hbm_bytes = r->scores_bytes;
+    const double hbm = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
+    r->read_us = hbm > 0 ? r->scores_bytes / (hbm * 1e3) : INFINITY;
+    /* a chunk as the longest row gives it; a wave of such blocks shares the HBM */
+    const double vecs = (double)tl_topk_chunk_vecs(s->dtype, s->n, r->split);
+    const double chunk_bytes = fmin(vecs * 16.0, r->scores_bytes / r->blocks * 2 + 16.0);
+    const double wave_bytes = chunk_bytes * (double)(r->blocks < resident ? r->blocks : resident);
+    block_life(hw, s, r->split, vecs, wave_bytes, r);
+    r->launch_us = or_default(hw->launch_us, 5.0);
+    const double after_load = r->block_us - r->load_us;
+    const double by_latency = fmax(1.0, r->waves) * r->block_us, by_hbm = r->read_us + after_load;
+    r->time_us = r->launch_us + fmax(by_latency, by_hbm);
+    if (r->launch_us > 0.5 * r->time_us) r->limiter = "launch";
+    else if (r->sort_us > 0.5 * r->block_us) r->limiter = "sort";
+    else if (by_hbm >= by_latency) r->limiter = "hbm";
+    else r->limiter = "latency";
     return TL_OK;
 }
 
 int tl_topk_best_split(const tl_hw *hw, const tl_topk_shape *s)
 {
-    int best = 1;
+    int best = 0;
     double best_us = INFINITY;
-    for (int split = 1; split <= TL_TOPK_MAX_SPLIT_MODEL; split *= 2) {
-        if (split > 1 && s->n / split < TL_TOPK_MIN_CHUNK) break;
+    for (int split = 1; split <= TL_TOPK_MAX_SPLIT; split *= 2) {
+        const double smem = (double)tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
+        const int per = blocks_per_cu(hw, smem);
+        if (per < 1) continue;                           /* the chunk is too big: split further */
+        if (split > (long long)per * hw->cus) break;      /* the row no longer fits the GPU at once */
         tl_topk_problem p = {hw, *s, split};
         tl_topk_result r;
-        if (tl_topk_sim(&p, &r)) break;
+        if (tl_topk_sim(&p, &r)) {
+            tl_clear_error();
+            continue;
+        }
         if (r.time_us < best_us * 0.98) best = split, best_us = r.time_us; /* a bigger split must pay */
     }
     return best;
 }
 
-/* Appends a segment of `blocks` bars (one on block 0 when blocks is 1) from *t for dur. */
+int tl_topk_fewest_split(const tl_hw *hw, const tl_topk_shape *s)
+{
+    for (int split = 1; split <= TL_TOPK_MAX_SPLIT; split *= 2) {
+        const int per = blocks_per_cu(hw, (double)tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k));
+        if (per >= 1) return split <= (long long)per * hw->cus ? split : 0;
+    }
+    return 0;
+}
+
+/* Appends one segment on each of row 0's drawn blocks. */
 static void add_segments(tl_topk_segment *seg, int *n, int blocks, tl_topk_phase ph, int pass, double t, double dur)
 {
-    for (int b = 0; b < blocks && *n < TL_TOPK_MAX_SEGMENTS; b++) seg[(*n)++] = (tl_topk_segment){b, ph, pass, t, t + dur};
+    if (blocks > TL_TOPK_MAX_DRAWN_BLOCKS) blocks = TL_TOPK_MAX_DRAWN_BLOCKS;
+    for (int b = 0; b < blocks && *n < TL_TOPK_MAX_SEGMENTS; b++)
+        seg[(*n)++] = (tl_topk_segment){b, ph, pass, t, t + dur};
 }
 
 int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_topk_result *r)
@@ -92,22 +150,22 @@ int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_
     int rc = tl_topk_sim(p, r);
     if (rc) return rc;
     const tl_hw *hw = p->hw;
-    const double launch = or_default(hw->launch_us, 5.0), next = or_default(hw->next_kernel_us, launch);
-    const double select = r->passes ? r->scan_us / r->passes : 0;
-    double t = launch; /* the init kernel: its launch, no work charged */
+    const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
+    const double row_sync = r->split > 1 ? 3 * chain : 0;
+    double t = r->launch_us + r->start_us;
+    add_segments(seg, n, r->split, TL_TOPK_PHASE_LOAD, 0, t, r->load_us);
+    t += r->load_us;
     for (int pass = 0; pass < r->passes; pass++) {
-        double read = pass == 0 ? r->first_read_us : r->later_read_us;
-        t += next;
-        add_segments(seg, n, r->split, TL_TOPK_PHASE_HIST, pass, t, read);
-        t += read + next;
-        add_segments(seg, n, 1, TL_TOPK_PHASE_SELECT, pass, t, select);
-        t += select;
+        const double local = r->pass_us - row_sync;
+        add_segments(seg, n, r->split, TL_TOPK_PHASE_HIST, pass, t, local);
+        t += local;
+        if (row_sync > 0) add_segments(seg, n, r->split, TL_TOPK_PHASE_SELECT, pass, t, row_sync);
+        t += row_sync;
     }
-    t += next;
-    add_segments(seg, n, r->split, TL_TOPK_PHASE_COUNT, 0, t, r->later_read_us);
-    t += r->later_read_us + next;
-    add_segments(seg, n, r->split, TL_TOPK_PHASE_GATHER, 0, t, r->later_read_us);
-    t += r->later_read_us + next;
-    add_segments(seg, n, 1, TL_TOPK_PHASE_SORT, 0, t, r->sort_us);
+    add_segments(seg, n, r->split, TL_TOPK_PHASE_COUNT, 0, t, r->count_us);
+    t += r->count_us;
+    add_segments(seg, n, r->split, TL_TOPK_PHASE_GATHER, 0, t, r->gather_us + r->done_us);
+    t += r->gather_us + r->done_us;
+    if (r->sort_us > 0) add_segments(seg, n, 1, TL_TOPK_PHASE_SORT, 0, t, r->sort_us);
     return TL_OK;
 }

@@ -1,40 +1,42 @@
 /* simulator/topk.h: the cost model of exact top-k selection (contract/topk.h) on a hardware preset,
- * for the kernel kernels/topk.hip runs: a radix select of each row's k-th key, most significant
- * digit first, over `split` blocks per row, then an exact gather and a per-row sort.
+ * for the kernel kernels/topk*.hip runs: one launch, each row over `split` blocks that keep their
+ * chunk of the row's keys in shared memory, a radix select of the k-th key, most significant digit
+ * first, with the row's blocks meeting at a barrier after each pass, then an exact placement and,
+ * for sorted output, a sort by the row's last block.
  *
- * What the kernel does, and what the model charges for it (all rows of a batch in one launch per
- * step; no host synchronization between the launches):
- *   - passes: f32's 32-bit keys in 3 digits (11, 11, 10 bits), bf16's and f16's 16-bit keys in 2
- *     (8, 8). Each pass launches a histogram kernel (B x split blocks, each reading its chunk of the
- *     row) and a select kernel (one block per row, reading the row's histogram: its launch and two
- *     dependent loads). Around them: an init kernel, a count and a gather kernel (B x split blocks,
- *     each reading the rows once more), and the final sort (one block per row): 2 x passes + 4
- *     kernels.
- *   - bytes: every histogram pass, the count and the gather read each valid score once: passes + 2
- *     reads of the scores. The first comes from HBM; the later ones hit the L2 (and MALL) when the scores fit
- *     in it (the preset's l2_mib_per_xcd x xcds + llc_mib), else come from HBM again.
- *   - a read of `bytes` by `blocks` blocks takes max(bytes / the HBM (or L2) ceiling, bytes /
- *     (active CUs x the preset's per-CU stream)), active CUs = min(cus, blocks): a row on one CU
- *     streams at one CU's rate (Little's law), which is why long rows are split.
- *   - kernels: the first costs launch_us, each further one next_kernel_us; each scan adds
- *     2 x load_chain_us (its dependent loads).
- *   - the final sort: a bitonic sort of the k (key, index) pairs in shared memory, log2(K)(log2(K)+1)/2
- *     steps for K = k rounded up to a power of two, each a barrier and K / 1024 compare-exchanges per
- *     thread: TL_TOPK_SORT_STEP_CYCLES cycles a step at the preset clock; rows beyond the CUs run
- *     in further waves.
- * Estimates, not fitted: the constants below are stated guesses until a measurement judges them.
- * Ignored: imbalance between a row's chunks, atomic contention on the histograms, the cost of
- * rows shorter than one block's loads in flight, clock changes under load. */
+ * What the model charges (the geometry is the contract's: TL_TOPK_THREADS, TL_TOPK_VECS,
+ * tl_topk_block_smem):
+ *   - blocks a CU holds at once: the fewest of TL_TOPK_REG_BLOCKS_PER_CU (registers), the preset's
+ *     shared memory over a block's, and the CU's threads; a split whose chunk does not fit the
+ *     shared memory, or whose row does not fit the GPU at once, is not a split the kernel can run;
+ *   - one block's life, on its own: its ticket and row length (2 dependent loads, load_chain_us
+ *     each); its chunk's load, hbm_latency_us for each TL_TOPK_VECS x TL_TOPK_THREADS x 16 bytes
+ *     in flight, or the wave's bytes at the HBM ceiling if that is longer; per radix pass: the
+ *     chunk's keys counted in shared memory (TL_TOPK_KEY_OPS lane operations a key over the CU's
+ *     lanes) and TL_TOPK_PASS_SYNCS block barriers, plus, with split > 1, the row barrier and the
+ *     histogram's loads (3 x load_chain_us); the counts (TL_TOPK_KEY_OPS / 2 a key, and the row
+ *     barrier with split > 1); the placement (a block-wide scan per tile); the last block's
+ *     atomic; the sort when sorted;
+ *   - passes: 16-bit keys 2; float32 keys 2 of their 3, as the k-th of continuous scores sits
+ *     alone in its 22-bit bin and the third pass is skipped (ties or few distinct values take 3:
+ *     the model does not see the data);
+ *   - the whole launch: launch_us, then the blocks in waves of what the GPU holds at once, at most
+ *     as fast as the HBM reads the scores once: max(blocks / resident x a block's life, the scores
+ *     at the HBM ceiling + a block's life after its load).
+ * Estimates, not fitted: the TL_TOPK_* costs below are stated guesses until a measurement judges
+ * them. Ignored: imbalance between a row's chunks, atomic contention on the row's histogram and
+ * barrier, rows of a causal batch shorter than their blocks, clock changes under load. */
 #ifndef TL_SIM_TOPK_H
 #define TL_SIM_TOPK_H
 
 #include "../contract/topk.h"
 #include "hw.h"
 
-#define TL_TOPK_PASSES_32 3          /* the kernel's digits of a 32-bit key (2048 bins a pass) */
-#define TL_TOPK_PASSES_16 2          /* of a 16-bit key (256 bins a pass) */
-#define TL_TOPK_SORT_STEP_CYCLES 200 /* one bitonic step of the final sort (a barrier + a few loads) */
-#define TL_TOPK_MIN_CHUNK 4096       /* a block's chunk is at least this many positions */
+#define TL_TOPK_REG_BLOCKS_PER_CU 3 /* sm_90: 80 registers a thread (ptxas) -> 3 blocks of 256 in 64K */
+#define TL_TOPK_KEY_OPS 8           /* lane operations a key costs in a histogram pass */
+#define TL_TOPK_PASS_SYNCS 6        /* block barriers of a pass: clear, count, 3 in the scan, pick */
+#define TL_TOPK_SYNC_CYCLES 100     /* one block barrier */
+#define TL_TOPK_SORT_STEP_CYCLES 200 /* one bitonic step of the sort (a barrier + a few loads) */
 
 typedef struct {
     const tl_hw *hw;
@@ -43,42 +45,51 @@ typedef struct {
 } tl_topk_problem;
 
 typedef struct {
-    int split, passes, kernels;
+    int split, passes;
+    int per_cu;                /* blocks a CU holds at once */
     long long blocks;          /* B x split */
+    double waves;              /* blocks over what the GPU holds at once */
+    double smem_bytes;         /* a block's shared memory */
     double scores_bytes;       /* the valid scores, once: the read floor's bytes */
-    double hbm_bytes, l2_bytes;/* read from HBM and from L2 over the whole run */
-    double read_us, launch_us, scan_us, sort_us, time_us;
-    double first_read_us, later_read_us; /* one read of the scores: the first (HBM), each later one */
-    int fits_l2;               /* the later passes hit the L2 */
-    const char *limiter;       /* "hbm", "cu-stream" (too few blocks), "launch", "sort" */
+    double hbm_bytes;          /* read from HBM over the whole run (the scores, once) */
+    double start_us, load_us, pass_us, count_us, gather_us, done_us, sort_us; /* one block's life, in order */
+    double block_us;           /* their sum */
+    double sync_us;            /* the part of block_us that is barriers and dependent loads */
+    double read_us;            /* the scores at the HBM ceiling */
+    double launch_us, time_us;
+    const char *limiter;       /* "hbm", "latency" (a block's chain of barriers), "launch", "sort" */
 } tl_topk_result;
 
-/* The split the model picks: the fastest of 1, 2, 4, .. TL_TOPK_MAX_SPLIT_MODEL blocks per row
- * whose chunks hold at least TL_TOPK_MIN_CHUNK positions (1 for short rows). */
-#define TL_TOPK_MAX_SPLIT_MODEL 64
+/* The split the model picks: the fastest of 1, 2, 4, .. TL_TOPK_MAX_SPLIT that the kernel can run
+ * on the preset (a larger one must be 2% faster). */
 int tl_topk_best_split(const tl_hw *hw, const tl_topk_shape *s);
+/* The fewest blocks a row can run over on the preset (1, 2, 4, ..; the smallest whose chunk fits
+ * the shared memory); 0 when none does. */
+int tl_topk_fewest_split(const tl_hw *hw, const tl_topk_shape *s);
 
 /* One piece of the schedule of a batch's row 0, as the model times it (for the split picture). */
 typedef enum {
-    TL_TOPK_PHASE_HIST, TL_TOPK_PHASE_SELECT, TL_TOPK_PHASE_COUNT, TL_TOPK_PHASE_GATHER, TL_TOPK_PHASE_SORT,
-    TL_TOPK_NPHASES
+    TL_TOPK_PHASE_LOAD, TL_TOPK_PHASE_HIST, TL_TOPK_PHASE_SELECT, TL_TOPK_PHASE_COUNT, TL_TOPK_PHASE_GATHER,
+    TL_TOPK_PHASE_SORT, TL_TOPK_NPHASES
 } tl_topk_phase;
 typedef struct {
-    int block;            /* which of row 0's split blocks (0 for the one-block-a-row kernels) */
+    int block;            /* which of row 0's split blocks */
     tl_topk_phase phase;
     int pass;             /* the radix pass of HIST and SELECT */
     double start_us, end_us;
 } tl_topk_segment;
-#define TL_TOPK_MAX_SEGMENTS (TL_TOPK_MAX_SPLIT_MODEL * 8 + 16)
-/* The kernels of one run in launch order, each after its launch gap (launch_us for the first,
- * next_kernel_us after), with the durations tl_topk_sim charges: a read of the scores for every
- * histogram, the count and the gather (one bar per block of row 0), a select's dependent loads,
- * the final sort; the last segment ends at r->time_us. Fills seg (TL_TOPK_MAX_SEGMENTS) and *n.
+#define TL_TOPK_MAX_DRAWN_BLOCKS 64 /* the picture draws at most this many of a row's blocks */
+#define TL_TOPK_MAX_SEGMENTS (TL_TOPK_MAX_DRAWN_BLOCKS * 12 + 4)
+/* The life of row 0's blocks (the first TL_TOPK_MAX_DRAWN_BLOCKS) after the launch, phase by phase
+ * as tl_topk_sim charges them: the load, each pass's histogram and its barrier with the select
+ * (SELECT), the counts and their barrier, the placement, the sort on the last block; the last
+ * segment ends at the block's end, launch_us + block_us. Fills seg (TL_TOPK_MAX_SEGMENTS) and *n.
  * Errors as tl_topk_sim's. */
 int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_topk_result *r);
 
-/* Runs the model. TL_EUSAGE for a NULL preset, a bad shape (tl_topk_shape_check) or a split outside
- * [0, TL_TOPK_MAX_SPLIT_MODEL]. Cost: O(B) (the row lengths). */
+/* Runs the model. TL_EUSAGE for a NULL preset, a bad shape (tl_topk_shape_check), a split outside
+ * [0, TL_TOPK_MAX_SPLIT], or one the kernel cannot run on the preset (its chunk does not fit the
+ * shared memory, or its row does not fit the GPU at once). Cost: O(B) (the row lengths). */
 int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r);
 
 #endif

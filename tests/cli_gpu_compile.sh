@@ -252,9 +252,7 @@ check_mfma() {
 # Top-k (kernels/topk*.hip): integer radix select, no matrix work. Every one of its kernels must be
 # in the assembly (each dtype's: 0 float32, 1 bfloat16, 2 float16) and no MFMA rule names them, so
 # check_mfma already refuses any matrix instruction in them; check_topk says so by name.
-topk_kernels='_Z9topk_init _Z11topk_select _Z9topk_histILi0E _Z9topk_histILi1E _Z9topk_histILi2E
-_Z10topk_countILi0E _Z10topk_countILi1E _Z10topk_countILi2E _Z11topk_gatherILi0E _Z11topk_gatherILi1E
-_Z11topk_gatherILi2E _Z10topk_finalILi0E _Z10topk_finalILi1E _Z10topk_finalILi2E'
+topk_kernels='_Z9topk_rowsILi0E _Z9topk_rowsILi1E _Z9topk_rowsILi2E'
 # check_topk ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
 check_topk() {
   local arch=$1 k n

@@ -196,7 +196,8 @@ static void test_bad_shapes(void **state)
     assert_int_equal(tl_topk_dist_parse("uniform", &x), TL_EUSAGE);
 }
 
-/* The schedule the split picture draws adds up to the model's time, kernel after kernel. */
+/* The schedule the split picture draws adds up to the model's life of a block, phase after phase,
+ * and the model refuses splits the kernel cannot run. */
 static void test_schedule_sums_to_the_model(void **state)
 {
     static const char *const presets[] = {"h200", "mi355x", "mi300x"};
@@ -204,23 +205,30 @@ static void test_schedule_sums_to_the_model(void **state)
     for (int h = 0; h < 3; h++) {
         tl_hw hw;
         assert_int_equal(tl_hw_load(presets[h], &hw), 0);
-        for (int split = 0; split <= 64; split = split ? split * 4 : 1) {
-            tl_topk_problem p = {&hw, {2, 1 << 20, 512, 0, NULL, 0, split % 2 ? TL_TOPK_BF16 : TL_TOPK_F32}, split};
+        for (int split = 0; split <= 256; split = split ? split * 2 : 128) { /* 0: the model's pick */
+            tl_topk_problem p = {&hw, {2, 1 << 20, 512, 0, NULL, 0, split % 256 ? TL_TOPK_BF16 : TL_TOPK_F32}, split};
             tl_topk_result r;
             int n;
             assert_int_equal(tl_topk_schedule(&p, seg, &n, &r), 0);
             double end = 0, prev_start = 0;
-            int hist = 0;
+            int hist = 0, drawn = r.split < TL_TOPK_MAX_DRAWN_BLOCKS ? r.split : TL_TOPK_MAX_DRAWN_BLOCKS;
             for (int i = 0; i < n; i++) {
                 assert_true(seg[i].end_us >= seg[i].start_us && seg[i].start_us >= prev_start);
-                assert_true(seg[i].block >= 0 && seg[i].block < r.split);
+                assert_true(seg[i].block >= 0 && seg[i].block < drawn);
                 prev_start = seg[i].start_us;
                 end = fmax(end, seg[i].end_us);
                 hist += seg[i].phase == TL_TOPK_PHASE_HIST;
             }
-            assert_int_equal(hist, r.passes * r.split);
-            assert_true(fabs(end - r.time_us) <= 1e-9 * r.time_us);
+            assert_int_equal(hist, r.passes * drawn);
+            assert_true(fabs(end - (r.launch_us + r.block_us)) <= 1e-9 * r.time_us);
+            assert_true(r.launch_us + r.block_us <= r.time_us * (1 + 1e-12));
         }
+        /* a 1M row does not fit one block's shared memory; 4096 blocks exceed TL_TOPK_MAX_SPLIT */
+        tl_topk_problem one = {&hw, {1, 1 << 20, 512, 0, NULL, 0, TL_TOPK_F32}, 1};
+        tl_topk_result r;
+        assert_int_equal(tl_topk_sim(&one, &r), TL_EUSAGE);
+        assert_true(tl_topk_fewest_split(&hw, &one.shape) > 1);
+        assert_int_equal(tl_topk_fewest_split(&hw, &(tl_topk_shape){1, 4096, 512, 0, NULL, 0, TL_TOPK_F32}), 1);
     }
 }
 

@@ -103,14 +103,14 @@ int tl_fig_trace(const char *out, const char *trace_csv, int tokens, int stage);
 /* ---- top-k ---- */
 /* One panel of the split picture: the schedule of a row (tl_topk_schedule) over `split` blocks. */
 typedef struct {
-    const char *label;           /* "one block a row" */
+    const char *label;           /* "the fewest blocks that hold the row" */
     int split;
     const tl_topk_segment *seg;
     int n;
 } tl_topk_panel;
-/* Seed Figure 8 as a still: per panel, the row's blocks as rows and time in us on x, each kernel's
- * work as bars coloured by phase (histogram passes, selects, count, gather, final sort), the gaps
- * being launches; the panels share the time axis. `about` is the subtitle (shape, dtype), preset
+/* Seed Figure 8 as a still: per panel, the row's blocks as rows (at most TL_TOPK_MAX_DRAWN_BLOCKS)
+ * and time in us on x, each block's life as bars coloured by phase (load, histogram passes, row
+ * barriers, counts, placement, sort), from the launch; the panels share the time axis. `about` is the subtitle (shape, dtype), preset
  * the footer's. TL_EUSAGE for 0 or more than 4 panels or an empty schedule. */
 int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about,
                       const char *preset);
