@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 B=${TOPK_BUNDLE:-build-topk-bundle}
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
-T=$B/tilelab
+T="timeout 240 $B/tilelab"   # a kernel that hangs must not take the whole lease
 parts=${TOPK_PARTS:-check bench splits torch}
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } >"$OUT/topk_env.txt" 2>&1
 rc=0
