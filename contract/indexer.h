@@ -26,7 +26,7 @@
  *
  * The kernel's tiling geometry (kernels/indexer.hip; the model, simulator/indexer.c, charges the
  * same): a block holds BLOCK_Q consecutive query rows (their Q and w in registers for the whole
- * run) and walks the union of their windows in KV tiles of TL_INDEXER_TILE positions, each tile
+ * run) and walks the union of their windows in KV tiles of TL_INDEXER_TILE_SM90 / _AMD positions, each tile
  * copied once into shared memory / LDS (double buffered) and used by all BLOCK_Q rows. The grid
  * is ceil(rows / BLOCK_Q) blocks. Positions of the union that lie outside one row's own window
  * are computed and then written as -inf (the causal triangle of a block: (BLOCK_Q - 1) / 2 rows'
@@ -48,9 +48,9 @@ extern "C" {
 #define TL_INDEXER_MAX_ROWS (1L << 20)
 #define TL_INDEXER_MAX_KV (1L << 22)      /* 4M positions */
 #define TL_INDEXER_MAX_LOGITS (1LL << 32) /* rows x kv: 16 GiB of float32 logits */
-#define TL_INDEXER_MAX_BLOCK_Q 8
-#define TL_INDEXER_TILE 64                /* KV positions per shared-memory tile (sm_90, gfx950) */
-#define TL_INDEXER_TILE_GFX942 32         /* gfx942's 64 KiB LDS: tiles of 32 positions */
+#define TL_INDEXER_MAX_BLOCK_Q 4         /* the kernel instantiates 1, 2 and 4 */
+#define TL_INDEXER_TILE_SM90 64           /* KV positions per shared-memory tile on NVIDIA (bf16: 16 KiB) */
+#define TL_INDEXER_TILE_AMD 32            /* on gfx942 / gfx950 (FP8 codes: 4 KiB, the seed's tile) */
 
 typedef struct {
     long rows;            /* query rows, 1..TL_INDEXER_MAX_ROWS */
@@ -58,7 +58,7 @@ typedef struct {
     int heads;            /* H: 16..TL_INDEXER_MAX_HEADS, a multiple of 16 (32 GLM-5, 64 DeepSeek-V3.2) */
     int dim;              /* D: TL_INDEXER_DIM */
     long prefix;          /* P >= 0 cached positions before the first query row; P + rows <= kv */
-    int block_q;          /* query rows per block, 1..TL_INDEXER_MAX_BLOCK_Q (0: not chosen yet) */
+    int block_q;          /* query rows per block: 1, 2 or 4 (0: not chosen yet) */
     const int32_t *starts, *ends; /* when both are given: the windows (override the rule) */
 } tl_indexer_shape;
 
