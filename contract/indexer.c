@@ -36,6 +36,9 @@ int tl_indexer_shape_check(const tl_indexer_shape *s)
                                 i, s->starts[i], s->ends[i], s->kv);
         return TL_OK;
     }
+    if (s->rows > s->kv)
+        return tl_error(TL_EUSAGE, "indexer", "rows = %ld > kv = %ld: the query rows are the last of the sequence", s->rows,
+                        s->kv);
     if (s->prefix < 0 || s->prefix > s->kv - s->rows)
         return tl_error(TL_EUSAGE, "indexer",
                         "prefix %ld: the causal rule needs 0 <= prefix <= kv - rows = %ld (row i sees prefix + i + 1 positions)",
