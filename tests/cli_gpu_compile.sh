@@ -196,13 +196,17 @@ fi
 # `+` (at least one). Every rule must be met by every kernel it names; an MFMA that no rule allows
 # is unintended. The MoE GEMM's dtype is its first template argument (0 bf16, 1 fp8, 2 a16w4,
 # 3 mxfp4, 4 mxfp8): every dtype multiplies bf16 but fp8 on gfx950, whose FP8 is the inputs' OCP E4M3
-# (gfx942's is FNUZ: decoded to bf16).
+# (gfx942's is FNUZ: decoded to bf16). The indexer (kernels/indexer.hip, template <H, BLOCK_Q>) scores
+# one 16-position fragment per loop body: H/16 FP8 MFMAs of K-depth 128 on gfx950 (D = 128 in one),
+# 4 x H/16 of K-depth 32 on gfx942 (its E4M3FN codes read as FNUZ, every value halved, 0x80 made 0).
 rules_gfx942='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x16_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x16_bf16            2
 tl_roofline_mma_fp8I                 v_mfma_f32_16x16x32_fp8_fp8         acc
 tl_roofline_check_mma_fp8            v_mfma_f32_16x16x32_fp8_fp8         2
-moe_gemmI                            v_mfma_f32_16x16x16_bf16            +'
+moe_gemmI                            v_mfma_f32_16x16x16_bf16            +
+indexer_kernelILi32E                 v_mfma_f32_16x16x32_fp8_fp8         8
+indexer_kernelILi64E                 v_mfma_f32_16x16x32_fp8_fp8         16'
 rules_gfx950='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x32_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x32_bf16            2
@@ -210,7 +214,9 @@ tl_roofline_mma_fp8I                 v_mfma_scale_f32_16x16x128_f8f6f4   acc
 tl_roofline_check_mma_fp8            v_mfma_scale_f32_16x16x128_f8f6f4   2
 tl_roofline_mma_f8f6f4I              v_mfma_scale_f32_16x16x128_f8f6f4   acc
 moe_gemmILi[02-4]E                   v_mfma_f32_16x16x32_bf16            +
-moe_gemmILi1E                        v_mfma_scale_f32_16x16x128_f8f6f4   +'
+moe_gemmILi1E                        v_mfma_scale_f32_16x16x128_f8f6f4   +
+indexer_kernelILi32E                 v_mfma_scale_f32_16x16x128_f8f6f4   2
+indexer_kernelILi64E                 v_mfma_scale_f32_16x16x128_f8f6f4   4'
 
 # "KERNEL INSTRUCTION COUNT" for every MFMA mnemonic of every function in the assembly files given
 mfma_counts() {

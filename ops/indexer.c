@@ -1,0 +1,509 @@
+/* ops/indexer.c: the DSA lightning indexer's row of the op table (core/op.h): the contract's shape
+ * (contract/indexer.h), the reference and tolerance (reference/indexer.h), the model
+ * (simulator/indexer.h, which also picks BLOCK_Q) and the kernel's exported table (kernels/indexer.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../kernels/bench.h"
+#include "../kernels/indexer.h"
+#include "../reference/indexer.h"
+#include "../simulator/indexer.h"
+#include "ops.h"
+
+#define IDX_MAX_LIST 16
+
+typedef struct {
+    tl_op_mode mode;
+    long rows[IDX_MAX_LIST], kv[IDX_MAX_LIST], heads[IDX_MAX_LIST];
+    int nr, nk, nh;
+    long prefix;              /* -1: kv - rows (the query rows are the sequence's last) */
+    int block_q;              /* 0: the model's choice */
+    uint64_t seed;
+    char hw[1100];
+    tl_indexer_inputs user;   /* --input files (q == NULL: random inputs) */
+    tl_indexer_shape shape;   /* the current case's */
+    int cur_case;
+    tl_indexer_inputs in;
+    float *ref, *other;
+    tl_indexer_gpu *g;
+} idx_problem;
+
+static const tl_op_input idx_inputs[] = {
+    {"q", "queries [rows][heads][128]: uint8 E4M3FN codes (no NaN codes)", 1},
+    {"k", "index keys [kv][128]: uint8 E4M3FN codes (no NaN codes)", 1},
+    {"kscale", "key scales [kv]: float32", 1},
+    {"w", "head weights [rows][heads]: float32", 1},
+    {NULL, NULL, 0},
+};
+
+static const tl_op_target idx_targets[] = {
+    {"sm_90", TL_OPS_SM90_COMPILED, "never (the model's prediction is committed first)"},
+    TL_OPS_AMD_TARGETS,
+    {NULL, NULL, NULL},
+};
+
+#define IDX_COMMON_USAGE                                                                                   \
+    "  --rows LIST    query rows (default 4096)        --kv LIST  KV positions (default 4096)\n"          \
+    "  --heads LIST   indexer heads, multiples of 16 (32 GLM-5, 64 DeepSeek-V3.2; default 64)\n"         \
+    "  --prefix P     cached positions before the first query row (default kv - rows): row i sees\n"     \
+    "                 positions [0, P + i + 1); the rest of its logits are -inf\n"                       \
+    "  --block-q N    query rows a block (1, 2 or 4; default 0: the model's choice)   --seed S\n"        \
+    "logits[i, j] = sum_h w[i, h] relu((Q[i, h, :] . K[j, :]) k_scale[j]), Q and K E4M3 codes, D = 128.\n"
+
+static const char idx_check_usage[] =
+    "usage: tilelab check indexer [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P] [--block-q N]\n"
+    "                             [--seed S] [--input q=Q.npy --input k=K.npy --input kscale=S.npy\n"
+    "                             --input w=W.npy] [--format table|csv|json]\n"
+    "The GPU kernel against the CPU reference (exact dot products, double epilogue) under the tolerance\n"
+    "derived from E4M3 inputs, D and H and a float32 accumulator; -inf outside the windows must match\n"
+    "exactly, outputs are poisoned first. Without a GPU: the reference against the naive loop.\n" IDX_COMMON_USAGE;
+
+static const char idx_run_usage[] =
+    "usage: tilelab run indexer --input q=Q.npy --input k=K.npy --input kscale=S.npy --input w=W.npy\n"
+    "                           --output logits=FILE.npy [--prefix P] [--device cpu|gpu]\n"
+    "The indexer's logits [rows][kv] float32 on your own inputs (causal windows after prefix P,\n"
+    "default kv - rows).\n";
+
+static const char idx_bench_usage[] =
+    "usage: tilelab bench indexer [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P] [--block-q N]\n"
+    "                             [--hw PRESET] [--format table|csv|json]\n"
+    "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median) and reports\n"
+    "TFLOP/s counting only in-window work, beside floor_us (a plain read of the op's bytes) and the\n"
+    "model's prediction on the preset (default h200) with its error.\n" IDX_COMMON_USAGE;
+
+static const char idx_sim_usage[] =
+    "usage: tilelab sim indexer [--hw mi355x] [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P]\n"
+    "                           [--block-q N] [--format table|csv|json]\n"
+    "The model of the kernel (simulator/indexer.h): BLOCK_Q (picked or given), instruction and\n"
+    "K-depth, blocks and how many a CU holds, whether K fits an XCD's L2, the matrix, epilogue,\n"
+    "K-stream and HBM times, the limiter, TFLOP/s.\n" IDX_COMMON_USAGE;
+
+static void idx_free_case(idx_problem *p)
+{
+    tl_indexer_inputs_free(&p->in);
+    free(p->ref);
+    free(p->other);
+    p->ref = p->other = NULL;
+    if (p->g) tl_indexer_gpu_kernels->close(p->g);
+    p->g = NULL;
+    p->cur_case = -1;
+}
+
+static void idx_free(void *vp)
+{
+    idx_problem *p = vp;
+    if (!p) return;
+    idx_free_case(p);
+    tl_indexer_inputs_free(&p->user);
+    free(p);
+}
+
+static int idx_n_cases(const void *vp)
+{
+    const idx_problem *p = vp;
+    return p->nr * p->nk * p->nh;
+}
+
+/* Case c's shape: heads fastest, then kv, then rows. */
+static tl_indexer_shape case_shape(const idx_problem *p, int c)
+{
+    tl_indexer_shape s;
+    memset(&s, 0, sizeof s);
+    s.heads = (int)p->heads[c % p->nh];
+    s.kv = p->kv[(c / p->nh) % p->nk];
+    s.rows = p->rows[c / (p->nh * p->nk)];
+    s.dim = TL_INDEXER_DIM;
+    s.prefix = p->prefix >= 0 ? p->prefix : s.kv - s.rows;
+    s.block_q = p->block_q;
+    return s;
+}
+
+static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
+{
+    *out = NULL;
+    idx_problem *p = calloc(1, sizeof *p);
+    if (!p) return tl_error(TL_EFAIL, "indexer", "out of memory");
+    p->mode = mode;
+    p->cur_case = -1;
+    p->prefix = -1;
+    p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
+    const char *rows_s = "4096", *kv_s = "4096", *heads_s = "64", *prefix_s = NULL, *bq_s = NULL, *seed_s = NULL,
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200";
+    tl_opt opts[] = {TL_OPT_V("--rows", &rows_s),     TL_OPT_V("--kv", &kv_s),   TL_OPT_V("--heads", &heads_s),
+                     TL_OPT_V("--prefix", &prefix_s), TL_OPT_V("--block-q", &bq_s), TL_OPT_V("--seed", &seed_s),
+                     TL_OPT_V("--hw", &hw_s),         TL_OPT_END};
+    static const char *const cmds[] = {"check indexer", "bench indexer", "sim indexer", "run indexer"};
+    int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
+    if (!rc) rc = tl_parse_long_list(rows_s, 1, TL_INDEXER_MAX_ROWS, "--rows", p->rows, IDX_MAX_LIST, &p->nr);
+    if (!rc) rc = tl_parse_long_list(kv_s, 1, TL_INDEXER_MAX_KV, "--kv", p->kv, IDX_MAX_LIST, &p->nk);
+    if (!rc) rc = tl_parse_long_list(heads_s, 16, TL_INDEXER_MAX_HEADS, "--heads", p->heads, IDX_MAX_LIST, &p->nh);
+    long one[1];
+    int n1 = 0;
+    if (!rc && prefix_s) rc = tl_parse_long_list(prefix_s, 0, TL_INDEXER_MAX_KV, "--prefix", one, 1, &n1);
+    if (!rc && prefix_s) p->prefix = one[0];
+    if (!rc && bq_s) rc = tl_parse_int(bq_s, 0, TL_INDEXER_MAX_BLOCK_Q, "--block-q", &p->block_q);
+    if (!rc && seed_s) rc = tl_ops_parse_seed(seed_s, &p->seed);
+    if (!rc && (p->nr < 1 || p->nk < 1 || p->nh < 1)) rc = tl_error(TL_EUSAGE, cmds[mode], "an empty list");
+    if (!rc && p->nr * p->nk * p->nh > 64) rc = tl_error(TL_EUSAGE, cmds[mode], "more than 64 cases (rows x kv x heads)");
+    snprintf(p->hw, sizeof p->hw, "%s", hw_s);
+    tl_hw hw;
+    if (!rc) rc = tl_hw_load(p->hw, &hw);
+    for (int c = 0; !rc && c < idx_n_cases(p); c++) {
+        tl_indexer_shape s = case_shape(p, c);
+        rc = tl_indexer_shape_check(&s);
+    }
+    if (!rc) p->shape = case_shape(p, 0);
+    if (rc) {
+        idx_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* Reads one input file into *a, checking its type and rank. */
+static int read_input(const char *path, tl_npy_type type, int ndim, tl_npy *a)
+{
+    int rc = tl_npy_read(path, a);
+    if (rc) return rc;
+    char got[96];
+    tl_npy_shape_str(a, got, sizeof got);
+    if (a->type != type || a->ndim != ndim) {
+        rc = tl_error(TL_EUSAGE, path, "%s %s, expected %s with %d dimensions", tl_npy_type_name(a->type), got,
+                      tl_npy_type_name(type), ndim);
+        tl_npy_free(a);
+    }
+    return rc;
+}
+
+static int idx_load_inputs(void *vp, const tl_op_file *files, int n)
+{
+    idx_problem *p = vp;
+    const char *path[4] = {NULL, NULL, NULL, NULL};
+    static const char *const names[4] = {"q", "k", "kscale", "w"};
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 4; j++)
+            if (strcmp(files[i].name, names[j]) == 0) path[j] = files[i].path;
+    for (int j = 0; j < 4; j++)
+        if (!path[j]) return tl_error(TL_EUSAGE, "--input", "indexer needs q, k, kscale and w (missing %s=FILE.npy)", names[j]);
+    tl_npy q, k, ks, w;
+    memset(&k, 0, sizeof k), memset(&ks, 0, sizeof ks), memset(&w, 0, sizeof w);
+    int rc = read_input(path[0], TL_NPY_U8, 3, &q);
+    if (!rc) rc = read_input(path[1], TL_NPY_U8, 2, &k);
+    if (!rc) rc = read_input(path[2], TL_NPY_F32, 1, &ks);
+    if (!rc) rc = read_input(path[3], TL_NPY_F32, 2, &w);
+    if (!rc && (q.shape[2] != TL_INDEXER_DIM || k.shape[1] != TL_INDEXER_DIM))
+        rc = tl_error(TL_EUSAGE, "--input", "q's and k's last dimension must be D = %d (got %zu and %zu)", TL_INDEXER_DIM,
+                      q.shape[2], k.shape[1]);
+    if (!rc && (ks.shape[0] != k.shape[0] || w.shape[0] != q.shape[0] || w.shape[1] != q.shape[1]))
+        rc = tl_error(TL_EUSAGE, "--input", "shapes disagree: kscale [%zu] for k [%zu], w [%zu][%zu] for q [%zu][%zu]",
+                      ks.shape[0], k.shape[0], w.shape[0], w.shape[1], q.shape[0], q.shape[1]);
+    if (!rc && (q.shape[0] > (size_t)TL_INDEXER_MAX_ROWS || k.shape[0] > (size_t)TL_INDEXER_MAX_KV ||
+                q.shape[1] > TL_INDEXER_MAX_HEADS))
+        rc = tl_error(TL_EUSAGE, "--input", "q [%zu][%zu], k [%zu]: too large", q.shape[0], q.shape[1], k.shape[0]);
+    if (!rc) {
+        p->rows[0] = (long)q.shape[0], p->kv[0] = (long)k.shape[0], p->heads[0] = (long)q.shape[1];
+        p->nr = p->nk = p->nh = 1;
+        p->shape = case_shape(p, 0);
+        rc = tl_indexer_shape_check(&p->shape);
+    }
+    const char *bad = NULL;
+    if (!rc) {
+        p->user = (tl_indexer_inputs){q.data, k.data, ks.data, w.data};
+        q.data = k.data = ks.data = w.data = NULL;
+        if (!tl_indexer_inputs_valid(&p->shape, &p->user, &bad))
+            rc = tl_error(TL_EUSAGE, "--input", "%s holds a NaN code or a non-finite value (outside the contract)", bad);
+    }
+    tl_npy_free(&q), tl_npy_free(&k), tl_npy_free(&ks), tl_npy_free(&w);
+    return rc;
+}
+
+static void idx_describe(const void *vp, FILE *f)
+{
+    const idx_problem *p = vp;
+    char bq[64];
+    if (p->block_q) snprintf(bq, sizeof bq, "BLOCK_Q %d", p->block_q);
+    else snprintf(bq, sizeof bq, "the BLOCK_Q the model picks on %.20s", p->hw);
+    char pre[48];
+    if (p->prefix >= 0) snprintf(pre, sizeof pre, "prefix %ld", p->prefix);
+    else snprintf(pre, sizeof pre, "prefix kv - rows");
+    fprintf(f, "indexer: E4M3 Q and K, D = %d, causal windows after %s; %s; inputs %s; seed %llu\n", TL_INDEXER_DIM, pre,
+            bq, p->user.q ? "from the --input files" : "random (per-row E4M3 scales, an outlier channel)",
+            (unsigned long long)p->seed);
+}
+
+static void idx_case_label(const void *vp, int c, char *label, size_t n)
+{
+    tl_indexer_shape s = case_shape(vp, c);
+    snprintf(label, n, "%ldx%ld H=%d P=%ld", s.rows, s.kv, s.heads, s.prefix);
+}
+
+static int idx_make_inputs(void *vp, int c)
+{
+    idx_problem *p = vp;
+    idx_free_case(p);
+    p->shape = case_shape(p, c);
+    const size_t n = (size_t)p->shape.rows * p->shape.kv;
+    int rc = tl_indexer_inputs_alloc(&p->shape, &p->in);
+    p->ref = malloc(n * sizeof(float));
+    p->other = malloc(n * sizeof(float));
+    if (!rc && (!p->ref || !p->other)) rc = tl_error(TL_EFAIL, "indexer", "out of memory for %zu logits", n);
+    if (!rc && p->user.q) {
+        memcpy(p->in.q, p->user.q, (size_t)tl_indexer_q_bytes(&p->shape));
+        memcpy(p->in.k, p->user.k, (size_t)tl_indexer_k_bytes(&p->shape));
+        memcpy(p->in.k_scale, p->user.k_scale, (size_t)p->shape.kv * sizeof(float));
+        memcpy(p->in.w, p->user.w, (size_t)p->shape.rows * p->shape.heads * sizeof(float));
+    } else if (!rc) {
+        rc = tl_indexer_inputs_make(&p->shape, p->seed, &p->in);
+    }
+    if (!rc) p->cur_case = c;
+    return rc;
+}
+
+static void set_output(const idx_problem *p, const float *logits, tl_op_outputs *out, const char *note)
+{
+    memset(out, 0, sizeof *out);
+    out->n = 1;
+    tl_op_output *o = &out->o[0];
+    o->name = "logits";
+    o->type = TL_NPY_F32;
+    o->data = logits;
+    o->ndim = 2;
+    o->shape[0] = (size_t)p->shape.rows;
+    o->shape[1] = (size_t)p->shape.kv;
+    o->n = o->shape[0] * o->shape[1];
+    o->row_len = o->shape[1];
+    snprintf(o->note, sizeof o->note, "%s", note);
+}
+
+static int idx_reference(void *vp, tl_op_outputs *out)
+{
+    idx_problem *p = vp;
+    set_output(p, p->ref, out, "exact int64 dot products, double epilogue");
+    return tl_indexer_reference(&p->shape, &p->in, p->ref);
+}
+
+static int idx_naive(void *vp, tl_op_outputs *out)
+{
+    idx_problem *p = vp;
+    set_output(p, p->other, out, "naive loop, double");
+    return tl_indexer_naive(&p->shape, &p->in, p->other);
+}
+
+/* The naive loop decodes every value through tl_decode: about 2^29 multiply-adds in a few seconds. */
+static int idx_naive_cheap(const void *vp, int c)
+{
+    tl_indexer_shape s = case_shape(vp, c);
+    return (double)s.rows * s.kv * s.heads * s.dim <= 536870912.0;
+}
+
+static int idx_small(const void *vp, void **out)
+{
+    const idx_problem *p = vp;
+    idx_problem *q = calloc(1, sizeof *q);
+    if (!q) return tl_error(TL_EFAIL, "indexer", "out of memory");
+    *q = *p;
+    memset(&q->user, 0, sizeof q->user);
+    memset(&q->in, 0, sizeof q->in);
+    q->ref = q->other = NULL;
+    q->g = NULL;
+    q->cur_case = -1;
+    q->prefix = -1;
+    q->rows[0] = 37, q->kv[0] = 100, q->nr = q->nk = 1; /* neither a multiple of a tile */
+    q->shape = case_shape(q, 0);
+    *out = q;
+    return 0;
+}
+
+/* Every target accumulates the dot products in float32 (sm_90: bf16 mma.sync; AMD: FP8 MFMA). */
+static int idx_tolerance(const void *vp, int o, tl_tolerance *t)
+{
+    const idx_problem *p = vp;
+    return tl_indexer_tolerance(&p->shape, TL_INDEXER_ACC_FP32, t);
+}
+
+static int idx_gpu_built(void) { return tl_indexer_gpu_kernels != NULL && tl_gpu_kernels != NULL; }
+
+static int idx_model(const idx_problem *p, const tl_indexer_shape *s, tl_indexer_result *r)
+{
+    tl_hw hw;
+    int rc = tl_hw_load(p->hw, &hw);
+    tl_indexer_problem ip = {&hw, *s};
+    return rc ? rc : tl_indexer_sim(&ip, r);
+}
+
+static int idx_block_q(const idx_problem *p, int *bq)
+{
+    tl_indexer_result r;
+    int rc = idx_model(p, &p->shape, &r);
+    if (!rc) *bq = r.block_q;
+    return rc;
+}
+
+static int idx_gpu(void *vp, tl_op_outputs *out)
+{
+    idx_problem *p = vp;
+    const tl_indexer_gpu_api *G = tl_indexer_gpu_kernels;
+    int bq = 1, rc = idx_block_q(p, &bq);
+    if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
+    if (!rc) rc = G->upload(p->g, p->in.q, p->in.k, p->in.k_scale, p->in.w);
+    if (!rc) rc = G->poison(p->g);
+    if (!rc) rc = G->run(p->g, bq);
+    if (!rc) rc = G->read(p->g, p->other);
+    char note[96];
+    snprintf(note, sizeof note, "BLOCK_Q %d, float32 accumulation", bq);
+    set_output(p, p->other, out, note);
+    return rc;
+}
+
+static int idx_n_parts(const void *vp) { return 1; }
+
+static int idx_work(void *vp, int c, int part, tl_op_work *w)
+{
+    idx_problem *p = vp;
+    memset(w, 0, sizeof *w);
+    snprintf(w->part, sizeof w->part, "logits");
+    tl_indexer_shape s = case_shape(p, c);
+    tl_indexer_result r;
+    int rc = idx_model(p, &s, &r);
+    if (rc) return rc;
+    w->flops = tl_indexer_flops(&s);
+    w->hbm_bytes = tl_indexer_bytes(&s);
+    w->model_flops = r.flops;
+    w->model_hbm_bytes = r.hbm_bytes;
+    w->model_us = r.time_us;
+    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    return 0;
+}
+
+static int idx_sim_rows(void *vp, int c, tl_table *t)
+{
+    idx_problem *p = vp;
+    tl_indexer_shape s = case_shape(p, c);
+    tl_indexer_result r;
+    int rc = idx_model(p, &s, &r);
+    if (rc) return rc;
+    tl_table_row(t);
+    tl_table_str(t, p->hw);
+    tl_table_int(t, s.rows);
+    tl_table_int(t, s.kv);
+    tl_table_int(t, s.heads);
+    tl_table_int(t, s.prefix);
+    tl_table_int(t, r.block_q);
+    tl_table_int(t, r.tile);
+    tl_table_str(t, r.instr);
+    tl_table_int(t, r.k_steps);
+    tl_table_int(t, r.blocks);
+    tl_table_int(t, r.resident);
+    tl_table_int(t, r.fits_l2);
+    tl_table_numf(t, "%.0f", r.kv_bytes);
+    tl_table_numf(t, "%.2f", r.mma_us);
+    tl_table_numf(t, "%.2f", r.epi_us);
+    tl_table_numf(t, "%.2f", r.kv_us);
+    tl_table_numf(t, "%.2f", r.hbm_us);
+    tl_table_numf(t, "%.2f", r.time_us);
+    tl_table_numf(t, "%.1f", r.tflops);
+    tl_table_str(t, r.limiter);
+    return 0;
+}
+
+static int idx_bench(void *vp, int c, tl_table *t)
+{
+    idx_problem *p = vp;
+    const tl_gpu_api *D = tl_gpu_kernels;
+    const tl_indexer_gpu_api *G = tl_indexer_gpu_kernels;
+    int bq = 1, rc = idx_block_q(p, &bq);
+    if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
+    if (!rc) rc = G->upload(p->g, p->in.q, p->in.k, p->in.k_scale, p->in.w);
+    tl_gpu_info info;
+    char date[64], label[512];
+    if (!rc) rc = D->query(0, &info);
+    if (rc) return rc;
+    D->date(date, sizeof date);
+    snprintf(label, sizeof label, "measured on %.200s %.63s; sim_us simulated on preset %.100s", info.name, date, p->hw);
+    tl_bench_opts o;
+    D->default_opts(&o);
+    tl_bench_result r;
+    tl_op_work w;
+    if ((rc = G->time(p->g, bq, &o, &r)) || (rc = idx_work(p, c, 0, &w))) return rc;
+    double floor_us = NAN;
+    if (D->read_floor(w.hbm_bytes, &o, &floor_us)) {
+        tl_clear_error();
+        floor_us = NAN;
+    }
+    const double us = r.median_ms * 1e3;
+    char name[96];
+    snprintf(name, sizeof name, "indexer %ldx%ld H=%d", p->shape.rows, p->shape.kv, p->shape.heads);
+    tl_table_row(t);
+    tl_table_str(t, name);
+    tl_table_int(t, p->shape.rows);
+    tl_table_int(t, p->shape.kv);
+    tl_table_int(t, p->shape.heads);
+    tl_table_int(t, p->shape.prefix);
+    tl_table_int(t, bq);
+    tl_table_numf(t, "%.0f", w.flops);
+    tl_table_numf(t, "%.0f", w.hbm_bytes);
+    tl_table_numf(t, "%.2f", us);
+    tl_table_numf(t, "%.1f", w.flops / (us * 1e6));
+    tl_table_numf(t, "%.2f", floor_us);
+    tl_table_numf(t, "%.2f", w.model_us);
+    tl_table_numf(t, "%.1f", 100.0 * (w.model_us - us) / us);
+    tl_table_str(t, w.limiter);
+    tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
+    tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
+    tl_table_str(t, label);
+    return 0;
+}
+
+static const char *const idx_test_args[] = {"--rows", "1,37", "--kv", "70", "--heads", "16,32", "--seed", "7", NULL};
+static const char *const idx_bad_heads[] = {"--heads", "24", NULL};
+static const char *const idx_bad_heads2[] = {"--heads", "256", NULL};
+static const char *const idx_bad_rows[] = {"--rows", "0", NULL};
+static const char *const idx_bad_kv[] = {"--rows", "4096", "--kv", "1000", NULL}; /* rows > kv */
+static const char *const idx_bad_prefix[] = {"--rows", "100", "--kv", "200", "--prefix", "101", NULL};
+static const char *const idx_bad_bq[] = {"--block-q", "3", NULL};
+static const char *const idx_bad_huge[] = {"--rows", "1048576", "--kv", "4194304", NULL};
+static const char *const idx_bad_seed[] = {"--seed", "-1", NULL};
+static const char *const *const idx_bad_args[] = {idx_bad_heads, idx_bad_heads2, idx_bad_rows,  idx_bad_kv,
+                                                  idx_bad_prefix, idx_bad_bq,   idx_bad_huge, idx_bad_seed, NULL};
+static const char *const idx_bench_args[] = {"--rows", "2048,4096,65536", "--kv", "65536", "--heads", "32,64", NULL};
+
+const tl_op tl_op_indexer = {
+    .name = "indexer",
+    .summary = "DSA lightning indexer: FP8 scores of every causal position, relu, weighted head sum",
+    .dtypes = "e4m3",
+    .targets = idx_targets,
+    .check_usage = idx_check_usage,
+    .bench_usage = idx_bench_usage,
+    .sim_usage = idx_sim_usage,
+    .run_usage = idx_run_usage,
+    .inputs = idx_inputs,
+    .parse = idx_parse,
+    .free_problem = idx_free,
+    .load_inputs = idx_load_inputs,
+    .describe = idx_describe,
+    .n_cases = idx_n_cases,
+    .case_label = idx_case_label,
+    .make_inputs = idx_make_inputs,
+    .reference = idx_reference,
+    .naive = idx_naive,
+    .naive_cheap = idx_naive_cheap,
+    .small_problem = idx_small,
+    .gpu_built = idx_gpu_built,
+    .gpu = idx_gpu,
+    .tolerance = idx_tolerance,
+    .n_parts = idx_n_parts,
+    .work = idx_work,
+    .sim = idx_sim_rows,
+    .sim_header = "hw,rows,kv,heads,prefix,block_q,tile,instr,k_steps,blocks,resident,fits_l2,kv_bytes,mma_us,epi_us,"
+                  "kv_us,hbm_us,time_us,tflops,limiter",
+    .bench = idx_bench,
+    .bench_header = "name,rows,kv,heads,prefix,block_q,flops,hbm_bytes,time_us,tflops,floor_us,sim_us,sim_err_pct,"
+                    "sim_limiter,p10_us,p90_us,source",
+    .figures = NULL,
+    .test_args = idx_test_args,
+    .bad_args = idx_bad_args,
+    .bench_args = idx_bench_args,
+};

@@ -1,0 +1,93 @@
+/* simulator/indexer.h: the cost model of the DSA lightning indexer (contract/indexer.h) on a
+ * hardware preset, for the kernel kernels/indexer.hip runs.
+ *
+ * The kernel: one block per BLOCK_Q consecutive query rows, one wave (warp) per row; Q and w of the
+ * row in the wave's registers; the block walks the union of its rows' windows in KV tiles of
+ * `tile` positions, double buffered in shared memory / LDS: while the block scores tile t, the
+ * next tile is one load in flight (tile x D bytes of K, plus its scales). The scores of a tile are
+ * [tile positions x H heads] matrix-core products over D; the epilogue (x k_scale, relu, x w, the
+ * head sum across lanes, -inf outside the row's window) runs on the vector ALU.
+ *
+ * What the model charges (times in microseconds; each term is its own work, the body takes the
+ * largest, the limiter names it):
+ *   - mma: the computed scores (tl_indexer_computed_scores: whole tiles, and every position of the
+ *     block's union for each of its rows, so the causal triangle inside a block is paid) x 2 D H
+ *     FLOPs at the instruction's rate: the preset's instruction for the kernel's operand format
+ *     (sm_90: bf16 mma.sync on FP8 decoded to bf16; gfx950: FP8 16x16x128 f8f6f4; gfx942: FP8
+ *     16x16x32 on the codes reinterpreted as FNUZ), capped by the preset's measured ceiling of
+ *     that format, times TL_INDEXER_MMA_EFF (the share of issue the inner loop gives the matrix
+ *     cores), over the CUs that hold blocks. The K-depth: D / k instructions per 16-position x
+ *     n-head product.
+ *   - epilogue: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale, relu,
+ *     weight FMA) plus log2(lanes sharing a row) shuffle-adds per score; sm_90 also decodes each K
+ *     value of a tile once per block (TL_INDEXER_DECODE_OPS), gfx942 fixes each K byte's 0x80. At
+ *     the preset's vector lanes per CU and clock.
+ *   - kv: every block reads its tiles' K bytes (tile x (D + 4) each) from L2. Each CU streams at
+ *     most min(its cap, bytes in flight / latency) (Little's law): bytes in flight = resident
+ *     blocks x one tile; resident blocks = min(the blocks a CU gets, the waves a CU holds /
+ *     BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
+ *     K fits in one XCD's L2 (each XCD's L2 is private: every XCD needs its own copy), else a
+ *     miss's (preset hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
+ *   - hbm: the contract's bytes (inputs once, logits written once) at the measured HBM rate.
+ *   - waves of blocks: when the grid is a few block slots (CUs x resident blocks) deep, the last
+ *     partial wave leaves CUs idle: the body is divided by blocks / (waves x slots).
+ *   - launch_us and item_fixed_us (the pipeline's first loads) added once.
+ * Why skinny shapes lose on mi355x (seed 000, Figure 11): 2048 rows with BLOCK_Q = 1 give 8 blocks
+ * a CU, half of the 16 waves a CU holds (a square's rows fill them), and 32K-64K positions of K
+ * (4-8 MiB) do not fit an XCD's 4 MiB L2: half the bytes in flight at a miss's latency (the model:
+ * 268 TFLOP/s against 1016-1073 for squares at H = 32). The same 2048 rows at 16K positions hit the
+ * L2 (793). A larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
+ * the bytes in flight: a latency-bound stream does not speed up; it pays where the matrix cores or
+ * the decode limit (sm_90, H = 32: BLOCK_Q = 4 reaches 611-616 where 1 gives 386-525).
+ * Estimates, not fitted: the constants below are stated guesses until a measurement judges them.
+ * Ignored: bank conflicts, the imbalance between a square's short and long blocks inside a wave,
+ * clock changes under load, the logits' write traffic overlapping the reads. */
+#ifndef TL_SIM_INDEXER_H
+#define TL_SIM_INDEXER_H
+
+#include "../contract/indexer.h"
+#include "hw.h"
+
+#define TL_INDEXER_MMA_EFF 0.80    /* matrix-core share of the inner loop's issue (estimate) */
+#define TL_INDEXER_EPI_OPS 3.0     /* vector ops per score and head: x scale, max 0, FMA with w */
+#define TL_INDEXER_DECODE_OPS 3.0  /* sm_90: vector ops per K value decoded E4M3 -> bf16 (per pair: 6) */
+#define TL_INDEXER_WAVES_SM90 10   /* warps an SM holds: ~200 registers a thread (Q of 64 heads: 128) */
+#define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
+#define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
+
+typedef struct {
+    const tl_hw *hw;
+    tl_indexer_shape shape; /* shape.block_q 0: the model chooses (tl_indexer_best_block_q) */
+} tl_indexer_problem;
+
+typedef struct {
+    int block_q, tile;
+    char instr[TL_HW_NAME_LEN];
+    int instr_k, k_steps;          /* the instruction's K-depth and D / k */
+    const char *operand;           /* "bf16" (decoded) or "fp8" */
+    long blocks;
+    int resident;                  /* blocks a CU holds at once */
+    double block_waves;            /* blocks / (CUs x resident) */
+    double scores, computed;       /* in-window scores; scores the matrix cores compute */
+    double flops, matrix_flops;    /* 2 D H x each */
+    double kv_bytes;               /* K and scales read from L2 by all blocks */
+    double hbm_bytes;              /* the contract's bytes */
+    int fits_l2;                   /* the furthest window's K fits one XCD's L2 */
+    double cu_gbps;                /* one CU's K stream */
+    double mma_tflops;             /* the rate charged */
+    double mma_us, epi_us, kv_us, hbm_us, fixed_us, balance, time_us;
+    double tflops;                 /* counted FLOPs / time */
+    const char *limiter;           /* "mma", "epilogue", "kv-stream", "hbm" */
+} tl_indexer_result;
+
+/* Runs the model. TL_EUSAGE for a NULL preset, a bad shape, or an arch without the kernel's
+ * instruction. Cost: O(blocks) for the tiles (O(rows) with a list of windows). */
+int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r);
+
+/* The BLOCK_Q the model picks: the fastest of 1, 2, 4 (a larger one must be 2% faster). 1 on error. */
+int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s);
+
+/* The kernel's KV tile on arch ("sm_*": TL_INDEXER_TILE_SM90, else TL_INDEXER_TILE_AMD). */
+int tl_indexer_tile(const char *arch);
+
+#endif
