@@ -2,8 +2,9 @@
 # Top-k on the lent NVIDIA H200, in one device call: checks first, then the bench and torch.topk.
 #   here:    bash scripts/device_bundle.sh build-topk-bundle build-topk-gpu
 #   device:  run(command="bash bench/topk_h200.sh", carry=["build-topk-bundle"])
-# Writes under $OUT: topk_check.txt, topk_bench.csv, topk_splits.csv, topk_torch.csv, topk_env.txt.
-# TOPK_PARTS (default "check bench splits torch") picks what runs.
+# Writes under $OUT: topk_check.txt, topk_bench.csv, topk_splits.csv, topk_trace.csv (B = 1: 4K, 64K,
+# 1M), topk_trace_b32.csv (B = 32, 1M), topk_torch.csv, topk_env.txt. TOPK_PARTS (default "check
+# bench splits trace torch") picks what runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${OUT:-}" ] || { echo "topk_h200.sh: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
@@ -11,7 +12,7 @@ B=${TOPK_BUNDLE:-build-topk-bundle}
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
 T="timeout 240 $B/tilelab"   # a kernel that hangs must not take the whole lease
-parts=${TOPK_PARTS:-check bench splits torch}
+parts=${TOPK_PARTS:-check bench splits trace torch}
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } >"$OUT/topk_env.txt" 2>&1
 rc=0
 if [[ " $parts " == *" check "* ]]; then
@@ -44,6 +45,14 @@ if [[ " $parts " == *" splits "* ]]; then
     for s in 16 32 64 128; do $T bench topk --n 1048576 --batch 32 --k 512 --split $s --hw h200 --format csv | tail -n +2; done
   } >"$OUT/topk_splits.csv" 2>>"$OUT/topk_bench.err" || rc=1
   cut -d, -f1,5,7,8,9,10,11 "$OUT/topk_splits.csv"
+fi
+if [[ " $parts " == *" trace "* ]]; then
+  echo "== bench topk --trace (one run per case, block by block)"
+  $T bench topk --n 4096,65536,1048576 --batch 1 --k 512 --hw h200 --format csv --trace "$OUT/topk_trace.csv" \
+    >/dev/null 2>>"$OUT/topk_bench.err" || rc=1
+  $T bench topk --n 1048576 --batch 32 --k 512 --hw h200 --format csv --trace "$OUT/topk_trace_b32.csv" \
+    >/dev/null 2>>"$OUT/topk_bench.err" || rc=1
+  wc -l "$OUT"/topk_trace*.csv
 fi
 if [[ " $parts " == *" torch "* ]]; then
   echo "== torch.topk"

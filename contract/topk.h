@@ -81,6 +81,24 @@ static inline size_t tl_topk_block_smem(tl_topk_dtype d, long n, int split, int 
 /* Radix passes of a dtype's keys (the most the kernel makes). */
 static inline int tl_topk_passes(tl_topk_dtype d) { return d == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16; }
 
+/* The points of a block's life the kernel's trace records (kernels/topk.h, tl_topk_gpu_trace), in
+ * order, and the columns of `bench topk --trace` (one line a block: the points' times in
+ * microseconds from the run's start, then the run's end), which the pictures read back. */
+enum {
+    TL_TOPK_TRACE_ENTRY,   /* the block starts */
+    TL_TOPK_TRACE_LOADED,  /* its ticket taken, its chunk's keys in shared memory */
+    TL_TOPK_TRACE_HIST0,   /* pass p's digits counted in shared memory: HIST0 + 2 p */
+    TL_TOPK_TRACE_SELECT0, /* pass p's row barrier passed and its bin picked: SELECT0 + 2 p */
+    TL_TOPK_TRACE_COUNTED = TL_TOPK_TRACE_HIST0 + 2 * TL_TOPK_PASSES_32, /* the chunks' counts exchanged */
+    TL_TOPK_TRACE_PLACED,  /* its keys placed in the output */
+    TL_TOPK_TRACE_END,     /* done (the row's last block: after the sort and the reset) */
+    TL_TOPK_TRACE_POINTS
+};
+/* The columns of `bench topk --trace` (one line a block; the times are t_us in order, then the
+ * run's end), which visualize/topk_figs.c reads back. */
+#define TL_TOPK_TRACE_HEADER                                                                         \
+    "dtype,batch,n,k,split,row,chunk,sm,passes,entry_us,loaded_us,hist0_us,select0_us,hist1_us,select1_us," \
+    "hist2_us,select2_us,counted_us,placed_us,end_us,run_end_us,source"
 /* "f32" | "bf16" | "f16"; TL_EUSAGE otherwise. */
 int tl_topk_dtype_parse(const char *s, tl_topk_dtype *out);
 const char *tl_topk_dtype_name(tl_topk_dtype d);

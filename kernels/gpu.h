@@ -235,11 +235,13 @@ static __device__ __forceinline__ void tl_grid_dep_launch(void)
 #endif
 }
 
-/* Loads that see other blocks' writes (device code). Blocks of one launch that hand data to one
- * another (kernels/topk_kernels.hip's row barrier) write, fence (__threadfence), then bump a
- * counter with an atomic; the reader polls the counter with tl_load_acquire_u32 and reads the data
- * with the relaxed loads, which go to the device-coherent level (L2), never a stale L1 line.
- * tl_spin_pause(): a short sleep between two polls. */
+/* Loads and atomics that see other blocks' writes (device code, device scope). Blocks of one
+ * launch that hand data to one another (kernels/topk_kernels.hip's row barrier) write, then bump
+ * a counter with tl_atomic_add_release_u32 (their earlier writes, and those of their block before
+ * a __syncthreads, visible first); the reader polls the counter with tl_load_acquire_u32 (or takes
+ * it with tl_atomic_add_acq_rel_u32) and reads the data with the relaxed loads, which go to the
+ * device-coherent level (L2), never a stale L1 line. tl_spin_pause(): a short sleep between two
+ * polls. tl_cycles(): the calling CU's / SM's cycle counter (comparable within a block only). */
 #if defined(TL_GPU_AMD)
 static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
 {
@@ -254,6 +256,15 @@ static __device__ __forceinline__ uint64_t tl_load_relaxed_u64(const uint64_t *p
     return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 static __device__ __forceinline__ void tl_spin_pause(void) { __builtin_amdgcn_s_sleep(1); }
+static __device__ __forceinline__ uint32_t tl_atomic_add_release_u32(uint32_t *p, uint32_t v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+static __device__ __forceinline__ uint32_t tl_atomic_add_acq_rel_u32(uint32_t *p, uint32_t v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+}
+static __device__ __forceinline__ unsigned long long tl_cycles(void) { return __builtin_readcyclecounter(); }
 #else
 static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
 {
@@ -274,6 +285,19 @@ static __device__ __forceinline__ uint64_t tl_load_relaxed_u64(const uint64_t *p
     return v;
 }
 static __device__ __forceinline__ void tl_spin_pause(void) { __nanosleep(32); }
+static __device__ __forceinline__ uint32_t tl_atomic_add_release_u32(uint32_t *p, uint32_t v)
+{
+    uint32_t old;
+    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+static __device__ __forceinline__ uint32_t tl_atomic_add_acq_rel_u32(uint32_t *p, uint32_t v)
+{
+    uint32_t old;
+    asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+static __device__ __forceinline__ unsigned long long tl_cycles(void) { return clock64(); }
 #endif
 
 /* Sum over the wave; every lane gets the result. Cost: log2(TL_WAVE) shuffles. */

@@ -61,6 +61,21 @@ int tl_topk_gpu_run(tl_topk_gpu *g, int split);
 int tl_topk_gpu_read(tl_topk_gpu *g, int32_t *idx, int32_t *count);
 /* Times one run with kernels/bench.h's method (flush, warm-up, median; graph replay). */
 int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r);
+/* Where the time of one run goes, block by block: one run with `split` as the bench times it
+ * (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; a direct launch, no
+ * graph), every block recording the moments it reached the points below. t_us: microseconds from
+ * the end of the busy-wait (the moment the run could start); a block's entry is placed by the
+ * device clock (tl_gpu_clock), the later points by its SM's cycle counter at the device's reported
+ * clock. *end_us: when the run had ended (plus one launch). *blocks (B x split entries, in row and
+ * chunk order) is the caller's to free. Cost: two flushes and two runs. The points:
+ * contract/topk.h's TL_TOPK_TRACE_*. */
+typedef struct {
+    int row, chunk, sm;
+    int passes;                       /* radix passes the row made */
+    double t_us[TL_TOPK_TRACE_POINTS];
+} tl_topk_trace_block;
+int tl_topk_gpu_trace(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks, int *n_blocks,
+                      double *end_us);
 void tl_topk_gpu_close(tl_topk_gpu *g);
 
 /* The launcher above as a table of functions (the op row is built without GPU code):
@@ -72,6 +87,8 @@ typedef struct {
     int (*run)(tl_topk_gpu *g, int split);
     int (*read)(tl_topk_gpu *g, int32_t *idx, int32_t *count);
     int (*time)(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r);
+    int (*trace)(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks, int *n_blocks,
+                 double *end_us);
     void (*close)(tl_topk_gpu *g);
 } tl_topk_gpu_api;
 extern const tl_topk_gpu_api *const tl_topk_gpu_kernels; /* NULL without a GPU (kernels/absent.c) */

@@ -15,6 +15,8 @@ __global__ void topk_fill_u32(uint32_t *p, size_t n, uint32_t v)
 struct tl_topk_gpu {
     tl_topk_shape s;    /* s.lens = NULL: the lengths live in lens_host */
     int32_t *lens_host; /* [B] */
+    int has_list;       /* the lengths were a list: the kernel reads them (else it knows the rule) */
+    unsigned long long *trace; /* while tl_topk_gpu_trace runs: the blocks' records */
     size_t score_bytes; /* B x n x bytes of a score */
     void *scores;       /* the allocation: score_bytes rounded up to 16 */
     int32_t *lens, *idx, *count;
@@ -59,6 +61,7 @@ extern "C" int tl_topk_gpu_open(const tl_topk_shape *s, tl_topk_gpu **out)
     const size_t B = (size_t)s->batch, k = (size_t)s->k;
     g->s = *s;
     g->s.lens = NULL;
+    g->has_list = s->lens != NULL;
     g->lens_host = (int32_t *)malloc(B * sizeof(int32_t));
     if (!g->lens_host) {
         tl_topk_gpu_close(g);
@@ -137,7 +140,7 @@ static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
 {
     TopkBuffers f;
     f.scores = g->scores;
-    f.lens = g->lens;
+    f.lens = g->has_list ? g->lens : NULL;
     f.idx = g->idx;
     f.count = g->count;
     f.ticket = g->ticket;
@@ -145,6 +148,7 @@ static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
     f.hist = g->hist;
     f.chunk = g->chunk;
     f.cand = g->cand;
+    f.trace = g->trace;
     return tl_topk_launch(&g->s, f, split, st);
 }
 
@@ -183,12 +187,65 @@ extern "C" int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *
     return tl_bench_run(o, time_fn, &c, r);
 }
 
+extern "C" int tl_topk_gpu_trace(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks,
+                                 int *n_blocks, double *end_us)
+{
+    *blocks = NULL;
+    *n_blocks = 0;
+    *end_us = 0.0;
+    int rc = check_split(g, split);
+    if (rc) return rc;
+    const long long grid = (long long)g->s.batch * split;
+    const size_t words = 2 + (size_t)TOPK_TRACE_WORDS * (size_t)grid; /* t0, t1, then the blocks' */
+    const double per_us = tl_gpu_clock_per_us();
+    int dev_id = 0, khz = 0;
+    TL_GPU_CHECK(hipGetDevice(&dev_id));
+    TL_GPU_CHECK(hipDeviceGetAttribute(&khz, hipDeviceAttributeClockRate, dev_id));
+    if (per_us <= 0.0) return TL_EFAIL;
+    if (khz <= 0) return tl_error(TL_EFAIL, "topk gpu", "the device does not say its clock");
+    const double cycles_per_us = khz / 1e3;
+    unsigned long long *dev = NULL, *host = (unsigned long long *)malloc(words * sizeof *host);
+    tl_topk_trace_block *b = (tl_topk_trace_block *)calloc((size_t)grid, sizeof *b);
+    time_ctx c = {g, split};
+    if (!host || !b) {
+        rc = tl_error(TL_EFAIL, "topk gpu", "out of memory");
+        goto done;
+    }
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dev, words * sizeof *dev), rc, done);
+    TL_GPU_CHECK_GOTO(hipMemset(dev, 0, words * sizeof *dev), rc, done);
+    g->trace = dev + 2;
+    rc = tl_bench_run_marked(opts, time_fn, &c, dev, dev + 1);
+    g->trace = NULL;
+    if (rc) goto done;
+    TL_GPU_CHECK_GOTO(hipMemcpy(host, dev, words * sizeof *host, hipMemcpyDeviceToHost), rc, done);
+    for (long long i = 0; i < grid; i++) {
+        const unsigned long long *w = host + 2 + (size_t)TOPK_TRACE_WORDS * i, *cyc = w + 2;
+        tl_topk_trace_block *e = &b[i];
+        e->row = (int)(i / split);
+        e->chunk = (int)(i % split);
+        e->sm = (int)w[1];
+        const double entry = (double)(long long)(w[0] - host[0]) / per_us;
+        for (int p = 0; p < TL_TOPK_TRACE_POINTS; p++)
+            e->t_us[p] = entry + (double)(long long)(cyc[p] - cyc[0]) / cycles_per_us;
+        e->passes = 0;
+        for (int p = 0; p < TL_TOPK_PASSES_32; p++) /* a pass not made repeats the point before it */
+            if (cyc[TL_TOPK_TRACE_SELECT0 + 2 * p] != cyc[TL_TOPK_TRACE_HIST0 + 2 * p - 1]) e->passes = p + 1;
+    }
+    *end_us = (double)(long long)(host[1] - host[0]) / per_us;
+done:
+    if (dev) (void)hipFree(dev);
+    free(host);
+    if (rc) free(b);
+    else *blocks = b, *n_blocks = (int)grid;
+    return rc;
+}
+
 /* the exported table: host code only (the device pass of a HIP build has no host functions) */
 #if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
 static const tl_topk_gpu_api topk_gpu_api = {tl_topk_gpu_open, tl_topk_gpu_upload, tl_topk_gpu_poison,
                                              tl_topk_gpu_run,  tl_topk_gpu_read,   tl_topk_gpu_time,
-                                             tl_topk_gpu_close};
+                                             tl_topk_gpu_trace, tl_topk_gpu_close};
 extern const tl_topk_gpu_api *const tl_topk_gpu_kernels = &topk_gpu_api;
 }
 #endif

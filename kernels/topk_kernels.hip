@@ -174,7 +174,7 @@ static __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long
 
 /* The barrier of one row's `split` blocks: returns when `target` arrivals have been counted on
  * *arrive (this block's included), every write the row's blocks made before arriving visible to
- * tl_load_relaxed_* (kernels/gpu.h). Safe from deadlock because a row's blocks wait only for one
+ * tl_load_relaxed_* (kernels/gpu.h; the arrival is a release, the poll an acquire). Safe from deadlock because a row's blocks wait only for one
  * another, blocks start in ticket order, and the launcher keeps split within the blocks the device
  * holds at once. Cost: an atomic and the polls of one thread, about one L2 round trip after the
  * last block arrives. */
@@ -182,9 +182,8 @@ static __device__ __forceinline__ void row_barrier(uint32_t *arrive, uint32_t ta
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(arrive, 1u);
-        while (tl_load_acquire_u32(arrive) < target) tl_spin_pause();
+        if (tl_atomic_add_release_u32(arrive, 1u) + 1u < target)
+            while (tl_load_acquire_u32(arrive) < target) tl_spin_pause();
     }
     __syncthreads();
 }
@@ -394,12 +393,17 @@ static __device__ unsigned long long chunk_counts(const uint4 *keys, int cv, con
     return block_sum_u64(ge, ws64);
 }
 
-/* B x split blocks (the row and chunk of a block come from its ticket), cv vectors a chunk at
- * most. Dynamic shared memory: tl_topk_block_smem(). What it does: kernels/topk.h. */
+/* B x split blocks (with split > 1 the row and chunk of a block come from its ticket; with split 1
+ * block b is row b), cv vectors a chunk at most. Row b's length: lens[b], or (lens NULL) n, or
+ * under `causal` n - (B - 1 - b). Dynamic shared memory: tl_topk_block_smem(). With trace, each
+ * block's thread 0 records TOPK_TRACE_WORDS words at trace[t TOPK_TRACE_WORDS] (t = b split + j):
+ * the device clock (tl_gpu_clock) at entry, its SM, then its cycle counter at each TopkTrace
+ * point. What it does: kernels/topk.h. */
 template <int DT>
 __global__ void __launch_bounds__(NT)
-    topk_rows(const uint4 *scores, long n, const int32_t *lens, int k, int sorted, int split, int cv, uint32_t *ticket,
-              TopkSync *sync, uint32_t *hist, uint2 *chunk, unsigned long long *cand, int32_t *idx, int32_t *count)
+    topk_rows(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int sorted, int split, int cv,
+              uint32_t *ticket, TopkSync *sync, uint32_t *hist, uint2 *chunk, unsigned long long *cand, int32_t *idx,
+              int32_t *count, unsigned long long *trace)
 {
     extern __shared__ uint4 smem_raw[];
     uint4 *keys = smem_raw;                                        /* cv vectors */
@@ -409,16 +413,32 @@ __global__ void __launch_bounds__(NT)
     __shared__ unsigned long long ws64[NW];
     __shared__ BinPick pick;
     __shared__ uint32_t s_ticket, s_last;
+    __shared__ unsigned long long s_tr[TOPK_TRACE_POINTS];
+#define TRACE_AT(i)                                                                                                    \
+    do {                                                                                                               \
+        if (trace && x == 0) s_tr[i] = tl_cycles();                                                                    \
+    } while (0)
 
     const int x = threadIdx.x, E = Lanes<DT>::E;
-    if (x == 0) s_ticket = atomicInc(ticket, gridDim.x - 1u); /* wraps to 0 after the last block */
-    __syncthreads();
-    const int b = (int)(s_ticket / (uint32_t)split), j = (int)(s_ticket % (uint32_t)split);
-    const int len = lens[b], c = len < k ? len : k;
+    unsigned long long t_entry = 0;
+    if (trace && x == 0) {
+        t_entry = tl_gpu_clock();
+        for (int i = 0; i < TOPK_TRACE_POINTS; i++) s_tr[i] = 0;
+    }
+    TRACE_AT(TOPK_TRACE_ENTRY);
+    if (split > 1) { /* a row's blocks wait for one another: they start in ticket order */
+        if (x == 0) s_ticket = atomicInc(ticket, gridDim.x - 1u); /* wraps to 0 after the last block */
+        __syncthreads();
+    }
+    const uint32_t tk = split > 1 ? s_ticket : blockIdx.x;
+    const int b = (int)(tk / (uint32_t)split), j = (int)(tk % (uint32_t)split);
+    long lrow = lens ? (long)lens[b] : causal ? n - (long)(gridDim.x / (uint32_t)split - 1u - (uint32_t)b) : n;
+    const int len = lrow > 0 ? (int)lrow : 0, c = len < k ? len : k;
     const ChunkRange r = chunk_of<DT>(b, j, split, n, len);
     const ChunkPos l = chunk_pos<DT>(r, len);
     const uint32_t off = load_chunk<DT>(scores, r, l, cv, keys);
     __syncthreads();
+    TRACE_AT(TOPK_TRACE_LOADED);
     TopkSync *rs = sync + b;
     const int bins_row = DT == TL_TOPK_F32 ? TL_TOPK_BINS_32 : TL_TOPK_BINS_16;
     uint32_t *gh = hist + (size_t)b * (DT == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16) * bins_row;
@@ -448,6 +468,7 @@ __global__ void __launch_bounds__(NT)
             __syncthreads();
             count_digits<DT>(keys, cv, off, mask, prefix, ps.shift, (uint32_t)nb - 1u, work);
             __syncthreads();
+            TRACE_AT(TOPK_TRACE_HIST0 + 2 * p);
             const uint32_t *h = work;
             if (split > 1) {
                 uint32_t *g = gh + (size_t)p * bins_row;
@@ -457,6 +478,7 @@ __global__ void __launch_bounds__(NT)
                 h = g;
             }
             const BinPick bp = pick_bin(h, split > 1, nb, rem, ws, &pick);
+            TRACE_AT(TOPK_TRACE_SELECT0 + 2 * p);
             passes_run = p + 1;
             if (!bp.ok) {
                 bad = 1;
@@ -485,12 +507,14 @@ __global__ void __launch_bounds__(NT)
                 lo = block_sum_u64(lo, ws64);
                 all = block_sum_u64(all, ws64);
             }
+            TRACE_AT(TOPK_TRACE_COUNTED);
             bad = (uint32_t)(all >> 32) != gt || (uint32_t)all < rem || rem < 1u;
             if (!bad && mine != 0)
                 place_chunk<DT>(keys, cv, l, mask, prefix, rem, (uint32_t)(lo >> 32), (uint32_t)lo, sorted, out_idx,
                                 out_rank, work, ws);
         }
     }
+    TRACE_AT(TOPK_TRACE_PLACED);
     if (j == 0) {
         for (int i = c + x; i < k; i += NT) out_idx[i] = -1;
         if (x == 0) count[b] = bad ? -1 : c;
@@ -499,29 +523,35 @@ __global__ void __launch_bounds__(NT)
     __syncthreads();
     if (x == 0) {
         s_last = 1u;
-        if (split > 1) {
-            __threadfence();
-            s_last = atomicAdd(&rs->done, 1u) == (uint32_t)split - 1u;
-            if (s_last) __threadfence();
-        }
+        if (split > 1) s_last = tl_atomic_add_acq_rel_u32(&rs->done, 1u) == (uint32_t)split - 1u;
     }
     __syncthreads();
-    if (!s_last) return;
-    if (sorted && !bad && c > 0) {
-        int kp = 1;
-        while (kp < c) kp <<= 1;
-        for (int i = x; i < kp; i += NT) /* padding 0: below every real rank (their low words are ~index > 0) */
-            sh_sort[i] = i < c ? tl_load_relaxed_u64((const uint64_t *)out_rank + i) : 0ull;
-        __syncthreads();
-        sort_ranks_out(sh_sort, kp, c, out_idx);
-    }
-    if (split > 1) {
-        for (int i = x; i < passes_run * bins_row; i += NT) gh[i] = 0u;
-        if (x == 0) {
-            rs->arrive = 0u;
-            rs->done = 0u;
+    if (s_last) {
+        if (sorted && !bad && c > 0) {
+            int kp = 1;
+            while (kp < c) kp <<= 1;
+            for (int i = x; i < kp; i += NT) /* padding 0: below every real rank (their low words are ~index > 0) */
+                sh_sort[i] = i < c ? tl_load_relaxed_u64((const uint64_t *)out_rank + i) : 0ull;
+            __syncthreads();
+            sort_ranks_out(sh_sort, kp, c, out_idx);
+        }
+        if (split > 1) {
+            for (int i = x; i < passes_run * bins_row; i += NT) gh[i] = 0u;
+            if (x == 0) {
+                rs->arrive = 0u;
+                rs->done = 0u;
+            }
         }
     }
+    TRACE_AT(TOPK_TRACE_END);
+    if (trace && x == 0) {
+        unsigned long long *w = trace + (size_t)tk * TOPK_TRACE_WORDS;
+        w[0] = t_entry;
+        w[1] = (unsigned long long)tl_gpu_sm_id();
+        for (int i = 0; i < TOPK_TRACE_POINTS; i++) /* a point not reached (a pass not made): the one before */
+            w[2 + i] = s_tr[i] ? s_tr[i] : (i ? w[1 + i] : 0);
+    }
+#undef TRACE_AT
 }
 
 /* ---- the launch wrapper ---- */
@@ -541,12 +571,10 @@ static int resident_dt(const tl_topk_shape *s, int split, int *blocks)
 int tl_topk_resident_blocks(const tl_topk_shape *s, int split, int *blocks)
 {
     *blocks = 0;
-    size_t limit = 0;
     int dev = 0, v = 0;
     TL_GPU_CHECK(hipGetDevice(&dev));
     TL_GPU_CHECK(hipDeviceGetAttribute(&v, hipDeviceAttributeMaxSharedMemoryPerBlock, dev));
-    limit = (size_t)v;
-    if (tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k) > limit) return 0; /* the chunk does not fit */
+    if (tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k) > (size_t)v) return 0; /* the chunk does not fit */
     switch (s->dtype) {
     case TL_TOPK_F32: return resident_dt<TL_TOPK_F32>(s, split, blocks);
     case TL_TOPK_BF16: return resident_dt<TL_TOPK_BF16>(s, split, blocks);
@@ -561,9 +589,9 @@ static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, int split, hi
     const unsigned blocks = (unsigned)s->batch * (unsigned)split;
     const int cv = (int)tl_topk_chunk_vecs(s->dtype, s->n, split);
     const size_t smem = tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
-    topk_rows<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->k, s->sorted, split, cv,
-                                            f.ticket, f.sync, f.hist, f.chunk, (unsigned long long *)f.cand, f.idx,
-                                            f.count);
+    topk_rows<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted, split,
+                                            cv, f.ticket, f.sync, f.hist, f.chunk, (unsigned long long *)f.cand,
+                                            f.idx, f.count, f.trace);
     TL_GPU_CHECK_LAUNCH("topk_rows");
     return 0;
 }

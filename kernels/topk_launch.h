@@ -20,7 +20,7 @@ struct TopkSync {
 /* The device buffers one run uses (all device memory, sized by tl_topk_gpu_open). */
 struct TopkBuffers {
     const void *scores;  /* [B][n] in the dtype, the allocation rounded up to 16 bytes */
-    const int32_t *lens; /* [B] */
+    const int32_t *lens; /* [B], or NULL: every row n long (or causal: the shape's rule) */
     int32_t *idx;        /* [B][k] */
     int32_t *count;      /* [B] */
     uint32_t *ticket;    /* 1 word, zero between launches: the order in which blocks start */
@@ -28,7 +28,19 @@ struct TopkBuffers {
     uint32_t *hist;      /* [B][passes][bins]: the rows' histograms, zero between launches */
     uint2 *chunk;        /* [B][split]: each block's (keys above the threshold, keys equal to it) */
     uint64_t *cand;      /* [B][k]: the selected (key, index) ranks, for the sorted output */
+    unsigned long long *trace; /* NULL, or [B x split][TOPK_TRACE_WORDS]: where each block's time went */
 };
+
+/* The points of a block's life its trace records: kernels/topk.h's TL_TOPK_TRACE_*. */
+#define TOPK_TRACE_ENTRY TL_TOPK_TRACE_ENTRY
+#define TOPK_TRACE_LOADED TL_TOPK_TRACE_LOADED
+#define TOPK_TRACE_HIST0 TL_TOPK_TRACE_HIST0
+#define TOPK_TRACE_SELECT0 TL_TOPK_TRACE_SELECT0
+#define TOPK_TRACE_COUNTED TL_TOPK_TRACE_COUNTED
+#define TOPK_TRACE_PLACED TL_TOPK_TRACE_PLACED
+#define TOPK_TRACE_END TL_TOPK_TRACE_END
+#define TOPK_TRACE_POINTS TL_TOPK_TRACE_POINTS
+#define TOPK_TRACE_WORDS 16 /* the entry's device clock, the SM, then the TOPK_TRACE_POINTS cycle counts */
 
 /* Words of one row's histograms. */
 static inline size_t tl_topk_hist_words(tl_topk_dtype d)

@@ -1,6 +1,7 @@
 /* ops/topk.c: exact top-k selection's row of the op table (core/op.h): the contract's shape
  * (contract/topk.h), the reference (reference/topk.h), the model (simulator/topk.h, which also
  * chooses the split the kernel runs) and the kernel's exported table (kernels/topk.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ typedef struct {
     void *scores;
     int32_t *idx_ref, *cnt_ref, *idx_other, *cnt_other;
     tl_topk_gpu *g;
+    const char *trace_path;  /* bench: --trace FILE, or NULL */
+    tl_atomic trace;         /* the trace file while it is written (trace_f open) */
+    FILE *trace_f;
 } topk_problem;
 
 static const tl_op_input topk_inputs[] = {
@@ -71,10 +75,14 @@ static const char topk_run_usage[] =
 
 static const char topk_bench_usage[] =
     "usage: tilelab bench topk [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D] [--split S]\n"
-    "                          [--hw PRESET] [--format table|csv|json]\n"
+    "                          [--hw PRESET] [--trace FILE.csv] [--format table|csv|json]\n"
     "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median, graph replay)\n"
     "beside floor_us, a plain read of the valid scores timed the same way, and the model's prediction\n"
-    "on the preset (default h200) with its error. Scores: normal, seed 1.\n" TOPK_COMMON_USAGE;
+    "on the preset (default h200) with its error. Scores: normal, seed 1.\n"
+    "--trace FILE.csv also runs each case once more (direct launch, after the same flush), every\n"
+    "block recording when it started (device clock) and, by its SM's cycle counter, when it had\n"
+    "loaded its chunk, passed each radix pass's histogram and barrier, exchanged its counts, placed\n"
+    "its keys and ended; `tilelab draw topk-split --trace FILE.csv` draws it.\n" TOPK_COMMON_USAGE;
 
 static const char topk_sim_usage[] =
     "usage: tilelab sim topk [--hw mi355x] [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D]\n"
@@ -100,10 +108,56 @@ static void topk_free(void *vp)
 {
     topk_problem *p = vp;
     if (!p) return;
+    if (p->trace_f) { /* the run stopped before the last case: no half-written trace */
+        fclose(p->trace_f);
+        tl_atomic_abort(&p->trace);
+    }
     topk_free_case(p);
     free(p->user_lens);
     free(p->user_scores);
     free(p);
+}
+
+/* --trace FILE: its temporary file opened with the header (topk_bench appends each case's blocks
+ * and commits it after the last case; topk_free removes it if the run stops before). */
+static int topk_trace_open(topk_problem *p)
+{
+    int rc = tl_atomic_begin(&p->trace, p->trace_path);
+    if (rc) return rc;
+    p->trace_f = fopen(p->trace.tmp, "w");
+    if (!p->trace_f) return tl_error(TL_EUSAGE, p->trace_path, "cannot write the trace: %s", strerror(errno));
+    fprintf(p->trace_f, "%s\n", TL_TOPK_TRACE_HEADER);
+    return 0;
+}
+
+/* One traced run of the current case at `split`, its blocks appended to the trace file. */
+static int topk_trace_case(topk_problem *p, int split, const tl_bench_opts *o, const char *source)
+{
+    tl_topk_trace_block *b = NULL;
+    int n = 0;
+    double end_us = 0;
+    int rc = tl_topk_gpu_kernels->trace(p->g, split, o, &b, &n, &end_us);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) {
+        fprintf(p->trace_f, "%s,%d,%ld,%d,%d,%d,%d,%d,%d", tl_topk_dtype_name(p->shape.dtype), p->shape.batch,
+                p->shape.n, p->shape.k, split, b[i].row, b[i].chunk, b[i].sm, b[i].passes);
+        for (int t = 0; t < TL_TOPK_TRACE_POINTS; t++) fprintf(p->trace_f, ",%.3f", b[i].t_us[t]);
+        fprintf(p->trace_f, ",%.3f,%s\n", end_us, source);
+    }
+    free(b);
+    return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
+}
+
+static int topk_trace_commit(topk_problem *p)
+{
+    if (!p->trace_f) return 0;
+    int bad = fclose(p->trace_f) != 0;
+    p->trace_f = NULL;
+    if (bad) {
+        tl_atomic_abort(&p->trace);
+        return tl_error(TL_EFAIL, p->trace_path, "write failed");
+    }
+    return tl_atomic_commit(&p->trace);
 }
 
 /* Case c's shape: c runs over k fastest, then batch, then n. */
@@ -124,12 +178,12 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *n_s = mode == TL_OP_RUN ? "1" : "4096,65536,262144,1048576", *b_s = mode == TL_OP_RUN ? "1" : "1,32",
                *k_s = "512,2048", *dtype_s = NULL, *dist_s = NULL, *seed_s = NULL, *split_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200";
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *trace_s = NULL;
     int causal = 0, sorted = 0;
     tl_opt opts[] = {TL_OPT_V("--n", &n_s),         TL_OPT_V("--batch", &b_s),     TL_OPT_V("--k", &k_s),
                      TL_OPT_F("--causal", &causal, 1), TL_OPT_F("--sorted", &sorted, 1), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--dist", &dist_s),   TL_OPT_V("--seed", &seed_s),   TL_OPT_V("--split", &split_s),
-                     TL_OPT_V("--hw", &hw_s),       TL_OPT_END};
+                     TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--trace", &trace_s), TL_OPT_END};
     static const char *const cmds[] = {"check topk", "bench topk", "sim topk", "run topk"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = tl_parse_long_list(n_s, 1, TL_TOPK_MAX_N, "--n", p->n, TOPK_MAX_LIST, &p->nn);
@@ -151,6 +205,10 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
         rc = tl_topk_shape_check(&s);
     }
     if (!rc) p->shape = case_shape(p, 0);
+    if (!rc && trace_s && mode != TL_OP_BENCH) rc = tl_error(TL_EUSAGE, "--trace", "only bench topk traces a run");
+    if (!rc && trace_s && !*trace_s) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
+    p->trace_path = trace_s;
+    if (!rc && trace_s) rc = topk_trace_open(p); /* now, not after the timing */
     if (rc) {
         topk_free(p);
         return rc;
@@ -462,7 +520,14 @@ static int topk_bench(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
     tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
     tl_table_str(t, label);
-    return 0;
+    if (!p->trace_f) return 0;
+    char source[300];
+    snprintf(source, sizeof source, "%.200s %.63s", info.name, date);
+    for (char *ch = source; *ch; ch++)
+        if (*ch == ',') *ch = ' ';
+    rc = topk_trace_case(p, split, &o, source);
+    if (!rc && c == topk_n_cases(p) - 1) rc = topk_trace_commit(p);
+    return rc;
 }
 
 static const char *const topk_test_args[] = {"--n", "1,300,5000", "--batch", "1,4", "--k", "1,64,400", "--causal",

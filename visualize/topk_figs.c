@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "../core/tl.h"
+
+#include "csv.h"
 #include "figures.h"
 #include "gfx.h"
 
@@ -60,7 +65,7 @@ static void draw_panel(tl_gfx *g, const tl_topk_panel *p, double x, double y, do
     tl_gfx_unclip(g);
 }
 
-int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about, const char *preset)
+int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about, const char *footer)
 {
     if (npanels < 1 || npanels > 4) return tl_error(TL_EUSAGE, "topk-split", "draw 1 to 4 panels");
     double xmax = 0;
@@ -85,16 +90,110 @@ int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels,
         {"row barrier, select", tl_gfx_rgb(0.45, 0.45, 0.45), TL_KEY_BOX, 0, 0},
         {"counts, row barrier", tl_gfx_palette(3), TL_KEY_BOX, 0, 0},
         {"placement", tl_gfx_palette(4), TL_KEY_BOX, 0, 0},
-        {"sort (last block)", tl_gfx_palette(1), TL_KEY_BOX, 0, 0},
+        {"end (last block: sort, reset)", tl_gfx_palette(1), TL_KEY_BOX, 0, 0},
     };
     double lw, lh;
     tl_gfx_legend_size(g, le, 7, &lw, &lh);
     const double px = 70, pw = W - px - lw - 40;
     for (int i = 0; i < npanels; i++) draw_panel(g, &panels[i], px, top + i * (panel_h + gap), pw, panel_h, xmax);
     tl_gfx_legend(g, W - 16, top, le, 7, 1);
-    char foot[300];
-    snprintf(foot, sizeof foot, "simulated on preset %s: the model's schedule of one row's blocks (simulator/topk.h), "
-             "from the launch", preset);
-    tl_gfx_footer(g, foot);
+    tl_gfx_footer(g, footer);
     return tl_gfx_close(g);
+}
+
+/* ---- a measured trace (`bench topk --trace`) ---- */
+static int add_seg(tl_topk_segment *seg, int cap, int *n, int block, tl_topk_phase ph, int pass, double t0, double t1)
+{
+    if (*n >= cap) return 0;
+    seg[(*n)++] = (tl_topk_segment){block, ph, pass, t0, t1 > t0 ? t1 : t0};
+    return 1;
+}
+
+/* The block's phases from its points (the TL_TOPK_TRACE_* order of the file's columns). */
+static void block_segments(const double *t, int passes, int block, tl_topk_segment *seg, int cap, int *n)
+{
+    add_seg(seg, cap, n, block, TL_TOPK_PHASE_LOAD, 0, t[TL_TOPK_TRACE_ENTRY], t[TL_TOPK_TRACE_LOADED]);
+    double prev = t[TL_TOPK_TRACE_LOADED];
+    for (int p = 0; p < passes; p++) {
+        const double h = t[TL_TOPK_TRACE_HIST0 + 2 * p], sel = t[TL_TOPK_TRACE_SELECT0 + 2 * p];
+        add_seg(seg, cap, n, block, TL_TOPK_PHASE_HIST, p, prev, h);
+        add_seg(seg, cap, n, block, TL_TOPK_PHASE_SELECT, p, h, sel);
+        prev = sel;
+    }
+    if (passes > 0) add_seg(seg, cap, n, block, TL_TOPK_PHASE_COUNT, 0, prev, t[TL_TOPK_TRACE_COUNTED]);
+    add_seg(seg, cap, n, block, TL_TOPK_PHASE_GATHER, 0, passes > 0 ? t[TL_TOPK_TRACE_COUNTED] : prev,
+            t[TL_TOPK_TRACE_PLACED]);
+    add_seg(seg, cap, n, block, TL_TOPK_PHASE_SORT, 0, t[TL_TOPK_TRACE_PLACED], t[TL_TOPK_TRACE_END]);
+}
+
+int tl_topk_trace_read(const char *path, int row, tl_topk_trace_case *tc, tl_topk_segment *seg, int cap, int *n)
+{
+    static const char *const cols[] = {"dtype", "batch", "n", "k", "split", "row", "chunk", "passes", "run_end_us",
+                                       "source"};
+    enum { C_DTYPE, C_BATCH, C_N, C_K, C_SPLIT, C_ROW, C_CHUNK, C_PASSES, C_END, C_SOURCE, C_N_COLS };
+    *n = 0;
+    memset(tc, 0, sizeof *tc);
+    char *text = NULL;
+    int rc = tl_text_file_read(path, "trace", 64u << 20, &text);
+    if (rc) return rc;
+    const char *pp = text;
+    tl_csv_row h = {0}, r = {0};
+    int line = 0, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_TOPK_TRACE_POINTS];
+    static const char *const tnames[TL_TOPK_TRACE_POINTS] = {"entry_us", "loaded_us", "hist0_us", "select0_us",
+                                                              "hist1_us", "select1_us", "hist2_us", "select2_us",
+                                                              "counted_us", "placed_us", "end_us"};
+    if (got < 0) rc = tl_csv_fail(path, &h, got);
+    else if (got == 0) rc = tl_error(TL_EUSAGE, path, "empty: not a bench topk --trace file");
+    for (int i = 0; !rc && i < C_N_COLS; i++)
+        if ((col[i] = tl_csv_col(&h, cols[i])) < 0)
+            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench topk --trace file", cols[i]);
+    for (int i = 0; !rc && i < TL_TOPK_TRACE_POINTS; i++)
+        if ((tcol[i] = tl_csv_col(&h, tnames[i])) < 0)
+            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench topk --trace file", tnames[i]);
+    int first = 1, blocks = 0;
+    while (!rc && (got = tl_csv_next(&pp, &r, &line)) != 0) {
+        if (got < 0) {
+            rc = tl_csv_fail(path, &r, got);
+            break;
+        }
+        if (tl_csv_blank(&r)) continue;
+        double v[C_N_COLS], t[TL_TOPK_TRACE_POINTS];
+        for (int i = C_BATCH; !rc && i <= C_END; i++)
+            if (tl_parse_double(tl_csv_field(&r, col[i]), cols[i], &v[i]) || !isfinite(v[i]) || v[i] < 0) {
+                tl_clear_error();
+                rc = tl_error(TL_EUSAGE, path, "line %d: %s '%s' is not a number >= 0", r.line, cols[i],
+                              tl_csv_field(&r, col[i]));
+            }
+        for (int i = 0; !rc && i < TL_TOPK_TRACE_POINTS; i++)
+            if (tl_parse_double(tl_csv_field(&r, tcol[i]), tnames[i], &t[i]) || !isfinite(t[i])) {
+                tl_clear_error();
+                rc = tl_error(TL_EUSAGE, path, "line %d: %s '%s' is not a number", r.line, tnames[i],
+                              tl_csv_field(&r, tcol[i]));
+            }
+        if (rc) break;
+        if (first) { /* the file's first case is the one drawn */
+            snprintf(tc->dtype, sizeof tc->dtype, "%s", tl_csv_field(&r, col[C_DTYPE]));
+            snprintf(tc->source, sizeof tc->source, "%s", tl_csv_field(&r, col[C_SOURCE]));
+            tc->batch = (int)v[C_BATCH], tc->n = (long)v[C_N], tc->k = (int)v[C_K], tc->split = (int)v[C_SPLIT];
+            tc->run_end_us = v[C_END];
+            first = 0;
+            if (tc->split < 1 || row >= tc->batch) {
+                rc = tl_error(TL_EUSAGE, path, "--row %d: the first case has %d rows (split %d)", row, tc->batch,
+                              tc->split);
+                break;
+            }
+        }
+        if ((int)v[C_BATCH] != tc->batch || (long)v[C_N] != tc->n || (int)v[C_K] != tc->k || (int)v[C_SPLIT] != tc->split)
+            break; /* the next case */
+        if ((int)v[C_ROW] != row || (int)v[C_CHUNK] >= TL_TOPK_MAX_DRAWN_BLOCKS) continue;
+        const int passes = (int)v[C_PASSES] > TL_TOPK_PASSES_32 ? TL_TOPK_PASSES_32 : (int)v[C_PASSES];
+        block_segments(t, passes, (int)v[C_CHUNK], seg, cap, n);
+        blocks++;
+    }
+    if (!rc && first) rc = tl_error(TL_EUSAGE, path, "no data rows");
+    if (!rc && blocks == 0) rc = tl_error(TL_EUSAGE, path, "no block of row %d", row);
+    tl_csv_free(&h);
+    tl_csv_free(&r);
+    free(text);
+    return rc;
 }
