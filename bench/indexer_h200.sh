@@ -39,7 +39,7 @@ if [[ " $parts " == *" bench "* ]]; then
   for h in 32 64; do
     for s in $shapes; do
       r=${s%:*} k=${s#*:}
-      for q in 0 1 4; do
+      for q in ${INDEXER_QS:-0 1 4}; do
         if [ $first -eq 1 ]; then
           $T bench indexer --rows $r --kv $k --heads $h --block-q $q --hw h200 --format csv >"$OUT/indexer_bench.csv" \
             2>>"$OUT/indexer_bench.err" || rc=1

@@ -52,7 +52,7 @@ typedef struct {
  * once. Radix passes, most significant digit first: float32's 32-bit keys in 11, 11 and 10 bits,
  * the 16-bit keys in 8 and 8; the passes end early when the bin holding the k-th key is taken
  * whole. */
-#define TL_TOPK_THREADS 256
+#define TL_TOPK_THREADS 512
 #define TL_TOPK_VECS 8
 #define TL_TOPK_MAX_SPLIT 1024
 #define TL_TOPK_PASSES_32 3
@@ -63,12 +63,11 @@ typedef struct {
 /* Scores one 16-byte vector holds. */
 static inline int tl_topk_vec_scores(tl_topk_dtype d) { return d == TL_TOPK_F32 ? 4 : 8; }
 /* The 16-byte vectors one block holds of a row of n positions over `split` blocks: the most a chunk
- * has (a row spans at most n / vec + 2 vectors, as it need not start on one), rounded up to whole
- * rounds of TL_TOPK_THREADS. */
+ * has (a row spans at most n / vec + 2 vectors, as it need not start on one). */
 static inline long tl_topk_chunk_vecs(tl_topk_dtype d, long n, int split)
 {
-    const long vecs = n / tl_topk_vec_scores(d) + 2, per = (vecs + split - 1) / split;
-    return (per + TL_TOPK_THREADS - 1) / TL_TOPK_THREADS * TL_TOPK_THREADS;
+    const long vecs = n / tl_topk_vec_scores(d) + 2;
+    return (vecs + split - 1) / split;
 }
 /* Shared memory of one block: its chunk's keys and TL_TOPK_WORK_BYTES, or, when the output is
  * sorted, the row's k ranks (8 bytes each, k rounded up to a power of two) if that is more. */

@@ -137,10 +137,36 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
 #define TL_WAVE 32 /* every NVIDIA GPU: warpSize is 32 */
 #endif
 
+/* The thread's index in its block, the block's in the grid, the grid's blocks (x only), and a
+ * block barrier. On AMD built with -nogpulib (the tests' clang-19 and clang-22 device builds),
+ * HIP's threadIdx / blockIdx / gridDim / __syncthreads are calls into the device library, left
+ * unresolved, whose frames show up as scratch; these read the hardware registers, the dispatch
+ * packet (grid_size_x at byte 12, workgroup_size_x at byte 4) and the barrier instruction instead. */
+#if defined(TL_GPU_AMD) && defined(__HIP_DEVICE_COMPILE__)
+#define tl_thread_x() ((unsigned)__builtin_amdgcn_workitem_id_x())
+#define tl_block_x() ((unsigned)__builtin_amdgcn_workgroup_id_x())
+static __device__ __forceinline__ unsigned tl_grid_x(void)
+{
+    const char *pk = (const char *)__builtin_amdgcn_dispatch_ptr();
+    return *(const unsigned *)(pk + 12) / *(const unsigned short *)(pk + 4);
+}
+#define tl_block_sync()                                            \
+    do {                                                           \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");     \
+        __builtin_amdgcn_s_barrier();                              \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");     \
+    } while (0)
+#else
+#define tl_thread_x() ((unsigned)threadIdx.x)
+#define tl_block_x() ((unsigned)blockIdx.x)
+#define tl_grid_x() ((unsigned)gridDim.x)
+#define tl_block_sync() __syncthreads()
+#endif
+
 /* Lane index inside the wave. Requires blockDim.x to be a multiple of TL_WAVE. */
-#define tl_lane() ((int)(threadIdx.x % TL_WAVE))
+#define tl_lane() ((int)(tl_thread_x() % TL_WAVE))
 /* Wave index inside the block. */
-#define tl_wave_id() ((int)(threadIdx.x / TL_WAVE))
+#define tl_wave_id() ((int)(tl_thread_x() / TL_WAVE))
 
 /* Butterfly shuffle across the whole wave: the value of lane (lane ^ mask). */
 #if defined(TL_GPU_AMD)
@@ -241,7 +267,9 @@ static __device__ __forceinline__ void tl_grid_dep_launch(void)
  * a __syncthreads, visible first); the reader polls the counter with tl_load_acquire_u32 (or takes
  * it with tl_atomic_add_acq_rel_u32) and reads the data with the relaxed loads, which go to the
  * device-coherent level (L2), never a stale L1 line. tl_spin_pause(): a short sleep between two
- * polls. tl_cycles(): the calling CU's / SM's cycle counter (comparable within a block only). */
+ * polls. tl_cycles(): the calling CU's / SM's cycle counter (comparable within a block only).
+ * tl_atomic_inc_wrap_u32(p, limit): returns *p and stores *p >= limit ? 0 : *p + 1 (CUDA's
+ * atomicInc; Debian's HIP 5.2 header names an intrinsic that clang-22 no longer has). */
 #if defined(TL_GPU_AMD)
 static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
 {
@@ -265,6 +293,10 @@ static __device__ __forceinline__ uint32_t tl_atomic_add_acq_rel_u32(uint32_t *p
     return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
 }
 static __device__ __forceinline__ unsigned long long tl_cycles(void) { return __builtin_readcyclecounter(); }
+static __device__ __forceinline__ uint32_t tl_atomic_inc_wrap_u32(uint32_t *p, uint32_t limit)
+{
+    return __builtin_amdgcn_atomic_inc32(p, limit, __ATOMIC_RELAXED, "agent");
+}
 #else
 static __device__ __forceinline__ uint32_t tl_load_acquire_u32(const uint32_t *p)
 {
@@ -298,6 +330,7 @@ static __device__ __forceinline__ uint32_t tl_atomic_add_acq_rel_u32(uint32_t *p
     return old;
 }
 static __device__ __forceinline__ unsigned long long tl_cycles(void) { return clock64(); }
+static __device__ __forceinline__ uint32_t tl_atomic_inc_wrap_u32(uint32_t *p, uint32_t limit) { return atomicInc(p, limit); }
 #endif
 
 /* Sum over the wave; every lane gets the result. Cost: log2(TL_WAVE) shuffles. */

@@ -97,8 +97,7 @@ static __device__ __forceinline__ ChunkPos chunk_pos(const ChunkRange &r, int le
 template <int DT>
 static __device__ uint32_t load_chunk(const uint4 *vec, const ChunkRange &r, const ChunkPos &l, int cv, uint4 *keys)
 {
-    const int E = Lanes<DT>::E, x = threadIdx.x;
-    uint32_t off = 0u;
+    const int E = Lanes<DT>::E, x = tl_thread_x();
     for (int t = 0; t < cv; t += U * NT) {
         uint4 v[U];
 #pragma unroll
@@ -108,19 +107,26 @@ static __device__ uint32_t load_chunk(const uint4 *vec, const ChunkRange &r, con
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int i = t + u * NT + x;
-            if (i >= cv) break;
             to_keys<DT>(v[u]);
-            uint32_t *w = &v[u].x;
-#pragma unroll
-            for (int e = 0; e < E; e++) {
-                if (l.valid(l.c0 + i * E + e)) continue;
-                off++;
-                if (DT == TL_TOPK_F32) w[e] = 0u;
-                else w[e >> 1] &= (e & 1) ? 0x0000FFFFu : 0xFFFF0000u;
-            }
-            keys[i] = v[u];
+            if (t + u * NT + x < cv) keys[t + u * NT + x] = v[u];
         }
+    }
+    /* the lanes outside [lo, hi): in the row's first vector and from the chunk's end on */
+    uint32_t off = 0u;
+#pragma unroll 1
+    for (int i = x; i < cv; i += NT) {
+        const int p0 = l.c0 + i * E;
+        if (p0 >= l.lo && p0 + E <= l.hi) continue;
+        uint32_t keep[4] = {~0u, ~0u, ~0u, ~0u}; /* the bits of each word that stay */
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            if (l.valid(p0 + e)) continue;
+            off++;
+            if (DT == TL_TOPK_F32) keep[e] = 0u;
+            else keep[e >> 1] &= (e & 1) ? 0x0000FFFFu : 0xFFFF0000u;
+        }
+        const uint4 v = keys[i];
+        keys[i] = make_uint4(v.x & keep[0], v.y & keep[1], v.z & keep[2], v.w & keep[3]);
     }
     return off;
 }
@@ -139,7 +145,7 @@ static __device__ __forceinline__ uint32_t block_excl_scan(uint32_t v, uint32_t 
         if (lane >= off) inc += o;
     }
     if (lane == TL_WAVE - 1) ws[w] = inc;
-    __syncthreads();
+    tl_block_sync();
     if (w == 0) { /* NW <= TL_WAVE */
         const uint32_t t = lane < NW ? ws[lane] : 0u;
         uint32_t ti = t;
@@ -151,10 +157,10 @@ static __device__ __forceinline__ uint32_t block_excl_scan(uint32_t v, uint32_t 
         if (lane < NW) ws[lane] = ti - t;
         if (lane == NW - 1) ws[NW] = ti;
     }
-    __syncthreads();
+    tl_block_sync();
     const uint32_t r = ws[w] + inc - v;
     *total = ws[NW];
-    __syncthreads();
+    tl_block_sync();
     return r;
 }
 
@@ -164,11 +170,11 @@ static __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long
 #pragma unroll
     for (int off = TL_WAVE / 2; off > 0; off >>= 1) v += tl_shfl_xor(v, off);
     if (tl_lane() == 0) ws[tl_wave_id()] = v;
-    __syncthreads();
+    tl_block_sync();
     unsigned long long t = 0;
 #pragma unroll
     for (int w = 0; w < NW; w++) t += ws[w];
-    __syncthreads();
+    tl_block_sync();
     return t;
 }
 
@@ -180,12 +186,12 @@ static __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long
  * last block arrives. */
 static __device__ __forceinline__ void row_barrier(uint32_t *arrive, uint32_t target)
 {
-    __syncthreads();
-    if (threadIdx.x == 0) {
+    tl_block_sync();
+    if (tl_thread_x() == 0) {
         if (tl_atomic_add_release_u32(arrive, 1u) + 1u < target)
             while (tl_load_acquire_u32(arrive) < target) tl_spin_pause();
     }
-    __syncthreads();
+    tl_block_sync();
 }
 
 /* The bin that holds the rem-th highest of the counted keys, scanning from the top digit. */
@@ -198,7 +204,7 @@ struct BinPick {
 static __device__ __forceinline__ BinPick pick_bin(const uint32_t *h, bool global, int nb, uint32_t rem,
                                                    uint32_t *ws, BinPick *sp)
 {
-    const int x = threadIdx.x, per = nb / NT;
+    const int x = tl_thread_x(), per = nb / NT;
     uint32_t mine[TL_TOPK_BINS_32 / NT], run = 0u;
 #pragma unroll
     for (int q = 0; q < TL_TOPK_BINS_32 / NT; q++) { /* thread x: bins nb-1-x per .. nb-1-(x per+per-1), descending */
@@ -223,7 +229,7 @@ static __device__ __forceinline__ BinPick pick_bin(const uint32_t *h, bool globa
             above += mine[q];
         }
     }
-    __syncthreads();
+    tl_block_sync();
     return *sp;
 }
 
@@ -237,14 +243,14 @@ static __device__ __forceinline__ void count_digits(const uint4 *keys, int cv, u
 {
     const int E = Lanes<DT>::E;
     uint32_t run_d = 0u, run_n = 0u;
-#pragma unroll 2
-    for (int i = threadIdx.x; i < cv; i += NT) {
+#pragma unroll 1
+    for (int i = tl_thread_x(); i < cv; i += NT) {
         const uint4 v = keys[i];
-        const uint32_t *w = &v.x;
 #pragma unroll
         for (int e = 0; e < E; e++) {
             const int hs = DT == TL_TOPK_F32 ? 0 : (e & 1) * 16; /* the key's half */
-            const uint32_t word = w[DT == TL_TOPK_F32 ? e : e >> 1];
+            const int c = DT == TL_TOPK_F32 ? e : e >> 1;
+            const uint32_t word = c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
             if ((word & (mask << hs)) == (prefix << hs)) {
                 const uint32_t d = (word >> (shift + hs)) & dmask;
                 if (d != run_d && run_n) {
@@ -281,7 +287,7 @@ static __device__ __forceinline__ uint32_t slot_counts(const uint4 &v, const Chu
  * indices they carry written to o[0, c). Bitonic: log2(kp)(log2(kp)+1)/2 steps, a barrier each. */
 static __device__ void sort_ranks_out(unsigned long long *s, int kp, int c, int32_t *o)
 {
-    const int x = threadIdx.x;
+    const int x = tl_thread_x();
     for (int size = 2; size <= kp; size <<= 1)
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int t = x; t < kp / 2; t += NT) {
@@ -292,7 +298,7 @@ static __device__ void sort_ranks_out(unsigned long long *s, int kp, int c, int3
                     s[i2] = a;
                 }
             }
-            __syncthreads();
+            tl_block_sync();
         }
     for (int i = x; i < c; i += NT) o[i] = (int32_t)(0xFFFFFFFFu - (uint32_t)s[i]);
 }
@@ -325,18 +331,18 @@ static __device__ void place_chunk(const uint4 *keys, int cv, const ChunkPos &l,
                                    uint32_t rem, uint32_t g_before, uint32_t e_before, int sorted, int32_t *out_idx,
                                    unsigned long long *out_rank, uint32_t *sh_slot, uint32_t *ws)
 {
-    const int E = Lanes<DT>::E, x = threadIdx.x;
+    const int E = Lanes<DT>::E, x = tl_thread_x();
     uint32_t g_run = g_before, e_run = e_before;
     for (int t = 0; t < cv; t += U * NT) {
         uint32_t mine = 0u;
-#pragma unroll
+#pragma unroll 1
         for (int u = 0; u < U; u++) {
             const int i = t + u * NT + x;
             const uint32_t pk = i < cv ? slot_counts<DT>(keys[i], l, l.c0 + i * E, mask, prefix) : 0u;
             sh_slot[u * NT + x] = pk;
             mine |= pk;
         }
-        __syncthreads();
+        tl_block_sync();
         uint32_t run = 0u;
 #pragma unroll
         for (int q = 0; q < U; q++) { /* thread x's run of slots x U .. x U + U - 1, exclusive */
@@ -348,9 +354,9 @@ static __device__ void place_chunk(const uint4 *keys, int cv, const ChunkPos &l,
         const uint32_t before = block_excl_scan(run, ws, &tile);
 #pragma unroll
         for (int q = 0; q < U; q++) sh_slot[x * U + q] += before;
-        __syncthreads();
+        tl_block_sync();
         if (mine) {
-#pragma unroll
+#pragma unroll 1
             for (int u = 0; u < U; u++) {
                 const int i = t + u * NT + x;
                 if (i >= cv) break;
@@ -374,7 +380,7 @@ static __device__ void place_chunk(const uint4 *keys, int cv, const ChunkPos &l,
         }
         g_run += tile >> 16;
         e_run += tile & 0xFFFFu;
-        __syncthreads(); /* sh_slot is rewritten by the next tile */
+        tl_block_sync(); /* sh_slot is rewritten by the next tile */
     }
 }
 
@@ -386,7 +392,7 @@ static __device__ unsigned long long chunk_counts(const uint4 *keys, int cv, con
 {
     const int E = Lanes<DT>::E;
     unsigned long long ge = 0;
-    for (int i = threadIdx.x; i < cv; i += NT) {
+    for (int i = tl_thread_x(); i < cv; i += NT) {
         const uint32_t pk = slot_counts<DT>(keys[i], l, l.c0 + i * E, mask, prefix);
         ge += (unsigned long long)(pk >> 16) << 32 | (pk & 0xFFFFu);
     }
@@ -400,7 +406,7 @@ static __device__ unsigned long long chunk_counts(const uint4 *keys, int cv, con
  * the device clock (tl_gpu_clock) at entry, its SM, then its cycle counter at each TopkTrace
  * point. What it does: kernels/topk.h. */
 template <int DT>
-__global__ void __launch_bounds__(NT)
+__global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     topk_rows(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int sorted, int split, int cv,
               uint32_t *ticket, TopkSync *sync, uint32_t *hist, uint2 *chunk, unsigned long long *cand, int32_t *idx,
               int32_t *count, unsigned long long *trace)
@@ -419,7 +425,7 @@ __global__ void __launch_bounds__(NT)
         if (trace && x == 0) s_tr[i] = tl_cycles();                                                                    \
     } while (0)
 
-    const int x = threadIdx.x, E = Lanes<DT>::E;
+    const int x = tl_thread_x(), E = Lanes<DT>::E;
     unsigned long long t_entry = 0;
     if (trace && x == 0) {
         t_entry = tl_gpu_clock();
@@ -427,17 +433,17 @@ __global__ void __launch_bounds__(NT)
     }
     TRACE_AT(TOPK_TRACE_ENTRY);
     if (split > 1) { /* a row's blocks wait for one another: they start in ticket order */
-        if (x == 0) s_ticket = atomicInc(ticket, gridDim.x - 1u); /* wraps to 0 after the last block */
-        __syncthreads();
+        if (x == 0) s_ticket = tl_atomic_inc_wrap_u32(ticket, tl_grid_x() - 1u); /* wraps to 0 after the last block */
+        tl_block_sync();
     }
-    const uint32_t tk = split > 1 ? s_ticket : blockIdx.x;
+    const uint32_t tk = split > 1 ? s_ticket : tl_block_x();
     const int b = (int)(tk / (uint32_t)split), j = (int)(tk % (uint32_t)split);
-    long lrow = lens ? (long)lens[b] : causal ? n - (long)(gridDim.x / (uint32_t)split - 1u - (uint32_t)b) : n;
+    long lrow = lens ? (long)lens[b] : causal ? n - (long)(tl_grid_x() / (uint32_t)split - 1u - (uint32_t)b) : n;
     const int len = lrow > 0 ? (int)lrow : 0, c = len < k ? len : k;
     const ChunkRange r = chunk_of<DT>(b, j, split, n, len);
     const ChunkPos l = chunk_pos<DT>(r, len);
     const uint32_t off = load_chunk<DT>(scores, r, l, cv, keys);
-    __syncthreads();
+    tl_block_sync();
     TRACE_AT(TOPK_TRACE_LOADED);
     TopkSync *rs = sync + b;
     const int bins_row = DT == TL_TOPK_F32 ? TL_TOPK_BINS_32 : TL_TOPK_BINS_16;
@@ -461,13 +467,14 @@ __global__ void __launch_bounds__(NT)
         /* the radix passes: the threshold key's digits, most significant first */
         const int np = DT == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16;
         uint32_t prefix = 0u, mask = 0u, rem = (uint32_t)k, gt = 0u;
+#pragma unroll 1
         for (int p = 0; p < np; p++) {
             const Pass ps = pass_of<DT>(p);
             const int nb = 1 << ps.bits;
             for (int d = x; d < nb; d += NT) work[d] = 0u;
-            __syncthreads();
+            tl_block_sync();
             count_digits<DT>(keys, cv, off, mask, prefix, ps.shift, (uint32_t)nb - 1u, work);
-            __syncthreads();
+            tl_block_sync();
             TRACE_AT(TOPK_TRACE_HIST0 + 2 * p);
             const uint32_t *h = work;
             if (split > 1) {
@@ -520,19 +527,19 @@ __global__ void __launch_bounds__(NT)
         if (x == 0) count[b] = bad ? -1 : c;
     }
     /* the row's last block: the sorted output, then the row's state zeroed for the next launch */
-    __syncthreads();
+    tl_block_sync();
     if (x == 0) {
         s_last = 1u;
         if (split > 1) s_last = tl_atomic_add_acq_rel_u32(&rs->done, 1u) == (uint32_t)split - 1u;
     }
-    __syncthreads();
+    tl_block_sync();
     if (s_last) {
         if (sorted && !bad && c > 0) {
             int kp = 1;
             while (kp < c) kp <<= 1;
             for (int i = x; i < kp; i += NT) /* padding 0: below every real rank (their low words are ~index > 0) */
                 sh_sort[i] = i < c ? tl_load_relaxed_u64((const uint64_t *)out_rank + i) : 0ull;
-            __syncthreads();
+            tl_block_sync();
             sort_ranks_out(sh_sort, kp, c, out_idx);
         }
         if (split > 1) {

@@ -40,16 +40,16 @@ static void block_life(const tl_hw *hw, const tl_topk_shape *s, int split, doubl
     const double lanes = or_default(hw->vector_lanes_per_cu, 64);
     const double keys = vecs * tl_topk_vec_scores(s->dtype), chunk_bytes = vecs * 16.0;
     const double in_flight = (double)TL_TOPK_VECS * TL_TOPK_THREADS * 16.0;
-    const double sync = cycles_us(hw, TL_TOPK_SYNC_CYCLES);
-    const double row_sync = split > 1 ? 3 * chain : 0; /* the arrival's atomic, the poll, the histogram's loads */
-    r->start_us = 2 * chain;                           /* the ticket, then the row's length */
-    r->load_us = lat * ceil(chunk_bytes / in_flight);
-    if (hbm > 0) r->load_us = fmax(r->load_us, lat + wave_bytes / (hbm * 1e3));
-    r->pass_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / lanes) + TL_TOPK_PASS_SYNCS * sync + row_sync;
-    r->count_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / 2 / lanes) + 4 * sync + (split > 1 ? 3 * chain : 0);
+    const double step = cycles_us(hw, TL_TOPK_STEP_CYCLES);
+    const double row_sync = split > 1 ? TL_TOPK_ROW_SYNC_CHAINS * chain : 0;
+    r->start_us = split > 1 ? chain : 0; /* the ticket */
+    r->load_us = lat * ceil(chunk_bytes / in_flight) + step;
+    if (hbm > 0) r->load_us = fmax(r->load_us, lat + wave_bytes / (hbm * 1e3) + step);
+    r->pass_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / lanes) + TL_TOPK_PASS_STEPS * step + row_sync;
+    r->count_us = cycles_us(hw, keys * TL_TOPK_KEY_OPS / 2 / lanes) + 2 * step + (split > 1 ? row_sync + chain : 0);
     const double tiles = ceil(vecs / (TL_TOPK_VECS * TL_TOPK_THREADS));
-    r->gather_us = tiles * (5 * sync + cycles_us(hw, (double)TL_TOPK_VECS * TL_TOPK_THREADS * 4 * 4 / lanes));
-    r->done_us = split > 1 ? chain : 0;
+    r->gather_us = tiles * (5 * step + cycles_us(hw, (double)TL_TOPK_VECS * TL_TOPK_THREADS * 4 * 4 / lanes));
+    r->done_us = step + (split > 1 ? chain : 0);
     r->sort_us = 0;
     if (s->sorted) {
         int kp = 1, lg = 0;
@@ -58,8 +58,8 @@ static void block_life(const tl_hw *hw, const tl_topk_shape *s, int split, doubl
         r->sort_us = cycles_us(hw, steps * TL_TOPK_SORT_STEP_CYCLES * per_thread);
     }
     r->block_us = r->start_us + r->load_us + r->passes * r->pass_us + r->count_us + r->gather_us + r->done_us + r->sort_us;
-    r->sync_us = r->start_us + r->passes * (TL_TOPK_PASS_SYNCS * sync + row_sync) + 4 * sync +
-                 (split > 1 ? 3 * chain : 0) + tiles * 5 * sync + r->done_us;
+    r->sync_us = r->start_us + r->passes * (TL_TOPK_PASS_STEPS * step + row_sync) + 2 * step +
+                 (split > 1 ? row_sync + chain : 0) + tiles * 5 * step + r->done_us;
 }
 
 int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
@@ -151,7 +151,7 @@ int tl_topk_schedule(const tl_topk_problem *p, tl_topk_segment *seg, int *n, tl_
     if (rc) return rc;
     const tl_hw *hw = p->hw;
     const double chain = or_default(hw->load_chain_us, or_default(hw->hbm_latency_us, 1.0));
-    const double row_sync = r->split > 1 ? 3 * chain : 0;
+    const double row_sync = r->split > 1 ? TL_TOPK_ROW_SYNC_CHAINS * chain : 0;
     double t = r->launch_us + r->start_us;
     add_segments(seg, n, r->split, TL_TOPK_PHASE_LOAD, 0, t, r->load_us);
     t += r->load_us;

@@ -9,33 +9,39 @@
  *   - blocks a CU holds at once: the fewest of TL_TOPK_REG_BLOCKS_PER_CU (registers), the preset's
  *     shared memory over a block's, and the CU's threads; a split whose chunk does not fit the
  *     shared memory, or whose row does not fit the GPU at once, is not a split the kernel can run;
- *   - one block's life, on its own: its ticket and row length (2 dependent loads, load_chain_us
- *     each); its chunk's load, hbm_latency_us for each TL_TOPK_VECS x TL_TOPK_THREADS x 16 bytes
- *     in flight, or the wave's bytes at the HBM ceiling if that is longer; per radix pass: the
- *     chunk's keys counted in shared memory (TL_TOPK_KEY_OPS lane operations a key over the CU's
- *     lanes) and TL_TOPK_PASS_SYNCS block barriers, plus, with split > 1, the row barrier and the
- *     histogram's loads (3 x load_chain_us); the counts (TL_TOPK_KEY_OPS / 2 a key, and the row
- *     barrier with split > 1); the placement (a block-wide scan per tile); the last block's
- *     atomic; the sort when sorted;
+ *   - one block's life, on its own: its ticket (split > 1: one dependent load, load_chain_us);
+ *     its chunk's load, hbm_latency_us for each TL_TOPK_VECS x TL_TOPK_THREADS x 16 bytes in
+ *     flight, or the wave's bytes at the HBM ceiling if that is longer; per radix pass: the chunk's
+ *     keys counted in shared memory (TL_TOPK_KEY_OPS lane operations a key over the CU's lanes),
+ *     TL_TOPK_PASS_STEPS block-wide steps (a barrier and the code around it, whose instructions a
+ *     block fetches cold: TL_TOPK_STEP_CYCLES each), and with split > 1 the row barrier with the
+ *     histogram's loads (TL_TOPK_ROW_SYNC_CHAINS x load_chain_us); the counts (2 steps, and with
+ *     split > 1 another row barrier and the chunks' counts); the placement (5 steps a tile); the
+ *     end (a step, and the last block's atomic); the sort when sorted;
  *   - passes: 16-bit keys 2; float32 keys 2 of their 3, as the k-th of continuous scores sits
  *     alone in its 22-bit bin and the third pass is skipped (ties or few distinct values take 3:
  *     the model does not see the data);
  *   - the whole launch: launch_us, then the blocks in waves of what the GPU holds at once, at most
  *     as fast as the HBM reads the scores once: max(blocks / resident x a block's life, the scores
  *     at the HBM ceiling + a block's life after its load).
- * Estimates, not fitted: the TL_TOPK_* costs below are stated guesses until a measurement judges
- * them. Ignored: imbalance between a row's chunks, atomic contention on the row's histogram and
- * barrier, rows of a causal batch shorter than their blocks, clock changes under load. */
+ * The costs below are partly fitted: TL_TOPK_ROW_SYNC_CHAINS is fitted to the traces of the
+ * kernel's first version (256 threads, run 36: a row barrier with its histogram's loads took about
+ * 2 us beyond the local steps); TL_TOPK_STEP_CYCLES is a guess for the present kernel (512 threads,
+ * half the code: run 36's steps took about 600 cycles), to be judged by its first run. Ignored:
+ * imbalance between a row's chunks, atomic contention on the row's histogram (pass 1 of normal
+ * scores puts most keys in a few bins), rows of a causal batch shorter than their blocks, clock
+ * changes under load. */
 #ifndef TL_SIM_TOPK_H
 #define TL_SIM_TOPK_H
 
 #include "../contract/topk.h"
 #include "hw.h"
 
-#define TL_TOPK_REG_BLOCKS_PER_CU 3 /* sm_90: 80 registers a thread (ptxas) -> 3 blocks of 256 in 64K */
+#define TL_TOPK_REG_BLOCKS_PER_CU 2 /* sm_90: 64 registers a thread (ptxas) -> 2 blocks of 512 in 64K */
 #define TL_TOPK_KEY_OPS 8           /* lane operations a key costs in a histogram pass */
-#define TL_TOPK_PASS_SYNCS 6        /* block barriers of a pass: clear, count, 3 in the scan, pick */
-#define TL_TOPK_SYNC_CYCLES 100     /* one block barrier */
+#define TL_TOPK_PASS_STEPS 6        /* block-wide steps of a pass: clear, count, the pick's scan (3), pick */
+#define TL_TOPK_STEP_CYCLES 400     /* one block-wide step */
+#define TL_TOPK_ROW_SYNC_CHAINS 6   /* a row barrier and its histogram's loads, in load_chain_us */
 #define TL_TOPK_SORT_STEP_CYCLES 200 /* one bitonic step of the sort (a barrier + a few loads) */
 
 typedef struct {
