@@ -59,7 +59,10 @@ typedef struct {
 #define TL_TOPK_PASSES_16 2
 #define TL_TOPK_BINS_32 2048 /* the widest digit's bins: float32 */
 #define TL_TOPK_BINS_16 256
-#define TL_TOPK_WORK_BYTES 8192 /* a block's histogram, or its slots' scan: TL_TOPK_BINS_32 words */
+/* a block's work area: its histogram (TL_TOPK_BINS_32 words) or its slots' scan (a word for each of
+ * TL_TOPK_VECS x TL_TOPK_THREADS vectors), whichever is larger */
+#define TL_TOPK_WORK_BYTES                                                                          \
+    (4 * (TL_TOPK_BINS_32 > TL_TOPK_VECS * TL_TOPK_THREADS ? TL_TOPK_BINS_32 : TL_TOPK_VECS * TL_TOPK_THREADS))
 /* Scores one 16-byte vector holds. */
 static inline int tl_topk_vec_scores(tl_topk_dtype d) { return d == TL_TOPK_F32 ? 4 : 8; }
 /* The 16-byte vectors one block holds of a row of n positions over `split` blocks: the most a chunk
