@@ -199,17 +199,17 @@ struct BinPick {
     uint32_t d, above, cnt; /* the bin, the keys in bins above it, the keys in it */
     int ok;                 /* 0 when the counts hold fewer than rem keys (a kernel bug) */
 };
-/* h: the pass's nb bins (NT <= nb <= TL_TOPK_BINS_32), in shared memory or (global) the row's
+/* h: the pass's nb bins (256 <= nb <= TL_TOPK_BINS_32), in shared memory or (global) the row's
  * histogram in device memory. Every thread calls it and gets the same answer. */
 static __device__ __forceinline__ BinPick pick_bin(const uint32_t *h, bool global, int nb, uint32_t rem,
                                                    uint32_t *ws, BinPick *sp)
 {
-    const int x = tl_thread_x(), per = nb / NT;
+    const int x = tl_thread_x(), per = nb >= NT ? nb / NT : 1; /* 256-bin passes: threads 0..255, one bin each */
     uint32_t mine[TL_TOPK_BINS_32 / NT], run = 0u;
 #pragma unroll
     for (int q = 0; q < TL_TOPK_BINS_32 / NT; q++) { /* thread x: bins nb-1-x per .. nb-1-(x per+per-1), descending */
         mine[q] = 0u;
-        if (q < per) {
+        if (q < per && x * per + q < nb) {
             const int d = nb - 1 - (x * per + q);
             mine[q] = global ? tl_load_relaxed_u32(h + d) : h[d];
             run += mine[q];
@@ -219,7 +219,7 @@ static __device__ __forceinline__ BinPick pick_bin(const uint32_t *h, bool globa
     uint32_t total, above = block_excl_scan(run, ws, &total); /* keys in the bins above this thread's */
 #pragma unroll
     for (int q = 0; q < TL_TOPK_BINS_32 / NT; q++) {
-        if (q < per) {
+        if (q < per && x * per + q < nb) {
             if (above < rem && rem <= above + mine[q]) { /* exactly one bin, when total >= rem */
                 sp->d = (uint32_t)(nb - 1 - (x * per + q));
                 sp->above = above;

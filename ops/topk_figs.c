@@ -19,19 +19,21 @@ static const char topk_split_usage[] =
     "  64 blocks are drawn. Simulated on the preset.\n"
     "  With --trace FILE.csv (from `tilelab bench topk --trace`): the blocks of row R (--row, default\n"
     "  0) of the file's first case as they were measured, phase by phase, beside the model's schedule\n"
-    "  of the same shape and split on --hw (default h200); --n, --batch, --k, --dtype, --split come\n"
-    "  from the file.\n";
+    "  of the same shape and split on --hw (default h200); --n picks the file's case (default: its\n"
+    "  first), and --batch, --k, --dtype, --split come from the file.\n";
 
 /* --trace: the measured blocks of one row beside the model's schedule of the same case. */
-static int draw_topk_trace(const char *path, const char *row_s, const char *hw_s, const char *out)
+static int draw_topk_trace(const char *path, const char *n_s, const char *row_s, const char *hw_s, const char *out)
 {
+    long want_n = 0;
     int row, rc = tl_parse_int(row_s, 0, TL_TOPK_MAX_BATCH - 1, "--row", &row);
+    if (!rc && n_s) rc = tl_parse_long(n_s, 1, TL_TOPK_MAX_N, "--n", &want_n);
     tl_hw hw;
     if (rc || (rc = tl_hw_load(hw_s, &hw))) return rc;
     static tl_topk_segment sm[TL_TOPK_MAX_SEGMENTS], ss[TL_TOPK_MAX_SEGMENTS];
     tl_topk_trace_case tc;
     int nm, ns;
-    if ((rc = tl_topk_trace_read(path, row, &tc, sm, TL_TOPK_MAX_SEGMENTS, &nm))) return rc;
+    if ((rc = tl_topk_trace_read(path, want_n, row, &tc, sm, TL_TOPK_MAX_SEGMENTS, &nm))) return rc;
     tl_topk_dtype dtype;
     if ((rc = tl_topk_dtype_parse(tc.dtype, &dtype))) return rc;
     tl_topk_problem p = {&hw, {tc.batch, tc.n, tc.k, 0, NULL, 0, dtype}, tc.split};
@@ -46,13 +48,14 @@ static int draw_topk_trace(const char *path, const char *row_s, const char *hw_s
     snprintf(foot, sizeof foot, "measured on %.150s (bench topk --trace: block entry by the device clock, phases by the SM's "
              "cycle counter at the reported clock); simulated on preset %s (simulator/topk.h)", tc.source, hw.name);
     tl_topk_panel panels[2] = {{label1, tc.split, sm, nm}, {label2, tc.split, ss, ns}};
-    return tl_fig_topk_split(out, panels, 2, about, foot);
+    return tl_fig_topk_split(out, panels, 2, "Top-k: one row's blocks as measured against the model's schedule", about,
+                             foot);
 }
 
 static int draw_topk_split(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, topk_split_usage)) return 0;
-    const char *hw_s = NULL, *n_s = "1048576", *b_s = "1", *k_s = "512", *dtype_s = NULL, *split_s = NULL, *out = NULL,
+    const char *hw_s = NULL, *n_s = NULL, *b_s = "1", *k_s = "512", *dtype_s = NULL, *split_s = NULL, *out = NULL,
                *trace_s = NULL, *row_s = "0";
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--n", &n_s),         TL_OPT_V("--batch", &b_s),
                      TL_OPT_V("--k", &k_s),         TL_OPT_V("--dtype", &dtype_s), TL_OPT_V("--split", &split_s),
@@ -60,8 +63,9 @@ static int draw_topk_split(int argc, char **argv)
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw topk-split", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(out, "topk-split"))) return rc;
-    if (trace_s) return draw_topk_trace(trace_s, row_s, hw_s ? hw_s : "h200", out);
+    if (trace_s) return draw_topk_trace(trace_s, n_s, row_s, hw_s ? hw_s : "h200", out);
     if (!hw_s) hw_s = "mi355x";
+    if (!n_s) n_s = "1048576";
     long n;
     int batch, k, split = 0;
     tl_topk_dtype dtype = TL_TOPK_F32;
@@ -88,7 +92,8 @@ static int draw_topk_split(int argc, char **argv)
     char foot[300];
     snprintf(foot, sizeof foot, "simulated on preset %s: the model's schedule of one row's blocks (simulator/topk.h), "
              "from the launch", hw.name);
-    return tl_fig_topk_split(out, panels, 2, about, foot);
+    return tl_fig_topk_split(out, panels, 2, "Top-k: one row over the fewest blocks that hold it against the row split over many",
+                             about, foot);
 }
 
 const tl_op_figure tl_topk_figures[] = {

@@ -2,9 +2,11 @@
 # The op table from the command line: `tilelab ops` lists every op with its dtypes and targets;
 # `tilelab run OP` and `check OP --input` take the user's .npy tensors (written here by python3's
 # struct module, as numpy.save writes them), write .npy outputs atomically, and refuse malformed,
-# mismatched or non-finite files with one error line and exit 2.
+# mismatched or non-finite files with one error line and exit 2; `draw topk-split --trace` draws
+# a measured H200 trace from bench/results and refuses files that are not one.
 set -u
 tl=$1
+src=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 
 gpu_build=0
@@ -163,6 +165,19 @@ check "topk wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
 expect 0 "draw topk-split" -- "$tl" draw topk-split --hw h200 -o "$tmp/split.svg"
 check "the split picture is an SVG" -- grep -q "<svg" "$tmp/split.svg"
 expect 0 "draw topk-split bf16 at a given split" -- "$tl" draw topk-split --dtype bf16 --n 65536 --batch 32 --split 8 -o "$tmp/split.png"
+trace=$(ls "$src"/bench/results/h200_topk_trace_run*.csv 2>/dev/null | grep -v b32 | head -1)
+if [ -n "$trace" ]; then
+  expect 0 "draw topk-split --trace (a measured H200 trace)" -- "$tl" draw topk-split --trace "$trace" --n 1048576 -o "$tmp/trace.svg"
+  check "the trace picture is an SVG" -- grep -q "<svg" "$tmp/trace.svg"
+  expect 2 "draw topk-split --trace: no such case" -- "$tl" draw topk-split --trace "$trace" --n 12345 -o "$tmp/bad.png"
+  expect 2 "draw topk-split --trace: no such row" -- "$tl" draw topk-split --trace "$trace" --row 7 -o "$tmp/bad.png"
+fi
+head -1 "$trace" >"$tmp/t.csv" 2>/dev/null; echo "f32,1,4096,512,1,0,0,3,2,1,2,3,4,5,x,7,8,9,10,11,12,here" >>"$tmp/t.csv"
+expect 2 "draw topk-split --trace: a malformed number" -- "$tl" draw topk-split --trace "$tmp/t.csv" -o "$tmp/bad.png"
+echo "a,b,c" >"$tmp/t2.csv"
+expect 2 "draw topk-split --trace: not a trace" -- "$tl" draw topk-split --trace "$tmp/t2.csv" -o "$tmp/bad.png"
+expect 2 "bench topk --trace without a name" -- "$tl" bench topk --trace ""
+expect 2 "check topk --trace (only bench traces)" -- "$tl" check topk --n 4096 --batch 1 --k 5 --trace "$tmp/x.csv"
 expect 2 "draw topk-split --split 0" -- "$tl" draw topk-split --split 0 -o "$tmp/bad.png"
 expect 2 "draw topk-split without -o" -- "$tl" draw topk-split
 check "no picture on bad input" -- test ! -e "$tmp/bad.png"

@@ -112,9 +112,9 @@ typedef struct {
  * and time in us on x, each block's life as bars coloured by phase (load, histogram passes, row
  * barriers, counts, placement, sort), from the launch; the panels share the time axis. `about` is the subtitle (shape, dtype), preset
  * the footer's. TL_EUSAGE for 0 or more than 4 panels or an empty schedule. */
-int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about,
+int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *title, const char *about,
                       const char *footer);
-/* The first case of a `bench topk --trace` file (kernels/topk.h's TL_TOPK_TRACE_HEADER), and row
+/* The first case (of n = want_n when want_n > 0) of a `bench topk --trace` file (kernels/topk.h's TL_TOPK_TRACE_HEADER), and row
  * `row`'s blocks (the first TL_TOPK_MAX_DRAWN_BLOCKS chunks) as segments phase by phase: load,
  * each pass's histogram and barrier with the select, the counts, the placement, the end (the
  * row's last block: sort and reset), in microseconds from the run's start. TL_EUSAGE naming the
@@ -126,7 +126,8 @@ typedef struct {
     double run_end_us;
     char source[200];
 } tl_topk_trace_case;
-int tl_topk_trace_read(const char *path, int row, tl_topk_trace_case *tc, tl_topk_segment *seg, int cap, int *n);
+int tl_topk_trace_read(const char *path, long want_n, int row, tl_topk_trace_case *tc, tl_topk_segment *seg, int cap,
+                       int *n);
 
 /* ---- MFMA layout ---- */
 /* The A (M x K), B (K x N) and C (M x N) operands of one matrix instruction as grids whose cells

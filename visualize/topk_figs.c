@@ -65,7 +65,8 @@ static void draw_panel(tl_gfx *g, const tl_topk_panel *p, double x, double y, do
     tl_gfx_unclip(g);
 }
 
-int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *about, const char *footer)
+int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels, const char *title, const char *about,
+                      const char *footer)
 {
     if (npanels < 1 || npanels > 4) return tl_error(TL_EUSAGE, "topk-split", "draw 1 to 4 panels");
     double xmax = 0;
@@ -80,7 +81,7 @@ int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels,
     if (!g) return tl_gfx_open_status();
     tl_text_style ts = tl_gfx_style(13);
     ts.bold = 1;
-    tl_gfx_text(g, 16, 10, "Top-k: one row over the fewest blocks that hold it against the row split over many", ts);
+    tl_gfx_text(g, 16, 10, title, ts);
     tl_text_style ss = tl_gfx_style(9);
     tl_gfx_text(g, 16, 30, about, ss);
     const tl_legend_entry le[] = {
@@ -126,7 +127,8 @@ static void block_segments(const double *t, int passes, int block, tl_topk_segme
     add_seg(seg, cap, n, block, TL_TOPK_PHASE_SORT, 0, t[TL_TOPK_TRACE_PLACED], t[TL_TOPK_TRACE_END]);
 }
 
-int tl_topk_trace_read(const char *path, int row, tl_topk_trace_case *tc, tl_topk_segment *seg, int cap, int *n)
+int tl_topk_trace_read(const char *path, long want_n, int row, tl_topk_trace_case *tc, tl_topk_segment *seg, int cap,
+                       int *n)
 {
     static const char *const cols[] = {"dtype", "batch", "n", "k", "split", "row", "chunk", "passes", "run_end_us",
                                        "source"};
@@ -171,7 +173,8 @@ int tl_topk_trace_read(const char *path, int row, tl_topk_trace_case *tc, tl_top
                               tl_csv_field(&r, tcol[i]));
             }
         if (rc) break;
-        if (first) { /* the file's first case is the one drawn */
+        if (want_n > 0 && (long)v[C_N] != want_n) continue;
+        if (first) { /* the file's first case (of n = want_n) is the one drawn */
             snprintf(tc->dtype, sizeof tc->dtype, "%s", tl_csv_field(&r, col[C_DTYPE]));
             snprintf(tc->source, sizeof tc->source, "%s", tl_csv_field(&r, col[C_SOURCE]));
             tc->batch = (int)v[C_BATCH], tc->n = (long)v[C_N], tc->k = (int)v[C_K], tc->split = (int)v[C_SPLIT];
@@ -190,7 +193,8 @@ int tl_topk_trace_read(const char *path, int row, tl_topk_trace_case *tc, tl_top
         block_segments(t, passes, (int)v[C_CHUNK], seg, cap, n);
         blocks++;
     }
-    if (!rc && first) rc = tl_error(TL_EUSAGE, path, "no data rows");
+    if (!rc && first) rc = want_n > 0 ? tl_error(TL_EUSAGE, path, "no case of n = %ld", want_n)
+                                      : tl_error(TL_EUSAGE, path, "no data rows");
     if (!rc && blocks == 0) rc = tl_error(TL_EUSAGE, path, "no block of row %d", row);
     tl_csv_free(&h);
     tl_csv_free(&r);
