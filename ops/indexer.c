@@ -502,7 +502,7 @@ const tl_op tl_op_indexer = {
     .bench = idx_bench,
     .bench_header = "name,rows,kv,heads,prefix,block_q,flops,hbm_bytes,time_us,tflops,floor_us,sim_us,sim_err_pct,"
                     "sim_limiter,p10_us,p90_us,source",
-    .figures = NULL,
+    .figures = tl_indexer_figures,
     .test_args = idx_test_args,
     .bad_args = idx_bad_args,
     .bench_args = idx_bench_args,

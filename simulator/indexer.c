@@ -2,6 +2,7 @@
 #include "indexer.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/tl.h"
@@ -31,16 +32,25 @@ static int resident_limit(const tl_hw *hw, int q, int tile, const char *operand)
     return n > 0 ? n : 1;
 }
 
-static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long furthest)
+/* One CU's K stream when K runs to position `furthest`: its cap (GB/s) and a load's latency (us),
+ * an L2 hit's when that K fits one XCD's L2 (returns 1), else a miss's. */
+static int stream_of(const tl_hw *hw, long furthest, double *cap, double *latency)
 {
-    const tl_hw *hw = p->hw;
     const double hbm_cu = or_default(hw->hbm_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
     const double l2_cu = or_default(hw->l2_per_cu_gbps, hbm_cu);
     const double miss_us = or_default(hw->hbm_latency_us, TL_INDEXER_MISS_US);
     const double k_bytes = (double)furthest * (TL_INDEXER_DIM + 4.0);
-    r->fits_l2 = k_bytes <= 0.8 * hw->l2_mib_per_xcd * 1048576.0; /* most of it: Q, w, logits pass through */
-    const double cap = r->fits_l2 ? l2_cu : hbm_cu;
-    const double latency = r->fits_l2 ? miss_us * hbm_cu / l2_cu : miss_us;
+    const int fits = k_bytes <= 0.8 * hw->l2_mib_per_xcd * 1048576.0; /* most of it: Q, w, logits pass through */
+    *cap = fits ? l2_cu : hbm_cu;
+    *latency = fits ? miss_us * hbm_cu / l2_cu : miss_us;
+    return fits;
+}
+
+static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long furthest)
+{
+    const tl_hw *hw = p->hw;
+    double cap, latency;
+    r->fits_l2 = stream_of(hw, furthest, &cap, &latency);
     const double in_flight = (double)r->resident * r->tile * (TL_INDEXER_DIM + 4.0);
     r->cu_gbps = fmin(cap, in_flight / (latency * 1e3)); /* bytes / ns = GB/s */
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
@@ -98,6 +108,8 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     const int limit = resident_limit(hw, r->block_q, r->tile, r->operand);
     const long per_cu = (r->blocks + hw->cus - 1) / hw->cus;
     r->resident = per_cu < limit ? (int)per_cu : limit;
+    r->cu_slots = limit;
+    r->cu_waves = strncmp(hw->arch, "sm_", 3) == 0 ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD;
     const double slots = (double)hw->cus * limit;
     r->block_waves = r->blocks / slots;
     const double full = ceil(r->block_waves);
@@ -133,4 +145,152 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
         if (r.time_us < best_us * 0.98) best = q, best_us = r.time_us;
     }
     return best;
+}
+
+/* ---- the schedule ---- */
+
+typedef struct {
+    double free_us;
+    long k; /* the slot's dealing order */
+} slot_free;
+
+static int slot_before(const slot_free *a, const slot_free *b)
+{
+    return a->free_us < b->free_us || (a->free_us == b->free_us && a->k < b->k);
+}
+
+static void heap_down(slot_free *h, long n, long i)
+{
+    for (;;) {
+        long l = 2 * i + 1, m = i;
+        if (l < n && slot_before(&h[l], &h[m])) m = l;
+        if (l + 1 < n && slot_before(&h[l + 1], &h[m])) m = l + 1;
+        if (m == i) return;
+        slot_free t = h[i];
+        h[i] = h[m], h[m] = t;
+        i = m;
+    }
+}
+
+int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long cap, tl_indexer_result *r,
+                        double *end_us)
+{
+    int rc = tl_indexer_sim(p, r);
+    if (rc) return rc;
+    if (!span || cap < r->blocks)
+        return tl_error(TL_EUSAGE, "indexer schedule", "room for %ld spans, the grid has %ld blocks", cap, r->blocks);
+    const tl_hw *hw = p->hw;
+    tl_indexer_problem q = *p;
+    q.shape.block_q = r->block_q;
+    const tl_indexer_shape *s = &q.shape;
+    double tiles = 0;
+    for (long b = 0; b < r->blocks; b++) tiles += (double)tl_indexer_block_tiles(s, r->block_q, b, r->tile);
+    const double body = fmax(fmax(r->mma_us, r->epi_us), fmax(r->kv_us, r->hbm_us));
+    const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
+    const double tile_us = tiles > 0 ? r->resident * (double)active * body / tiles : 0;
+    const int xcds = hw->xcds > 0 ? hw->xcds : 1, per_xcd = hw->cus / xcds > 0 ? hw->cus / xcds : 1;
+    long slots = (long)hw->cus * r->cu_slots;
+    if (slots > r->blocks) slots = r->blocks;
+    slot_free *h = malloc((size_t)slots * sizeof *h);
+    if (!h) return tl_error(TL_EFAIL, "indexer schedule", "out of memory for %ld slots", slots);
+    for (long k = 0; k < slots; k++) h[k] = (slot_free){r->fixed_us, k}; /* a heap already: keys ascend */
+    double end = r->fixed_us;
+    for (long b = 0; b < r->blocks; b++) {
+        const long k = h[0].k;
+        tl_indexer_span *sp = &span[b];
+        sp->block = b;
+        sp->cu = (int)((k % xcds) * per_xcd + (k / xcds) % per_xcd);
+        sp->slot = (int)(k / hw->cus);
+        sp->tiles = tl_indexer_block_tiles(s, r->block_q, b, r->tile);
+        sp->start_us = h[0].free_us;
+        sp->end_us = sp->start_us + sp->tiles * tile_us;
+        if (sp->end_us > end) end = sp->end_us;
+        h[0].free_us = sp->end_us;
+        heap_down(h, slots, 0);
+    }
+    free(h);
+    if (end_us) *end_us = end;
+    return TL_OK;
+}
+
+/* ---- one block's pipeline ---- */
+
+static int add_step(tl_indexer_step *step, int cap, int *n, tl_indexer_step st)
+{
+    if (*n >= cap) return tl_error(TL_EUSAGE, "indexer pipeline", "more than %d steps", cap);
+    step[(*n)++] = st;
+    return TL_OK;
+}
+
+int tl_indexer_pipeline(const tl_indexer_problem *p, long positions, tl_indexer_step *step, int cap, int *n,
+                        tl_indexer_pipe *c)
+{
+    *n = 0;
+    memset(c, 0, sizeof *c);
+    if (!p || !p->hw) return tl_error(TL_EUSAGE, "indexer pipeline", "no hardware preset");
+    if (positions < 1 || positions > 65536)
+        return tl_error(TL_EUSAGE, "indexer pipeline", "positions %ld outside 1..65536", positions);
+    const tl_hw *hw = p->hw;
+    const tl_indexer_shape *s = &p->shape;
+    if (s->heads < 16 || s->heads > TL_INDEXER_MAX_HEADS || s->heads % 16)
+        return tl_error(TL_EUSAGE, "indexer pipeline", "heads %d: 16..%d, a multiple of 16", s->heads, TL_INDEXER_MAX_HEADS);
+    const int q = s->block_q ? s->block_q : 1;
+    if (q != 1 && q != 2 && q != 4) return tl_error(TL_EUSAGE, "indexer pipeline", "BLOCK_Q %d: 1, 2 or 4", q);
+    const char *operand = operand_of(hw);
+    tl_instr in;
+    if (tl_hw_pick_instr(hw, operand, operand, 16, &in)) return TL_EUSAGE;
+    const double d = TL_INDEXER_DIM, h = s->heads;
+    const int cores = hw->matrix_cores_per_cu > 0 ? hw->matrix_cores_per_cu : 4;
+    const double lanes_cu = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * cores);
+    const double lanes_simd = lanes_cu / cores;
+    double cap_gbps, latency;
+    stream_of(hw, positions, &cap_gbps, &latency);
+    c->tile = tl_indexer_tile(hw->arch);
+    c->tiles = (int)((positions + c->tile - 1) / c->tile);
+    /* tiled: bytes / (GB/s x 1e3) = us */
+    c->load_us = latency + c->tile * (d + 4.0) / (cap_gbps * 1e3);
+    c->q_us = latency + q * h * (d + 4.0) / (cap_gbps * 1e3);
+    const double peak = fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, operand), INFINITY));
+    const double core_tflops = peak * TL_INDEXER_MMA_EFF / ((double)hw->cus * cores);
+    c->mma_us = 2.0 * d * h * c->tile / (core_tflops * 1e6); /* a row a wave, a wave a core: rows in parallel */
+    const double shuffles = strncmp(hw->arch, "sm_", 3) == 0 ? 2.0 : 4.0;
+    double ops = c->tile * (h * TL_INDEXER_EPI_OPS + shuffles);
+    if (strncmp(hw->arch, "sm_", 3) == 0) ops += c->tile * d * TL_INDEXER_DECODE_OPS / q; /* shared by the rows */
+    c->epi_us = ops / (lanes_simd * hw->clock_mhz);
+    const double q_end = c->q_us;
+    double epi_end = 0, issue[2] = {0, 0};
+    tl_indexer_step st;
+    /* naive first: one score a lane */
+    c->waves = (int)((positions + hw->wave_size - 1) / hw->wave_size) * q;
+    const int rounds = (c->waves + cores - 1) / cores;
+    const double l2_cu = or_default(hw->l2_per_cu_gbps, cap_gbps);
+    const int at_once = c->waves < cores ? c->waves : cores;
+    double hit_cap, hit_us;
+    stream_of(hw, 1, &hit_cap, &hit_us); /* the re-reads hit L2 */
+    c->naive_load_us = rounds * (hit_us + at_once * (double)hw->wave_size * 2.0 * d / (l2_cu * 1e3));
+    c->naive_fma_us = rounds * d * TL_INDEXER_NAIVE_OPS * hw->wave_size / lanes_simd / hw->clock_mhz;
+    double t = 0;
+    for (int i = 0; i < s->heads; i++) {
+        const double nl = t + c->naive_load_us, nf = nl + c->naive_fma_us;
+        st = (tl_indexer_step){1, TL_IDX_NAIVE_LOAD, i, 0, t, nl};
+        if (add_step(step, cap, n, st)) return TL_EUSAGE;
+        st = (tl_indexer_step){1, TL_IDX_NAIVE_FMA, i, 0, nl, nf};
+        if (add_step(step, cap, n, st)) return TL_EUSAGE;
+        t = nf;
+    }
+    c->naive_us = t;
+    /* tiled: the prologue issues tiles 0 and 1; tile t + 2 goes into t's buffer when t's epilogue ends */
+    if (add_step(step, cap, n, (tl_indexer_step){0, TL_IDX_Q, 0, 0, 0, c->q_us})) return TL_EUSAGE;
+    for (int i = 0; i < c->tiles; i++) {
+        const double land = issue[i % 2] + c->load_us;
+        if (add_step(step, cap, n, (tl_indexer_step){0, TL_IDX_LOAD, i, i % 2, issue[i % 2], land})) return TL_EUSAGE;
+        const double m0 = fmax(fmax(land, q_end), epi_end), m1 = m0 + c->mma_us;
+        epi_end = m1 + c->epi_us;
+        if (add_step(step, cap, n, (tl_indexer_step){0, TL_IDX_MMA, i, 0, m0, m1}) ||
+            add_step(step, cap, n, (tl_indexer_step){0, TL_IDX_EPI, i, 0, m1, epi_end}))
+            return TL_EUSAGE;
+        issue[i % 2] = epi_end;
+    }
+    c->tiled_us = epi_end;
+    return TL_OK;
 }

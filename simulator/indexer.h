@@ -67,6 +67,8 @@ typedef struct {
     const char *operand;           /* "bf16" (decoded) or "fp8" */
     long blocks;
     int resident;                  /* blocks a CU holds at once */
+    int cu_slots;                  /* blocks a CU could hold (waves / BLOCK_Q, the LDS) */
+    int cu_waves;                  /* waves (warps) a CU holds: TL_INDEXER_WAVES_* */
     double block_waves;            /* blocks / (CUs x resident) */
     double scores, computed;       /* in-window scores; scores the matrix cores compute */
     double flops, matrix_flops;    /* 2 D H x each */
@@ -86,6 +88,75 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r);
 
 /* The BLOCK_Q the model picks: the fastest of 1, 2, 4 (a larger one must be 2% faster). 1 on error. */
 int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s);
+
+/* ---- the schedule of the blocks (draw indexer-tiles) ---- */
+/* One block of the grid as the schedule places it. */
+typedef struct {
+    long block;               /* query rows [block x BLOCK_Q, + BLOCK_Q) */
+    int cu, slot;             /* its CU and block slot there (waves slot x BLOCK_Q .. + BLOCK_Q - 1) */
+    long tiles;               /* KV tiles it walks (tl_indexer_block_tiles) */
+    double start_us, end_us;  /* from the launch */
+} tl_indexer_span;
+
+/* Lays the grid's blocks over CUs and their block slots at the model's rates: runs tl_indexer_sim
+ * (into *r), then deals the first blocks to slots in the order the model's XCD numbering gives
+ * (slot k: XCD k % xcds, CU (k / xcds) % (cus / xcds) of that XCD, slot k / cus: so a grid smaller
+ * than the slots fills every CU alike), each later block to the slot that frees first (ties: the
+ * lower k). Blocks start at r->fixed_us (launch, the pipeline's first loads) and take tiles x
+ * tile_us, where tile_us = resident x active CUs x body / (the grid's tiles) and body is the
+ * model's largest term (mma, epilogue, kv-stream or hbm, before its partial-wave factor): a block
+ * tile costs the same throughout, the rate at r->resident blocks a CU. The list schedule makes the
+ * tail by itself, so its end (*end_us, the last block's end) can differ from r->time_us: the model
+ * ignores the square's short-then-long blocks and divides the body by its partial-wave factor
+ * (r->balance) even when r->resident already charges the idle slots. cap: spans writable; fewer
+ * than r->blocks is TL_EUSAGE. Cost: O(blocks log slots) time, O(slots) memory. */
+int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long cap, tl_indexer_result *r,
+                        double *end_us);
+
+/* ---- one block's pipeline against the naive loop (draw indexer-pipeline, seed Figure 7) ---- */
+#define TL_INDEXER_NAIVE_OPS 3.0   /* naive: vector ops per multiply-add (decode q, decode k, FMA) */
+#define TL_INDEXER_MAX_STEPS 4096
+
+typedef enum {
+    TL_IDX_Q,          /* tiled: Q and w of the block's rows into registers, once */
+    TL_IDX_LOAD,       /* tiled: one KV tile (K and scales) copied into an LDS buffer */
+    TL_IDX_MMA,        /* tiled: the tile's [positions x heads] products on the matrix cores */
+    TL_IDX_EPI,        /* tiled: x k_scale, relu, x w, head sum (vector ALU) */
+    TL_IDX_NAIVE_LOAD, /* naive: one head's q and k re-read from memory, every score */
+    TL_IDX_NAIVE_FMA,  /* naive: one head's D scalar multiply-adds a score (vector ALU) */
+} tl_indexer_step_kind;
+
+typedef struct {
+    int naive;                  /* 1: the naive loop's step */
+    tl_indexer_step_kind kind;
+    int index;                  /* the tile (LOAD, MMA, EPI) or head (NAIVE_*) */
+    int buffer;                 /* LOAD: the LDS buffer, 0 or 1 */
+    double start_us, end_us;    /* from the block's start */
+} tl_indexer_step;
+
+typedef struct {
+    int tile, tiles, waves;     /* KV tile, tiles walked, the naive's waves (one score a lane) */
+    double load_us, q_us, mma_us, epi_us;   /* the tiled kernel's step costs */
+    double naive_load_us, naive_fma_us;     /* the naive loop's, per head */
+    double tiled_us, naive_us;  /* each kernel's end */
+} tl_indexer_pipe;
+
+/* One block of p->shape.block_q rows (0: 1) scoring `positions` KV positions (1..65536), alone on a
+ * CU, two ways, at the model's per-CU rates on p->hw:
+ *   tiled: Q and w loaded once; tiles copied into two LDS buffers in turn (tile t + 2 issued when
+ *     tile t's epilogue ends: the loop issues the next copy, waits for its tile, computes it); a
+ *     tile's products start when its copy has landed and the previous tile's epilogue has ended.
+ *     A copy takes the model's load latency (an L2 hit's when `positions` of K fit an XCD's L2)
+ *     plus its bytes at the CU's cap; a row's products run on one matrix core (the instruction's
+ *     rate, capped by the preset's ceiling, x TL_INDEXER_MMA_EFF, over cus x matrix cores); the
+ *     epilogue on that core's SIMD (vector lanes / matrix cores a clock), as the model charges it.
+ *   naive: one score a lane, waves over the CU's SIMDs; per head, q[h][:] and k[j][:] re-read (an
+ *     L2 hit's latency plus 2 D bytes a lane at the CU's L2 rate shared by the SIMDs), then D
+ *     multiply-adds of TL_INDEXER_NAIVE_OPS vector ops each; no overlap between the two.
+ * Writes the steps (naive's first) and *c. TL_EUSAGE for bad input, more than cap steps, or a
+ * preset without the model's instruction. Cost: O(tiles + heads). */
+int tl_indexer_pipeline(const tl_indexer_problem *p, long positions, tl_indexer_step *step, int cap, int *n,
+                        tl_indexer_pipe *c);
 
 /* The kernel's KV tile on arch ("sm_*": TL_INDEXER_TILE_SM90, else TL_INDEXER_TILE_AMD). */
 int tl_indexer_tile(const char *arch);

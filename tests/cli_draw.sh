@@ -57,6 +57,12 @@ ok "measured timeline from a trace" "$tmp/tr.png" -- "$tl" draw timeline --trace
 ok "mfma gfx950" "$tmp/m.png" -- "$tl" draw mfma --arch gfx950 --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/m.png"
 ok "mfma gfx942" "$tmp/m2.png" -- "$tl" draw mfma --arch gfx942 --instr v_mfma_f32_32x32x8_bf16 -o "$tmp/m2.png"
 ok "help" "" -- "$tl" draw roofline --help
+ok "indexer-tiles mi355x" "$tmp/it.png" -- "$tl" draw indexer-tiles --hw mi355x --heads 32 --rows 2048 --kv 32768 -o "$tmp/it.png"
+ok "indexer-tiles h200 BLOCK_Q 2" "$tmp/it.svg" -- "$tl" draw indexer-tiles --hw h200 --heads 64 --rows 512 --kv 8192 --block-q 2 -o "$tmp/it.svg"
+ok "indexer-tiles mi300x with a prefix" "$tmp/it.pdf" -- "$tl" draw indexer-tiles --hw mi300x --rows 1000 --kv 4096 --prefix 100 -o "$tmp/it.pdf"
+ok "indexer-pipeline" "$tmp/ip.png" -- "$tl" draw indexer-pipeline --hw mi355x -o "$tmp/ip.png"
+ok "indexer-pipeline h200" "$tmp/ip.svg" -- "$tl" draw indexer-pipeline --hw h200 --heads 64 --positions 256 --block-q 2 -o "$tmp/ip.svg"
+ok "indexer-pipeline mi300x" "$tmp/ip.pdf" -- "$tl" draw indexer-pipeline --hw mi300x --positions 70 -o "$tmp/ip.pdf"
 
 printf 'name,flops,hbm_bytes,time_us\nk,12x,5,6\n' >"$tmp/bad_points.csv"
 printf 'what,ever\n1,2\n' >"$tmp/odd_points.csv"
@@ -80,6 +86,19 @@ bad "missing -o (moe-tiles)" -- "$tl" draw moe-tiles
 bad "missing -o (padding)" -- "$tl" draw padding
 bad "missing -o (timeline)" -- "$tl" draw timeline
 bad "missing -o (mfma)" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16
+bad "missing -o (indexer-tiles)" -- "$tl" draw indexer-tiles
+bad "missing -o (indexer-pipeline)" -- "$tl" draw indexer-pipeline
+bad "indexer-tiles rows > kv" -- "$tl" draw indexer-tiles --rows 4096 --kv 1024 -o "$tmp/out/it.png"
+bad "indexer-tiles --block-q 1" -- "$tl" draw indexer-tiles --block-q 1 -o "$tmp/out/it.png"
+bad "indexer-tiles --block-q 3" -- "$tl" draw indexer-tiles --block-q 3 -o "$tmp/out/it.png"
+bad "indexer-tiles heads 24" -- "$tl" draw indexer-tiles --heads 24 -o "$tmp/out/it.png"
+bad "indexer-tiles kv too large" -- "$tl" draw indexer-tiles --kv 1048576 -o "$tmp/out/it.png"
+bad "indexer-tiles prefix too large" -- "$tl" draw indexer-tiles --rows 100 --kv 200 --prefix 150 -o "$tmp/out/it.png"
+bad "indexer-tiles unknown preset" -- "$tl" draw indexer-tiles --hw nosuchgpu -o "$tmp/out/it.png"
+bad "indexer-pipeline positions 0" -- "$tl" draw indexer-pipeline --positions 0 -o "$tmp/out/ip.png"
+bad "indexer-pipeline heads 40" -- "$tl" draw indexer-pipeline --heads 40 -o "$tmp/out/ip.png"
+bad "indexer-pipeline --block-q 3" -- "$tl" draw indexer-pipeline --block-q 3 -o "$tmp/out/ip.png"
+bad "indexer-pipeline bad extension" -- "$tl" draw indexer-pipeline -o "$tmp/out/ip.jpg"
 bad "unknown option" -- "$tl" draw padding --colour red -o "$tmp/out/p.png"
 bad "unknown model" -- "$tl" draw moe-tiles --model nosuchmodel -o "$tmp/out/t.png"
 bad "tokens zero" -- "$tl" draw moe-tiles --tokens 0,32 -o "$tmp/out/t.png"

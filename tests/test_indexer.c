@@ -207,13 +207,88 @@ static void test_model_skinny_on_mi355x(void **state)
     }
 }
 
+/* The schedule: every block once, no two blocks on one CU slot at once, durations tiles x one
+ * per-tile time; on mi355x the skinny 2048 x 32768 at BLOCK_Q 1 fills 8 of 16 wave slots of every
+ * CU, and a grid of equal blocks filling every slot once ends at the model's body. */
+static void test_schedule(void **state)
+{
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    tl_indexer_problem p = {&hw, shape(2048, 32768, 32, 30720)};
+    p.shape.block_q = 1;
+    tl_indexer_result r;
+    double end;
+    tl_indexer_span *sp = calloc(4096, sizeof *sp);
+    assert_int_equal(tl_indexer_schedule(&p, sp, 10, &r, &end), TL_EUSAGE); /* too little room */
+    tl_clear_error();
+    assert_int_equal(tl_indexer_schedule(&p, sp, 4096, &r, &end), 0);
+    assert_int_equal(r.blocks, 2048);
+    int per_cu[256] = {0};
+    double per_tile = (sp[0].end_us - sp[0].start_us) / sp[0].tiles;
+    for (long b = 0; b < r.blocks; b++) {
+        assert_int_equal(sp[b].block, b);
+        assert_true(sp[b].cu >= 0 && sp[b].cu < 256 && sp[b].slot >= 0 && sp[b].slot < r.cu_slots);
+        assert_true(fabs((sp[b].end_us - sp[b].start_us) - sp[b].tiles * per_tile) < 1e-6 * sp[b].end_us);
+        assert_true(fabs(sp[b].start_us - r.fixed_us) < 1e-9); /* one generation: all start at once */
+        per_cu[sp[b].cu]++;
+    }
+    for (int c = 0; c < 256; c++) assert_int_equal(per_cu[c], 8);
+    assert_int_equal(r.cu_waves, 16);
+    assert_true(end <= r.time_us); /* the model also divides by its partial-wave factor */
+    /* near-equal blocks (a long prefix, rows = the slots: one generation): the schedule ends at the
+     * body stretched by the longest block over the mean one */
+    tl_indexer_problem e = {&hw, shape(4096, 4096 + 65536, 32, 65536)};
+    e.shape.block_q = 1;
+    assert_int_equal(tl_indexer_schedule(&e, sp, 4096, &r, &end), 0);
+    const double body = fmax(fmax(r.mma_us, r.epi_us), fmax(r.kv_us, r.hbm_us));
+    double tiles = 0, most = 0;
+    for (long b = 0; b < r.blocks; b++) tiles += sp[b].tiles, most = fmax(most, sp[b].tiles);
+    assert_true(fabs(end - (r.fixed_us + body * most / (tiles / r.blocks))) < 1e-6 * end);
+    assert_true(end - r.fixed_us < 1.07 * body);
+    /* slots never overlap: a square over several generations */
+    tl_indexer_problem q = {&hw, shape(4096, 4096, 64, 0)};
+    assert_int_equal(tl_indexer_schedule(&q, sp, 4096, &r, &end), 0);
+    for (long a = 0; a < r.blocks; a++)
+        for (long b = a + 1; b < r.blocks; b++)
+            if (sp[a].cu == sp[b].cu && sp[a].slot == sp[b].slot)
+                assert_true(sp[a].end_us <= sp[b].start_us + 1e-9 || sp[b].end_us <= sp[a].start_us + 1e-9);
+    free(sp);
+}
+
+/* One block's pipeline: the tiled kernel beats the naive loop; copies alternate buffers; a tile's
+ * products start after its copy has landed; bad input refused. */
+static void test_pipeline(void **state)
+{
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0);
+    tl_indexer_problem p = {&hw, shape(1, 128, 32, 0)};
+    tl_indexer_step st[512];
+    int n;
+    tl_indexer_pipe c;
+    assert_int_equal(tl_indexer_pipeline(&p, 128, st, 512, &n, &c), 0);
+    assert_int_equal(c.tiles, 4);
+    assert_int_equal(n, 2 * 32 + 1 + 3 * 4);
+    assert_true(c.tiled_us > 0 && c.naive_us > 10 * c.tiled_us);
+    double land[4] = {0};
+    for (int i = 0; i < n; i++) {
+        assert_true(st[i].end_us > st[i].start_us);
+        if (st[i].kind == TL_IDX_LOAD) assert_int_equal(st[i].buffer, st[i].index % 2), land[st[i].index] = st[i].end_us;
+        if (st[i].kind == TL_IDX_MMA) assert_true(st[i].start_us >= land[st[i].index] - 1e-12);
+    }
+    assert_int_equal(tl_indexer_pipeline(&p, 128, st, 10, &n, &c), TL_EUSAGE);
+    tl_clear_error();
+    assert_int_equal(tl_indexer_pipeline(&p, 0, st, 512, &n, &c), TL_EUSAGE);
+    tl_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_matches_naive), cmocka_unit_test(test_listed_windows),
         cmocka_unit_test(test_bad_shapes),              cmocka_unit_test(test_inputs_valid),
         cmocka_unit_test(test_tolerance),               cmocka_unit_test(test_geometry),
-        cmocka_unit_test(test_model_skinny_on_mi355x),
+        cmocka_unit_test(test_model_skinny_on_mi355x),  cmocka_unit_test(test_schedule),
+        cmocka_unit_test(test_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
