@@ -44,7 +44,7 @@ static const tl_op_input topk_inputs[] = {
 };
 
 static const tl_op_target topk_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-01 (checked; first timing)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (260 checks pass; timed, traced)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
