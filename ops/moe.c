@@ -34,9 +34,7 @@ typedef struct {
     int tile_m, tile_n;      /* sim: the modelled kernel's tile (generic kernel) */
     double cu_gbps;          /* sim: --cu-gbps (0 = the preset's) */
     int tilelab_kernel;      /* sim: 1 = this project's kernel's geometry (bench and check always) */
-    const char *trace_path;  /* bench: --trace FILE, or NULL */
-    tl_atomic trace;         /* the trace file while it is written (trace_f open) */
-    FILE *trace_f;
+    tl_ops_trace trace;      /* bench: --trace FILE (trace.path NULL: none) */
     tl_moe_shape shape;      /* tokens = the current case's */
     /* the user's tensors (load_inputs): x as float32, the routing; NULL when random */
     float *user_x;
@@ -159,10 +157,7 @@ static void moe_free(void *vp)
 {
     moe_problem *p = vp;
     if (!p) return;
-    if (p->trace_f) { /* the run stopped before the last case: no half-written trace */
-        fclose(p->trace_f);
-        tl_atomic_abort(&p->trace);
-    }
+    tl_ops_trace_abort(&p->trace); /* the run stopped before the last case: no half-written trace */
     moe_free_case(p);
     tl_moe_inputs_free(&p->in);
     if (p->g) tl_moe_gpu_kernels->close(p->g);
@@ -170,18 +165,6 @@ static void moe_free(void *vp)
     free(p->user_ids);
     free(p->user_w);
     free(p);
-}
-
-/* --trace FILE: its temporary file opened with the header (moe_bench fills it, commits it after
- * the last case; moe_free removes it if the run stops before). */
-static int moe_trace_open(moe_problem *p)
-{
-    int rc = tl_atomic_begin(&p->trace, p->trace_path);
-    if (rc) return rc;
-    p->trace_f = fopen(p->trace.tmp, "w");
-    if (!p->trace_f) return tl_error(TL_EUSAGE, p->trace_path, "cannot write the trace: %s", strerror(errno));
-    fprintf(p->trace_f, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source\n");
-    return 0;
 }
 
 /* ---- parse ----------------------------------------------------------------------------------- */
@@ -329,7 +312,7 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc && a.tp) rc = tl_parse_long(a.tp, 1, 1024, "--tp", &tp);
     if (!rc) rc = parse_stage(a.stage, &p->stage);
     p->tp = (int)tp;
-    p->trace_path = a.trace;
+    p->trace.path = a.trace;
     if (!rc && a.trace && !*a.trace) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
     if (!rc && a.flush) {
         if (strcmp(a.flush, "write") == 0) p->flush_write = 1;
@@ -349,7 +332,8 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
                                 MOE_MAX_CASES, &p->n_tokens);
     if (!rc && p->n_tokens < 1) rc = tl_error(TL_EUSAGE, "--tokens", "no token counts given");
     if (!rc) rc = mode == TL_OP_SIM ? moe_parse_sim(&a, p) : moe_parse_shape(&a, p);
-    if (!rc && p->trace_path) rc = moe_trace_open(p); /* now, not after minutes of timing */
+    if (!rc && p->trace.path) /* now, not after minutes of timing */
+        rc = tl_ops_trace_open(&p->trace, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source");
     if (rc) {
         moe_free(p);
         return rc;
@@ -847,31 +831,19 @@ static int moe_gpu(void *vp, tl_op_outputs *out)
  * moe_bench commits it after the last case). */
 static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o, const char *source)
 {
-    if (!p->trace_f) return tl_error(TL_EFAIL, p->trace_path, "the trace file is not open");
+    if (!p->trace.f) return tl_error(TL_EFAIL, p->trace.path, "the trace file is not open");
     tl_moe_trace_block *b = NULL;
     int n = 0;
     double end_us = 0.0;
     int rc = tl_moe_gpu_kernels->trace(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, o, &b, &n, &end_us);
     if (rc) return rc;
     const char *dt = tl_moe_dtype_name(p->shape.dtype);
-    fprintf(p->trace_f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f,%s\n", p->shape.tokens, stage, dt, end_us, source);
+    fprintf(p->trace.f, "%d,%d,%s,-1,-1,-1,-1,0,%.3f,%s\n", p->shape.tokens, stage, dt, end_us, source);
     for (int i = 0; i < n; i++)
-        fprintf(p->trace_f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f,%s\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
+        fprintf(p->trace.f, "%d,%d,%s,%d,%d,%d,%d,%.3f,%.3f,%s\n", p->shape.tokens, stage, dt, b[i].block, b[i].tile,
                 b[i].nblock, b[i].sm, b[i].start_us, b[i].end_us, source);
     free(b);
-    return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
-}
-
-static int moe_trace_commit(moe_problem *p)
-{
-    if (!p->trace_f) return 0;
-    int bad = fclose(p->trace_f) != 0;
-    p->trace_f = NULL;
-    if (bad) {
-        tl_atomic_abort(&p->trace);
-        return tl_error(TL_EFAIL, p->trace_path, "write failed");
-    }
-    return tl_atomic_commit(&p->trace);
+    return ferror(p->trace.f) ? tl_error(TL_EFAIL, p->trace.path, "write failed") : 0;
 }
 
 /* device, date and method, without commas (the trace's source is one CSV field) */
@@ -909,7 +881,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
         o.flush_l2 = p->flush_write ? TL_BENCH_FLUSH_WRITE : TL_BENCH_FLUSH_READ;
         tl_bench_result r;
         rc = tl_moe_gpu_kernels->time(p->g, stage == 1 ? TL_MOE_PART_STAGE1 : TL_MOE_PART_STAGE2, &o, &r);
-        if (!rc && p->trace_path) rc = moe_trace_stage(p, stage, &o, where);
+        if (!rc && p->trace.path) rc = moe_trace_stage(p, stage, &o, where);
         tl_op_work w;
         if (!rc) rc = moe_work(p, c, stage - 1, &w);
         if (rc) return rc;
@@ -948,7 +920,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
         tl_table_numf(t, "%.3f", us / floor_us);
         tl_table_str(t, label);
     }
-    return c == p->n_tokens - 1 ? moe_trace_commit(p) : 0;
+    return c == p->n_tokens - 1 ? tl_ops_trace_commit(&p->trace) : 0;
 }
 
 /* ---- the row --------------------------------------------------------------------------------- */

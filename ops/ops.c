@@ -53,3 +53,37 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
     for (int i = 0; i < *n; i++) out[i] = (int)tmp[i];
     return TL_OK;
 }
+
+int tl_ops_trace_open(tl_ops_trace *t, const char *header)
+{
+    int rc = tl_atomic_begin(&t->a, t->path);
+    if (rc) return rc;
+    t->f = fopen(t->a.tmp, "w");
+    if (!t->f) {
+        rc = tl_error(TL_EUSAGE, t->path, "cannot write the trace: %s", strerror(errno));
+        tl_atomic_abort(&t->a);
+        return rc;
+    }
+    fprintf(t->f, "%s\n", header);
+    return 0;
+}
+
+int tl_ops_trace_commit(tl_ops_trace *t)
+{
+    if (!t->f) return 0;
+    int bad = fclose(t->f) != 0;
+    t->f = NULL;
+    if (bad) {
+        tl_atomic_abort(&t->a);
+        return tl_error(TL_EFAIL, t->path, "write failed");
+    }
+    return tl_atomic_commit(&t->a);
+}
+
+void tl_ops_trace_abort(tl_ops_trace *t)
+{
+    if (!t->f) return;
+    fclose(t->f);
+    t->f = NULL;
+    tl_atomic_abort(&t->a);
+}

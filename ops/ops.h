@@ -2,6 +2,8 @@
 #ifndef TL_OPS_H
 #define TL_OPS_H
 
+#include <stdio.h>
+
 #include "../core/op.h"
 #include "../core/opts.h"
 
@@ -18,6 +20,22 @@ int tl_ops_parse_seed(const char *val, uint64_t *seed);
  * *total. TL_EUSAGE (recorded, naming --tokens) when one worklist exceeds TL_OPS_MAX_EDGES or
  * *total exceeds TL_OPS_MAX_EDGES_TOTAL. */
 int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total);
+
+/* A bench trace file (`bench OP --trace FILE.csv`), written atomically (core/tl.h's tl_atomic):
+ * opened with its header line when the command is parsed, so that a bad name fails before minutes
+ * of timing; rows appended to f; committed after the last case; removed by tl_ops_trace_abort
+ * when the run stops before. path NULL: no trace. */
+typedef struct {
+    const char *path;
+    tl_atomic a;
+    FILE *f;
+} tl_ops_trace;
+/* TL_EUSAGE naming the file when it cannot be written. */
+int tl_ops_trace_open(tl_ops_trace *t, const char *header);
+/* Closes and renames it over path (0 when none is open); TL_EFAIL "write failed" on an I/O error. */
+int tl_ops_trace_commit(tl_ops_trace *t);
+/* Closes and removes the temporary file, if one is open. */
+void tl_ops_trace_abort(tl_ops_trace *t);
 
 /* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
 int tl_ops_need_output(const char *out, const char *cmd);

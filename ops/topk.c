@@ -32,9 +32,7 @@ typedef struct {
     void *scores;
     int32_t *idx_ref, *cnt_ref, *idx_other, *cnt_other;
     tl_topk_gpu *g;
-    const char *trace_path;  /* bench: --trace FILE, or NULL */
-    tl_atomic trace;         /* the trace file while it is written (trace_f open) */
-    FILE *trace_f;
+    tl_ops_trace trace;      /* bench: --trace FILE (trace.path NULL: none) */
 } topk_problem;
 
 static const tl_op_input topk_inputs[] = {
@@ -108,26 +106,11 @@ static void topk_free(void *vp)
 {
     topk_problem *p = vp;
     if (!p) return;
-    if (p->trace_f) { /* the run stopped before the last case: no half-written trace */
-        fclose(p->trace_f);
-        tl_atomic_abort(&p->trace);
-    }
+    tl_ops_trace_abort(&p->trace); /* the run stopped before the last case: no half-written trace */
     topk_free_case(p);
     free(p->user_lens);
     free(p->user_scores);
     free(p);
-}
-
-/* --trace FILE: its temporary file opened with the header (topk_bench appends each case's blocks
- * and commits it after the last case; topk_free removes it if the run stops before). */
-static int topk_trace_open(topk_problem *p)
-{
-    int rc = tl_atomic_begin(&p->trace, p->trace_path);
-    if (rc) return rc;
-    p->trace_f = fopen(p->trace.tmp, "w");
-    if (!p->trace_f) return tl_error(TL_EUSAGE, p->trace_path, "cannot write the trace: %s", strerror(errno));
-    fprintf(p->trace_f, "%s\n", TL_TOPK_TRACE_HEADER);
-    return 0;
 }
 
 /* One traced run of the current case at `split`, its blocks appended to the trace file. */
@@ -139,25 +122,13 @@ static int topk_trace_case(topk_problem *p, int split, const tl_bench_opts *o, c
     int rc = tl_topk_gpu_kernels->trace(p->g, split, o, &b, &n, &end_us);
     if (rc) return rc;
     for (int i = 0; i < n; i++) {
-        fprintf(p->trace_f, "%s,%d,%ld,%d,%d,%d,%d,%d,%d", tl_topk_dtype_name(p->shape.dtype), p->shape.batch,
+        fprintf(p->trace.f, "%s,%d,%ld,%d,%d,%d,%d,%d,%d", tl_topk_dtype_name(p->shape.dtype), p->shape.batch,
                 p->shape.n, p->shape.k, split, b[i].row, b[i].chunk, b[i].sm, b[i].passes);
-        for (int t = 0; t < TL_TOPK_TRACE_POINTS; t++) fprintf(p->trace_f, ",%.3f", b[i].t_us[t]);
-        fprintf(p->trace_f, ",%.3f,%s\n", end_us, source);
+        for (int t = 0; t < TL_TOPK_TRACE_POINTS; t++) fprintf(p->trace.f, ",%.3f", b[i].t_us[t]);
+        fprintf(p->trace.f, ",%.3f,%s\n", end_us, source);
     }
     free(b);
-    return ferror(p->trace_f) ? tl_error(TL_EFAIL, p->trace_path, "write failed") : 0;
-}
-
-static int topk_trace_commit(topk_problem *p)
-{
-    if (!p->trace_f) return 0;
-    int bad = fclose(p->trace_f) != 0;
-    p->trace_f = NULL;
-    if (bad) {
-        tl_atomic_abort(&p->trace);
-        return tl_error(TL_EFAIL, p->trace_path, "write failed");
-    }
-    return tl_atomic_commit(&p->trace);
+    return ferror(p->trace.f) ? tl_error(TL_EFAIL, p->trace.path, "write failed") : 0;
 }
 
 /* Case c's shape: c runs over k fastest, then batch, then n. */
@@ -207,8 +178,8 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc) p->shape = case_shape(p, 0);
     if (!rc && trace_s && mode != TL_OP_BENCH) rc = tl_error(TL_EUSAGE, "--trace", "only bench topk traces a run");
     if (!rc && trace_s && !*trace_s) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
-    p->trace_path = trace_s;
-    if (!rc && trace_s) rc = topk_trace_open(p); /* now, not after the timing */
+    p->trace.path = trace_s;
+    if (!rc && trace_s) rc = tl_ops_trace_open(&p->trace, TL_TOPK_TRACE_HEADER); /* now, not after the timing */
     if (rc) {
         topk_free(p);
         return rc;
@@ -520,13 +491,13 @@ static int topk_bench(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
     tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
     tl_table_str(t, label);
-    if (!p->trace_f) return 0;
+    if (!p->trace.f) return 0;
     char source[300];
     snprintf(source, sizeof source, "%.200s %.63s", info.name, date);
     for (char *ch = source; *ch; ch++)
         if (*ch == ',') *ch = ' ';
     rc = topk_trace_case(p, split, &o, source);
-    if (!rc && c == topk_n_cases(p) - 1) rc = topk_trace_commit(p);
+    if (!rc && c == topk_n_cases(p) - 1) rc = tl_ops_trace_commit(&p->trace);
     return rc;
 }
 

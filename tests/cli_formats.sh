@@ -112,6 +112,9 @@ formats "bench moe" -- bench moe --model deepseek-v2-lite --tokens 1 --seed 1
 formats "sim topk" -- sim topk --hw h200 --n 4096,1048576 --batch 1,32 --k 512
 formats "check topk" -- check topk --n 1000 --batch 3 --k 10,2000 --dist ties --seed 1
 formats "bench topk" -- bench topk --n 4096 --batch 1 --k 512
+formats "sim indexer" -- sim indexer --hw mi355x --heads 32 --rows 2048 --kv 32768
+formats "check indexer" -- check indexer --rows 37 --kv 300 --heads 32 --seed 1
+formats "bench indexer" -- bench indexer --rows 64 --kv 256 --heads 32
 
 # every command whose help offers --format is in the list above
 python3 - "$tl" "$covered" >"$tmp/missing" <<'PY'
