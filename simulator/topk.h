@@ -24,10 +24,9 @@
  *   - the whole launch: launch_us, then the blocks in waves of what the GPU holds at once, at most
  *     as fast as the HBM reads the scores once: max(blocks / resident x a block's life, the scores
  *     at the HBM ceiling + a block's life after its load).
- * The costs below are partly fitted: TL_TOPK_ROW_SYNC_CHAINS is fitted to the traces of the
- * kernel's first version (256 threads, run 36: a row barrier with its histogram's loads took about
- * 2 us beyond the local steps); TL_TOPK_STEP_CYCLES is a guess for the present kernel (512 threads,
- * half the code: run 36's steps took about 600 cycles), to be judged by its first run. Ignored:
+ * The costs below are partly fitted: TL_TOPK_ROW_SYNC_CHAINS to H200 traces of this kernel's
+ * 256-thread form (bench/journal/runs.md: a row barrier with its histogram's loads, about 2 us
+ * beyond the local steps); TL_TOPK_STEP_CYCLES is a stated guess, not fitted. Ignored:
  * imbalance between a row's chunks, atomic contention on the row's histogram (pass 1 of normal
  * scores puts most keys in a few bins), rows of a causal batch shorter than their blocks, clock
  * changes under load. */
