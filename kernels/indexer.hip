@@ -13,28 +13,12 @@
 
 #include "../numerics/codes.h"
 #include "gpu.h"
-/* AMD device pass: the thread and block ids from the hardware registers. HIP's threadIdx and
- * blockIdx (and __syncthreads' fence) are calls into the device library, which the compile-only
- * checks (-nogpulib) leave as calls whose frames take scratch; defined before kernels/mma.h so that
- * its loads use them too. */
-#if defined(TL_GPU_AMD) && defined(__HIP_DEVICE_COMPILE__)
-#undef tl_lane
-#undef tl_wave_id
-#define IDX_TID ((int)__builtin_amdgcn_workitem_id_x())
-#define IDX_BID ((long)__builtin_amdgcn_workgroup_id_x())
-#define tl_lane() (IDX_TID % TL_WAVE)
-#define tl_wave_id() (IDX_TID / TL_WAVE)
-#define IDX_SYNC()                                          \
-    do {                                                    \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); \
-        __builtin_amdgcn_s_barrier();                       \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); \
-    } while (0)
-#else
-#define IDX_SYNC() __syncthreads()
-#define IDX_TID ((int)threadIdx.x)
-#define IDX_BID ((long)blockIdx.x)
-#endif
+/* Thread and block ids and the block barrier: kernels/gpu.h's tl_thread_x, tl_block_x,
+ * tl_block_sync (hardware registers on AMD's -nogpulib device pass, which kernels/mma.h's loads
+ * use too). */
+#define IDX_TID ((int)tl_thread_x())
+#define IDX_BID ((long)tl_block_x())
+#define IDX_SYNC() tl_block_sync()
 #include "mma.h"
 
 #if defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
