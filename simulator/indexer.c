@@ -113,7 +113,9 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     const double slots = (double)hw->cus * limit;
     r->block_waves = r->blocks / slots;
     const double full = ceil(r->block_waves);
-    r->balance = r->block_waves >= 4 || r->blocks < hw->cus ? 1.0 : r->block_waves / full;
+    /* a last, partial wave leaves slots idle; under one wave the idle slots are already in the
+     * blocks a CU holds (r->resident: its bytes in flight and its rate), not charged twice */
+    r->balance = r->block_waves >= 4 || r->block_waves <= 1.0 ? 1.0 : r->block_waves / full;
     long furthest = 0;
     for (long b = 0; b < r->blocks; b++) {
         long a, e;

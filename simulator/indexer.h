@@ -29,14 +29,15 @@
  *     K fits in one XCD's L2 (each XCD's L2 is private: every XCD needs its own copy), else a
  *     miss's (preset hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
  *   - hbm: the contract's bytes (inputs once, logits written once) at the measured HBM rate.
- *   - waves of blocks: when the grid is a few block slots (CUs x resident blocks) deep, the last
- *     partial wave leaves CUs idle: the body is divided by blocks / (waves x slots).
+ *   - waves of blocks: when the grid is one to four block slots (CUs x resident blocks) deep, the
+ *     last partial wave leaves CUs idle: the body is divided by blocks / (waves x slots); under
+ *     one wave the idle slots are already in the blocks a CU holds (its bytes in flight).
  *   - launch_us and item_fixed_us (the pipeline's first loads) added once.
  * Why skinny shapes lose on mi355x (seed 000, Figure 11): 2048 rows with BLOCK_Q = 1 give 8 blocks
  * a CU, half of the 16 waves a CU holds (a square's rows fill them), and 32K-64K positions of K
  * (4-8 MiB) do not fit an XCD's 4 MiB L2: half the bytes in flight at a miss's latency (the model:
- * 268 TFLOP/s against 1016-1073 for squares at H = 32). The same 2048 rows at 16K positions hit the
- * L2 (793). A larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
+ * 534 TFLOP/s against 1072 for squares of 32K-64K at H = 32; the seed measured 551-898 against
+ * 852-1142). The same 2048 rows at 16K positions hit the L2 (1562). A larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
  * the bytes in flight: a latency-bound stream does not speed up; it pays where the matrix cores or
  * the decode limit (sm_90, H = 32: BLOCK_Q = 4 reaches 611-616 where 1 gives 386-525).
  * Estimates, not fitted: the constants below are stated guesses until a measurement judges them.
@@ -107,8 +108,9 @@ typedef struct {
  * model's largest term (mma, epilogue, kv-stream or hbm, before its partial-wave factor): a block
  * tile costs the same throughout, the rate at r->resident blocks a CU. The list schedule makes the
  * tail by itself, so its end (*end_us, the last block's end) can differ from r->time_us: the model
- * ignores the square's short-then-long blocks and divides the body by its partial-wave factor
- * (r->balance) even when r->resident already charges the idle slots. cap: spans writable; fewer
+ * ignores the square's short-then-long blocks, and divides the body by its partial-wave factor
+ * (r->balance) only for a partial wave after a full one (under one wave, r->resident charges the
+ * idle slots). cap: spans writable; fewer
  * than r->blocks is TL_EUSAGE. Cost: O(blocks log slots) time, O(slots) memory. */
 int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long cap, tl_indexer_result *r,
                         double *end_us);

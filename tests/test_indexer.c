@@ -234,7 +234,9 @@ static void test_schedule(void **state)
     }
     for (int c = 0; c < 256; c++) assert_int_equal(per_cu[c], 8);
     assert_int_equal(r.cu_waves, 16);
-    assert_true(end <= r.time_us); /* the model also divides by its partial-wave factor */
+    /* one generation of blocks: the model's time and the schedule's end agree but for the blocks'
+     * unequal windows (the prefix makes them near-equal: within 5%) */
+    assert_true(fabs(end - r.time_us) <= 0.05 * r.time_us);
     /* near-equal blocks (a long prefix, rows = the slots: one generation): the schedule ends at the
      * body stretched by the longest block over the mean one */
     tl_indexer_problem e = {&hw, shape(4096, 4096 + 65536, 32, 65536)};
