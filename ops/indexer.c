@@ -419,23 +419,16 @@ static int idx_bench(void *vp, int c, tl_table *t)
     int bq = 1, rc = idx_block_q(p, &bq);
     if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
     if (!rc) rc = G->upload(p->g, p->in.q, p->in.k, p->in.k_scale, p->in.w);
-    tl_gpu_info info;
-    char date[64], label[512];
-    if (!rc) rc = D->query(0, &info);
+    char where[300], label[512];
+    if (!rc) rc = tl_ops_measured_where(where, sizeof where);
     if (rc) return rc;
-    D->date(date, sizeof date);
-    snprintf(label, sizeof label, "measured on %.200s %.63s; sim_us simulated on preset %.100s", info.name, date, p->hw);
+    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %.100s", where, p->hw);
     tl_bench_opts o;
     D->default_opts(&o);
     tl_bench_result r;
     tl_op_work w;
     if ((rc = G->time(p->g, bq, &o, &r)) || (rc = idx_work(p, c, 0, &w))) return rc;
-    double floor_us = NAN;
-    if (D->read_floor(w.hbm_bytes, &o, &floor_us)) {
-        tl_clear_error();
-        floor_us = NAN;
-    }
-    const double us = r.median_ms * 1e3;
+    const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
     snprintf(name, sizeof name, "indexer %ldx%ld H=%d", p->shape.rows, p->shape.kv, p->shape.heads);
     tl_table_row(t);

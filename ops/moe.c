@@ -849,14 +849,10 @@ static int moe_trace_stage(moe_problem *p, int stage, const tl_bench_opts *o, co
 /* device, date and method, without commas (the trace's source is one CSV field) */
 static int moe_bench_where(const moe_problem *p, char *where, size_t n)
 {
-    tl_gpu_info info;
-    char date[64];
-    int rc = tl_gpu_kernels->query(0, &info);
+    int rc = tl_ops_measured_where(where, n);
     if (rc) return rc;
-    tl_gpu_kernels->date(date, sizeof date);
-    snprintf(where, n, "%.200s %.63s (%s flush)", info.name, date, p->flush_write ? "write" : "read");
-    for (char *ch = where; *ch; ch++)
-        if (*ch == ',') *ch = ' ';
+    const size_t len = strlen(where);
+    snprintf(where + len, n - len, " (%s flush)", p->flush_write ? "write" : "read");
     return 0;
 }
 

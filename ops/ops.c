@@ -3,6 +3,8 @@
 #include "ops.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,4 +88,27 @@ void tl_ops_trace_abort(tl_ops_trace *t)
     fclose(t->f);
     t->f = NULL;
     tl_atomic_abort(&t->a);
+}
+
+int tl_ops_measured_where(char *where, size_t n)
+{
+    tl_gpu_info info;
+    char date[64];
+    int rc = tl_gpu_kernels->query(0, &info);
+    if (rc) return rc;
+    tl_gpu_kernels->date(date, sizeof date);
+    snprintf(where, n, "%.200s %.63s", info.name, date);
+    for (char *ch = where; *ch; ch++)
+        if (*ch == ',') *ch = ' ';
+    return 0;
+}
+
+double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts)
+{
+    double us = NAN;
+    if (tl_gpu_kernels->read_floor(bytes, opts, &us)) {
+        tl_clear_error();
+        us = NAN;
+    }
+    return us;
 }

@@ -6,6 +6,7 @@
 
 #include "../core/op.h"
 #include "../core/opts.h"
+#include "../kernels/bench.h"
 
 /* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign; TL_EUSAGE otherwise. */
 int tl_ops_parse_seed(const char *val, uint64_t *seed);
@@ -36,6 +37,13 @@ int tl_ops_trace_open(tl_ops_trace *t, const char *header);
 int tl_ops_trace_commit(tl_ops_trace *t);
 /* Closes and removes the temporary file, if one is open. */
 void tl_ops_trace_abort(tl_ops_trace *t);
+
+/* Where and when a bench row is measured: "<device name> <UTC date>" of GPU 0, commas turned to
+ * spaces (it is one CSV field). Needs a GPU build (tl_gpu_kernels); the query's status otherwise. */
+int tl_ops_measured_where(char *where, size_t n);
+/* The bench's read floor: a plain read of `bytes` timed with opts (kernels/roofline.h), in us;
+ * NAN (the error cleared) when it cannot be timed. */
+double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts);
 
 /* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
 int tl_ops_need_output(const char *out, const char *cmd);

@@ -455,24 +455,17 @@ static int topk_bench(void *vp, int c, tl_table *t)
     int split, rc = topk_split(p, &split);
     if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
     if (!rc) rc = G->upload(p->g, p->scores);
-    tl_gpu_info info;
-    char date[64], label[512];
-    if (!rc) rc = D->query(0, &info);
+    char where[300], label[512];
+    if (!rc) rc = tl_ops_measured_where(where, sizeof where);
     if (rc) return rc;
-    D->date(date, sizeof date);
-    snprintf(label, sizeof label, "measured on %.200s %.63s; sim_us simulated on preset %.100s", info.name, date, p->hw);
+    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %.100s", where, p->hw);
     tl_bench_opts o;
     D->default_opts(&o);
     o.use_graph = 1;
     tl_bench_result r;
     tl_op_work w;
     if ((rc = G->time(p->g, split, &o, &r)) || (rc = topk_work(p, c, 0, &w))) return rc;
-    double floor_us = NAN;
-    if (D->read_floor(w.hbm_bytes, &o, &floor_us)) {
-        tl_clear_error();
-        floor_us = NAN;
-    }
-    const double us = r.median_ms * 1e3;
+    const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
     snprintf(name, sizeof name, "topk %s B=%d n=%ld k=%d%s", tl_topk_dtype_name(p->dtype), p->shape.batch, p->shape.n,
              p->shape.k, p->causal ? " causal" : "");
@@ -492,11 +485,7 @@ static int topk_bench(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
     tl_table_str(t, label);
     if (!p->trace.f) return 0;
-    char source[300];
-    snprintf(source, sizeof source, "%.200s %.63s", info.name, date);
-    for (char *ch = source; *ch; ch++)
-        if (*ch == ',') *ch = ' ';
-    rc = topk_trace_case(p, split, &o, source);
+    rc = topk_trace_case(p, split, &o, where);
     if (!rc && c == topk_n_cases(p) - 1) rc = tl_ops_trace_commit(&p->trace);
     return rc;
 }
