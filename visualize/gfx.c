@@ -662,3 +662,11 @@ void tl_gfx_footer(tl_gfx *g, const char *provenance)
     cairo_restore(g->cr);
     g_object_unref(lay);
 }
+
+void tl_gfx_heading(tl_gfx *g, const char *title, const char *subtitle)
+{
+    tl_text_style ts = tl_gfx_style(13);
+    ts.bold = 1;
+    tl_gfx_text(g, 16, 10, title, ts);
+    tl_gfx_text(g, 16, 30, subtitle, tl_gfx_style(9));
+}

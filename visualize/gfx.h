@@ -141,6 +141,9 @@ double tl_gfx_legend(tl_gfx *g, double x, double y, const tl_legend_entry *e, in
  * higher (leave that much free under the x-axis title). */
 #define TL_GFX_FOOTER_PT 18.0
 void tl_gfx_footer(tl_gfx *g, const char *provenance);
+/* A figure's heading: the title in 13 pt bold at (16, 10) and a subtitle in 9 pt at (16, 30);
+ * leave the top 50 pt free for it. */
+void tl_gfx_heading(tl_gfx *g, const char *title, const char *subtitle);
 
 /* Formats a number compactly for tick and point labels ("0.5", "26", "1.2k", "2.5e-03"). */
 void tl_gfx_fmt(double v, char *buf, size_t n);

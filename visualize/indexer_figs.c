@@ -149,10 +149,8 @@ int tl_fig_indexer_tiles(const char *out, const tl_hw *hw, const tl_indexer_tile
     const double H = top + np * panel + 4 + TL_GFX_FOOTER_PT;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
-    tl_text_style ts = tl_gfx_style(13);
-    ts.bold = 1;
-    tl_gfx_text(g, 16, 10, "Indexer: the query blocks over the CUs' wave slots in time, a causal square against a skinny shape", ts);
-    tl_gfx_text(g, 16, 30, about, tl_gfx_style(9));
+    tl_gfx_heading(g, "Indexer: the query blocks over the CUs' wave slots in time, a causal square against a skinny shape",
+                   about);
     const tl_legend_entry le[] = {
         {"a block: its rows' waves", cu_colour(0, 0), TL_KEY_BOX, 0, 0},
         {"the next block there", cu_colour(0, 1), TL_KEY_BOX, 0, 0},
@@ -265,10 +263,8 @@ int tl_fig_indexer_pipeline(const char *out, const tl_indexer_step *st, int n, c
     const double H = top + 22 + 2 * 24 + 64 + 22 + 5 * 24 + 48 + TL_GFX_FOOTER_PT + 6;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
-    tl_text_style ts = tl_gfx_style(13);
-    ts.bold = 1;
-    tl_gfx_text(g, 16, 10, "Indexer, one block: the naive per-score loop against register-resident queries and double-buffered KV tiles", ts);
-    tl_gfx_text(g, 16, 30, about, tl_gfx_style(9));
+    tl_gfx_heading(g, "Indexer, one block: the naive per-score loop against register-resident queries and double-buffered KV tiles",
+                   about);
     char t[300];
     snprintf(t, sizeof t, "the tiled kernel is %.0fx faster here (%.2f us against %.1f us)",
              c->naive_us / c->tiled_us, c->tiled_us, c->naive_us);

@@ -79,11 +79,7 @@ int tl_fig_topk_split(const char *out, const tl_topk_panel *panels, int npanels,
     const double H = top + npanels * panel_h + (npanels - 1) * gap + 52 + TL_GFX_FOOTER_PT;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
-    tl_text_style ts = tl_gfx_style(13);
-    ts.bold = 1;
-    tl_gfx_text(g, 16, 10, title, ts);
-    tl_text_style ss = tl_gfx_style(9);
-    tl_gfx_text(g, 16, 30, about, ss);
+    tl_gfx_heading(g, title, about);
     const tl_legend_entry le[] = {
         {"load the chunk", tl_gfx_rgb(0.75, 0.75, 0.75), TL_KEY_BOX, 0, 0},
         {"histogram pass (radix digit)", tl_gfx_palette(5), TL_KEY_BOX, 0, 0},
