@@ -80,8 +80,6 @@ static inline size_t tl_topk_block_smem(tl_topk_dtype d, long n, int split, int 
     while (kp < (size_t)k) kp <<= 1;
     return sorted && kp * 8 > bytes ? kp * 8 : bytes;
 }
-/* Radix passes of a dtype's keys (the most the kernel makes). */
-static inline int tl_topk_passes(tl_topk_dtype d) { return d == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16; }
 
 /* The points of a block's life the kernel's trace records (kernels/topk.h, tl_topk_gpu_trace), in
  * order, and the columns of `bench topk --trace` (one line a block: the points' times in

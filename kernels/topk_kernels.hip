@@ -419,7 +419,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     __shared__ unsigned long long ws64[NW];
     __shared__ BinPick pick;
     __shared__ uint32_t s_ticket, s_last;
-    __shared__ unsigned long long s_tr[TOPK_TRACE_POINTS];
+    __shared__ unsigned long long s_tr[TL_TOPK_TRACE_POINTS];
 #define TRACE_AT(i)                                                                                                    \
     do {                                                                                                               \
         if (trace && x == 0) s_tr[i] = tl_cycles();                                                                    \
@@ -429,9 +429,9 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     unsigned long long t_entry = 0;
     if (trace && x == 0) {
         t_entry = tl_gpu_clock();
-        for (int i = 0; i < TOPK_TRACE_POINTS; i++) s_tr[i] = 0;
+        for (int i = 0; i < TL_TOPK_TRACE_POINTS; i++) s_tr[i] = 0;
     }
-    TRACE_AT(TOPK_TRACE_ENTRY);
+    TRACE_AT(TL_TOPK_TRACE_ENTRY);
     if (split > 1) { /* a row's blocks wait for one another: they start in ticket order */
         if (x == 0) s_ticket = tl_atomic_inc_wrap_u32(ticket, tl_grid_x() - 1u); /* wraps to 0 after the last block */
         tl_block_sync();
@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     const ChunkPos l = chunk_pos<DT>(r, len);
     const uint32_t off = load_chunk<DT>(scores, r, l, cv, keys);
     tl_block_sync();
-    TRACE_AT(TOPK_TRACE_LOADED);
+    TRACE_AT(TL_TOPK_TRACE_LOADED);
     TopkSync *rs = sync + b;
     const int bins_row = DT == TL_TOPK_F32 ? TL_TOPK_BINS_32 : TL_TOPK_BINS_16;
     uint32_t *gh = hist + (size_t)b * (DT == TL_TOPK_F32 ? TL_TOPK_PASSES_32 : TL_TOPK_PASSES_16) * bins_row;
@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
             tl_block_sync();
             count_digits<DT>(keys, cv, off, mask, prefix, ps.shift, (uint32_t)nb - 1u, work);
             tl_block_sync();
-            TRACE_AT(TOPK_TRACE_HIST0 + 2 * p);
+            TRACE_AT(TL_TOPK_TRACE_HIST0 + 2 * p);
             const uint32_t *h = work;
             if (split > 1) {
                 uint32_t *g = gh + (size_t)p * bins_row;
@@ -485,7 +485,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
                 h = g;
             }
             const BinPick bp = pick_bin(h, split > 1, nb, rem, ws, &pick);
-            TRACE_AT(TOPK_TRACE_SELECT0 + 2 * p);
+            TRACE_AT(TL_TOPK_TRACE_SELECT0 + 2 * p);
             passes_run = p + 1;
             if (!bp.ok) {
                 bad = 1;
@@ -514,14 +514,14 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
                 lo = block_sum_u64(lo, ws64);
                 all = block_sum_u64(all, ws64);
             }
-            TRACE_AT(TOPK_TRACE_COUNTED);
+            TRACE_AT(TL_TOPK_TRACE_COUNTED);
             bad = (uint32_t)(all >> 32) != gt || (uint32_t)all < rem || rem < 1u;
             if (!bad && mine != 0)
                 place_chunk<DT>(keys, cv, l, mask, prefix, rem, (uint32_t)(lo >> 32), (uint32_t)lo, sorted, out_idx,
                                 out_rank, work, ws);
         }
     }
-    TRACE_AT(TOPK_TRACE_PLACED);
+    TRACE_AT(TL_TOPK_TRACE_PLACED);
     if (j == 0) {
         for (int i = c + x; i < k; i += NT) out_idx[i] = -1;
         if (x == 0) count[b] = bad ? -1 : c;
@@ -550,12 +550,12 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
             }
         }
     }
-    TRACE_AT(TOPK_TRACE_END);
+    TRACE_AT(TL_TOPK_TRACE_END);
     if (trace && x == 0) {
         unsigned long long *w = trace + (size_t)tk * TOPK_TRACE_WORDS;
         w[0] = t_entry;
         w[1] = (unsigned long long)tl_gpu_sm_id();
-        for (int i = 0; i < TOPK_TRACE_POINTS; i++) /* a point not reached (a pass not made): the one before */
+        for (int i = 0; i < TL_TOPK_TRACE_POINTS; i++) /* a point not reached (a pass not made): the one before */
             w[2 + i] = s_tr[i] ? s_tr[i] : (i ? w[1 + i] : 0);
     }
 #undef TRACE_AT

@@ -31,16 +31,7 @@ struct TopkBuffers {
     unsigned long long *trace; /* NULL, or [B x split][TOPK_TRACE_WORDS]: where each block's time went */
 };
 
-/* The points of a block's life its trace records: kernels/topk.h's TL_TOPK_TRACE_*. */
-#define TOPK_TRACE_ENTRY TL_TOPK_TRACE_ENTRY
-#define TOPK_TRACE_LOADED TL_TOPK_TRACE_LOADED
-#define TOPK_TRACE_HIST0 TL_TOPK_TRACE_HIST0
-#define TOPK_TRACE_SELECT0 TL_TOPK_TRACE_SELECT0
-#define TOPK_TRACE_COUNTED TL_TOPK_TRACE_COUNTED
-#define TOPK_TRACE_PLACED TL_TOPK_TRACE_PLACED
-#define TOPK_TRACE_END TL_TOPK_TRACE_END
-#define TOPK_TRACE_POINTS TL_TOPK_TRACE_POINTS
-#define TOPK_TRACE_WORDS 16 /* the entry's device clock, the SM, then the TOPK_TRACE_POINTS cycle counts */
+#define TOPK_TRACE_WORDS 16 /* the entry's device clock, the SM, then the TL_TOPK_TRACE_POINTS cycle counts */
 
 /* Words of one row's histograms. */
 static inline size_t tl_topk_hist_words(tl_topk_dtype d)
