@@ -5,7 +5,9 @@ Scores: float32 N(0, 1), rows of n, batch B, k; torch.topk(scores, k, dim=1, sor
 indices and values both produced (torch always returns both). Method (the seed's, as kernels/bench.h):
 a 256 MB buffer is written before every iteration (L2 flush), 20 warm-up and 200 timed
 iterations between CUDA events, the median; the topk call itself is a captured CUDA graph replayed
-each iteration (as the tilelab bench replays its own). Prints CSV on stdout:
+each iteration (as the tilelab bench replays its own). Causal prefill rows (--causal B:N:K,...):
+row b of B sees N - (B - 1 - b) positions; torch.topk runs over whole rows whose positions past
+that are -inf (the mask written before the timing, not timed). Prints CSV on stdout:
   name,batch,n,k,time_us,source
 """
 import argparse
@@ -35,6 +37,8 @@ def main():
     ap.add_argument("--n", default="4096,65536,262144,1048576,4194304")
     ap.add_argument("--batch", default="1,32")
     ap.add_argument("--k", default="512,2048")
+    ap.add_argument("--causal", default="4096:65536:2048,256:262144:2048",
+                    help="causal batches B:N:K, comma-separated ('' for none)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_topk: no CUDA device", file=sys.stderr)
@@ -46,26 +50,37 @@ def main():
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = f"measured on {name} {date} (torch {torch.__version__})"
     print("name,batch,n,k,time_us,source")
+
+    def one(x, b, n, k, label):
+        try:
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    torch.topk(x, k, dim=1, sorted=False)
+            torch.cuda.current_stream().wait_stream(s)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                torch.topk(x, k, dim=1, sorted=False)
+            us = time_graph(graph, flush)
+        except Exception as exc:  # report, keep going
+            print(f"torch_topk: B={b} n={n} k={k}{label}: {exc}", file=sys.stderr)
+            return
+        print(f"torch topk f32 B={b} n={n} k={k}{label},{b},{n},{k},{us:.2f},{source}")
+        sys.stdout.flush()
+
     for n in [int(v) for v in args.n.split(",")]:
         for b in [int(v) for v in args.batch.split(",")]:
             x = torch.randn(b, n, device=dev, dtype=torch.float32, generator=g)
             for k in [int(v) for v in args.k.split(",")]:
-                try:
-                    s = torch.cuda.Stream()
-                    s.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(s):
-                        for _ in range(3):
-                            torch.topk(x, k, dim=1, sorted=False)
-                    torch.cuda.current_stream().wait_stream(s)
-                    graph = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(graph):
-                        torch.topk(x, k, dim=1, sorted=False)
-                    us = time_graph(graph, flush)
-                except Exception as exc:  # report, keep going
-                    print(f"torch_topk: B={b} n={n} k={k}: {exc}", file=sys.stderr)
-                    continue
-                print(f"torch topk f32 B={b} n={n} k={k},{b},{n},{k},{us:.2f},{source}")
-                sys.stdout.flush()
+                one(x, b, n, k, "")
+    for spec in [v for v in args.causal.split(",") if v]:
+        b, n, k = (int(t) for t in spec.split(":"))
+        x = torch.randn(b, n, device=dev, dtype=torch.float32, generator=g)
+        lens = n - (b - 1 - torch.arange(b, device=dev))
+        x.masked_fill_(torch.arange(n, device=dev)[None, :] >= lens[:, None], float("-inf"))
+        one(x, b, n, k, " causal")
+        del x
     return 0
 
 

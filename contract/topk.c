@@ -19,6 +19,20 @@ int tl_topk_dtype_parse(const char *s, tl_topk_dtype *out)
 
 const char *tl_topk_dtype_name(tl_topk_dtype d) { return d < TL_TOPK_NDTYPES ? dtype_names[d] : "?"; }
 
+static const char *const path_names[TL_TOPK_NPATHS] = {"resident", "stream"};
+
+int tl_topk_path_parse(const char *s, tl_topk_path *out)
+{
+    for (int p = 0; p < TL_TOPK_NPATHS; p++)
+        if (s && strcmp(s, path_names[p]) == 0) {
+            *out = (tl_topk_path)p;
+            return TL_OK;
+        }
+    return tl_error(TL_EUSAGE, "--path", "unknown path '%s' (resident or stream)", s ? s : "");
+}
+
+const char *tl_topk_path_name(tl_topk_path p) { return p < TL_TOPK_NPATHS ? path_names[p] : "?"; }
+
 int tl_topk_shape_check(const tl_topk_shape *s)
 {
     if (s->batch < 1 || s->batch > TL_TOPK_MAX_BATCH)

@@ -81,6 +81,47 @@ static inline size_t tl_topk_block_smem(tl_topk_dtype d, long n, int split, int 
     return sorted && kp * 8 > bytes ? kp * 8 : bytes;
 }
 
+/* The kernel's two ways of running a batch (kernels/topk.h), and the plan the model picks
+ * (simulator/topk.h) or the user forces (--path, --split):
+ *   resident  each row over `split` blocks that all run at once, each holding its chunk's keys in
+ *             shared memory; the row's blocks meet at a barrier after every radix pass (the
+ *             fastest for a few long rows; the launcher refuses a split the GPU cannot hold at
+ *             once);
+ *   stream    each row over `split` blocks that never wait for one another: a block streams its
+ *             chunk once through a candidate buffer of tl_topk_stream_cap(k) ranks in shared
+ *             memory (a rank enters when it beats the buffer's threshold; a full buffer is cut
+ *             to its best k, which raises the threshold), leaving its chunk's best k; with split
+ *             > 1 the row's last block to finish merges the split x k ranks the same way. Any
+ *             number of blocks, in waves: batches and causal prefill rows. */
+typedef enum { TL_TOPK_RESIDENT, TL_TOPK_STREAM, TL_TOPK_NPATHS } tl_topk_path;
+#define TL_TOPK_STREAM_VECS 4 /* the stream path's 16-byte loads in flight a thread */
+typedef struct {
+    tl_topk_path path;
+    int split; /* blocks per row, 1..TL_TOPK_MAX_SPLIT */
+} tl_topk_plan;
+/* "resident" | "stream"; TL_EUSAGE otherwise. */
+int tl_topk_path_parse(const char *s, tl_topk_path *out);
+const char *tl_topk_path_name(tl_topk_path p);
+/* The stream path's candidate buffer: ranks a block holds, at least twice the power of two k
+ * rounds up to (so a cut keeps at most half); 4 x that up to 8192 ranks. */
+TL_KEY_FN int tl_topk_stream_cap(int k) /* host and device, as numerics/keys.h's */
+{
+    int kp = 1;
+    while (kp < k) kp <<= 1;
+    int c = 4 * kp;
+    if (c > 8192) c = 8192;
+    if (c < 2 * kp) c = 2 * kp;
+    return c < 4096 ? 4096 : c;
+}
+/* The stream path's shared memory a block: the buffer, the cut's destination (k rounded up to a
+ * power of two) and a histogram of TL_TOPK_BINS_32 words. */
+static inline size_t tl_topk_stream_smem(int k)
+{
+    size_t kp = 1;
+    while (kp < (size_t)k) kp <<= 1;
+    return (size_t)tl_topk_stream_cap(k) * 8 + kp * 8 + 4 * TL_TOPK_BINS_32;
+}
+
 /* The points of a block's life the kernel's trace records (kernels/topk.h, tl_topk_gpu_trace), in
  * order, and the columns of `bench topk --trace` (one line a block: the points' times in
  * microseconds from the run's start, then the run's end), which the pictures read back. */

@@ -4,8 +4,22 @@
  * kernels/topk.hip (the launcher) and kernels/topk_kernels.hip (the kernels), which exist only in
  * GPU builds.
  *
- * What runs: one kernel, topk_rows, B x split blocks of TL_TOPK_THREADS threads, all rows of the
- * batch in one launch, no host synchronization (contract/topk.h gives the geometry):
+ * What runs: one launch of one of two kernels, B x split blocks of TL_TOPK_THREADS threads, all
+ * rows of the batch, no host synchronization (contract/topk.h gives the geometry and the plan).
+ *
+ * topk_stream (the stream path): block b split + j streams chunk j of row b once, U 16-byte loads
+ * in flight a thread, and offers each position's rank (key << 32 | ~index: distinct, larger
+ * better) to a candidate buffer in shared memory: a rank above the buffer's threshold enters (one
+ * shared atomic a wave); when the buffer overflows, it is cut to its best k by a radix select over
+ * the 64-bit ranks (11/11/10 bits a half, ending when the k-th's bin is taken whole) and the
+ * threshold rises to the cut's prefix; what did not get in is offered again. The chunk's best k
+ * are exact: a rank cut or refused has k better ones in the chunk. split 1: the block sorts them
+ * (by rank, or by index for the set) and writes the row; split > 1: they go to the row's merge
+ * area, and the row's last block to finish (an acq_rel counter) offers the split x k ranks to its
+ * buffer the same way, then writes the row. Cost: one read of the scores; a cut per (cap - k)
+ * ranks that enter (random scores: the first cap, then about k ln(n / cap)); the sort.
+ *
+ * topk_rows (the resident path):
  *   - a block takes a ticket (the order blocks start in), which names its row b and chunk j, and
  *     loads its chunk (16-byte loads, TL_TOPK_VECS in flight a thread) into registers as keys; the
  *     scores are read from memory once;
@@ -53,15 +67,16 @@ int tl_topk_gpu_open(const tl_topk_shape *s, tl_topk_gpu **g);
 int tl_topk_gpu_upload(tl_topk_gpu *g, const void *scores);
 /* Writes 0x7FFFFFFF into idx and count, so that anything the kernels fail to write shows. */
 int tl_topk_gpu_poison(tl_topk_gpu *g);
-/* Runs the selection with each row split over `split` blocks, then synchronizes. split: from
- * tl_topk_min_split(dtype, n) (a block's chunk fits its registers) to the blocks the device holds
- * at once (at most TL_TOPK_MAX_SPLIT); the model chooses it; TL_EUSAGE outside. */
-int tl_topk_gpu_run(tl_topk_gpu *g, int split);
+/* Runs the selection by `plan` (contract/topk.h), then synchronizes. Resident: split from the
+ * fewest blocks whose chunks fit their shared memory to the blocks the device holds at once;
+ * stream: 1..TL_TOPK_MAX_SPLIT (its merge area, B x split x k ranks, is allocated on first use).
+ * The model chooses it; TL_EUSAGE outside. */
+int tl_topk_gpu_run(tl_topk_gpu *g, const tl_topk_plan *plan);
 /* Reads back idx [B][k] and count [B]. */
 int tl_topk_gpu_read(tl_topk_gpu *g, int32_t *idx, int32_t *count);
 /* Times one run with kernels/bench.h's method (flush, warm-up, median; graph replay). */
-int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r);
-/* Where the time of one run goes, block by block: one run with `split` as the bench times it
+int tl_topk_gpu_time(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *o, tl_bench_result *r);
+/* Where the time of one run goes, block by block (the resident path only): one run by plan as the bench times it
  * (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; a direct launch, no
  * graph), every block recording the moments it reached the points below. t_us: microseconds from
  * the end of the busy-wait (the moment the run could start); a block's entry is placed by the
@@ -74,8 +89,8 @@ typedef struct {
     int passes;                       /* radix passes the row made */
     double t_us[TL_TOPK_TRACE_POINTS];
 } tl_topk_trace_block;
-int tl_topk_gpu_trace(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks, int *n_blocks,
-                      double *end_us);
+int tl_topk_gpu_trace(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *opts, tl_topk_trace_block **blocks,
+                      int *n_blocks, double *end_us);
 void tl_topk_gpu_close(tl_topk_gpu *g);
 
 /* The launcher above as a table of functions (the op row is built without GPU code):
@@ -84,11 +99,11 @@ typedef struct {
     int (*open)(const tl_topk_shape *s, tl_topk_gpu **g);
     int (*upload)(tl_topk_gpu *g, const void *scores);
     int (*poison)(tl_topk_gpu *g);
-    int (*run)(tl_topk_gpu *g, int split);
+    int (*run)(tl_topk_gpu *g, const tl_topk_plan *plan);
     int (*read)(tl_topk_gpu *g, int32_t *idx, int32_t *count);
-    int (*time)(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r);
-    int (*trace)(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks, int *n_blocks,
-                 double *end_us);
+    int (*time)(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *o, tl_bench_result *r);
+    int (*trace)(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *opts, tl_topk_trace_block **blocks,
+                 int *n_blocks, double *end_us);
     void (*close)(tl_topk_gpu *g);
 } tl_topk_gpu_api;
 extern const tl_topk_gpu_api *const tl_topk_gpu_kernels; /* NULL without a GPU (kernels/absent.c) */

@@ -25,6 +25,8 @@ struct tl_topk_gpu {
     uint32_t *hist;
     uint2 *chunk;       /* [B][TL_TOPK_MAX_SPLIT] */
     uint64_t *cand;
+    uint64_t *merge;    /* the stream path's [B][split][k], allocated for the largest split run */
+    size_t merge_bytes;
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -44,7 +46,7 @@ static int gpu_alloc(void **p, size_t bytes, const char *what)
 extern "C" void tl_topk_gpu_close(tl_topk_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->scores, g->lens, g->idx, g->count, g->ticket, g->sync, g->hist, g->chunk, g->cand};
+    void *ptrs[] = {g->scores, g->lens, g->idx, g->count, g->ticket, g->sync, g->hist, g->chunk, g->cand, g->merge};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) (void)hipFree(ptrs[i]);
     free(g->lens_host);
@@ -117,13 +119,30 @@ extern "C" int tl_topk_gpu_poison(tl_topk_gpu *g)
     return rc;
 }
 
-/* A split the kernel can run: a block's chunk fits its shared memory, and a row's blocks fit the
- * device at once (they wait for one another). */
-static int check_split(const tl_topk_gpu *g, int split)
+/* The stream path's merge area for `split` (grown, never shrunk): B x split x k ranks. */
+static int stream_merge_area(tl_topk_gpu *g, int split)
+{
+    const size_t bytes = split > 1 ? (size_t)g->s.batch * (size_t)split * (size_t)g->s.k * sizeof(uint64_t) : 0;
+    if (bytes <= g->merge_bytes) return 0;
+    if (g->merge) (void)hipFree(g->merge);
+    g->merge = NULL;
+    g->merge_bytes = 0;
+    int rc = GALLOC(g->merge, bytes, "the stream path's merge area");
+    if (!rc) g->merge_bytes = bytes;
+    return rc;
+}
+
+/* A plan the kernel can run: resident, a block's chunk fits its shared memory and a row's blocks
+ * fit the device at once (they wait for one another); stream, any split (its merge area is
+ * allocated here). */
+static int check_plan(tl_topk_gpu *g, const tl_topk_plan *plan)
 {
     int resident = 0;
+    const int split = plan->split;
     if (split < 1 || split > TL_TOPK_MAX_SPLIT)
         return tl_error(TL_EUSAGE, "--split", "%d outside [1, %d]", split, TL_TOPK_MAX_SPLIT);
+    if (plan->path == TL_TOPK_STREAM) return stream_merge_area(g, split);
+    if (plan->path != TL_TOPK_RESIDENT) return tl_error(TL_EUSAGE, "--path", "unknown path");
     int rc = tl_topk_resident_blocks(&g->s, split, &resident);
     if (rc) return rc;
     if (resident == 0)
@@ -136,7 +155,7 @@ static int check_split(const tl_topk_gpu *g, int split)
     return 0;
 }
 
-static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
+static int enqueue(tl_topk_gpu *g, const tl_topk_plan *plan, hipStream_t st)
 {
     TopkBuffers f;
     f.scores = g->scores;
@@ -148,14 +167,15 @@ static int enqueue(tl_topk_gpu *g, int split, hipStream_t st)
     f.hist = g->hist;
     f.chunk = g->chunk;
     f.cand = g->cand;
+    f.merge = g->merge;
     f.trace = g->trace;
-    return tl_topk_launch(&g->s, f, split, st);
+    return tl_topk_launch(&g->s, f, *plan, st);
 }
 
-extern "C" int tl_topk_gpu_run(tl_topk_gpu *g, int split)
+extern "C" int tl_topk_gpu_run(tl_topk_gpu *g, const tl_topk_plan *plan)
 {
-    int rc = check_split(g, split);
-    if (!rc) rc = enqueue(g, split, 0);
+    int rc = check_plan(g, plan);
+    if (!rc) rc = enqueue(g, plan, 0);
     if (rc) return rc;
     TL_GPU_CHECK(hipDeviceSynchronize());
     return 0;
@@ -171,29 +191,32 @@ extern "C" int tl_topk_gpu_read(tl_topk_gpu *g, int32_t *idx, int32_t *count)
 
 struct time_ctx {
     tl_topk_gpu *g;
-    int split;
+    const tl_topk_plan *plan;
 };
 static int time_fn(void *ctx, void *stream)
 {
     time_ctx *c = (time_ctx *)ctx;
-    return enqueue(c->g, c->split, (hipStream_t)stream);
+    return enqueue(c->g, c->plan, (hipStream_t)stream);
 }
 
-extern "C" int tl_topk_gpu_time(tl_topk_gpu *g, int split, const tl_bench_opts *o, tl_bench_result *r)
+extern "C" int tl_topk_gpu_time(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *o, tl_bench_result *r)
 {
-    int rc = check_split(g, split);
+    int rc = check_plan(g, plan);
     if (rc) return rc;
-    time_ctx c = {g, split};
+    time_ctx c = {g, plan};
     return tl_bench_run(o, time_fn, &c, r);
 }
 
-extern "C" int tl_topk_gpu_trace(tl_topk_gpu *g, int split, const tl_bench_opts *opts, tl_topk_trace_block **blocks,
-                                 int *n_blocks, double *end_us)
+extern "C" int tl_topk_gpu_trace(tl_topk_gpu *g, const tl_topk_plan *plan, const tl_bench_opts *opts,
+                                 tl_topk_trace_block **blocks, int *n_blocks, double *end_us)
 {
     *blocks = NULL;
     *n_blocks = 0;
     *end_us = 0.0;
-    int rc = check_split(g, split);
+    if (plan->path != TL_TOPK_RESIDENT)
+        return tl_error(TL_EUSAGE, "--trace", "records the resident path's blocks only (this plan streams)");
+    const int split = plan->split;
+    int rc = check_plan(g, plan);
     if (rc) return rc;
     const long long grid = (long long)g->s.batch * split;
     const size_t words = 2 + (size_t)TOPK_TRACE_WORDS * (size_t)grid; /* t0, t1, then the blocks' */
@@ -206,7 +229,7 @@ extern "C" int tl_topk_gpu_trace(tl_topk_gpu *g, int split, const tl_bench_opts 
     const double cycles_per_us = khz / 1e3;
     unsigned long long *dev = NULL, *host = (unsigned long long *)malloc(words * sizeof *host);
     tl_topk_trace_block *b = (tl_topk_trace_block *)calloc((size_t)grid, sizeof *b);
-    time_ctx c = {g, split};
+    time_ctx c = {g, plan};
     if (!host || !b) {
         rc = tl_error(TL_EFAIL, "topk gpu", "out of memory");
         goto done;

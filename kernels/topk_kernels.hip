@@ -561,6 +561,225 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
 #undef TRACE_AT
 }
 
+/* ---- the stream path ---- */
+#define SU TL_TOPK_STREAM_VECS
+/* A block's candidate buffer (shared memory): ranks cand[0, n) (n may pass cap while a tile
+ * overflows it: the ranks past cap were not stored), every one of them above tau; keep: the
+ * destination of a cut (kp ranks). */
+struct StreamBuf {
+    unsigned long long *cand, *keep;
+    uint32_t *hist;
+    int cap, k;
+};
+struct StreamShared {
+    uint32_t n, kept, bad;
+    unsigned long long tau;
+    uint32_t ws[NW + 1];
+    BinPick pick;
+};
+
+/* Appends rank r (when take) to buf[*counter ...]: one atomic a wave. Every lane of the wave calls
+ * it. Returns the slot, or ~0u when not take. */
+static __device__ __forceinline__ uint32_t wave_append(bool take, uint32_t *counter)
+{
+    const unsigned long long m = (unsigned long long)tl_ballot(take);
+    if (!m) return ~0u;
+    const unsigned long long below = (1ull << tl_lane()) - 1ull;
+    uint32_t base = 0u;
+    if (tl_lane() == 0) base = atomicAdd(counter, (uint32_t)tl_popc(m));
+    base = tl_shfl(base, 0);
+    return take ? base + (uint32_t)tl_popc(m & below) : ~0u;
+}
+
+/* Cuts the buffer's min(n, cap) ranks to their best k (exactly k: ranks are distinct): a radix
+ * select over the 64-bit ranks, 11/11/10 bits a half, most significant first, ending when the
+ * bin holding the k-th is taken whole; the ranks at or above the resolved prefix move to keep
+ * and back. Afterwards n = k and tau = the prefix (at or below every kept rank, above every rank
+ * cut). Every thread calls it. Cost: per pass a cleared histogram, one shared atomic a rank and a
+ * scan; then two copies of k ranks. */
+static __device__ void stream_cut(const StreamBuf &b, StreamShared *sh)
+{
+    const int x = tl_thread_x();
+    const int m = sh->n < (uint32_t)b.cap ? (int)sh->n : b.cap;
+    unsigned long long prefix = 0ull, mask = 0ull;
+    uint32_t rem = (uint32_t)b.k;
+#pragma unroll 1
+    for (int p = 0; p < 6; p++) {
+        const int bits = p % 3 == 2 ? 10 : 11;
+        const int shift = p < 3 ? 53 - 11 * p + (p == 2) : 21 - 11 * (p - 3) + (p == 5); /* 53 42 32 21 10 0 */
+        const int nb = 1 << bits;
+        for (int d = x; d < nb; d += NT) b.hist[d] = 0u;
+        tl_block_sync();
+        for (int i = x; i < m; i += NT) {
+            const unsigned long long r = b.cand[i];
+            if ((r & mask) == prefix) atomicAdd(&b.hist[(uint32_t)(r >> shift) & (uint32_t)(nb - 1)], 1u);
+        }
+        tl_block_sync();
+        const BinPick bp = pick_bin(b.hist, false, nb, rem, sh->ws, &sh->pick);
+        if (!bp.ok) {
+            if (x == 0) sh->bad = 1u;
+            break;
+        }
+        prefix |= (unsigned long long)bp.d << shift;
+        mask |= (unsigned long long)(nb - 1) << shift;
+        rem -= bp.above;
+        if (bp.cnt == rem) break;
+    }
+    if (x == 0) sh->kept = 0u;
+    tl_block_sync();
+    for (int i0 = 0; i0 < m; i0 += NT) { /* wave-uniform trip count: wave_append needs every lane */
+        const int i = i0 + x;
+        const unsigned long long r = i < m ? b.cand[i] : 0ull;
+        const bool take = i < m && (r & mask) >= prefix;
+        const uint32_t slot = wave_append(take, &sh->kept);
+        if (take) b.keep[slot] = r;
+    }
+    tl_block_sync();
+    const uint32_t kept = sh->kept;
+    for (uint32_t i = (uint32_t)x; i < kept; i += NT) b.cand[i] = b.keep[i];
+    tl_block_sync();
+    if (x == 0) {
+        if (kept != (uint32_t)b.k) sh->bad = 1u;
+        sh->n = kept;
+        sh->tau = prefix;
+    }
+    tl_block_sync();
+}
+
+/* Offers M ranks a thread (rank(e) for e < M; 0 is none) to the buffer: those above tau enter;
+ * when the buffer overflows, it is cut (stream_cut) and the ranks that did not get in are offered
+ * again against the raised threshold. Every thread calls it with the same M. */
+template <int M, class RankFn>
+static __device__ __forceinline__ void stream_offer(const StreamBuf &b, StreamShared *sh, RankFn rank)
+{
+    static_assert(M <= 64, "one bit a rank");
+    unsigned long long tau = sh->tau, pend = 0ull;
+#pragma unroll
+    for (int e = 0; e < M; e++) pend |= (unsigned long long)(rank(e) > tau) << e;
+    for (;;) {
+#pragma unroll
+        for (int e = 0; e < M; e++) {
+            const bool take = (pend >> e) & 1ull;
+            const uint32_t slot = wave_append(take, &sh->n);
+            if (take && slot < (uint32_t)b.cap) {
+                b.cand[slot] = rank(e);
+                pend &= ~(1ull << e);
+            }
+        }
+        tl_block_sync();
+        const uint32_t n = sh->n;
+        tl_block_sync(); /* every thread has read n before the next appends or the cut change it */
+        if (n <= (uint32_t)b.cap) break;
+        stream_cut(b, sh);
+        tau = sh->tau;
+#pragma unroll
+        for (int e = 0; e < M; e++)
+            if (((pend >> e) & 1ull) && !(rank(e) > tau)) pend &= ~(1ull << e);
+    }
+}
+
+/* The buffer's ranks cut to at most k, then written out: sorted, the indices by rank descending;
+ * else by index ascending (the low words sorted descending). o: the row's k indices, -1 past c;
+ * *count: c, or -1 when the buffer does not hold exactly c ranks (a kernel bug). */
+static __device__ void stream_finish(const StreamBuf &b, StreamShared *sh, int c, int sorted, int32_t *o, int32_t *count)
+{
+    const int x = tl_thread_x();
+    if (sh->n > (uint32_t)b.k) stream_cut(b, sh);
+    const int have = (int)sh->n;
+    int kp = 1;
+    while (kp < have) kp <<= 1;
+    for (int i = x; i < kp; i += NT) {
+        const unsigned long long r = i < have ? b.cand[i] : 0ull;
+        b.cand[i] = sorted ? r : (r & 0xFFFFFFFFull);
+    }
+    tl_block_sync();
+    if (have > 0) sort_ranks_out(b.cand, kp, have < c ? have : c, o);
+    for (int i = c + x; i < b.k; i += NT) o[i] = -1;
+    if (x == 0) *count = have == c && !sh->bad ? c : -1;
+}
+
+/* B x split blocks, block t = b split + j taking chunk j of row b (the resident path's chunks);
+ * cand: [B][split][k] ranks, each block's best k (0 past its count), read by the row's last
+ * block when split > 1; sync[b].done counts the row's finished blocks (left zero). Dynamic shared
+ * memory: tl_topk_stream_smem(k). What it does: contract/topk.h's TL_TOPK_STREAM. */
+template <int DT>
+__global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
+    topk_stream(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int sorted, int split,
+                TopkSync *sync, unsigned long long *cand, int32_t *idx, int32_t *count)
+{
+    extern __shared__ unsigned long long smem_u64[];
+    __shared__ StreamShared sh;
+    __shared__ uint32_t s_last;
+    const int x = tl_thread_x(), E = Lanes<DT>::E;
+    StreamBuf buf;
+    buf.k = k;
+    buf.cap = tl_topk_stream_cap(k);
+    int kp = 1;
+    while (kp < k) kp <<= 1;
+    buf.cand = smem_u64;
+    buf.keep = smem_u64 + buf.cap;
+    buf.hist = (uint32_t *)(smem_u64 + buf.cap + kp);
+    const uint32_t t = tl_block_x();
+    const int b = (int)(t / (uint32_t)split), j = (int)(t % (uint32_t)split);
+    const long lrow = lens ? (long)lens[b] : causal ? n - (long)(tl_grid_x() / (uint32_t)split - 1u - (uint32_t)b) : n;
+    const int len = lrow > 0 ? (int)lrow : 0, c = len < k ? len : k;
+    if (x == 0) {
+        sh.n = 0u;
+        sh.bad = 0u;
+        sh.tau = 0ull; /* every rank is above 0: its low word is ~index >= 2^31 */
+    }
+    tl_block_sync();
+    const ChunkRange r = chunk_of<DT>(b, j, split, n, len);
+    const ChunkPos l = chunk_pos<DT>(r, len);
+    const long long nv = r.hi - r.lo;
+    for (long long t0 = 0; t0 < nv; t0 += SU * NT) {
+        uint4 v[SU];
+#pragma unroll
+        for (int u = 0; u < SU; u++) {
+            const long long i = t0 + u * NT + x;
+            v[u] = i < nv ? tl_load_once(scores + r.lo + i) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < SU; u++) to_keys<DT>(v[u]);
+        stream_offer<SU * Lanes<DT>::E>(buf, &sh, [&](int e) -> unsigned long long {
+            const int u = e / E, q = e % E;
+            const long long i = t0 + u * NT + x;
+            const int pos = l.c0 + (int)i * E + q;
+            return i < nv && l.valid(pos) ? rank_of(key_at<DT>(v[u], q), pos) : 0ull;
+        });
+    }
+    int32_t *out = idx + (size_t)b * k;
+    if (split == 1) {
+        stream_finish(buf, &sh, c, sorted, out, count + b);
+        return;
+    }
+    /* this chunk's best k to the row's merge area, then the row's last block merges them */
+    if (sh.n > (uint32_t)k) stream_cut(buf, &sh);
+    unsigned long long *mine = cand + ((size_t)b * split + j) * k;
+    const int have = (int)sh.n;
+    for (int i = x; i < k; i += NT) mine[i] = i < have ? buf.cand[i] : 0ull;
+    tl_block_sync();
+    if (x == 0) s_last = tl_atomic_add_acq_rel_u32(&sync[b].done, 1u) == (uint32_t)split - 1u;
+    tl_block_sync();
+    if (!s_last) return;
+    const uint32_t bad = sh.bad;
+    if (x == 0) {
+        sh.n = 0u;
+        sh.bad = bad;
+        sh.tau = 0ull;
+        sync[b].done = 0u;
+    }
+    tl_block_sync();
+    const unsigned long long *row = cand + (size_t)b * split * k;
+    const long long all = (long long)split * k;
+    for (long long t0 = 0; t0 < all; t0 += 8 * NT)
+        stream_offer<8>(buf, &sh, [&](int e) -> unsigned long long {
+            const long long i = t0 + (long long)e * NT + x;
+            return i < all ? tl_load_relaxed_u64((const uint64_t *)row + i) : 0ull;
+        });
+    stream_finish(buf, &sh, c, sorted, out, count + b);
+}
+
 /* ---- the launch wrapper ---- */
 template <int DT>
 static int resident_dt(const tl_topk_shape *s, int split, int *blocks)
@@ -591,9 +810,19 @@ int tl_topk_resident_blocks(const tl_topk_shape *s, int split, int *blocks)
 }
 
 template <int DT>
-static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, int split, hipStream_t st)
+static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, const tl_topk_plan &plan, hipStream_t st)
 {
+    const int split = plan.split;
     const unsigned blocks = (unsigned)s->batch * (unsigned)split;
+    if (plan.path == TL_TOPK_STREAM) {
+        const size_t smem = tl_topk_stream_smem(s->k);
+        TL_GPU_CHECK(hipFuncSetAttribute((const void *)topk_stream<DT>, hipFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+        topk_stream<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted,
+                                                  split, f.sync, (unsigned long long *)f.merge, f.idx, f.count);
+        TL_GPU_CHECK_LAUNCH("topk_stream");
+        return 0;
+    }
     const int cv = (int)tl_topk_chunk_vecs(s->dtype, s->n, split);
     const size_t smem = tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
     topk_rows<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted, split,
@@ -603,12 +832,12 @@ static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, int split, hi
     return 0;
 }
 
-int tl_topk_launch(const tl_topk_shape *s, const TopkBuffers &f, int split, hipStream_t st)
+int tl_topk_launch(const tl_topk_shape *s, const TopkBuffers &f, const tl_topk_plan &plan, hipStream_t st)
 {
     switch (s->dtype) {
-    case TL_TOPK_F32: return launch_dt<TL_TOPK_F32>(s, f, split, st);
-    case TL_TOPK_BF16: return launch_dt<TL_TOPK_BF16>(s, f, split, st);
-    case TL_TOPK_F16: return launch_dt<TL_TOPK_F16>(s, f, split, st);
+    case TL_TOPK_F32: return launch_dt<TL_TOPK_F32>(s, f, plan, st);
+    case TL_TOPK_BF16: return launch_dt<TL_TOPK_BF16>(s, f, plan, st);
+    case TL_TOPK_F16: return launch_dt<TL_TOPK_F16>(s, f, plan, st);
     default: return tl_error(TL_EUSAGE, "topk gpu", "unknown score type");
     }
 }

@@ -28,6 +28,7 @@ struct TopkBuffers {
     uint32_t *hist;      /* [B][passes][bins]: the rows' histograms, zero between launches */
     uint2 *chunk;        /* [B][split]: each block's (keys above the threshold, keys equal to it) */
     uint64_t *cand;      /* [B][k]: the selected (key, index) ranks, for the sorted output */
+    uint64_t *merge;     /* the stream path with split > 1: [B][split][k], each block's best k */
     unsigned long long *trace; /* NULL, or [B x split][TOPK_TRACE_WORDS]: where each block's time went */
 };
 
@@ -44,9 +45,9 @@ static inline size_t tl_topk_hist_words(tl_topk_dtype d)
  * chunk does not fit its shared memory. TL_EFAIL on a GPU error. */
 int tl_topk_resident_blocks(const tl_topk_shape *s, int split, int *blocks);
 
-/* Enqueues one selection of shape s (its lens are not read: buf.lens are) with each row split over
- * `split` blocks (one tl_topk_resident_blocks accepts) on stream st; returns 0 or a recorded
- * TL_EFAIL (a launch's error). Never synchronizes. */
-int tl_topk_launch(const tl_topk_shape *s, const TopkBuffers &buf, int split, hipStream_t st);
+/* Enqueues one selection of shape s (its lens are not read: buf.lens are) by `plan` (a resident
+ * split tl_topk_resident_blocks accepts; buf.merge large enough for a stream split) on stream st;
+ * returns 0 or a recorded TL_EFAIL (a launch's error). Never synchronizes. */
+int tl_topk_launch(const tl_topk_shape *s, const TopkBuffers &buf, const tl_topk_plan &plan, hipStream_t st);
 
 #endif

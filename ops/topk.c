@@ -20,6 +20,7 @@ typedef struct {
     long n[TOPK_MAX_LIST], batch[TOPK_MAX_LIST], k[TOPK_MAX_LIST];
     int nn, nb, nk;
     int causal, sorted, split;
+    int path;                /* tl_topk_path, or -1: the model's (with split 0, the model picks both) */
     tl_topk_dtype dtype;
     tl_topk_dist dist;
     uint64_t seed;
@@ -47,6 +48,10 @@ static const tl_op_target topk_targets[] = {
     {NULL, NULL, NULL},
 };
 
+#define TOPK_PLAN_USAGE                                                                                 \
+    "  --path resident|stream  the kernel's path (default: the model's; contract/topk.h says both)\n" \
+    "  --split S      blocks per row (default 0: the model's choice)\n"
+
 #define TOPK_COMMON_USAGE                                                                              \
     "  --n LIST       positions a row holds (1 to 4M; default 4096,65536,262144,1048576)\n"          \
     "  --batch LIST   rows (default 1,32)          --k LIST  how many to keep (1..4096; default 512,2048)\n" \
@@ -59,12 +64,12 @@ static const tl_op_target topk_targets[] = {
 static const char topk_check_usage[] =
     "usage: tilelab check topk [--n LIST] [--batch LIST] [--k LIST] [--causal] [--sorted] [--dtype D]\n"
     "                          [--dist normal|ties|few-distinct|nan|inf|sorted|reversed] [--seed S]\n"
-    "                          [--split S] [--input scores=FILE.npy [--input lens=FILE.npy]]\n"
+    "                          [--path P] [--split S] [--input scores=FILE.npy [--input lens=FILE.npy]]\n"
     "                          [--format table|csv|json]\n"
     "The GPU kernel against the CPU reference: the index sets (and their order under --sorted) and\n"
     "the counts must be equal exactly, two runs identical, outputs poisoned first. Without a GPU: the\n"
     "reference against a full sort, and the cases too long for it are named.\n" TOPK_COMMON_USAGE
-    "  --split S      blocks per row (default 0: the model's choice)\n";
+    TOPK_PLAN_USAGE;
 
 static const char topk_run_usage[] =
     "usage: tilelab run topk --input scores=FILE.npy [--input lens=FILE.npy] --output idx=FILE.npy\n"
@@ -72,7 +77,7 @@ static const char topk_run_usage[] =
     "Top-k of your own scores: idx [batch][k] int32 and count [batch] int32.\n";
 
 static const char topk_bench_usage[] =
-    "usage: tilelab bench topk [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D] [--split S]\n"
+    "usage: tilelab bench topk [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D] [--path P] [--split S]\n"
     "                          [--hw PRESET] [--trace FILE.csv] [--format table|csv|json]\n"
     "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median, graph replay)\n"
     "beside floor_us, a plain read of the valid scores timed the same way, and the model's prediction\n"
@@ -80,14 +85,16 @@ static const char topk_bench_usage[] =
     "--trace FILE.csv also runs each case once more (direct launch, after the same flush), every\n"
     "block recording when it started (device clock) and, by its SM's cycle counter, when it had\n"
     "loaded its chunk, passed each radix pass's histogram and barrier, exchanged its counts, placed\n"
-    "its keys and ended; `tilelab draw topk-split --trace FILE.csv` draws it.\n" TOPK_COMMON_USAGE;
+    "its keys and ended (the resident path only); `tilelab draw topk-split --trace FILE.csv` draws it.\n"
+    TOPK_COMMON_USAGE TOPK_PLAN_USAGE;
 
 static const char topk_sim_usage[] =
     "usage: tilelab sim topk [--hw mi355x] [--n LIST] [--batch LIST] [--k LIST] [--causal] [--dtype D]\n"
-    "                        [--split S] [--format table|csv|json]\n"
-    "The model of the kernel (simulator/topk.h): the split it picks (or --split), radix passes,\n"
-    "blocks and waves, a block's shared memory, a block's life (load, one pass, barriers and\n"
-    "dependent loads, sort), time and limiter.\n" TOPK_COMMON_USAGE;
+    "                        [--path P] [--split S] [--format table|csv|json]\n"
+    "The model of the kernel (simulator/topk.h): the path and split it picks (or --path, --split),\n"
+    "radix passes (resident) or its buffer's cuts (stream), blocks and waves, a block's shared\n"
+    "memory, a block's life (load, one pass, barriers and dependent loads, sort), time and limiter.\n"
+    TOPK_COMMON_USAGE TOPK_PLAN_USAGE;
 
 static void topk_free_case(topk_problem *p)
 {
@@ -114,12 +121,18 @@ static void topk_free(void *vp)
 }
 
 /* One traced run of the current case at `split`, its blocks appended to the trace file. */
-static int topk_trace_case(topk_problem *p, int split, const tl_bench_opts *o, const char *source)
+static int topk_trace_case(topk_problem *p, const tl_topk_plan *plan, const tl_bench_opts *o, const char *source)
 {
     tl_topk_trace_block *b = NULL;
     int n = 0;
     double end_us = 0;
-    int rc = tl_topk_gpu_kernels->trace(p->g, split, o, &b, &n, &end_us);
+    const int split = plan->split;
+    if (plan->path != TL_TOPK_RESIDENT) {
+        fprintf(stderr, "bench topk: B=%d n=%ld k=%d runs the stream path, which --trace does not record (the resident "
+                "path's: --path resident --split S)\n", p->shape.batch, p->shape.n, p->shape.k);
+        return 0;
+    }
+    int rc = tl_topk_gpu_kernels->trace(p->g, plan, o, &b, &n, &end_us);
     if (rc) return rc;
     for (int i = 0; i < n; i++) {
         fprintf(p->trace.f, "%s,%d,%ld,%d,%d,%d,%d,%d,%d", tl_topk_dtype_name(p->shape.dtype), p->shape.batch,
@@ -149,12 +162,12 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *n_s = mode == TL_OP_RUN ? "1" : "4096,65536,262144,1048576", *b_s = mode == TL_OP_RUN ? "1" : "1,32",
                *k_s = "512,2048", *dtype_s = NULL, *dist_s = NULL, *seed_s = NULL, *split_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *trace_s = NULL;
+               *path_s = NULL, *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *trace_s = NULL;
     int causal = 0, sorted = 0;
     tl_opt opts[] = {TL_OPT_V("--n", &n_s),         TL_OPT_V("--batch", &b_s),     TL_OPT_V("--k", &k_s),
                      TL_OPT_F("--causal", &causal, 1), TL_OPT_F("--sorted", &sorted, 1), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--dist", &dist_s),   TL_OPT_V("--seed", &seed_s),   TL_OPT_V("--split", &split_s),
-                     TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--trace", &trace_s), TL_OPT_END};
+                     TL_OPT_V("--path", &path_s),   TL_OPT_V("--hw", &hw_s),       TL_OPT_V("--trace", &trace_s), TL_OPT_END};
     static const char *const cmds[] = {"check topk", "bench topk", "sim topk", "run topk"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = tl_parse_long_list(n_s, 1, TL_TOPK_MAX_N, "--n", p->n, TOPK_MAX_LIST, &p->nn);
@@ -164,6 +177,11 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc && dist_s) rc = tl_topk_dist_parse(dist_s, &p->dist);
     if (!rc && seed_s) rc = tl_ops_parse_seed(seed_s, &p->seed);
     if (!rc && split_s) rc = tl_parse_int(split_s, 0, TL_TOPK_MAX_SPLIT, "--split", &p->split);
+    p->path = -1;
+    tl_topk_path path;
+    if (!rc && path_s && !(rc = tl_topk_path_parse(path_s, &path))) p->path = (int)path;
+    if (!rc && p->split && p->path < 0) p->path = TL_TOPK_RESIDENT; /* --split alone: the resident path's */
+    if (!rc && path_s && !p->split) rc = tl_error(TL_EUSAGE, "--path", "needs --split too (or neither: the model picks both)");
     if (!rc && (p->nn < 1 || p->nb < 1 || p->nk < 1)) rc = tl_error(TL_EUSAGE, cmds[mode], "an empty list");
     if (!rc && p->nn * p->nb * p->nk > 64) rc = tl_error(TL_EUSAGE, cmds[mode], "more than 64 cases (n x batch x k)");
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
@@ -230,8 +248,8 @@ static void topk_describe(const void *vp, FILE *f)
 {
     const topk_problem *p = vp;
     char split[64];
-    if (p->split) snprintf(split, sizeof split, "split %d", p->split);
-    else snprintf(split, sizeof split, "the split the model picks on %.20s", p->hw);
+    if (p->split) snprintf(split, sizeof split, "%s path, split %d", tl_topk_path_name((tl_topk_path)p->path), p->split);
+    else snprintf(split, sizeof split, "the path and split the model picks on %.20s", p->hw);
     fprintf(f, "topk: %s scores, %s%s; scores %s; %s; seed %llu\n", tl_topk_dtype_name(p->dtype),
             p->user_lens ? "lengths from the --input file" : p->causal ? "causal lengths" : "full rows",
             p->sorted ? ", sorted" : "", p->user_scores ? "from the --input file" : tl_topk_dist_name(p->dist), split,
@@ -349,20 +367,26 @@ static int topk_tolerance(const void *vp, int o, tl_tolerance *t)
 
 static int topk_gpu_built(void) { return tl_topk_gpu_kernels != NULL && tl_gpu_kernels != NULL; }
 
-/* The split the kernel runs: --split, else the model's on the preset. */
-static int topk_split(const topk_problem *p, int *split)
+/* The plan the kernel runs: --path and --split, else the model's on the preset. */
+static int topk_plan(const topk_problem *p, tl_topk_plan *plan)
 {
     tl_hw hw;
     int rc = tl_hw_load(p->hw, &hw);
-    if (!rc) *split = p->split ? p->split : tl_topk_best_split(&hw, &p->shape);
-    return rc;
+    if (rc) return rc;
+    if (p->split) {
+        plan->path = (tl_topk_path)p->path;
+        plan->split = p->split;
+        return 0;
+    }
+    return tl_topk_best_plan(&hw, &p->shape, plan);
 }
 
 static int topk_gpu(void *vp, tl_op_outputs *out)
 {
     topk_problem *p = vp;
     const tl_topk_gpu_api *G = tl_topk_gpu_kernels;
-    int split, rc = topk_split(p, &split);
+    tl_topk_plan plan;
+    int rc = topk_plan(p, &plan);
     if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
     if (!rc) rc = G->upload(p->g, p->scores);
     const size_t kk = (size_t)p->shape.batch * p->shape.k;
@@ -371,7 +395,7 @@ static int topk_gpu(void *vp, tl_op_outputs *out)
     const int runs = p->mode == TL_OP_CHECK ? 2 : 1;
     for (int run = 0; run < runs && !rc; run++) {
         rc = G->poison(p->g);
-        if (!rc) rc = G->run(p->g, split);
+        if (!rc) rc = G->run(p->g, &plan);
         if (!rc) rc = G->read(p->g, run ? again : p->idx_other, run ? again_c : p->cnt_other);
     }
     if (!rc && runs == 2 && (memcmp(again, p->idx_other, kk * sizeof(int32_t)) ||
@@ -380,7 +404,8 @@ static int topk_gpu(void *vp, tl_op_outputs *out)
     free(again);
     free(again_c);
     char note[96];
-    snprintf(note, sizeof note, "split %d%s", split, runs == 2 ? "; 2 runs identical" : "");
+    snprintf(note, sizeof note, "%s split %d%s", tl_topk_path_name(plan.path), plan.split,
+             runs == 2 ? "; 2 runs identical" : "");
     set_outputs(p, p->idx_other, p->cnt_other, out, note);
     return rc;
 }
@@ -391,7 +416,7 @@ static int topk_model(const topk_problem *p, const tl_topk_shape *s, tl_topk_res
 {
     tl_hw hw;
     int rc = tl_hw_load(p->hw, &hw);
-    tl_topk_problem tp = {&hw, *s, p->split};
+    tl_topk_problem tp = {&hw, *s, p->split, p->path < 0 ? TL_TOPK_RESIDENT : (tl_topk_path)p->path};
     return rc ? rc : tl_topk_sim(&tp, r);
 }
 
@@ -430,6 +455,7 @@ static int topk_sim_rows(void *vp, int c, tl_table *t)
     tl_table_int(t, s.n);
     tl_table_int(t, s.k);
     tl_table_int(t, s.causal);
+    tl_table_str(t, tl_topk_path_name(r.path));
     tl_table_int(t, r.split);
     tl_table_int(t, r.passes);
     tl_table_int(t, r.blocks);
@@ -452,7 +478,8 @@ static int topk_bench(void *vp, int c, tl_table *t)
     topk_problem *p = vp;
     const tl_gpu_api *D = tl_gpu_kernels;
     const tl_topk_gpu_api *G = tl_topk_gpu_kernels;
-    int split, rc = topk_split(p, &split);
+    tl_topk_plan plan;
+    int rc = topk_plan(p, &plan);
     if (!rc && !p->g) rc = G->open(&p->shape, &p->g);
     if (!rc) rc = G->upload(p->g, p->scores);
     char where[300], label[512];
@@ -464,7 +491,7 @@ static int topk_bench(void *vp, int c, tl_table *t)
     o.use_graph = 1;
     tl_bench_result r;
     tl_op_work w;
-    if ((rc = G->time(p->g, split, &o, &r)) || (rc = topk_work(p, c, 0, &w))) return rc;
+    if ((rc = G->time(p->g, &plan, &o, &r)) || (rc = topk_work(p, c, 0, &w))) return rc;
     const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
     snprintf(name, sizeof name, "topk %s B=%d n=%ld k=%d%s", tl_topk_dtype_name(p->dtype), p->shape.batch, p->shape.n,
@@ -474,7 +501,8 @@ static int topk_bench(void *vp, int c, tl_table *t)
     tl_table_int(t, p->shape.batch);
     tl_table_int(t, p->shape.n);
     tl_table_int(t, p->shape.k);
-    tl_table_int(t, split);
+    tl_table_str(t, tl_topk_path_name(plan.path));
+    tl_table_int(t, plan.split);
     tl_table_numf(t, "%.0f", w.hbm_bytes);
     tl_table_numf(t, "%.2f", us);
     tl_table_numf(t, "%.2f", floor_us);
@@ -485,7 +513,7 @@ static int topk_bench(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
     tl_table_str(t, label);
     if (!p->trace.f) return 0;
-    rc = topk_trace_case(p, split, &o, where);
+    rc = topk_trace_case(p, &plan, &o, where);
     if (!rc && c == topk_n_cases(p) - 1) rc = tl_ops_trace_commit(&p->trace);
     return rc;
 }
@@ -499,10 +527,12 @@ static const char *const topk_bad_huge[] = {"--n", "4194304", "--batch", "65536"
 static const char *const topk_bad_dtype[] = {"--dtype", "fp32", NULL};
 static const char *const topk_bad_dist[] = {"--dist", "uniform", NULL};
 static const char *const topk_bad_split[] = {"--split", "1025", NULL};
+static const char *const topk_bad_path[] = {"--path", "stream2", "--split", "4", NULL};
 static const char *const topk_bench_args[] = {"--n", "4096,65536,262144,1048576,4194304", "--batch", "1,32",
                                               "--k", "512,2048", NULL};
 static const char *const *const topk_bad_args[] = {topk_bad_k,    topk_bad_k2,   topk_bad_n,     topk_bad_huge,
-                                                    topk_bad_dtype, topk_bad_dist, topk_bad_split, NULL};
+                                                    topk_bad_dtype, topk_bad_dist, topk_bad_split,
+                                                    topk_bad_path, NULL};
 
 const tl_op tl_op_topk = {
     .name = "topk",
@@ -531,10 +561,10 @@ const tl_op tl_op_topk = {
     .n_parts = topk_n_parts,
     .work = topk_work,
     .sim = topk_sim_rows,
-    .sim_header = "hw,dtype,batch,n,k,causal,split,passes,blocks,waves,smem_bytes,scores_bytes,load_us,pass_us,"
+    .sim_header = "hw,dtype,batch,n,k,causal,path,split,passes,blocks,waves,smem_bytes,scores_bytes,load_us,pass_us,"
                   "sync_us,sort_us,block_us,time_us,scores_tbps,limiter",
     .bench = topk_bench,
-    .bench_header = "name,batch,n,k,split,hbm_bytes,time_us,floor_us,x_floor,sim_us,sim_err_pct,p10_us,p90_us,source",
+    .bench_header = "name,batch,n,k,path,split,hbm_bytes,time_us,floor_us,x_floor,sim_us,sim_err_pct,p10_us,p90_us,source",
     .figures = tl_topk_figures,
     .test_args = topk_test_args,
     .bad_args = topk_bad_args,

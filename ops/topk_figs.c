@@ -36,7 +36,7 @@ static int draw_topk_trace(const char *path, const char *n_s, const char *row_s,
     if ((rc = tl_topk_trace_read(path, want_n, row, &tc, sm, TL_TOPK_MAX_SEGMENTS, &nm))) return rc;
     tl_topk_dtype dtype;
     if ((rc = tl_topk_dtype_parse(tc.dtype, &dtype))) return rc;
-    tl_topk_problem p = {&hw, {tc.batch, tc.n, tc.k, 0, NULL, 0, dtype}, tc.split};
+    tl_topk_problem p = {&hw, {tc.batch, tc.n, tc.k, 0, NULL, 0, dtype}, tc.split, TL_TOPK_RESIDENT};
     tl_topk_result r;
     if ((rc = tl_topk_schedule(&p, ss, &ns, &r))) return rc;
     char about[240], label1[96], label2[160], foot[400];
@@ -75,7 +75,7 @@ static int draw_topk_split(int argc, char **argv)
         return rc;
     tl_hw hw;
     if ((rc = tl_hw_load(hw_s, &hw))) return rc;
-    tl_topk_problem one = {&hw, {batch, n, k, 0, NULL, 0, dtype}, tl_topk_fewest_split(&hw, &(tl_topk_shape){batch, n, k, 0, NULL, 0, dtype})}, many = one;
+    tl_topk_problem one = {&hw, {batch, n, k, 0, NULL, 0, dtype}, tl_topk_fewest_split(&hw, &(tl_topk_shape){batch, n, k, 0, NULL, 0, dtype}), TL_TOPK_RESIDENT}, many = one;
     many.split = split;
     if (one.split < 1)
         return tl_error(TL_EUSAGE, "topk-split", "no split of a row of %ld fits %s's shared memory and CUs", n, hw.name);

@@ -43,14 +43,27 @@
 #define TL_TOPK_ROW_SYNC_CHAINS 6   /* a row barrier and its histogram's loads, in load_chain_us */
 #define TL_TOPK_SORT_STEP_CYCLES 200 /* one bitonic step of the sort (a barrier + a few loads) */
 
+/* The stream path (contract/topk.h's TL_TOPK_STREAM), as the model charges it: blocks in waves of
+ * what the GPU holds at once, none waiting for another; a block's life: its chunk streamed
+ * (TL_TOPK_STREAM_KEY_OPS lane operations a score, two block-wide steps a tile of TL_TOPK_VECS x
+ * TL_TOPK_THREADS vectors, the loads as the resident path's), the cuts of its buffer (random
+ * scores: the first cap ranks enter, then about k ln(n / cap); a cut per cap - k of them, each
+ * TL_TOPK_CUT_PASSES radix passes over the buffer), the output's bitonic sort (always: the set goes
+ * out in index order); with split > 1 the row's last block reads the split x k ranks from L2 and
+ * merges them the same way. Stated guesses, not fitted: TL_TOPK_STREAM_KEY_OPS, TL_TOPK_CUT_PASSES. */
+#define TL_TOPK_STREAM_KEY_OPS 10
+#define TL_TOPK_CUT_PASSES 3
+
 typedef struct {
     const tl_hw *hw;
     tl_topk_shape shape;
-    int split;           /* blocks per row; 0: the model chooses (tl_topk_best_split) */
+    int split;           /* blocks per row; 0: the model chooses the path and the split (tl_topk_best_plan) */
+    tl_topk_path path;   /* with split > 0: the path */
 } tl_topk_problem;
 
 typedef struct {
-    int split, passes;
+    tl_topk_path path;
+    int split, passes;       /* passes: the resident path's radix passes; the stream path's cuts a block */
     int per_cu;                /* blocks a CU holds at once */
     long long blocks;          /* B x split */
     double waves;              /* blocks over what the GPU holds at once */
@@ -65,9 +78,12 @@ typedef struct {
     const char *limiter;       /* "hbm", "latency" (a block's chain of barriers), "launch", "sort" */
 } tl_topk_result;
 
-/* The split the model picks: the fastest of 1, 2, 4, .. TL_TOPK_MAX_SPLIT that the kernel can run
- * on the preset (a larger one must be 2% faster). */
+/* The resident split the model picks: the fastest of 1, 2, 4, .. TL_TOPK_MAX_SPLIT that the kernel
+ * can run on the preset (a larger one must be 2% faster); 0 when none can. */
 int tl_topk_best_split(const tl_hw *hw, const tl_topk_shape *s);
+/* The plan the model picks: the resident path's best split against the stream path's (1, 2, 4, ..
+ * up to TL_TOPK_MAX_SPLIT; a larger one must be 2% faster), the faster. TL_EUSAGE as tl_topk_sim. */
+int tl_topk_best_plan(const tl_hw *hw, const tl_topk_shape *s, tl_topk_plan *plan);
 /* The fewest blocks a row can run over on the preset (1, 2, 4, ..; the smallest whose chunk fits
  * the shared memory); 0 when none does. */
 int tl_topk_fewest_split(const tl_hw *hw, const tl_topk_shape *s);
@@ -85,7 +101,8 @@ typedef struct {
 } tl_topk_segment;
 #define TL_TOPK_MAX_DRAWN_BLOCKS 64 /* the picture draws at most this many of a row's blocks */
 #define TL_TOPK_MAX_SEGMENTS (TL_TOPK_MAX_DRAWN_BLOCKS * 12 + 4)
-/* The life of row 0's blocks (the first TL_TOPK_MAX_DRAWN_BLOCKS) after the launch, phase by phase
+/* The life of row 0's blocks (the first TL_TOPK_MAX_DRAWN_BLOCKS) on the resident path (split 0:
+ * its best split) after the launch, phase by phase
  * as tl_topk_sim charges them: the load, each pass's histogram and its barrier with the select
  * (SELECT), the counts and their barrier, the placement, the sort on the last block; the last
  * segment ends at the block's end, launch_us + block_us. Fills seg (TL_TOPK_MAX_SEGMENTS) and *n.

@@ -256,9 +256,9 @@ check_mfma() {
   done <<<"$rules"
 }
 # Top-k (kernels/topk*.hip): integer radix select, no matrix work. Every one of its kernels must be
-# in the assembly (each dtype's: 0 float32, 1 bfloat16, 2 float16) and no MFMA rule names them, so
+# in the assembly (both paths, each dtype's: 0 float32, 1 bfloat16, 2 float16) and no MFMA rule names them, so
 # check_mfma already refuses any matrix instruction in them; check_topk says so by name.
-topk_kernels='_Z9topk_rowsILi0E _Z9topk_rowsILi1E _Z9topk_rowsILi2E'
+topk_kernels='_Z9topk_rowsILi0E _Z9topk_rowsILi1E _Z9topk_rowsILi2E _Z11topk_streamILi0E _Z11topk_streamILi1E _Z11topk_streamILi2E'
 # check_topk ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
 check_topk() {
   local arch=$1 k n

@@ -206,7 +206,7 @@ static void test_schedule_sums_to_the_model(void **state)
         tl_hw hw;
         assert_int_equal(tl_hw_load(presets[h], &hw), 0);
         for (int split = 0; split <= 256; split = split ? split * 2 : 128) { /* 0: the model's pick */
-            tl_topk_problem p = {&hw, {2, 1 << 20, 512, 0, NULL, 0, split % 256 ? TL_TOPK_BF16 : TL_TOPK_F32}, split};
+            tl_topk_problem p = {&hw, {2, 1 << 20, 512, 0, NULL, 0, split % 256 ? TL_TOPK_BF16 : TL_TOPK_F32}, split, TL_TOPK_RESIDENT};
             tl_topk_result r;
             int n;
             assert_int_equal(tl_topk_schedule(&p, seg, &n, &r), 0);
@@ -224,7 +224,7 @@ static void test_schedule_sums_to_the_model(void **state)
             assert_true(r.launch_us + r.block_us <= r.time_us * (1 + 1e-12));
         }
         /* a 1M row does not fit one block's shared memory; 4096 blocks exceed TL_TOPK_MAX_SPLIT */
-        tl_topk_problem one = {&hw, {1, 1 << 20, 512, 0, NULL, 0, TL_TOPK_F32}, 1};
+        tl_topk_problem one = {&hw, {1, 1 << 20, 512, 0, NULL, 0, TL_TOPK_F32}, 1, TL_TOPK_RESIDENT};
         tl_topk_result r;
         assert_int_equal(tl_topk_sim(&one, &r), TL_EUSAGE);
         assert_true(tl_topk_fewest_split(&hw, &one.shape) > 1);
