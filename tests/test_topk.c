@@ -232,6 +232,40 @@ static void test_schedule_sums_to_the_model(void **state)
     }
 }
 
+/* The stream path as the model charges it: every split runs (no row barriers), the buffer fits the
+ * shared memory for every k, and the plan it picks is the faster path: resident for one long row
+ * (its barriers are few), stream for a batch whose rows' blocks exceed what the GPU holds at once
+ * (measured on the H200, run 46: B = 32 x 1M 156 us streamed, 274 us at the best resident split). */
+static void test_stream_path_and_the_plan(void **state)
+{
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    for (int k = 1; k <= TL_TOPK_MAX_K; k *= 2) {
+        assert_true(tl_topk_stream_cap(k) >= 2 * k);
+        assert_true(tl_topk_stream_smem(k) <= 227 * 1024 / 2); /* two blocks an SM */
+    }
+    for (int split = 1; split <= TL_TOPK_MAX_SPLIT; split *= 4) {
+        tl_topk_problem p = {&hw, {32, 1 << 20, 2048, 0, NULL, 0, TL_TOPK_F32}, split, TL_TOPK_STREAM};
+        tl_topk_result r;
+        assert_int_equal(tl_topk_sim(&p, &r), 0);
+        assert_int_equal(r.path, TL_TOPK_STREAM);
+        assert_true(r.time_us > r.read_us && r.blocks == 32LL * split);
+    }
+    tl_topk_plan plan;
+    assert_int_equal(tl_topk_best_plan(&hw, &(tl_topk_shape){1, 1 << 20, 512, 0, NULL, 0, TL_TOPK_F32}, &plan), 0);
+    assert_int_equal(plan.path, TL_TOPK_RESIDENT);
+    assert_int_equal(tl_topk_best_plan(&hw, &(tl_topk_shape){32, 1 << 20, 512, 0, NULL, 0, TL_TOPK_F32}, &plan), 0);
+    assert_int_equal(plan.path, TL_TOPK_STREAM);
+    assert_int_equal(plan.split, 8);
+    assert_int_equal(tl_topk_best_plan(&hw, &(tl_topk_shape){4096, 65536, 2048, 1, NULL, 0, TL_TOPK_F32}, &plan), 0);
+    assert_int_equal(plan.path, TL_TOPK_STREAM);
+    assert_int_equal(plan.split, 1);
+    tl_topk_path path;
+    assert_int_equal(tl_topk_path_parse("stream", &path), 0);
+    assert_int_equal(path, TL_TOPK_STREAM);
+    assert_int_equal(tl_topk_path_parse("streams", &path), TL_EUSAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_keys_f32_edges),           cmocka_unit_test(test_reference_matches_naive),
         cmocka_unit_test(test_lengths_list_and_empty_rows), cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_bad_shapes),               cmocka_unit_test(test_schedule_sums_to_the_model),
+        cmocka_unit_test(test_stream_path_and_the_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
