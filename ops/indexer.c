@@ -49,7 +49,7 @@ static const tl_op_target idx_targets[] = {
     "  --heads LIST   indexer heads, multiples of 16 (32 GLM-5, 64 DeepSeek-V3.2; default 64)\n"         \
     "  --prefix P     cached positions before the first query row (default kv - rows): row i sees\n"     \
     "                 positions [0, P + i + 1); the rest of its logits are -inf\n"                       \
-    "  --block-q N    query rows a block (1, 2 or 4; default 0: the model's choice)   --seed S\n"        \
+    "  --block-q N    query rows a block (1, 2, 4 or 8; default 0: the model's choice) --seed S\n"        \
     "logits[i, j] = sum_h w[i, h] relu((Q[i, h, :] . K[j, :]) k_scale[j]), Q and K E4M3 codes, D = 128.\n"
 
 static const char idx_check_usage[] =

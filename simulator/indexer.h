@@ -4,7 +4,9 @@
  * The kernel: one block per BLOCK_Q consecutive query rows, one wave (warp) per row; Q and w of the
  * row in the wave's registers; the block walks the union of its rows' windows in KV tiles of
  * `tile` positions, double buffered in shared memory / LDS: while the block scores tile t, the
- * next tile is one load in flight (tile x D bytes of K, plus its scales). The scores of a tile are
+ * next tile is one load in flight (tile x D bytes of K, plus its scales); on sm_90 up to
+ * TL_INDEXER_STAGES_SM90 - 1 raw tiles are in flight while the block decodes one to bf16 and scores
+ * another, and the grid runs the last (longest) block first. The scores of a tile are
  * [tile positions x H heads] matrix-core products over D; the epilogue (x k_scale, relu, x w, the
  * head sum across lanes, -inf outside the row's window) runs on the vector ALU.
  *
@@ -16,16 +18,19 @@
  *     (sm_90: bf16 mma.sync on FP8 decoded to bf16; gfx950: FP8 16x16x128 f8f6f4; gfx942: FP8
  *     16x16x32 on the codes reinterpreted as FNUZ), capped by the preset's measured ceiling of
  *     that format, times TL_INDEXER_MMA_EFF (the share of issue the inner loop gives the matrix
- *     cores), over the CUs that hold blocks. The K-depth: D / k instructions per 16-position x
+ *     cores), over the CUs that hold blocks; on sm_90 times resident warps over
+ *     TL_INDEXER_WARPS_PER_CORE_SM90 x 4 where fewer are resident. The K-depth: D / k instructions per 16-position x
  *     n-head product.
- *   - epilogue: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale, relu,
- *     weight FMA) plus log2(lanes sharing a row) shuffle-adds per score; sm_90 also decodes each K
- *     value of a tile once per block (TL_INDEXER_DECODE_OPS), gfx942 fixes each K byte's 0x80. At
- *     the preset's vector lanes per CU and clock.
+ *   - epilogue: AMD: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale,
+ *     relu, weight FMA) plus log2(lanes sharing a row) shuffle-adds per score, gfx942 fixing each K
+ *     byte's 0x80. sm_90 (issue: every warp instruction but the copies): per score and head
+ *     TL_INDEXER_EPI_OPS_SM90 plus the mma.sync issue's share, per score TL_INDEXER_POS_OPS_SM90
+ *     and the ldmatrix loads' share, each K value decoded once per block (TL_INDEXER_DECODE_OPS).
+ *     At the preset's vector lanes per CU and clock.
  *   - kv: every block reads its tiles' K bytes (tile x (D + 4) each) from L2. Each CU streams at
  *     most min(its cap, bytes in flight / latency) (Little's law): bytes in flight = resident
- *     blocks x one tile; resident blocks = min(the blocks a CU gets, the waves a CU holds /
- *     BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
+ *     blocks x one tile (sm_90: TL_INDEXER_STAGES_SM90 - 1 tiles); resident blocks = min(the blocks
+ *     a CU gets, the waves a CU holds / BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
  *     K fits in one XCD's L2 (each XCD's L2 is private: every XCD needs its own copy), else a
  *     miss's (preset hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
  *   - hbm: the contract's bytes (inputs once, logits written once) at the measured HBM rate.
@@ -50,9 +55,15 @@
 #include "hw.h"
 
 #define TL_INDEXER_MMA_EFF 0.80    /* matrix-core share of the inner loop's issue (estimate) */
-#define TL_INDEXER_EPI_OPS 3.0     /* vector ops per score and head: x scale, max 0, FMA with w */
-#define TL_INDEXER_DECODE_OPS 3.0  /* sm_90: vector ops per K value decoded E4M3 -> bf16 (per pair: 6) */
-#define TL_INDEXER_WAVES_SM90 10   /* warps an SM holds: ~200 registers a thread (Q of 64 heads: 128) */
+#define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
+#define TL_INDEXER_EPI_OPS_SM90 2.0 /* sm_90: max 0 and FMA with w (the scale's sign is in K, |scale| after the sum) */
+#define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90: lane-ops per score for the rest of its epilogue: 14 warp
+                                      * instructions per 16 positions (4 shuffles, 4 adds, x |scale|, bounds, store) */
+#define TL_INDEXER_DECODE_OPS 2.5  /* sm_90: lane-ops per K value decoded E4M3 -> bf16 once per block
+                                    * (2 prmt, 2 shifts, 2 ands, 2 FMAs per 4 codes, a load and a store per 8) */
+#define TL_INDEXER_WAVES_SM90_H32 16 /* warps an SM holds at H <= 32: 128 registers a thread (Q: 64) */
+#define TL_INDEXER_WAVES_SM90_H64 8  /* at H = 64: 255 registers a thread (Q: 128) */
+#define TL_INDEXER_WARPS_PER_CORE_SM90 2.0 /* warps a scheduler needs to keep its tensor core busy (estimate) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
 
