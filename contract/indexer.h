@@ -54,10 +54,13 @@ extern "C" {
 #define TL_INDEXER_TILE_AMD 32            /* on gfx942 / gfx950 (FP8 codes: 4 KiB, the seed's tile) */
 #define TL_INDEXER_STAGES_SM90 3          /* raw tiles (codes + scales) in flight or waiting on NVIDIA */
 #define TL_INDEXER_KB_STRIDE_SM90 (TL_INDEXER_DIM + 8) /* bf16 elements a decoded K row takes in shared memory */
-/* Shared memory of one sm_90 block (bytes): the raw stages and two decoded tiles with |k_scale|. */
-#define TL_INDEXER_SMEM_SM90                                                                       \
+#define TL_INDEXER_HEADS_PER_WARP_SM90 32 /* a warp scores 32 heads of its row: H / 32 warps a row */
+/* Shared memory of one sm_90 block of bq rows at `heads` heads (bytes): the raw stages, two decoded
+ * tiles with |k_scale|, and at H = 64 the two warps' partial sums of two tiles. */
+#define TL_INDEXER_SMEM_SM90(heads, bq)                                                            \
     (TL_INDEXER_STAGES_SM90 * (TL_INDEXER_TILE_SM90 * TL_INDEXER_DIM + TL_INDEXER_TILE_SM90 * 4) + \
-     2 * (TL_INDEXER_TILE_SM90 * TL_INDEXER_KB_STRIDE_SM90 * 2 + TL_INDEXER_TILE_SM90 * 4))
+     2 * (TL_INDEXER_TILE_SM90 * TL_INDEXER_KB_STRIDE_SM90 * 2 + TL_INDEXER_TILE_SM90 * 4) +        \
+     ((heads) > TL_INDEXER_HEADS_PER_WARP_SM90 ? 2 * (bq) * 2 * TL_INDEXER_TILE_SM90 * 4 : 0))
 
 typedef struct {
     long rows;            /* query rows, 1..TL_INDEXER_MAX_ROWS */

@@ -4,23 +4,26 @@
  * Plain C header (the op row, ops/, calls it through tl_indexer_gpu_kernels); implemented in
  * kernels/indexer.hip, which exists only in GPU builds.
  *
- * What runs: one kernel, ceil(rows / BLOCK_Q) blocks of BLOCK_Q waves (warps), wave r scoring query
- * row b BLOCK_Q + r (on sm_90 grid block x runs b = blocks - 1 - x: the longest causal windows
- * first). Each wave holds its row's Q (as matrix-core B fragments) and w in registers; the block
- * walks the union of its rows' windows in KV tiles (64 positions on sm_90, 32 on AMD), each copied
- * once from HBM into shared memory and used by every row of the block; the window bounds are
- * applied once per tile (whole tiles outside a row are skipped, the edge tile masked in the
- * epilogue), never inside the dot-product loop. Per target:
+ * What runs: one kernel, ceil(rows / BLOCK_Q) blocks; on AMD a block has BLOCK_Q waves, wave r
+ * scoring query row b BLOCK_Q + r; on sm_90 it has BLOCK_Q x H / 32 warps, H / 32 a row, each
+ * scoring 32 of its row's heads, and grid block x runs b = blocks - 1 - x (the longest causal
+ * windows first). Each wave holds its row's Q (as matrix-core B fragments: its heads) and w in
+ * registers; the block walks the union of its rows' windows in KV tiles (64 positions on sm_90, 32
+ * on AMD), each copied once from HBM into shared memory and used by every row of the block; the
+ * window bounds are applied once per tile (whole tiles outside a row are skipped, the edge tile
+ * masked in the epilogue), never inside the dot-product loop. Per target:
  *   sm_90   BLOCK_Q 1, 2, 4 or 8. cp.async copies K codes and k_scale into three raw stages (up to
  *           three tiles ahead); every thread of the block then decodes a share of the next tile
  *           E4M3 -> bf16 into one of two decoded tiles (exact: the 2^-120-scaled bf16 of
  *           numerics/codes.h by prmt/shift/and, then one packed multiply by +-2^120, the sign of
- *           the position's k_scale folded in), once per block; the warps read it with ldmatrix.x4
- *           and run bf16 mma.sync m16n8k16 (kernels/mma.h) against Q decoded to bf16 in
- *           registers, float32 accumulation. One barrier a tile. Registers: 128 a thread at
- *           H = 32 (16 warps an SM), 255 at H = 64 (8), no spills; TL_INDEXER_SMEM_SM90 bytes of
- *           shared memory a block. (The H200's bf16 mma.sync loop measured 645.7 TFLOP/s against
- *           391.4 for its FP8 mma.sync.)
+ *           the position's k_scale folded in), once per block; one barrier a tile. A warp scores
+ *           32 positions at a time: two ldmatrix.x4 A fragments per k-step against its 4 head
+ *           fragments (Q decoded to bf16 in registers), bf16 mma.sync m16n8k16 (kernels/mma.h),
+ *           8 independent float32 accumulators. At H = 64 the row's two warps each write their
+ *           partial head sums of a tile to shared memory and, after the next barrier, each adds
+ *           and stores half of the tile's positions. 128 registers a thread (16 warps an SM), no
+ *           spills; TL_INDEXER_SMEM_SM90(H, BLOCK_Q) bytes of shared memory a block. (The H200's
+ *           bf16 mma.sync loop measured 645.7 TFLOP/s against 391.4 for its FP8 mma.sync.)
  *   gfx950  the E4M3 codes as they are: v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales (one
  *           instruction covers D = 128).
  *   gfx942  its FP8 MFMA reads E4M3 FNUZ: the E4M3FN bits are reinterpreted as FNUZ, which halves

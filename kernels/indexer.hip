@@ -1,12 +1,13 @@
 /* kernels/indexer.hip: the DSA lightning indexer kernel and its launcher (kernels/indexer.h says
  * what runs; contract/indexer.h the function; simulator/indexer.h the cost).
  *
- * Block: BLOCK_Q waves, wave r = query row b * BLOCK_Q + r, b = blockIdx.x (sm_90: gridDim.x - 1 -
- * blockIdx.x, the longest windows first) (a wave past the last row
- * still copies tiles and waits at the barriers, and writes nothing). The scores of one tile are
- * the matrix product S[position][head] = K_tile[position][:] . Q_row[head][:]: A = the K tile
- * (16 positions a fragment, from shared memory), B = the row's Q given as its transpose
- * (Q[head][d], held in registers for the whole run), float32 accumulators of 16 positions x H heads.
+ * Block (AMD): BLOCK_Q waves, wave r = query row b * BLOCK_Q + r, b = blockIdx.x; (sm_90) BLOCK_Q x
+ * H / 32 warps, warp w = heads 32 (w % (H / 32)) .. + 31 of row b * BLOCK_Q + w / (H / 32), b =
+ * gridDim.x - 1 - blockIdx.x (the longest windows first). A wave past the last row still copies
+ * tiles and waits at the barriers, and writes nothing. The scores of one tile are the matrix
+ * product S[position][head] = K_tile[position][:] . Q_row[head][:]: A = the K tile (16 positions a
+ * fragment, from shared memory), B = the row's Q given as its transpose (Q[head][d], held in
+ * registers for the whole run), float32 accumulators of 16 positions x the wave's heads.
  */
 #include "indexer.h"
 
@@ -108,6 +109,7 @@ typedef tl_frag_b_bf16 IdxB;
 static __device__ __forceinline__ void idx_load_q(IdxB &b, const uint8_t *q, int n, int s) {}
 #endif
 
+#if defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
 /* ---- the tile copy: K [tile][D] codes and k_scale [tile], positions >= kv read as zero ---------- */
 static __device__ __forceinline__ void idx_copy_tile(const IdxArgs &a, long j0, uint8_t *ks_dst, float *sc_dst,
                                                      int nthreads)
@@ -128,6 +130,7 @@ static __device__ __forceinline__ void idx_copy_tile(const IdxArgs &a, long j0, 
 }
 static __device__ __forceinline__ void idx_copy_commit() {}
 static __device__ __forceinline__ void idx_copy_wait() {}
+#endif
 
 /* ---- one 16-position fragment of a tile: scores, epilogue, store -------------------------------- */
 template <int H>
@@ -169,12 +172,14 @@ static __device__ __forceinline__ void idx_score16(const uint8_t *kt, const floa
 }
 
 /* ---- sm_90: the block decodes each tile once, its warps read it with ldmatrix ------------------
- * Shared memory (dynamic, TL_INDEXER_SMEM_SM90 bytes): IDX_STAGES stages of raw tiles (K codes [64][128]
- * and k_scale [64]) filled by cp.async, up to IDX_STAGES tiles ahead of the one being scored; two
- * decoded tiles (K as bf16 [64][IDX_KB_STRIDE], each row's sign flipped where its k_scale is
- * negative, and |k_scale| [64]). Iteration t, after one barrier: the copy of tile t + IDX_STAGES is
- * issued into tile t's raw stage, tile t + 1 is decoded by every thread of the block (a quarter to
- * four 8-code pieces a thread at BLOCK_Q 8 to 1), and each warp scores tile t for its row. Since
+ * Shared memory (dynamic, TL_INDEXER_SMEM_SM90(H, BLOCK_Q) bytes): IDX_STAGES stages of raw tiles
+ * (K codes [64][128] and k_scale [64]) filled by cp.async, up to IDX_STAGES tiles ahead of the one
+ * being scored; two decoded tiles (K as bf16 [64][IDX_KB_STRIDE], each row's sign flipped where
+ * its k_scale is negative, and |k_scale| [64]); at H = 64 the partial sums of two tiles [2][BLOCK_Q]
+ * [2 warps][64]. Iteration t, after one barrier: the copy of tile t + IDX_STAGES is issued into
+ * tile t's raw stage, tile t + 1 is decoded by every thread of the block (8-code pieces: 1024 a
+ * tile over the block's threads), at H = 64 tile t - 1's partial sums are added and stored, and
+ * each warp scores tile t for its row and heads. Since
  * relu(x s) = |s| relu(sign(s) x), the epilogue is max, FMA with w per score and head, and one
  * multiply by |k_scale| per score after the head sum. */
 #if defined(TL_MMA_TARGET_SM80)
@@ -228,58 +233,92 @@ static __device__ __forceinline__ void idx_decode_sm90(const uint8_t *raw, uint8
     for (int c = IDX_TID; c < IDX_TILE; c += nthreads) ((float *)(dec + IDX_TILE * IDX_KB_STRIDE * 2))[c] = fabsf(sc[c]);
 }
 
-/* Scores 16 positions (kb: their decoded rows, ks: their |k_scale|) for the warp's row; stores
- * the logits of positions j0..j0+15 that are < kv; `edge`: the bounds are checked per position
- * (-inf outside [lo, hi)), else all 16 are inside the window and below kv. */
-template <int H>
-static __device__ __forceinline__ void idx_score16_sm90(unsigned kb, const float *ks, const IdxB (&qf)[H / 8][IDX_KSTEPS],
-                                                        const float (&wv)[H / 8][2], long j0, bool edge, long lo,
-                                                        long hi, long kv, float *out)
+/* Scores 32 positions (kb: the shared address of their decoded rows, ks: their |k_scale|) against
+ * the warp's 32 heads: two 16-position A fragments (ldmatrix.x4 each) per k-step against the 4
+ * head fragments, 8 independent accumulators. HW == 1 (H = 32: the warp has all heads): stores
+ * the logits of positions j0..j0+31 below kv (`edge`: bounds checked per position, -inf outside
+ * [lo, hi); else all 32 are inside the window and below kv). HW == 2 (H = 64): writes the warp's
+ * partial sums (times |k_scale|) to red[0..31] for idx_flush_sm90. */
+template <int HW>
+static __device__ __forceinline__ void idx_score32_sm90(unsigned kb, const float *ks, const IdxB (&qf)[4][IDX_KSTEPS],
+                                                        const float (&wv)[4][2], long j0, bool edge, long lo, long hi,
+                                                        long kv, float *out, float *red)
 {
-    tl_frag_c c[H / 8];
+    tl_frag_c c[2][4];
 #pragma unroll
-    for (int n = 0; n < H / 8; n++) tl_frag_zero(&c[n]);
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < 4; n++) tl_frag_zero(&c[m][n]);
     const int l = tl_lane(), g = l / 4, t = l % 4;
     /* ldmatrix.x4: lane l gives the row of position (l % 8) + 8 ((l / 8) % 2), d 8 (l / 16): the
      * four 8x8 matrices are the A fragment's r0..r3 */
     const unsigned base = kb + (((l & 7) + 8 * ((l >> 3) & 1)) * IDX_KB_STRIDE + 8 * (l >> 4)) * 2;
 #pragma unroll
     for (int s = 0; s < IDX_KSTEPS; s++) {
-        tl_frag_a_bf16 af;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(af.r[0]), "=r"(af.r[1]), "=r"(af.r[2]), "=r"(af.r[3])
-                     : "r"(base + 32 * s));
+        tl_frag_a_bf16 af[2];
 #pragma unroll
-        for (int n = 0; n < H / 8; n++) tl_mma_bf16(&c[n], &af, &qf[n][s]);
-    }
-    float p0 = 0.0f, p1 = 0.0f;
+        for (int m = 0; m < 2; m++)
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(af[m].r[0]), "=r"(af[m].r[1]), "=r"(af[m].r[2]), "=r"(af[m].r[3])
+                         : "r"(base + m * 16 * IDX_KB_STRIDE * 2 + 32 * s));
 #pragma unroll
-    for (int n = 0; n < H / 8; n++) {
-        p0 = fmaf(wv[n][0], fmaxf(c[n].v[0], 0.0f), p0);
-        p1 = fmaf(wv[n][0], fmaxf(c[n].v[2], 0.0f), p1);
-        p0 = fmaf(wv[n][1], fmaxf(c[n].v[1], 0.0f), p0);
-        p1 = fmaf(wv[n][1], fmaxf(c[n].v[3], 0.0f), p1);
+        for (int n = 0; n < 4; n++) {
+            tl_mma_bf16(&c[0][n], &af[0], &qf[n][s]);
+            tl_mma_bf16(&c[1][n], &af[1], &qf[n][s]);
+        }
     }
-    p0 += tl_shfl_xor(p0, 1), p1 += tl_shfl_xor(p1, 1);
-    p0 += tl_shfl_xor(p0, 2), p1 += tl_shfl_xor(p1, 2);
+    float p[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+    for (int n = 0; n < 4; n++)
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            p[m][0] = fmaf(wv[n][0], fmaxf(c[m][n].v[0], 0.0f), p[m][0]);
+            p[m][1] = fmaf(wv[n][0], fmaxf(c[m][n].v[2], 0.0f), p[m][1]);
+            p[m][0] = fmaf(wv[n][1], fmaxf(c[m][n].v[1], 0.0f), p[m][0]);
+            p[m][1] = fmaf(wv[n][1], fmaxf(c[m][n].v[3], 0.0f), p[m][1]);
+        }
+#pragma unroll
+    for (int x = 1; x <= 2; x *= 2)
+#pragma unroll
+        for (int m = 0; m < 2; m++) p[m][0] += tl_shfl_xor(p[m][0], x), p[m][1] += tl_shfl_xor(p[m][1], x);
     if (t < 2) {
-        const int r = g + 8 * t;
-        const long j = j0 + r;
-        const float v = (t ? p1 : p0) * ks[r];
-        if (!edge) out[j] = v;
-        else if (j < kv) out[j] = j >= lo && j < hi ? v : -__builtin_inff();
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            const int r = 16 * m + g + 8 * t;
+            const float v = (t ? p[m][1] : p[m][0]) * ks[r];
+            if (HW == 2) {
+                red[r] = v;
+            } else {
+                const long j = j0 + r;
+                if (!edge) out[j] = v;
+                else if (j < kv) out[j] = j >= lo && j < hi ? v : -__builtin_inff();
+            }
+        }
     }
+}
+
+/* H = 64: the two warps of a row add their partial sums of one tile (red: [2 halves][64]) and
+ * write it, 32 positions each, -inf outside [lo, hi). */
+static __device__ __forceinline__ void idx_flush_sm90(const float *red, int half, long j0, long lo, long hi, long kv,
+                                                      float *out)
+{
+    const int pos = 32 * half + tl_lane();
+    const long j = j0 + pos;
+    if (j < kv) out[j] = j >= lo && j < hi ? red[pos] + red[IDX_TILE + pos] : -__builtin_inff();
 }
 
 template <int H, int BQ>
 static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
 {
+    constexpr int HW = H / TL_INDEXER_HEADS_PER_WARP_SM90; /* warps a row */
     extern __shared__ __attribute__((aligned(16))) uint8_t idx_smem[];
     uint8_t *raw = idx_smem, *dec = idx_smem + IDX_STAGES * IDX_RAW_BYTES;
-    const int nthreads = BQ * TL_WAVE;
+    float *red = (float *)(dec + 2 * IDX_DEC_BYTES); /* HW == 2: [2 tiles][BQ rows][2 halves][64] */
+    const int nthreads = BQ * HW * TL_WAVE;
+    const int rib = tl_wave_id() / HW, half = tl_wave_id() % HW;
     /* the longest blocks first: under the causal rule block b's window grows with b */
     const long blk = (long)tl_grid_x() - 1 - IDX_BID;
-    const long row = blk * BQ + tl_wave_id();
+    const long row = blk * BQ + rib;
     const bool live = row < a.rows;
     long ulo = a.kv, uhi = 0;
     for (int r = 0; r < BQ; r++) {
@@ -295,20 +334,22 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
     if (t1 > t0)
         for (int k = 0; k < IDX_STAGES && t0 + k < t1; k++)
             idx_issue_sm90(a, (t0 + k) * IDX_TILE, raw + k * IDX_RAW_BYTES, nthreads);
-    /* -inf outside the tiles the block walks (the copies are in flight meanwhile) */
-    if (live) {
+    /* -inf outside the tiles the block walks (the copies are in flight meanwhile); the row's
+     * first warp writes what is the row's alone */
+    const bool writer = live && half == 0;
+    if (writer) {
         const long a0 = t0 * IDX_TILE, a1 = t1 * IDX_TILE < a.kv ? t1 * IDX_TILE : a.kv;
         for (long j = tl_lane(); j < a0; j += TL_WAVE) out[j] = -__builtin_inff();
         for (long j = a1 + tl_lane(); j < a.kv; j += TL_WAVE) out[j] = -__builtin_inff();
     }
     if (t1 <= t0) return; /* the whole block: no tile */
-    IdxB qf[H / 8][IDX_KSTEPS];
-    float wv[H / 8][2];
+    IdxB qf[4][IDX_KSTEPS];
+    float wv[4][2];
     {
-        const uint8_t *q = a.q + (size_t)(live ? row : 0) * H * IDX_D;
-        const float *w = a.w + (size_t)(live ? row : 0) * H;
+        const uint8_t *q = a.q + ((size_t)(live ? row : 0) * H + TL_INDEXER_HEADS_PER_WARP_SM90 * half) * IDX_D;
+        const float *w = a.w + (size_t)(live ? row : 0) * H + TL_INDEXER_HEADS_PER_WARP_SM90 * half;
 #pragma unroll
-        for (int n = 0; n < H / 8; n++) {
+        for (int n = 0; n < 4; n++) {
 #pragma unroll
             for (int s = 0; s < IDX_KSTEPS; s++) idx_load_q(qf[n][s], q, n, s);
             wv[n][0] = w[8 * n + 2 * (tl_lane() % 4)];
@@ -334,9 +375,14 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
         if (t + 1 < t1)
             idx_decode_sm90(raw + (int)((k + 1) % IDX_STAGES) * IDX_RAW_BYTES, dec + (int)((k + 1) & 1) * IDX_DEC_BYTES,
                             nthreads);
+        if (HW == 2 && t > t0 && live) { /* tile t - 1's two halves, now both written */
+            const long jp = (t - 1) * IDX_TILE;
+            if (!(jp >= hi || jp + IDX_TILE <= lo))
+                idx_flush_sm90(red + ((int)((k - 1) & 1) * BQ + rib) * 2 * IDX_TILE, half, jp, lo, hi, a.kv, out);
+        }
         const long j0 = t * IDX_TILE;
         if (!live || j0 >= hi || j0 + IDX_TILE <= lo) {
-            if (live)
+            if (writer)
                 for (long j = j0 + tl_lane(); j < j0 + IDX_TILE && j < a.kv; j += TL_WAVE) out[j] = -__builtin_inff();
             continue;
         }
@@ -344,27 +390,32 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
         const uint8_t *d = dec + (int)(k & 1) * IDX_DEC_BYTES;
         const unsigned kb = idx_smem_addr(d);
         const float *ks = (const float *)(d + IDX_TILE * IDX_KB_STRIDE * 2);
+        float *rd = red + (((int)(k & 1) * BQ + rib) * 2 + half) * IDX_TILE;
 #pragma unroll 1
-        for (int m = 0; m < IDX_TILE / 16; m++)
-            idx_score16_sm90<H>(kb + m * 16 * IDX_KB_STRIDE * 2, ks + 16 * m, qf, wv, j0 + 16 * m, edge, lo, hi, a.kv,
-                                out);
+        for (int m = 0; m < IDX_TILE / 32; m++)
+            idx_score32_sm90<HW>(kb + m * 32 * IDX_KB_STRIDE * 2, ks + 32 * m, qf, wv, j0 + 32 * m, edge, lo, hi, a.kv,
+                                 out, rd + 32 * m);
+    }
+    if (HW == 2) { /* the last tile's halves */
+        IDX_SYNC();
+        const long jp = (t1 - 1) * IDX_TILE;
+        if (live && !(jp >= hi || jp + IDX_TILE <= lo))
+            idx_flush_sm90(red + ((int)((t1 - 1 - t0) & 1) * BQ + rib) * 2 * IDX_TILE, half, jp, lo, hi, a.kv, out);
     }
 }
 #endif
 
-
-/* ---- the kernel ------------------------------------------------------------------------------- */
-/* On sm_90 a thread may take 65536 / (IDX_SM_WARPS(H) x 32) registers, so that an SM holds
- * IDX_SM_WARPS(H) warps: 16 at H = 32 (128 registers: Q 64, w 8, accumulators 16), 8 at H = 64
- * (255: Q 128, w 16, accumulators 32). */
+/* On sm_90 a block has BLOCK_Q x H / 32 warps (a warp scores 32 heads of its row) and a thread may
+ * take 128 registers, so that an SM holds 16 warps (Q 64, w 8, accumulators 32, A fragments 8). */
 #if defined(TL_MMA_TARGET_SM80)
-#define IDX_SM_WARPS(h) ((h) <= 32 ? 16 : 8)
-#define IDX_MIN_BLOCKS(h, bq) (IDX_SM_WARPS(h) / (bq) > 0 ? IDX_SM_WARPS(h) / (bq) : 1)
+#define IDX_WARPS(h, bq) ((bq) * (h) / TL_INDEXER_HEADS_PER_WARP_SM90)
+#define IDX_MIN_BLOCKS(h, bq) (16 / IDX_WARPS(h, bq) > 0 ? 16 / IDX_WARPS(h, bq) : 1)
 #else
+#define IDX_WARPS(h, bq) (bq)
 #define IDX_MIN_BLOCKS(h, bq) 1
 #endif
 template <int H, int BQ>
-__global__ void __launch_bounds__(BQ * TL_WAVE, IDX_MIN_BLOCKS(H, BQ)) indexer_kernel(IdxArgs a)
+__global__ void __launch_bounds__(IDX_WARPS(H, BQ) * TL_WAVE, IDX_MIN_BLOCKS(H, BQ)) indexer_kernel(IdxArgs a)
 {
 #if defined(TL_MMA_TARGET_SM80)
     idx_body_sm90<H, BQ>(a);
@@ -528,16 +579,19 @@ extern "C" int tl_indexer_gpu_poison(tl_indexer_gpu *g)
     return 0;
 }
 
-/* Dynamic shared memory a block takes: the sm_90 kernel's stages (TL_INDEXER_SMEM_SM90); none on AMD. */
+/* Threads and dynamic shared memory of a block: on NVIDIA BLOCK_Q x H / 32 warps and
+ * TL_INDEXER_SMEM_SM90 bytes; on AMD BLOCK_Q waves, none. */
 #if defined(TL_GPU_NVIDIA)
-#define IDX_SMEM TL_INDEXER_SMEM_SM90
+#define IDX_HOST_WARPS(h, bq) ((bq) * (h) / TL_INDEXER_HEADS_PER_WARP_SM90)
+#define IDX_SMEM(h, bq) TL_INDEXER_SMEM_SM90(h, bq)
 #else
-#define IDX_SMEM 0
+#define IDX_HOST_WARPS(h, bq) (bq)
+#define IDX_SMEM(h, bq) 0
 #endif
 template <int H, int BQ>
 static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, hipStream_t st)
 {
-    indexer_kernel<H, BQ><<<blocks, BQ * wave, IDX_SMEM, st>>>(a);
+    indexer_kernel<H, BQ><<<blocks, IDX_HOST_WARPS(H, BQ) * wave, IDX_SMEM(H, BQ), st>>>(a);
     return 0;
 }
 /* Raises the dynamic shared-memory limit of every instantiation (above 48 KiB it must be asked
@@ -545,9 +599,9 @@ static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, hipStream_t st
 template <int H, int BQ>
 static int raise_smem_hq()
 {
-    if (IDX_SMEM > 48 * 1024) {
+    if (IDX_SMEM(H, BQ) > 48 * 1024) {
         const void *f = (const void *)indexer_kernel<H, BQ>;
-        TL_GPU_CHECK(hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize, (int)IDX_SMEM));
+        TL_GPU_CHECK(hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize, (int)IDX_SMEM(H, BQ)));
     }
     return 0;
 }

@@ -22,22 +22,23 @@ static double ceiling_of(const tl_hw *hw, const char *operand)
 
 static int is_sm(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0; }
 
-/* Warps (waves) a CU holds: on sm_90 the kernel's register budget (TL_INDEXER_WAVES_SM90_H32 at
- * H <= 32, else _H64), on AMD TL_INDEXER_WAVES_AMD. */
-static int cu_waves_of(const tl_hw *hw, int heads)
+/* Warps (waves) a CU holds: on sm_90 the kernel's register budget (TL_INDEXER_WAVES_SM90), on AMD
+ * TL_INDEXER_WAVES_AMD. */
+static int cu_waves_of(const tl_hw *hw) { return is_sm(hw) ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD; }
+
+/* Warps (waves) a block has: BLOCK_Q on AMD, BLOCK_Q x H / 32 on sm_90 (a warp scores 32 heads). */
+static int block_waves_of(const tl_hw *hw, int q, int heads)
 {
-    if (!is_sm(hw)) return TL_INDEXER_WAVES_AMD;
-    return heads <= 32 ? TL_INDEXER_WAVES_SM90_H32 : TL_INDEXER_WAVES_SM90_H64;
+    return is_sm(hw) ? q * ((heads + TL_INDEXER_HEADS_PER_WARP_SM90 - 1) / TL_INDEXER_HEADS_PER_WARP_SM90) : q;
 }
 
-/* Blocks one CU holds: the waves it holds over BLOCK_Q, and what its LDS holds (AMD: two tiles of
- * codes; sm_90: TL_INDEXER_SMEM_SM90). */
+/* Blocks one CU holds: the waves it holds over the block's, and what its LDS holds (AMD: two tiles
+ * of codes; sm_90: TL_INDEXER_SMEM_SM90). */
 static int resident_limit(const tl_hw *hw, int q, int heads, int tile)
 {
-    const int waves = cu_waves_of(hw, heads);
-    const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_SM90 : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
+    const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_SM90(heads, q) : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
     int by_lds = (int)(hw->lds_kib * 1024.0 / lds);
-    int by_waves = waves / q;
+    int by_waves = cu_waves_of(hw) / block_waves_of(hw, q, heads);
     int n = by_lds < by_waves ? by_lds : by_waves;
     return n > 0 ? n : 1;
 }
@@ -77,21 +78,23 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     r->mma_tflops = peak * TL_INDEXER_MMA_EFF * (double)active / hw->cus;
     if (is_sm(hw)) {
-        /* mma.sync keeps a tensor core busy only with TL_INDEXER_WARPS_PER_CORE_SM90 warps on its
-         * scheduler: fewer resident warps (BLOCK_Q 1-2 with the shared memory a block takes) feed
-         * a share of the cores */
-        const double warps = (double)r->resident * r->block_q, want = TL_INDEXER_WARPS_PER_CORE_SM90 * hw->matrix_cores_per_cu;
-        if (warps < want) r->mma_tflops *= warps / want;
+        /* mma.sync: the share of the measured loop ceiling that the independent accumulators on
+         * each scheduler sustain (resident warps / 4 x TL_INDEXER_CHAINS_WARP_SM90, over
+         * TL_INDEXER_CHAINS_FULL_SM90), times TL_INDEXER_MMA_EFF_SM90 */
+        const double warps = (double)r->resident * block_waves_of(hw, r->block_q, s->heads);
+        const double chains = warps / hw->matrix_cores_per_cu * TL_INDEXER_CHAINS_WARP_SM90;
+        r->mma_tflops = peak * TL_INDEXER_MMA_EFF_SM90 * fmin(1.0, chains / TL_INDEXER_CHAINS_FULL_SM90) * (double)active / hw->cus;
     }
     r->mma_us = r->matrix_flops / (r->mma_tflops * 1e6);
     const double k_values = r->kv_bytes / (TL_INDEXER_DIM + 4.0) * TL_INDEXER_DIM; /* per block, once */
     double ops;
     if (is_sm(hw)) {
         /* every instruction the warps issue, in lane-operations per score: max and FMA per head,
-         * the position's share of the shuffles, scale and store, of the ldmatrix loads (8 per 16
-         * positions) and of the mma.sync issues themselves (H per 16 positions); each K value
-         * decoded once per block */
-        ops = r->computed * (s->heads * (TL_INDEXER_EPI_OPS_SM90 + 2.0) + TL_INDEXER_POS_OPS_SM90 + 16.0) +
+         * the mma.sync issues (2 per head: H per 16 positions), per 32 heads the ldmatrix loads
+         * (2 per 8 mma.sync: 16) and the rest of the epilogue (TL_INDEXER_POS_OPS_SM90); each K
+         * value decoded once per block */
+        const double halves = ceil(s->heads / (double)TL_INDEXER_HEADS_PER_WARP_SM90);
+        ops = r->computed * (s->heads * (TL_INDEXER_EPI_OPS_SM90 + 2.0) + halves * (TL_INDEXER_POS_OPS_SM90 + 16.0)) +
               k_values * TL_INDEXER_DECODE_OPS;
     } else {
         /* lanes sharing a score's row: 16 on AMD (16x16): log2 16 shuffle-adds */
@@ -137,7 +140,7 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     const long per_cu = (r->blocks + hw->cus - 1) / hw->cus;
     r->resident = per_cu < limit ? (int)per_cu : limit;
     r->cu_slots = limit;
-    r->cu_waves = cu_waves_of(hw, s->heads);
+    r->cu_waves = cu_waves_of(hw);
     const double slots = (double)hw->cus * limit;
     r->block_waves = r->blocks / slots;
     const double full = ceil(r->block_waves);

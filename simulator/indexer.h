@@ -18,8 +18,10 @@
  *     (sm_90: bf16 mma.sync on FP8 decoded to bf16; gfx950: FP8 16x16x128 f8f6f4; gfx942: FP8
  *     16x16x32 on the codes reinterpreted as FNUZ), capped by the preset's measured ceiling of
  *     that format, times TL_INDEXER_MMA_EFF (the share of issue the inner loop gives the matrix
- *     cores), over the CUs that hold blocks; on sm_90 times resident warps over
- *     TL_INDEXER_WARPS_PER_CORE_SM90 x 4 where fewer are resident. The K-depth: D / k instructions per 16-position x
+ *     cores), over the CUs that hold blocks; on sm_90 instead the measured mma.sync loop ceiling
+ *     times TL_INDEXER_MMA_EFF_SM90 times the share of it the independent accumulators on each
+ *     scheduler sustain (resident warps / 4 x TL_INDEXER_CHAINS_WARP_SM90 over
+ *     TL_INDEXER_CHAINS_FULL_SM90, at most 1). The K-depth: D / k instructions per 16-position x
  *     n-head product.
  *   - epilogue: AMD: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale,
  *     relu, weight FMA) plus log2(lanes sharing a row) shuffle-adds per score, gfx942 fixing each K
@@ -54,16 +56,21 @@
 #include "../contract/indexer.h"
 #include "hw.h"
 
-#define TL_INDEXER_MMA_EFF 0.80    /* matrix-core share of the inner loop's issue (estimate) */
+#define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
+#define TL_INDEXER_MMA_EFF_SM90 0.93 /* sm_90: share of the mma.sync loop ceiling with enough accumulators
+                                      * (the roofline loops: 0.94-0.99 at 32-64 a scheduler; run 42's
+                                      * kernel, 16 a scheduler: 0.39-0.49 at H = 32, 0.43-0.49 at 64) */
+#define TL_INDEXER_CHAINS_WARP_SM90 8.0  /* independent accumulators a warp keeps: 2 x 16 positions x 4 x 8 heads */
+#define TL_INDEXER_CHAINS_FULL_SM90 32.0 /* accumulators a scheduler needs for the full rate (estimate: the
+                                          * roofline loops reach 0.94 at 32, run 42 about half at 16) */
 #define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
 #define TL_INDEXER_EPI_OPS_SM90 2.0 /* sm_90: max 0 and FMA with w (the scale's sign is in K, |scale| after the sum) */
-#define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90: lane-ops per score for the rest of its epilogue: 14 warp
-                                      * instructions per 16 positions (4 shuffles, 4 adds, x |scale|, bounds, store) */
+#define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90, per 32 heads: lane-ops per score for the rest of its epilogue:
+                                      * 28 warp instructions per 32 positions (8 shuffles, 8 adds, x |scale|,
+                                      * bounds, stores or the H = 64 halves' sum) */
 #define TL_INDEXER_DECODE_OPS 2.5  /* sm_90: lane-ops per K value decoded E4M3 -> bf16 once per block
                                     * (2 prmt, 2 shifts, 2 ands, 2 FMAs per 4 codes, a load and a store per 8) */
-#define TL_INDEXER_WAVES_SM90_H32 16 /* warps an SM holds at H <= 32: 128 registers a thread (Q: 64) */
-#define TL_INDEXER_WAVES_SM90_H64 8  /* at H = 64: 255 registers a thread (Q: 128) */
-#define TL_INDEXER_WARPS_PER_CORE_SM90 2.0 /* warps a scheduler needs to keep its tensor core busy (estimate) */
+#define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: 128 registers a thread (Q of 32 heads: 64) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
 
