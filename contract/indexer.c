@@ -15,7 +15,7 @@ static int check_ranges(const tl_indexer_shape *s)
     if (s->dim != TL_INDEXER_DIM)
         return tl_error(TL_EUSAGE, "indexer", "head dimension %d: only D = %d is supported", s->dim, TL_INDEXER_DIM);
     if (s->block_q < 0 || s->block_q > TL_INDEXER_MAX_BLOCK_Q || (s->block_q & (s->block_q - 1)))
-        return tl_error(TL_EUSAGE, "indexer", "block_q = %d: must be 1, 2 or 4 (0: the model chooses)", s->block_q);
+        return tl_error(TL_EUSAGE, "indexer", "block_q = %d: must be 1, 2, 4 or 8 (0: the model chooses)", s->block_q);
     if ((long long)s->rows * s->kv > TL_INDEXER_MAX_LOGITS)
         return tl_error(TL_EUSAGE, "indexer", "rows x kv = %lld logits, more than %lld (16 GiB of float32)",
                         (long long)s->rows * s->kv, TL_INDEXER_MAX_LOGITS);

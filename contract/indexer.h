@@ -27,7 +27,8 @@
  * The kernel's tiling geometry (kernels/indexer.hip; the model, simulator/indexer.c, charges the
  * same): a block holds BLOCK_Q consecutive query rows (their Q and w in registers for the whole
  * run) and walks the union of their windows in KV tiles of TL_INDEXER_TILE_SM90 / _AMD positions, each tile
- * copied once into shared memory / LDS (double buffered) and used by all BLOCK_Q rows. The grid
+ * copied once into shared memory / LDS and used by all BLOCK_Q rows (AMD: double buffered; sm_90:
+ * TL_INDEXER_STAGES_SM90 raw stages, each tile decoded once to bf16 into one of two decoded tiles). The grid
  * is ceil(rows / BLOCK_Q) blocks. Positions of the union that lie outside one row's own window
  * are computed and then written as -inf (the causal triangle of a block: (BLOCK_Q - 1) / 2 rows'
  * worth of wasted work per block, on average).
@@ -48,9 +49,18 @@ extern "C" {
 #define TL_INDEXER_MAX_ROWS (1L << 20)
 #define TL_INDEXER_MAX_KV (1L << 22)      /* 4M positions */
 #define TL_INDEXER_MAX_LOGITS (1LL << 32) /* rows x kv: 16 GiB of float32 logits */
-#define TL_INDEXER_MAX_BLOCK_Q 4         /* the kernel instantiates 1, 2 and 4 */
+#define TL_INDEXER_MAX_BLOCK_Q 8         /* the kernel instantiates 1, 2, 4 and 8 */
 #define TL_INDEXER_TILE_SM90 64           /* KV positions per shared-memory tile on NVIDIA (bf16: 16 KiB) */
 #define TL_INDEXER_TILE_AMD 32            /* on gfx942 / gfx950 (FP8 codes: 4 KiB, the seed's tile) */
+#define TL_INDEXER_STAGES_SM90 3          /* raw tiles (codes + scales) in flight or waiting on NVIDIA */
+#define TL_INDEXER_KB_STRIDE_SM90 (TL_INDEXER_DIM + 8) /* bf16 elements a decoded K row takes in shared memory */
+#define TL_INDEXER_HEADS_PER_WARP_SM90 32 /* a warp scores 32 heads of its row: H / 32 warps a row */
+/* Shared memory of one sm_90 block of bq rows at `heads` heads (bytes): the raw stages, two decoded
+ * tiles with |k_scale|, and at H = 64 the two warps' partial sums of two tiles. */
+#define TL_INDEXER_SMEM_SM90(heads, bq)                                                            \
+    (TL_INDEXER_STAGES_SM90 * (TL_INDEXER_TILE_SM90 * TL_INDEXER_DIM + TL_INDEXER_TILE_SM90 * 4) + \
+     2 * (TL_INDEXER_TILE_SM90 * TL_INDEXER_KB_STRIDE_SM90 * 2 + TL_INDEXER_TILE_SM90 * 4) +        \
+     ((heads) > TL_INDEXER_HEADS_PER_WARP_SM90 ? 2 * (bq) * 2 * TL_INDEXER_TILE_SM90 * 4 : 0))
 
 typedef struct {
     long rows;            /* query rows, 1..TL_INDEXER_MAX_ROWS */
@@ -58,7 +68,7 @@ typedef struct {
     int heads;            /* H: 16..TL_INDEXER_MAX_HEADS, a multiple of 16 (32 GLM-5, 64 DeepSeek-V3.2) */
     int dim;              /* D: TL_INDEXER_DIM */
     long prefix;          /* P >= 0 cached positions before the first query row; P + rows <= kv */
-    int block_q;          /* query rows per block: 1, 2 or 4 (0: not chosen yet) */
+    int block_q;          /* query rows per block: 1, 2, 4 or 8 (0: not chosen yet) */
     const int32_t *starts, *ends; /* when both are given: the windows (override the rule) */
 } tl_indexer_shape;
 

@@ -4,24 +4,35 @@
  * Plain C header (the op row, ops/, calls it through tl_indexer_gpu_kernels); implemented in
  * kernels/indexer.hip, which exists only in GPU builds.
  *
- * What runs: one kernel, ceil(rows / BLOCK_Q) blocks of BLOCK_Q waves (warps), wave r scoring query
- * row b BLOCK_Q + r. Each wave holds its row's Q (as matrix-core B fragments) and w in registers;
- * the block walks the union of its rows' windows in KV tiles (64 positions on sm_90, 32 on AMD),
- * each copied once from HBM into one of two shared-memory buffers while the block scores the
- * other; the window bounds are applied once per tile (whole tiles outside a row are skipped, the
- * edge tile masked in the epilogue), never inside the dot-product loop. Per target:
- *   sm_90   K decoded E4M3 -> bf16 into shared memory (exact: the 2^-120-scaled bf16 of
- *           numerics/codes.h, then one packed multiply by 2^120), Q decoded to bf16 in registers;
- *           bf16 mma.sync m16n8k16 (kernels/mma.h), float32 accumulation. (The H200's bf16
- *           mma.sync loop measured 645.7 TFLOP/s against 391.4 for its FP8 mma.sync.)
+ * What runs: one kernel, ceil(rows / BLOCK_Q) blocks; on AMD a block has BLOCK_Q waves, wave r
+ * scoring query row b BLOCK_Q + r; on sm_90 it has BLOCK_Q x H / 32 warps, H / 32 a row, each
+ * scoring 32 of its row's heads, and grid block x runs b = blocks - 1 - x (the longest causal
+ * windows first). Each wave holds its row's Q (as matrix-core B fragments: its heads) and w in
+ * registers; the block walks the union of its rows' windows in KV tiles (64 positions on sm_90, 32
+ * on AMD), each copied once from HBM into shared memory and used by every row of the block; the
+ * window bounds are applied once per tile (whole tiles outside a row are skipped, the edge tile
+ * masked in the epilogue), never inside the dot-product loop. Per target:
+ *   sm_90   BLOCK_Q 1, 2, 4 or 8. cp.async copies K codes and k_scale into three raw stages (up to
+ *           three tiles ahead); every thread of the block then decodes a share of the next tile
+ *           E4M3 -> bf16 into one of two decoded tiles (exact: the 2^-120-scaled bf16 of
+ *           numerics/codes.h by prmt/shift/and, then one packed multiply by +-2^120, the sign of
+ *           the position's k_scale folded in), once per block; one barrier a tile. A warp scores
+ *           32 positions at a time: two ldmatrix.x4 A fragments per k-step against its 4 head
+ *           fragments (Q decoded to bf16 in registers), bf16 mma.sync m16n8k16 (kernels/mma.h),
+ *           8 independent float32 accumulators. At H = 64 the row's two warps each write their
+ *           partial head sums of a tile to shared memory and, after the next barrier, each adds
+ *           and stores half of the tile's positions. 128 registers a thread (16 warps an SM), no
+ *           spills; TL_INDEXER_SMEM_SM90(H, BLOCK_Q) bytes of shared memory a block. (The H200's
+ *           bf16 mma.sync loop measured 645.7 TFLOP/s against 391.4 for its FP8 mma.sync.)
  *   gfx950  the E4M3 codes as they are: v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales (one
  *           instruction covers D = 128).
  *   gfx942  its FP8 MFMA reads E4M3 FNUZ: the E4M3FN bits are reinterpreted as FNUZ, which halves
  *           every value exactly except 0x80 (FN's -0, FNUZ's NaN), rewritten to 0x00 when the tile is
  *           copied; the dot product is then a quarter of the true one and the epilogue multiplies
  *           by 4 (exact). NaN codes do not survive (outside the contract).
- * Epilogue in registers: x k_scale, relu, x w, the head sum across the lanes that hold one
- * position's heads (shuffles), -inf outside the row's window; logits written once, every element
+ * Epilogue in registers: x k_scale, relu, x w (sm_90: relu(x s) = |s| relu(sign(s) x), so max and
+ * FMA per head and one multiply by |k_scale| after the sum), the head sum across the lanes that
+ * hold one position's heads (shuffles), -inf outside the row's window; logits written once, every element
  * (positions outside the block's union by a plain fill in the same kernel).
  * Cost: the model's (simulator/indexer.h).
  */
@@ -45,7 +56,7 @@ int tl_indexer_gpu_upload(tl_indexer_gpu *g, const uint8_t *q, const uint8_t *k,
                           const float *w);
 /* Fills the logits with NaN, so that anything the kernel fails to write shows. */
 int tl_indexer_gpu_poison(tl_indexer_gpu *g);
-/* Runs the kernel with block_q rows a block (1, 2 or 4), then synchronizes. */
+/* Runs the kernel with block_q rows a block (1, 2, 4 or 8), then synchronizes. */
 int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q);
 /* Reads back the logits [rows][kv]. */
 int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits);

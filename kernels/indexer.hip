@@ -1,11 +1,13 @@
 /* kernels/indexer.hip: the DSA lightning indexer kernel and its launcher (kernels/indexer.h says
  * what runs; contract/indexer.h the function; simulator/indexer.h the cost).
  *
- * Block: BLOCK_Q waves, wave r = query row blockIdx.x * BLOCK_Q + r (a wave past the last row
- * still copies tiles and waits at the barriers, and writes nothing). The scores of one tile are
- * the matrix product S[position][head] = K_tile[position][:] . Q_row[head][:]: A = the K tile
- * (16 positions a fragment, from shared memory), B = the row's Q given as its transpose
- * (Q[head][d], held in registers for the whole run), float32 accumulators of 16 positions x H heads.
+ * Block (AMD): BLOCK_Q waves, wave r = query row b * BLOCK_Q + r, b = blockIdx.x; (sm_90) BLOCK_Q x
+ * H / 32 warps, warp w = heads 32 (w % (H / 32)) .. + 31 of row b * BLOCK_Q + w / (H / 32), b =
+ * gridDim.x - 1 - blockIdx.x (the longest windows first). A wave past the last row still copies
+ * tiles and waits at the barriers, and writes nothing. The scores of one tile are the matrix
+ * product S[position][head] = K_tile[position][:] . Q_row[head][:]: A = the K tile (16 positions a
+ * fragment, from shared memory), B = the row's Q given as its transpose (Q[head][d], held in
+ * registers for the whole run), float32 accumulators of 16 positions x the wave's heads.
  */
 #include "indexer.h"
 
@@ -44,18 +46,23 @@ typedef struct {
 
 /* ---- target pieces ---------------------------------------------------------------------------- */
 #if defined(TL_MMA_TARGET_SM80)
-/* Two E4M3 codes (low byte first) as their exact bf16 pair: the 2^-120-scaled pair of
- * numerics/codes.h times 2^120 in one packed FMA (bf16 subnormals are honoured by fma.bf16x2). */
-static __device__ __forceinline__ uint32_t idx_e4m3x2_bf16(uint32_t h)
+/* Four E4M3 codes (byte 0 first) as two exact bf16 pairs, times +-1 (mul: the bf16x2 splat of
+ * +-2^120). Each code is sign-extended to 16 bits (prmt), shifted so that its seven magnitude bits
+ * land where a bf16's exponent and mantissa start and masked: the 2^-120-scaled bf16 of
+ * numerics/codes.h; then one packed multiply by mul (bf16 subnormals are honoured by fma.bf16x2).
+ * Four integer operations and one FMA per pair. */
+static __device__ __forceinline__ void idx_e4m3x4_bf16(uint32_t w, uint32_t mul, uint32_t &lo, uint32_t &hi)
 {
-    const uint32_t x = ((h & 0x7Fu) << 4) | ((h & 0x80u) << 8) | ((h & 0x7F00u) << 12) | ((h & 0x8000u) << 16);
-    uint32_t y;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;"
-        : "=r"(y)
-        : "r"(x), "r"(tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE)), "r"(TL_CODE_BF16X2_MINUS0));
-    return y;
+    uint32_t a, b;
+    asm("prmt.b32 %0, %1, 0, 0x9180;" : "=r"(a) : "r"(w));
+    asm("prmt.b32 %0, %1, 0, 0xB3A2;" : "=r"(b) : "r"(w));
+    a = (a << 4) & 0x87F087F0u;
+    b = (b << 4) & 0x87F087F0u;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(lo) : "r"(a), "r"(mul), "r"(TL_CODE_BF16X2_MINUS0));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(hi) : "r"(b), "r"(mul), "r"(TL_CODE_BF16X2_MINUS0));
 }
-static __device__ __forceinline__ uint32_t idx_u16(const uint8_t *p) { return *(const uint16_t *)p; }
+#define IDX_UNSCALE_X2 (TL_CODE_E4M3_BF16_UNSCALE * 0x10001u)            /* (2^120, 2^120) */
+#define IDX_UNSCALE_NEG_X2 ((TL_CODE_E4M3_BF16_UNSCALE | 0x8000u) * 0x10001u) /* (-2^120, -2^120) */
 typedef tl_frag_b_bf16 IdxB;
 /* Q row fragments: n-tile n (heads 8n..8n+7), k-step s (d 16s..16s+15): lane (g, t) holds
  * Q[8n + g][16s + 2t, +1] and [16s + 8 + 2t, +1], decoded to bf16 once. */
@@ -63,8 +70,8 @@ static __device__ __forceinline__ void idx_load_q(IdxB &b, const uint8_t *q, int
 {
     const int l = tl_lane(), g = l / 4, t = l % 4;
     const uint8_t *p = q + (size_t)(8 * n + g) * IDX_D + 16 * s + 2 * t;
-    b.r[0] = idx_e4m3x2_bf16(idx_u16(p));
-    b.r[1] = idx_e4m3x2_bf16(idx_u16(p + 8));
+    const uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[8] << 16 | (uint32_t)p[9] << 24;
+    idx_e4m3x4_bf16(w, IDX_UNSCALE_X2, b.r[0], b.r[1]);
 }
 #define IDX_KSTEPS (IDX_D / 16)
 #elif defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
@@ -102,6 +109,7 @@ typedef tl_frag_b_bf16 IdxB;
 static __device__ __forceinline__ void idx_load_q(IdxB &b, const uint8_t *q, int n, int s) {}
 #endif
 
+#if defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
 /* ---- the tile copy: K [tile][D] codes and k_scale [tile], positions >= kv read as zero ---------- */
 static __device__ __forceinline__ void idx_copy_tile(const IdxArgs &a, long j0, uint8_t *ks_dst, float *sc_dst,
                                                      int nthreads)
@@ -111,34 +119,18 @@ static __device__ __forceinline__ void idx_copy_tile(const IdxArgs &a, long j0, 
         const int row = c / (IDX_D / 16), col = 16 * (c % (IDX_D / 16));
         const long j = j0 + row;
         uint8_t *dst = ks_dst + row * IDX_STRIDE + col;
-#if defined(TL_MMA_TARGET_SM80)
-        const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
-        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-        const int bytes = j < a.kv ? 16 : 0; /* predicated: zero fill past kv */
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(bytes));
-#else
         uint4 v = make_uint4(0, 0, 0, 0);
         if (j < a.kv) v = *(const uint4 *)(a.k + (size_t)j * IDX_D + col);
 #if defined(TL_MMA_TARGET_GFX942)
         v.x = idx_fnuz4(v.x), v.y = idx_fnuz4(v.y), v.z = idx_fnuz4(v.z), v.w = idx_fnuz4(v.w);
 #endif
         *(uint4 *)dst = v;
-#endif
     }
     for (int c = IDX_TID; c < IDX_TILE; c += nthreads) sc_dst[c] = j0 + c < a.kv ? a.k_scale[j0 + c] : 0.0f;
 }
-static __device__ __forceinline__ void idx_copy_commit()
-{
-#if defined(TL_MMA_TARGET_SM80)
-    asm volatile("cp.async.commit_group;");
+static __device__ __forceinline__ void idx_copy_commit() {}
+static __device__ __forceinline__ void idx_copy_wait() {}
 #endif
-}
-static __device__ __forceinline__ void idx_copy_wait()
-{
-#if defined(TL_MMA_TARGET_SM80)
-    asm volatile("cp.async.wait_group 0;");
-#endif
-}
 
 /* ---- one 16-position fragment of a tile: scores, epilogue, store -------------------------------- */
 template <int H>
@@ -146,35 +138,7 @@ static __device__ __forceinline__ void idx_score16(const uint8_t *kt, const floa
                                                    const float (&wv)[H / IDX_N][2], long j0, long lo, long hi, long kv,
                                                    float *out)
 {
-#if defined(TL_MMA_TARGET_SM80)
-    tl_frag_c c[H / 8];
-    for (int n = 0; n < H / 8; n++) tl_frag_zero(&c[n]);
-    const int l = tl_lane(), g = l / 4, t = l % 4;
-#pragma unroll
-    for (int s = 0; s < IDX_KSTEPS; s++) {
-        tl_frag_a_bf16 af;
-        const uint8_t *r0 = kt + g * IDX_STRIDE + 16 * s + 2 * t, *r1 = r0 + 8 * IDX_STRIDE;
-        af.r[0] = idx_e4m3x2_bf16(idx_u16(r0));
-        af.r[1] = idx_e4m3x2_bf16(idx_u16(r1));
-        af.r[2] = idx_e4m3x2_bf16(idx_u16(r0 + 8));
-        af.r[3] = idx_e4m3x2_bf16(idx_u16(r1 + 8));
-#pragma unroll
-        for (int n = 0; n < H / 8; n++) tl_mma_bf16(&c[n], &af, &qf[n][s]);
-    }
-    const float s0 = sc[g], s1 = sc[g + 8];
-    float p0 = 0.0f, p1 = 0.0f;
-#pragma unroll
-    for (int n = 0; n < H / 8; n++) {
-        p0 += wv[n][0] * fmaxf(c[n].v[0] * s0, 0.0f) + wv[n][1] * fmaxf(c[n].v[1] * s0, 0.0f);
-        p1 += wv[n][0] * fmaxf(c[n].v[2] * s1, 0.0f) + wv[n][1] * fmaxf(c[n].v[3] * s1, 0.0f);
-    }
-    p0 += tl_shfl_xor(p0, 1), p1 += tl_shfl_xor(p1, 1);
-    p0 += tl_shfl_xor(p0, 2), p1 += tl_shfl_xor(p1, 2);
-    if (t < 2) {
-        const long j = j0 + g + 8 * t;
-        if (j < kv) out[j] = j >= lo && j < hi ? (t ? p1 : p0) : -__builtin_inff();
-    }
-#elif defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
+#if defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
     tl_frag_c c[H / 16];
     for (int n = 0; n < H / 16; n++) tl_frag_zero(&c[n]);
 #pragma unroll
@@ -207,11 +171,255 @@ static __device__ __forceinline__ void idx_score16(const uint8_t *kt, const floa
 #endif
 }
 
-/* ---- the kernel ------------------------------------------------------------------------------- */
-template <int H, int BQ>
-__global__ void __launch_bounds__(BQ * TL_WAVE) indexer_kernel(IdxArgs a)
+/* ---- sm_90: the block decodes each tile once, its warps read it with ldmatrix ------------------
+ * Shared memory (dynamic, TL_INDEXER_SMEM_SM90(H, BLOCK_Q) bytes): IDX_STAGES stages of raw tiles
+ * (K codes [64][128] and k_scale [64]) filled by cp.async, up to IDX_STAGES tiles ahead of the one
+ * being scored; two decoded tiles (K as bf16 [64][IDX_KB_STRIDE], each row's sign flipped where
+ * its k_scale is negative, and |k_scale| [64]); at H = 64 the partial sums of two tiles [2][BLOCK_Q]
+ * [2 warps][64]. Iteration t, after one barrier: the copy of tile t + IDX_STAGES is issued into
+ * tile t's raw stage, tile t + 1 is decoded by every thread of the block (8-code pieces: 1024 a
+ * tile over the block's threads), at H = 64 tile t - 1's partial sums are added and stored, and
+ * each warp scores tile t for its row and heads. Since
+ * relu(x s) = |s| relu(sign(s) x), the epilogue is max, FMA with w per score and head, and one
+ * multiply by |k_scale| per score after the head sum. */
+#if defined(TL_MMA_TARGET_SM80)
+#define IDX_STAGES TL_INDEXER_STAGES_SM90 /* 3: the waits below count on it */
+#define IDX_KB_STRIDE TL_INDEXER_KB_STRIDE_SM90 /* 272 bytes a decoded row: ldmatrix without bank conflicts */
+#define IDX_RAW_BYTES (IDX_TILE * IDX_D + IDX_TILE * 4)
+#define IDX_DEC_BYTES (IDX_TILE * IDX_KB_STRIDE * 2 + IDX_TILE * 4)
+
+static __device__ __forceinline__ unsigned idx_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+/* Tile j0's codes and scales into raw stage `raw` (positions >= kv: zero, their scale 0). */
+static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0, uint8_t *raw, int nthreads)
 {
-#if defined(TL_MMA_TARGET_SM80) || defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
+    const int chunks = IDX_TILE * (IDX_D / 16);
+    for (int c = IDX_TID; c < chunks; c += nthreads) {
+        const int row = c / (IDX_D / 16), col = 16 * (c % (IDX_D / 16));
+        const long j = j0 + row;
+        const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
+        const int bytes = j < a.kv ? 16 : 0;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(raw + row * IDX_D + col)),
+                     "l"(src), "r"(bytes));
+    }
+    if (IDX_TID < IDX_TILE / 4) {
+        const long j = j0 + 4 * IDX_TID;
+        const long left = a.kv - j;
+        const int bytes = left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0;
+        const float *src = a.k_scale + (bytes ? j : 0);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(
+                         idx_smem_addr(raw + IDX_TILE * IDX_D + 16 * IDX_TID)),
+                     "l"(src), "r"(bytes));
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+/* Raw stage -> decoded tile: 8 codes a piece (8 bytes read, 16 written), the row's scale sign
+ * folded in, |k_scale| beside. */
+static __device__ __forceinline__ void idx_decode_sm90(const uint8_t *raw, uint8_t *dec, int nthreads)
+{
+    const float *sc = (const float *)(raw + IDX_TILE * IDX_D);
+    const int pieces = IDX_TILE * (IDX_D / 8);
+#pragma unroll 4
+    for (int c = IDX_TID; c < pieces; c += nthreads) {
+        const int row = c / (IDX_D / 8), col = 8 * (c % (IDX_D / 8));
+        const uint2 v = *(const uint2 *)(raw + row * IDX_D + col);
+        const uint32_t mul = sc[row] < 0.0f ? IDX_UNSCALE_NEG_X2 : IDX_UNSCALE_X2;
+        uint4 o;
+        idx_e4m3x4_bf16(v.x, mul, o.x, o.y);
+        idx_e4m3x4_bf16(v.y, mul, o.z, o.w);
+        *(uint4 *)(dec + (row * IDX_KB_STRIDE + col) * 2) = o;
+    }
+    for (int c = IDX_TID; c < IDX_TILE; c += nthreads) ((float *)(dec + IDX_TILE * IDX_KB_STRIDE * 2))[c] = fabsf(sc[c]);
+}
+
+/* Scores 32 positions (kb: the shared address of their decoded rows, ks: their |k_scale|) against
+ * the warp's 32 heads: two 16-position A fragments (ldmatrix.x4 each) per k-step against the 4
+ * head fragments, 8 independent accumulators. HW == 1 (H = 32: the warp has all heads): stores
+ * the logits of positions j0..j0+31 below kv (`edge`: bounds checked per position, -inf outside
+ * [lo, hi); else all 32 are inside the window and below kv). HW == 2 (H = 64): writes the warp's
+ * partial sums (times |k_scale|) to red[0..31] for idx_flush_sm90. */
+template <int HW>
+static __device__ __forceinline__ void idx_score32_sm90(unsigned kb, const float *ks, const IdxB (&qf)[4][IDX_KSTEPS],
+                                                        const float (&wv)[4][2], long j0, bool edge, long lo, long hi,
+                                                        long kv, float *out, float *red)
+{
+    tl_frag_c c[2][4];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < 4; n++) tl_frag_zero(&c[m][n]);
+    const int l = tl_lane(), g = l / 4, t = l % 4;
+    /* ldmatrix.x4: lane l gives the row of position (l % 8) + 8 ((l / 8) % 2), d 8 (l / 16): the
+     * four 8x8 matrices are the A fragment's r0..r3 */
+    const unsigned base = kb + (((l & 7) + 8 * ((l >> 3) & 1)) * IDX_KB_STRIDE + 8 * (l >> 4)) * 2;
+#pragma unroll
+    for (int s = 0; s < IDX_KSTEPS; s++) {
+        tl_frag_a_bf16 af[2];
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(af[m].r[0]), "=r"(af[m].r[1]), "=r"(af[m].r[2]), "=r"(af[m].r[3])
+                         : "r"(base + m * 16 * IDX_KB_STRIDE * 2 + 32 * s));
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            tl_mma_bf16(&c[0][n], &af[0], &qf[n][s]);
+            tl_mma_bf16(&c[1][n], &af[1], &qf[n][s]);
+        }
+    }
+    float p[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+    for (int n = 0; n < 4; n++)
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            p[m][0] = fmaf(wv[n][0], fmaxf(c[m][n].v[0], 0.0f), p[m][0]);
+            p[m][1] = fmaf(wv[n][0], fmaxf(c[m][n].v[2], 0.0f), p[m][1]);
+            p[m][0] = fmaf(wv[n][1], fmaxf(c[m][n].v[1], 0.0f), p[m][0]);
+            p[m][1] = fmaf(wv[n][1], fmaxf(c[m][n].v[3], 0.0f), p[m][1]);
+        }
+#pragma unroll
+    for (int x = 1; x <= 2; x *= 2)
+#pragma unroll
+        for (int m = 0; m < 2; m++) p[m][0] += tl_shfl_xor(p[m][0], x), p[m][1] += tl_shfl_xor(p[m][1], x);
+    if (t < 2) {
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            const int r = 16 * m + g + 8 * t;
+            const float v = (t ? p[m][1] : p[m][0]) * ks[r];
+            if (HW == 2) {
+                red[r] = v;
+            } else {
+                const long j = j0 + r;
+                if (!edge) out[j] = v;
+                else if (j < kv) out[j] = j >= lo && j < hi ? v : -__builtin_inff();
+            }
+        }
+    }
+}
+
+/* H = 64: the two warps of a row add their partial sums of one tile (red: [2 halves][64]) and
+ * write it, 32 positions each, -inf outside [lo, hi). */
+static __device__ __forceinline__ void idx_flush_sm90(const float *red, int half, long j0, long lo, long hi, long kv,
+                                                      float *out)
+{
+    const int pos = 32 * half + tl_lane();
+    const long j = j0 + pos;
+    if (j < kv) out[j] = j >= lo && j < hi ? red[pos] + red[IDX_TILE + pos] : -__builtin_inff();
+}
+
+template <int H, int BQ>
+static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
+{
+    constexpr int HW = H / TL_INDEXER_HEADS_PER_WARP_SM90; /* warps a row */
+    extern __shared__ __attribute__((aligned(16))) uint8_t idx_smem[];
+    uint8_t *raw = idx_smem, *dec = idx_smem + IDX_STAGES * IDX_RAW_BYTES;
+    float *red = (float *)(dec + 2 * IDX_DEC_BYTES); /* HW == 2: [2 tiles][BQ rows][2 halves][64] */
+    const int nthreads = BQ * HW * TL_WAVE;
+    const int rib = tl_wave_id() / HW, half = tl_wave_id() % HW;
+    /* the longest blocks first: under the causal rule block b's window grows with b */
+    const long blk = (long)tl_grid_x() - 1 - IDX_BID;
+    const long row = blk * BQ + rib;
+    const bool live = row < a.rows;
+    long ulo = a.kv, uhi = 0;
+    for (int r = 0; r < BQ; r++) {
+        const long i = blk * BQ + r;
+        if (i >= a.rows || a.starts[i] >= a.ends[i]) continue;
+        ulo = a.starts[i] < ulo ? a.starts[i] : ulo;
+        uhi = a.ends[i] > uhi ? a.ends[i] : uhi;
+    }
+    if (uhi <= ulo) ulo = uhi = 0;
+    const long lo = live ? a.starts[row] : 0, hi = live ? a.ends[row] : 0;
+    const long t0 = ulo / IDX_TILE, t1 = (uhi + IDX_TILE - 1) / IDX_TILE;
+    float *out = a.logits + (size_t)(live ? row : 0) * a.kv;
+    if (t1 > t0)
+        for (int k = 0; k < IDX_STAGES && t0 + k < t1; k++)
+            idx_issue_sm90(a, (t0 + k) * IDX_TILE, raw + k * IDX_RAW_BYTES, nthreads);
+    /* -inf outside the tiles the block walks (the copies are in flight meanwhile); the row's
+     * first warp writes what is the row's alone */
+    const bool writer = live && half == 0;
+    if (writer) {
+        const long a0 = t0 * IDX_TILE, a1 = t1 * IDX_TILE < a.kv ? t1 * IDX_TILE : a.kv;
+        for (long j = tl_lane(); j < a0; j += TL_WAVE) out[j] = -__builtin_inff();
+        for (long j = a1 + tl_lane(); j < a.kv; j += TL_WAVE) out[j] = -__builtin_inff();
+    }
+    if (t1 <= t0) return; /* the whole block: no tile */
+    IdxB qf[4][IDX_KSTEPS];
+    float wv[4][2];
+    {
+        const uint8_t *q = a.q + ((size_t)(live ? row : 0) * H + TL_INDEXER_HEADS_PER_WARP_SM90 * half) * IDX_D;
+        const float *w = a.w + (size_t)(live ? row : 0) * H + TL_INDEXER_HEADS_PER_WARP_SM90 * half;
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+#pragma unroll
+            for (int s = 0; s < IDX_KSTEPS; s++) idx_load_q(qf[n][s], q, n, s);
+            wv[n][0] = w[8 * n + 2 * (tl_lane() % 4)];
+            wv[n][1] = w[8 * n + 2 * (tl_lane() % 4) + 1];
+        }
+    }
+    /* tile t0 decoded before the loop: its copy (the oldest of the groups in flight) in */
+    const long issued0 = t1 - t0 < IDX_STAGES ? t1 - t0 : IDX_STAGES;
+    if (issued0 >= 3) asm volatile("cp.async.wait_group 2;");
+    else if (issued0 == 2) asm volatile("cp.async.wait_group 1;");
+    else asm volatile("cp.async.wait_group 0;");
+    IDX_SYNC();
+    idx_decode_sm90(raw, dec, nthreads);
+    for (long t = t0; t < t1; t++) {
+        const long k = t - t0;
+        /* tile t + 1's copy in: the groups issued after it (up to IDX_STAGES - 2 of them) may fly */
+        const long after = (t1 - 1 < t0 + k + IDX_STAGES - 1 ? t1 - 1 : t0 + k + IDX_STAGES - 1) - (t + 1);
+        if (after >= 1) asm volatile("cp.async.wait_group 1;");
+        else asm volatile("cp.async.wait_group 0;");
+        IDX_SYNC(); /* tile t decoded and visible; tile t + 1's codes visible; tile t - 1 scored */
+        if (t + IDX_STAGES < t1)
+            idx_issue_sm90(a, (t + IDX_STAGES) * IDX_TILE, raw + (int)(k % IDX_STAGES) * IDX_RAW_BYTES, nthreads);
+        if (t + 1 < t1)
+            idx_decode_sm90(raw + (int)((k + 1) % IDX_STAGES) * IDX_RAW_BYTES, dec + (int)((k + 1) & 1) * IDX_DEC_BYTES,
+                            nthreads);
+        if (HW == 2 && t > t0 && live) { /* tile t - 1's two halves, now both written */
+            const long jp = (t - 1) * IDX_TILE;
+            if (!(jp >= hi || jp + IDX_TILE <= lo))
+                idx_flush_sm90(red + ((int)((k - 1) & 1) * BQ + rib) * 2 * IDX_TILE, half, jp, lo, hi, a.kv, out);
+        }
+        const long j0 = t * IDX_TILE;
+        if (!live || j0 >= hi || j0 + IDX_TILE <= lo) {
+            if (writer)
+                for (long j = j0 + tl_lane(); j < j0 + IDX_TILE && j < a.kv; j += TL_WAVE) out[j] = -__builtin_inff();
+            continue;
+        }
+        const bool edge = j0 < lo || j0 + IDX_TILE > hi || j0 + IDX_TILE > a.kv;
+        const uint8_t *d = dec + (int)(k & 1) * IDX_DEC_BYTES;
+        const unsigned kb = idx_smem_addr(d);
+        const float *ks = (const float *)(d + IDX_TILE * IDX_KB_STRIDE * 2);
+        float *rd = red + (((int)(k & 1) * BQ + rib) * 2 + half) * IDX_TILE;
+#pragma unroll 1
+        for (int m = 0; m < IDX_TILE / 32; m++)
+            idx_score32_sm90<HW>(kb + m * 32 * IDX_KB_STRIDE * 2, ks + 32 * m, qf, wv, j0 + 32 * m, edge, lo, hi, a.kv,
+                                 out, rd + 32 * m);
+    }
+    if (HW == 2) { /* the last tile's halves */
+        IDX_SYNC();
+        const long jp = (t1 - 1) * IDX_TILE;
+        if (live && !(jp >= hi || jp + IDX_TILE <= lo))
+            idx_flush_sm90(red + ((int)((t1 - 1 - t0) & 1) * BQ + rib) * 2 * IDX_TILE, half, jp, lo, hi, a.kv, out);
+    }
+}
+#endif
+
+/* On sm_90 a block has BLOCK_Q x H / 32 warps (a warp scores 32 heads of its row) and a thread may
+ * take 128 registers, so that an SM holds 16 warps (Q 64, w 8, accumulators 32, A fragments 8). */
+#if defined(TL_MMA_TARGET_SM80)
+#define IDX_WARPS(h, bq) ((bq) * (h) / TL_INDEXER_HEADS_PER_WARP_SM90)
+#define IDX_MIN_BLOCKS(h, bq) (16 / IDX_WARPS(h, bq) > 0 ? 16 / IDX_WARPS(h, bq) : 1)
+#else
+#define IDX_WARPS(h, bq) (bq)
+#define IDX_MIN_BLOCKS(h, bq) 1
+#endif
+template <int H, int BQ>
+__global__ void __launch_bounds__(IDX_WARPS(H, BQ) * TL_WAVE, IDX_MIN_BLOCKS(H, BQ)) indexer_kernel(IdxArgs a)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    idx_body_sm90<H, BQ>(a);
+#elif defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
     __shared__ __attribute__((aligned(16))) uint8_t ktile[2][IDX_TILE * IDX_STRIDE];
     __shared__ float kscale[2][IDX_TILE];
     const int nthreads = BQ * TL_WAVE;
@@ -245,13 +453,8 @@ __global__ void __launch_bounds__(BQ * TL_WAVE) indexer_kernel(IdxArgs a)
     for (int n = 0; n < H / IDX_N; n++) {
 #pragma unroll
         for (int s = 0; s < IDX_KSTEPS; s++) idx_load_q(qf[n][s], q, n, s);
-#if defined(TL_MMA_TARGET_SM80)
-        wv[n][0] = w[8 * n + 2 * (tl_lane() % 4)];
-        wv[n][1] = w[8 * n + 2 * (tl_lane() % 4) + 1];
-#else
         wv[n][0] = w[16 * n + tl_lane() % 16];
         wv[n][1] = 0.0f;
-#endif
     }
     /* double-buffered tiles: tile t + 1 is copied while tile t is scored */
     idx_copy_tile(a, t0 * IDX_TILE, ktile[0], kscale[0], nthreads);
@@ -311,6 +514,7 @@ extern "C" void tl_indexer_gpu_close(tl_indexer_gpu *g)
     free(g);
 }
 
+static int raise_smem();
 extern "C" int tl_indexer_gpu_open(const tl_indexer_shape *s, tl_indexer_gpu **out)
 {
     *out = NULL;
@@ -346,6 +550,7 @@ extern "C" int tl_indexer_gpu_open(const tl_indexer_shape *s, tl_indexer_gpu **o
     if (!rc) rc = GALLOC(g->logits, rows * (size_t)s->kv * sizeof(float), "logits");
     if (!rc) rc = GALLOC(g->starts, rows * sizeof(int32_t), "window starts");
     if (!rc) rc = GALLOC(g->ends, rows * sizeof(int32_t), "window ends");
+    if (!rc) rc = raise_smem();
     if (rc) {
         tl_indexer_gpu_close(g);
         return rc;
@@ -374,16 +579,57 @@ extern "C" int tl_indexer_gpu_poison(tl_indexer_gpu *g)
     return 0;
 }
 
+/* Threads and dynamic shared memory of a block: on NVIDIA BLOCK_Q x H / 32 warps and
+ * TL_INDEXER_SMEM_SM90 bytes; on AMD BLOCK_Q waves, none. */
+#if defined(TL_GPU_NVIDIA)
+#define IDX_HOST_WARPS(h, bq) ((bq) * (h) / TL_INDEXER_HEADS_PER_WARP_SM90)
+#define IDX_SMEM(h, bq) TL_INDEXER_SMEM_SM90(h, bq)
+#else
+#define IDX_HOST_WARPS(h, bq) (bq)
+#define IDX_SMEM(h, bq) 0
+#endif
+template <int H, int BQ>
+static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, hipStream_t st)
+{
+    indexer_kernel<H, BQ><<<blocks, IDX_HOST_WARPS(H, BQ) * wave, IDX_SMEM(H, BQ), st>>>(a);
+    return 0;
+}
+/* Raises the dynamic shared-memory limit of every instantiation (above 48 KiB it must be asked
+ * for); called when the launcher opens, outside any stream capture. */
+template <int H, int BQ>
+static int raise_smem_hq()
+{
+    if (IDX_SMEM(H, BQ) > 48 * 1024) {
+        const void *f = (const void *)indexer_kernel<H, BQ>;
+        TL_GPU_CHECK(hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize, (int)IDX_SMEM(H, BQ)));
+    }
+    return 0;
+}
+static int raise_smem()
+{
+    int rc = raise_smem_hq<32, 1>();
+    if (!rc) rc = raise_smem_hq<32, 2>();
+    if (!rc) rc = raise_smem_hq<32, 4>();
+    if (!rc) rc = raise_smem_hq<32, 8>();
+    if (!rc) rc = raise_smem_hq<64, 1>();
+    if (!rc) rc = raise_smem_hq<64, 2>();
+    if (!rc) rc = raise_smem_hq<64, 4>();
+    if (!rc) rc = raise_smem_hq<64, 8>();
+    return rc;
+}
 template <int H>
 static int launch_h(const IdxArgs &a, int bq, int wave, hipStream_t st)
 {
     const unsigned blocks = (unsigned)((a.rows + bq - 1) / bq);
+    int rc;
     switch (bq) {
-    case 1: indexer_kernel<H, 1><<<blocks, 1 * wave, 0, st>>>(a); break;
-    case 2: indexer_kernel<H, 2><<<blocks, 2 * wave, 0, st>>>(a); break;
-    case 4: indexer_kernel<H, 4><<<blocks, 4 * wave, 0, st>>>(a); break;
-    default: return tl_error(TL_EUSAGE, "indexer gpu", "block_q %d: the kernel is built for 1, 2 and 4", bq);
+    case 1: rc = launch_hq<H, 1>(a, blocks, wave, st); break;
+    case 2: rc = launch_hq<H, 2>(a, blocks, wave, st); break;
+    case 4: rc = launch_hq<H, 4>(a, blocks, wave, st); break;
+    case 8: rc = launch_hq<H, 8>(a, blocks, wave, st); break;
+    default: return tl_error(TL_EUSAGE, "indexer gpu", "block_q %d: the kernel is built for 1, 2, 4 and 8", bq);
     }
+    if (rc) return rc;
     TL_GPU_CHECK_LAUNCH("indexer_kernel");
     return 0;
 }

@@ -20,14 +20,25 @@ static double ceiling_of(const tl_hw *hw, const char *operand)
     return tl_ceiling_value(strcmp(operand, "bf16") == 0 ? hw->ceilings.bf16_tflops : hw->ceilings.fp8_tflops);
 }
 
-/* Blocks one CU holds: the waves it holds over BLOCK_Q, and what its LDS holds (two tiles each). */
-static int resident_limit(const tl_hw *hw, int q, int tile, const char *operand)
+static int is_sm(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0; }
+
+/* Warps (waves) a CU holds: on sm_90 the kernel's register budget (TL_INDEXER_WAVES_SM90), on AMD
+ * TL_INDEXER_WAVES_AMD. */
+static int cu_waves_of(const tl_hw *hw) { return is_sm(hw) ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD; }
+
+/* Warps (waves) a block has: BLOCK_Q on AMD, BLOCK_Q x H / 32 on sm_90 (a warp scores 32 heads). */
+static int block_waves_of(const tl_hw *hw, int q, int heads)
 {
-    const int waves = strncmp(hw->arch, "sm_", 3) == 0 ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD;
-    const double elem = strcmp(operand, "bf16") == 0 ? 2.0 : 1.0;
-    const double lds = 2.0 * tile * (TL_INDEXER_DIM * elem + 4.0);
+    return is_sm(hw) ? q * ((heads + TL_INDEXER_HEADS_PER_WARP_SM90 - 1) / TL_INDEXER_HEADS_PER_WARP_SM90) : q;
+}
+
+/* Blocks one CU holds: the waves it holds over the block's, and what its LDS holds (AMD: two tiles
+ * of codes; sm_90: TL_INDEXER_SMEM_SM90). */
+static int resident_limit(const tl_hw *hw, int q, int heads, int tile)
+{
+    const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_SM90(heads, q) : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
     int by_lds = (int)(hw->lds_kib * 1024.0 / lds);
-    int by_waves = waves / q;
+    int by_waves = cu_waves_of(hw) / block_waves_of(hw, q, heads);
     int n = by_lds < by_waves ? by_lds : by_waves;
     return n > 0 ? n : 1;
 }
@@ -51,7 +62,10 @@ static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long fu
     const tl_hw *hw = p->hw;
     double cap, latency;
     r->fits_l2 = stream_of(hw, furthest, &cap, &latency);
-    const double in_flight = (double)r->resident * r->tile * (TL_INDEXER_DIM + 4.0);
+    /* tiles in flight a block: the one being copied while another is scored (AMD); on sm_90 the
+     * raw stages but the one being decoded */
+    const double ahead = is_sm(hw) ? TL_INDEXER_STAGES_SM90 - 1 : 1;
+    const double in_flight = (double)r->resident * ahead * r->tile * (TL_INDEXER_DIM + 4.0);
     r->cu_gbps = fmin(cap, in_flight / (latency * 1e3)); /* bytes / ns = GB/s */
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     r->kv_us = r->kv_bytes / ((double)active * r->cu_gbps * 1e3);
@@ -63,13 +77,30 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
     const tl_indexer_shape *s = &p->shape;
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     r->mma_tflops = peak * TL_INDEXER_MMA_EFF * (double)active / hw->cus;
+    if (is_sm(hw)) {
+        /* mma.sync: the share of the measured loop ceiling that the independent accumulators on
+         * each scheduler sustain (resident warps / 4 x TL_INDEXER_CHAINS_WARP_SM90, over
+         * TL_INDEXER_CHAINS_FULL_SM90), times TL_INDEXER_MMA_EFF_SM90 */
+        const double warps = (double)r->resident * block_waves_of(hw, r->block_q, s->heads);
+        const double chains = warps / hw->matrix_cores_per_cu * TL_INDEXER_CHAINS_WARP_SM90;
+        r->mma_tflops = peak * TL_INDEXER_MMA_EFF_SM90 * fmin(1.0, chains / TL_INDEXER_CHAINS_FULL_SM90) * (double)active / hw->cus;
+    }
     r->mma_us = r->matrix_flops / (r->mma_tflops * 1e6);
-    /* lanes sharing a score's row: 4 on sm_90 (m16n8: columns 2t, 2t+1), 16 on AMD (16x16) */
-    const double shuffles = strncmp(hw->arch, "sm_", 3) == 0 ? 2.0 : 4.0;
-    double ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS + shuffles);
     const double k_values = r->kv_bytes / (TL_INDEXER_DIM + 4.0) * TL_INDEXER_DIM; /* per block, once */
-    if (strncmp(hw->arch, "sm_", 3) == 0) ops += k_values * TL_INDEXER_DECODE_OPS;
-    else if (strcmp(hw->arch, "gfx942") == 0) ops += k_values / 4.0; /* 0x80 -> 0x00, four bytes an op */
+    double ops;
+    if (is_sm(hw)) {
+        /* every instruction the warps issue, in lane-operations per score: max and FMA per head,
+         * the mma.sync issues (2 per head: H per 16 positions), per 32 heads the ldmatrix loads
+         * (2 per 8 mma.sync: 16) and the rest of the epilogue (TL_INDEXER_POS_OPS_SM90); each K
+         * value decoded once per block */
+        const double halves = ceil(s->heads / (double)TL_INDEXER_HEADS_PER_WARP_SM90);
+        ops = r->computed * (s->heads * (TL_INDEXER_EPI_OPS_SM90 + 2.0) + halves * (TL_INDEXER_POS_OPS_SM90 + 16.0)) +
+              k_values * TL_INDEXER_DECODE_OPS;
+    } else {
+        /* lanes sharing a score's row: 16 on AMD (16x16): log2 16 shuffle-adds */
+        ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS + 4.0);
+        if (strcmp(hw->arch, "gfx942") == 0) ops += k_values / 4.0; /* 0x80 -> 0x00, four bytes an op */
+    }
     const double lanes = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * hw->matrix_cores_per_cu);
     r->epi_us = ops / (lanes * (double)active * hw->clock_mhz);
 }
@@ -105,11 +136,11 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     r->kv_bytes = r->computed / r->block_q * (TL_INDEXER_DIM + 4.0);
     r->hbm_bytes = tl_indexer_bytes(s);
     r->hbm_us = r->hbm_bytes / (tl_ceiling_value(hw->ceilings.hbm_read_gbps) * 1e3);
-    const int limit = resident_limit(hw, r->block_q, r->tile, r->operand);
+    const int limit = resident_limit(hw, r->block_q, s->heads, r->tile);
     const long per_cu = (r->blocks + hw->cus - 1) / hw->cus;
     r->resident = per_cu < limit ? (int)per_cu : limit;
     r->cu_slots = limit;
-    r->cu_waves = strncmp(hw->arch, "sm_", 3) == 0 ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD;
+    r->cu_waves = cu_waves_of(hw);
     const double slots = (double)hw->cus * limit;
     r->block_waves = r->blocks / slots;
     const double full = ceil(r->block_waves);
@@ -136,7 +167,8 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
 {
     int best = 1;
     double best_us = INFINITY;
-    for (int q = 1; q <= TL_INDEXER_MAX_BLOCK_Q; q *= 2) {
+    const int most = is_sm(hw) ? TL_INDEXER_MAX_BLOCK_Q : 4; /* AMD: the seed's kernel up to 4 */
+    for (int q = 1; q <= most; q *= 2) {
         tl_indexer_problem p = {hw, *s};
         p.shape.block_q = q;
         tl_indexer_result r;
@@ -144,7 +176,14 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
             tl_clear_error();
             break;
         }
-        if (r.time_us < best_us * 0.98) best = q, best_us = r.time_us;
+        /* AMD: a larger BLOCK_Q only when 2% faster; sm_90: unless 2% slower (the per-tile barrier
+         * and copy, which no term charges, are shared by more rows: BLOCK_Q 8 measured 2-23% faster
+         * than 4 in run 42) */
+        const int take = is_sm(hw) ? r.time_us <= best_us * 1.02 : r.time_us < best_us * 0.98;
+        if (take) {
+            best = q;
+            if (r.time_us < best_us) best_us = r.time_us;
+        }
     }
     return best;
 }
@@ -197,7 +236,8 @@ int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long
     if (!h) return tl_error(TL_EFAIL, "indexer schedule", "out of memory for %ld slots", slots);
     for (long k = 0; k < slots; k++) h[k] = (slot_free){r->fixed_us, k}; /* a heap already: keys ascend */
     double end = r->fixed_us;
-    for (long b = 0; b < r->blocks; b++) {
+    for (long x = 0; x < r->blocks; x++) {
+        const long b = is_sm(hw) ? r->blocks - 1 - x : x; /* sm_90: the last (longest) block first */
         const long k = h[0].k;
         tl_indexer_span *sp = &span[b];
         sp->block = b;
@@ -237,7 +277,7 @@ int tl_indexer_pipeline(const tl_indexer_problem *p, long positions, tl_indexer_
     if (s->heads < 16 || s->heads > TL_INDEXER_MAX_HEADS || s->heads % 16)
         return tl_error(TL_EUSAGE, "indexer pipeline", "heads %d: 16..%d, a multiple of 16", s->heads, TL_INDEXER_MAX_HEADS);
     const int q = s->block_q ? s->block_q : 1;
-    if (q != 1 && q != 2 && q != 4) return tl_error(TL_EUSAGE, "indexer pipeline", "BLOCK_Q %d: 1, 2 or 4", q);
+    if (q != 1 && q != 2 && q != 4 && q != 8) return tl_error(TL_EUSAGE, "indexer pipeline", "BLOCK_Q %d: 1, 2, 4 or 8", q);
     const char *operand = operand_of(hw);
     tl_instr in;
     if (tl_hw_pick_instr(hw, operand, operand, 16, &in)) return TL_EUSAGE;

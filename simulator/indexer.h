@@ -4,7 +4,9 @@
  * The kernel: one block per BLOCK_Q consecutive query rows, one wave (warp) per row; Q and w of the
  * row in the wave's registers; the block walks the union of its rows' windows in KV tiles of
  * `tile` positions, double buffered in shared memory / LDS: while the block scores tile t, the
- * next tile is one load in flight (tile x D bytes of K, plus its scales). The scores of a tile are
+ * next tile is one load in flight (tile x D bytes of K, plus its scales); on sm_90 up to
+ * TL_INDEXER_STAGES_SM90 - 1 raw tiles are in flight while the block decodes one to bf16 and scores
+ * another, and the grid runs the last (longest) block first. The scores of a tile are
  * [tile positions x H heads] matrix-core products over D; the epilogue (x k_scale, relu, x w, the
  * head sum across lanes, -inf outside the row's window) runs on the vector ALU.
  *
@@ -16,16 +18,21 @@
  *     (sm_90: bf16 mma.sync on FP8 decoded to bf16; gfx950: FP8 16x16x128 f8f6f4; gfx942: FP8
  *     16x16x32 on the codes reinterpreted as FNUZ), capped by the preset's measured ceiling of
  *     that format, times TL_INDEXER_MMA_EFF (the share of issue the inner loop gives the matrix
- *     cores), over the CUs that hold blocks. The K-depth: D / k instructions per 16-position x
+ *     cores), over the CUs that hold blocks; on sm_90 instead the measured mma.sync loop ceiling
+ *     times TL_INDEXER_MMA_EFF_SM90 times the share of it the independent accumulators on each
+ *     scheduler sustain (resident warps / 4 x TL_INDEXER_CHAINS_WARP_SM90 over
+ *     TL_INDEXER_CHAINS_FULL_SM90, at most 1). The K-depth: D / k instructions per 16-position x
  *     n-head product.
- *   - epilogue: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale, relu,
- *     weight FMA) plus log2(lanes sharing a row) shuffle-adds per score; sm_90 also decodes each K
- *     value of a tile once per block (TL_INDEXER_DECODE_OPS), gfx942 fixes each K byte's 0x80. At
- *     the preset's vector lanes per CU and clock.
+ *   - epilogue: AMD: per computed score and head TL_INDEXER_EPI_OPS vector operations (scale,
+ *     relu, weight FMA) plus log2(lanes sharing a row) shuffle-adds per score, gfx942 fixing each K
+ *     byte's 0x80. sm_90 (issue: every warp instruction but the copies): per score and head
+ *     TL_INDEXER_EPI_OPS_SM90 plus the mma.sync issue's share, per score TL_INDEXER_POS_OPS_SM90
+ *     and the ldmatrix loads' share, each K value decoded once per block (TL_INDEXER_DECODE_OPS).
+ *     At the preset's vector lanes per CU and clock.
  *   - kv: every block reads its tiles' K bytes (tile x (D + 4) each) from L2. Each CU streams at
  *     most min(its cap, bytes in flight / latency) (Little's law): bytes in flight = resident
- *     blocks x one tile; resident blocks = min(the blocks a CU gets, the waves a CU holds /
- *     BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
+ *     blocks x one tile (sm_90: TL_INDEXER_STAGES_SM90 - 1 tiles); resident blocks = min(the blocks
+ *     a CU gets, the waves a CU holds / BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
  *     K fits in one XCD's L2 (each XCD's L2 is private: every XCD needs its own copy), else a
  *     miss's (preset hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
  *   - hbm: the contract's bytes (inputs once, logits written once) at the measured HBM rate.
@@ -39,8 +46,10 @@
  * 534 TFLOP/s against 1072 for squares of 32K-64K at H = 32; the seed measured 551-898 against
  * 852-1142). The same 2048 rows at 16K positions hit the L2 (1562). A larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
  * the bytes in flight: a latency-bound stream does not speed up; it pays where the matrix cores or
- * the decode limit (sm_90, H = 32: BLOCK_Q = 4 reaches 611-616 where 1 gives 386-525).
- * Estimates, not fitted: the constants below are stated guesses until a measurement judges them.
+ * the decode limit, and on sm_90 where BLOCK_Q 1-2 leave too few warps (the shared memory of a
+ * block: 3 a CU): at H = 32, 64K square, BLOCK_Q 1 / 2 / 4 / 8 give 116 / 232 / 310 / 310 TFLOP/s.
+ * Constants: stated guesses, but for TL_INDEXER_MMA_EFF_SM90 and TL_INDEXER_CHAINS_FULL_SM90,
+ * fitted to the H200 runs 42-43 (bench/journal/runs.md) after their predictions missed by 38-55%.
  * Ignored: bank conflicts, the imbalance between a square's short and long blocks inside a wave,
  * clock changes under load, the logits' write traffic overlapping the reads. */
 #ifndef TL_SIM_INDEXER_H
@@ -49,10 +58,21 @@
 #include "../contract/indexer.h"
 #include "hw.h"
 
-#define TL_INDEXER_MMA_EFF 0.80    /* matrix-core share of the inner loop's issue (estimate) */
-#define TL_INDEXER_EPI_OPS 3.0     /* vector ops per score and head: x scale, max 0, FMA with w */
-#define TL_INDEXER_DECODE_OPS 3.0  /* sm_90: vector ops per K value decoded E4M3 -> bf16 (per pair: 6) */
-#define TL_INDEXER_WAVES_SM90 10   /* warps an SM holds: ~200 registers a thread (Q of 64 heads: 128) */
+#define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
+#define TL_INDEXER_MMA_EFF_SM90 0.48 /* sm_90: share of the mma.sync loop ceiling the kernel reaches with enough
+                                      * accumulators (fitted to runs 42 and 43: 0.46-0.49 on squares of 16K
+                                      * and more, at H = 32 and 64, with 16 or 32 accumulators a scheduler) */
+#define TL_INDEXER_CHAINS_WARP_SM90 8.0  /* independent accumulators a warp keeps: 2 x 16 positions x 4 x 8 heads */
+#define TL_INDEXER_CHAINS_FULL_SM90 16.0 /* accumulators a scheduler needs for that share (fitted: run 42's
+                                          * BLOCK_Q 4 at H = 32, 12 warps of 4, reached 0.81 of BLOCK_Q 8's) */
+#define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
+#define TL_INDEXER_EPI_OPS_SM90 2.0 /* sm_90: max 0 and FMA with w (the scale's sign is in K, |scale| after the sum) */
+#define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90, per 32 heads: lane-ops per score for the rest of its epilogue:
+                                      * 28 warp instructions per 32 positions (8 shuffles, 8 adds, x |scale|,
+                                      * bounds, stores or the H = 64 halves' sum) */
+#define TL_INDEXER_DECODE_OPS 2.5  /* sm_90: lane-ops per K value decoded E4M3 -> bf16 once per block
+                                    * (2 prmt, 2 shifts, 2 ands, 2 FMAs per 4 codes, a load and a store per 8) */
+#define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: 128 registers a thread (Q of 32 heads: 64) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
 
