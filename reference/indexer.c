@@ -2,6 +2,7 @@
  * (reference/indexer.h). */
 #include "indexer.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,48 +107,83 @@ static void fill_row(float *row, long kv, float v)
     for (long j = 0; j < kv; j++) row[j] = v;
 }
 
+/* Rows a block of the reference and KV positions a chunk: a chunk's K times the block's Q (RB x H
+ * vectors) is one DGEMM of JB x D x RB H, its product JB x RB H doubles (4 MB at H = 64). */
+#define REF_RB 8
+#define REF_JB 1024
+
+/* E4M3 codes -> their integers (e4m3_int) as doubles, n of them. */
+static void e4m3_ints(const uint8_t *c, size_t n, double *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = (double)e4m3_int(c[i]);
+}
+
+/* One block of rows [i0, i1) against KV chunk [j0, j1): the dots of every (row, head, position) by
+ * DGEMM (exact: each product of two integers below 2^18 is below 2^36, a sum of D <= 128 of them
+ * below 2^43, so every partial sum is an integer a double holds exactly, in any order), then each
+ * row's logits in the window over the chunk, the head sum in head order. */
+static void reference_block(const tl_indexer_shape *s, const tl_indexer_inputs *in, long i0, long i1, long j0, long j1,
+                            const double *qd, double *kd, double *dots, float *logits)
+{
+    const int H = s->heads, D = s->dim;
+    const long nj = j1 - j0;
+    e4m3_ints(in->k + (size_t)j0 * D, (size_t)nj * D, kd);
+    const int rh = (int)((i1 - i0) * H); /* dots[j - j0][(i - i0) H + h]: a position's heads contiguous */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nj, rh, D, 1.0, kd, D, qd, D, 0.0, dots, rh);
+    const double unit = 0x1p-18; /* a product of two integers above is value x 2^18 */
+    for (long i = i0; i < i1; i++) {
+        long a, e;
+        tl_indexer_window(s, i, &a, &e);
+        const long lo = a > j0 ? a : j0, hi = e < j1 ? e : j1;
+        const float *w = in->w + (size_t)i * H;
+        float *row = logits + (size_t)i * s->kv;
+        for (long j = lo; j < hi; j++) {
+            const double ks = in->k_scale[j], *dj = dots + (size_t)(j - j0) * rh + (size_t)(i - i0) * H;
+            double sum = 0;
+            for (int h = 0; h < H; h++) {
+                const double v = dj[h] * unit * ks;
+                if (v > 0) sum += (double)w[h] * v;
+            }
+            row[j] = (float)sum;
+        }
+    }
+}
+
 int tl_indexer_reference(const tl_indexer_shape *s, const tl_indexer_inputs *in, float *logits)
 {
     int rc = tl_indexer_shape_check(s);
     if (rc) return rc;
     const int H = s->heads, D = s->dim;
-    int32_t *ki = malloc((size_t)s->kv * D * sizeof(int32_t));
-    if (!ki) return tl_error(TL_EFAIL, "indexer reference", "out of memory for K's integers");
-#pragma omp parallel for schedule(static)
-    for (long j = 0; j < s->kv; j++)
-        for (int c = 0; c < D; c++) ki[(size_t)j * D + c] = e4m3_int(in->k[(size_t)j * D + c]);
-    const double unit = 0x1p-18; /* a product of two integers above is value x 2^18 */
+    const long blocks = (s->rows + REF_RB - 1) / REF_RB;
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1); /* parallel over row blocks instead */
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
-        int32_t *qi = malloc((size_t)H * D * sizeof(int32_t));
-        fail = !qi;
-#pragma omp for schedule(dynamic, 4)
-        for (long i = 0; i < s->rows; i++) {
-            if (!qi) continue;
-            float *row = logits + (size_t)i * s->kv;
-            fill_row(row, s->kv, -INFINITY);
-            for (int c = 0; c < H * D; c++) qi[c] = e4m3_int(in->q[(size_t)i * H * D + c]);
-            const float *w = in->w + (size_t)i * H;
-            long a, e;
-            tl_indexer_window(s, i, &a, &e);
-            for (long j = a; j < e; j++) {
-                const int32_t *kr = ki + (size_t)j * D;
-                const double ks = in->k_scale[j];
-                double sum = 0;
-                for (int h = 0; h < H; h++) {
-                    const int32_t *qr = qi + (size_t)h * D;
-                    int64_t dot = 0;
-                    for (int c = 0; c < D; c++) dot += (int64_t)qr[c] * kr[c];
-                    const double v = (double)dot * unit * ks;
-                    if (v > 0) sum += (double)w[h] * v;
-                }
-                row[j] = (float)sum;
+        double *qd = malloc((size_t)REF_RB * H * D * sizeof(double));
+        double *kd = malloc((size_t)REF_JB * D * sizeof(double));
+        double *dots = malloc((size_t)REF_RB * H * REF_JB * sizeof(double));
+        fail = !qd || !kd || !dots;
+#pragma omp for schedule(dynamic, 1)
+        for (long bl = 0; bl < blocks; bl++) {
+            if (fail) continue;
+            const long i0 = bl * REF_RB, i1 = i0 + REF_RB < s->rows ? i0 + REF_RB : s->rows;
+            long ua = s->kv, ue = 0; /* the block's union window */
+            for (long i = i0; i < i1; i++) {
+                long a, e;
+                fill_row(logits + (size_t)i * s->kv, s->kv, -INFINITY);
+                tl_indexer_window(s, i, &a, &e);
+                if (a < e) ua = a < ua ? a : ua, ue = e > ue ? e : ue;
             }
+            e4m3_ints(in->q + (size_t)i0 * H * D, (size_t)(i1 - i0) * H * D, qd);
+            for (long j0 = ua; j0 < ue; j0 += REF_JB)
+                reference_block(s, in, i0, i1, j0, j0 + REF_JB < ue ? j0 + REF_JB : ue, qd, kd, dots, logits);
         }
-        free(qi);
+        free(qd);
+        free(kd);
+        free(dots);
     }
-    free(ki);
+    openblas_set_num_threads(blas_threads);
     return fail ? tl_error(TL_EFAIL, "indexer reference", "out of memory") : TL_OK;
 }
 
