@@ -65,6 +65,17 @@ static void block_life(const tl_hw *hw, const tl_topk_shape *s, int split, doubl
                  (split > 1 ? row_sync + chain : 0) + tiles * 5 * step + r->done_us;
 }
 
+/* The launch's time: the launch, then the longer of the blocks' waves (by_latency) and the
+ * scores' read with what follows it (by_hbm); the limiter the larger part names. */
+static void finish_time(tl_topk_result *r, double by_latency, double by_hbm)
+{
+    r->time_us = r->launch_us + fmax(by_latency, by_hbm);
+    if (r->launch_us > 0.5 * r->time_us) r->limiter = "launch";
+    else if (r->sort_us > 0.5 * r->block_us) r->limiter = "sort";
+    else if (by_hbm >= by_latency) r->limiter = "hbm";
+    else r->limiter = "latency";
+}
+
 /* The stream path's cuts of a buffer offered `offered` random ranks, and their time. */
 static double stream_cuts(const tl_hw *hw, int k, double offered, double *cuts)
 {
@@ -126,11 +137,7 @@ static int stream_sim(const tl_hw *hw, const tl_topk_shape *s, int split, tl_top
     const double by_latency = fmax(1.0, r->waves) * (r->block_us + own_sort) + tail;
     const double by_hbm = r->read_us + (r->block_us - r->load_us) + own_sort + tail;
     r->block_us += own_sort + tail;
-    r->time_us = r->launch_us + fmax(by_latency, by_hbm);
-    if (r->launch_us > 0.5 * r->time_us) r->limiter = "launch";
-    else if (r->sort_us > 0.5 * r->block_us) r->limiter = "sort";
-    else if (by_hbm >= by_latency) r->limiter = "hbm";
-    else r->limiter = "latency";
+    finish_time(r, by_latency, by_hbm);
     return TL_OK;
 }
 
@@ -175,11 +182,7 @@ int tl_topk_sim(const tl_topk_problem *p, tl_topk_result *r)
     r->launch_us = or_default(hw->launch_us, 5.0);
     const double after_load = r->block_us - r->load_us;
     const double by_latency = fmax(1.0, r->waves) * r->block_us, by_hbm = r->read_us + after_load;
-    r->time_us = r->launch_us + fmax(by_latency, by_hbm);
-    if (r->launch_us > 0.5 * r->time_us) r->limiter = "launch";
-    else if (r->sort_us > 0.5 * r->block_us) r->limiter = "sort";
-    else if (by_hbm >= by_latency) r->limiter = "hbm";
-    else r->limiter = "latency";
+    finish_time(r, by_latency, by_hbm);
     return TL_OK;
 }
 
