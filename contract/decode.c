@@ -152,8 +152,8 @@ int tl_decode_inputs_check(const tl_decode_shape *s, const tl_decode_inputs *in)
 
 int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units)
 {
-    const long groups = tl_decode_groups(s, 1);
-    if (compute_units < 1 || groups >= compute_units) return 1;
+    const long groups = tl_decode_groups(s, 1), wave = (long)compute_units * tl_decode_groups_per_cu(s->kind);
+    if (compute_units < 1 || groups >= wave) return 1;
     long longest = 0;
     for (long r = 0; r < tl_decode_rows(s); r++) {
         const long n = tl_decode_row_slots(s, r);
@@ -161,7 +161,7 @@ int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units)
     }
     const int g = tl_decode_granule(s->kind);
     long by_len = (longest + g - 1) / g / tl_decode_min_shard_granules(s->kind);
-    long want = 2L * compute_units / groups;
+    long want = wave / groups;
     long n = want < by_len ? want : by_len;
     if (n > TL_DECODE_MAX_SHARDS) n = TL_DECODE_MAX_SHARDS;
     if (n <= 1) return 1;

@@ -186,7 +186,7 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
         return tl_error(TL_EUSAGE, "--shards", "%d shards outside [0, %d] (0: the model picks)", shards, TL_DECODE_MAX_SHARDS);
     r->shards = shards ? shards : tl_decode_auto_shards(s, hw->cus);
     r->groups = tl_decode_groups(s, r->shards);
-    r->waves = (double)r->groups / hw->cus;
+    r->waves = (double)r->groups / ((double)hw->cus * tl_decode_groups_per_cu(s->kind));
     r->group_heads = tl_decode_group_heads(s);
     const double keys = total_keys(s, topk, &r->longest_keys);
     const double groups_per_row = tl_decode_head_blocks(s);
@@ -212,7 +212,9 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
     r->mma_us = r->mma_flops / matrix_flops_per_us(hw, active);
     r->dequant_us = r->dequant_ops / vector_ops_per_us(hw, active);
     r->softmax_us = r->softmax_ops / vector_ops_per_us(hw, active);
-    r->group_us = tl_decode_model_group_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards), r->shards);
+    /* the busiest CU runs ceil(groups / CUs) groups, together or one after another: each its longest */
+    const double per_cu = ceil((double)r->groups / hw->cus);
+    r->group_us = per_cu * tl_decode_model_group_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards), r->shards);
     const double work = r->mma_us + r->dequant_us + r->softmax_us;
     r->body_us = r->hbm_us > work ? r->hbm_us : work;
     if (r->group_us > r->body_us) r->body_us = r->group_us;

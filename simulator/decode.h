@@ -48,7 +48,8 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
 
 /* ---- the model of `decode` (contract/decode.h's split-KV engine, both kinds) ----
  * What it charges, per launch:
- *   shard launch  tl_decode_groups(s, shards) work-groups (two a CU make one wave); bytes: the
+ *   shard launch  tl_decode_groups(s, shards) work-groups (tl_decode_groups_per_cu a CU make
+ *                 one wave: 2 paged, 1 dual-scope); bytes: the
  *                 contract's (tl_decode_bytes: each cache position read once, the union of the
  *                 scopes), minus O and LSE when shards > 1, plus the partials written when the
  *                 caches (L2 and the last level) cannot hold them until the merge; the matrix
@@ -60,7 +61,8 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                   throughput  max(bytes / bandwidth, matrix + dequant + softmax) where the
  *                               bandwidth is the HBM read ceiling, or active CUs x
  *                               hbm_per_cu_gbps when fewer CUs hold a group, and
- *                   the longest group  (its first load's latency, plus a dependent load: the
+ *                   the busiest CU  ceil(groups / CUs) groups, each as long as the longest
+ *                               (its first load's latency, plus a dependent load: the
  *                               block table or the top-k list), its bytes at one CU's streaming
  *                               rate, its partial (or its rows of O) written at one CU's L2 rate
  *                               (stores land in L2), its work at one CU's share of the rates.
@@ -73,7 +75,7 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
 typedef struct {
     int shards;              /* given, or tl_decode_auto_shards(s, hw->cus) */
     long groups;             /* work-groups of the shard launch */
-    double waves;            /* groups / CUs */
+    double waves;            /* groups / (CUs x tl_decode_groups_per_cu) */
     int group_heads;         /* query heads a work-group serves */
     double flops, mma_flops; /* the counted work; the matrix cores' (heads padded to 16) */
     double kv_bytes;         /* cache bytes read (with scales and block table) */
@@ -81,7 +83,9 @@ typedef struct {
     double partial_bytes;    /* written by the shards, read by the merge */
     double dequant_ops, softmax_ops;
     double bw_gbps;          /* the shard launch's bandwidth */
-    double hbm_us, mma_us, dequant_us, softmax_us, group_us, body_us, merge_us, fixed_us, time_us;
+    double hbm_us, mma_us, dequant_us, softmax_us;
+    double group_us;         /* the busiest CU's groups (the "latency" limiter) */
+    double body_us, merge_us, fixed_us, time_us;
     double tbps;             /* the contract's bytes / time */
     long longest_keys;       /* the longest row's counted keys */
     const char *limiter;     /* "hbm", "matrix", "dequant", "latency" (the longest group), "merge", "fixed" */

@@ -360,7 +360,7 @@ static void test_shard_pick(void **state)
     problem p = paged(1, lens, 16, 1, TL_DECODE_KV_BF16);
     p.s.lens = p.lens;
     const int one = tl_decode_auto_shards(&p.s, hw.cus);
-    assert_true(one > 1 && tl_decode_groups(&p.s, one) <= 2 * hw.cus && tl_decode_groups(&p.s, one) > hw.cus);
+    assert_true(one > 1 && tl_decode_groups(&p.s, one) <= 2 * hw.cus && tl_decode_groups(&p.s, one) > hw.cus); /* 2 a CU */
     problem big = paged(256, lens, 8, 8, TL_DECODE_KV_BF16);
     big.s.lens = big.lens;
     assert_int_equal(tl_decode_auto_shards(&big.s, hw.cus), 1);
@@ -380,6 +380,11 @@ static void test_shard_pick(void **state)
     assert_int_equal(tl_decode_model(&hw, &d.s, NULL, 0, &r), 0);
     assert_int_equal(r.shards, tl_decode_auto_shards(&d.s, hw.cus));
     assert_true(r.shards > 8 && r.groups == (long)r.shards * 4 && r.group_heads == 32);
+    assert_true(r.groups <= hw.cus); /* one dual-scope group a CU: one wave */
+    d.s.heads = 48; /* 32 does not divide H: blocks of 16 */
+    assert_int_equal(tl_decode_head_blocks(&d.s), 3);
+    assert_int_equal(tl_decode_group_heads(&d.s), 16);
+    d.s.heads = 128;
     assert_true(r.merge_us > 0 && r.time_us > r.fixed_us);
     /* the bytes count the window and the selection once: a list all in the window reads W rows */
     int32_t *list = malloc(2048 * sizeof *list);
