@@ -108,16 +108,28 @@ static double matrix_flops_per_us(const tl_hw *hw, double cus)
     return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
 }
 
-double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards)
+/* A group's latency: the first load of its index (block table or top-k list), then of its keys. */
+static double group_latency_us(const tl_hw *hw) { return hw->hbm_latency_us + hw->load_chain_us; }
+
+/* A group's time after its first loads: its reads at one CU's streaming rate overlapped with its
+ * work at one CU's share of the rates, then its output (partial, or rows of O and LSE) written at
+ * one CU's L2 rate. */
+static double group_body_us(const tl_hw *hw, const tl_decode_shape *s, long keys)
 {
     const int gh = tl_decode_group_heads(s);
-    const double latency = hw->hbm_latency_us + hw->load_chain_us; /* the index (table or list), then the keys */
     const double bytes = keys * key_bytes(s) + 2.0 * gh * tl_decode_qk_dim(s);
-    const double out = 4.0 * gh * (tl_decode_v_dim(s) + 1.0); /* its partial, or its rows of O and LSE */
+    const double out = 4.0 * gh * (tl_decode_v_dim(s) + 1.0);
     const double work = keys * key_mma_flops(s) / matrix_flops_per_us(hw, 1) +
                         keys * (s->kv == TL_DECODE_KV_FP8 ? key_elems(s) * DECODE_DEQUANT_OPS : 0) / vector_ops_per_us(hw, 1) +
                         keys * gh * DECODE_SOFTMAX_OPS / vector_ops_per_us(hw, 1);
-    return latency + bytes / (hw->hbm_per_cu_gbps * 1e3) + out / (hw->l2_per_cu_gbps * 1e3) + work;
+    const double read = bytes / (hw->hbm_per_cu_gbps * 1e3);
+    return (read > work ? read : work) + out / (hw->l2_per_cu_gbps * 1e3);
+}
+
+double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards)
+{
+    (void)shards;
+    return group_latency_us(hw) + group_body_us(hw, s, keys);
 }
 
 /* The counted keys of every row, and the longest row's. */
@@ -212,9 +224,10 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
     r->mma_us = r->mma_flops / matrix_flops_per_us(hw, active);
     r->dequant_us = r->dequant_ops / vector_ops_per_us(hw, active);
     r->softmax_us = r->softmax_ops / vector_ops_per_us(hw, active);
-    /* the busiest CU runs ceil(groups / CUs) groups, together or one after another: each its longest */
+    /* the busiest CU runs ceil(groups / CUs) groups, each as long as the longest, sharing its rates
+     * (together or one after another); the first loads' latency once */
     const double per_cu = ceil((double)r->groups / hw->cus);
-    r->group_us = per_cu * tl_decode_model_group_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards), r->shards);
+    r->group_us = group_latency_us(hw) + per_cu * group_body_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards));
     const double work = r->mma_us + r->dequant_us + r->softmax_us;
     r->body_us = r->hbm_us > work ? r->hbm_us : work;
     if (r->group_us > r->body_us) r->body_us = r->group_us;

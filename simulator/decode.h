@@ -61,11 +61,11 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                   throughput  max(bytes / bandwidth, matrix + dequant + softmax) where the
  *                               bandwidth is the HBM read ceiling, or active CUs x
  *                               hbm_per_cu_gbps when fewer CUs hold a group, and
- *                   the busiest CU  ceil(groups / CUs) groups, each as long as the longest
- *                               (its first load's latency, plus a dependent load: the
- *                               block table or the top-k list), its bytes at one CU's streaming
- *                               rate, its partial (or its rows of O) written at one CU's L2 rate
- *                               (stores land in L2), its work at one CU's share of the rates.
+ *                   the busiest CU  the first loads' latency (the index: block table or top-k
+ *                               list, then the keys), then ceil(groups / CUs) groups as long
+ *                               as the longest, each its reads at one CU's streaming rate
+ *                               overlapped with its work at one CU's share of the rates, then
+ *                               its partial (or rows of O) written at one CU's L2 rate.
  *   merge launch  (shards > 1) reads the partials and writes O and LSE: from L2 when the partials
  *                 fit it (l2_mib_per_xcd x xcds plus the last-level cache), else HBM; rows x H
  *                 groups; one load latency.
@@ -96,9 +96,10 @@ typedef struct {
  * shards outside [0, TL_DECODE_MAX_SHARDS] or a cache larger than the preset's HBM. Cost: O(B),
  * or a sort per request with topk. */
 int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *topk, int shards, tl_decode_model_result *r);
-/* One work-group's time in the model: `keys` counted keys (its shard of a row) of shape s split
- * `shards` ways: latency + its bytes at one CU's streaming rate + its output's write at one CU's L2
- * rate + its work at one CU's share of the rates (the longest group's term above). */
+/* One work-group's time in the model: `keys` counted keys (its shard of a row) of shape s: the
+ * first loads' latency + max(its reads at one CU's streaming rate, its work at one CU's share of
+ * the rates) + its output's write at one CU's L2 rate (the busiest CU's term above, for one
+ * group). shards: unused (the output is one partial or one set of O rows either way). */
 double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards);
 
 #endif
