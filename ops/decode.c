@@ -447,6 +447,8 @@ static int dec_load_inputs(void *vp, const tl_op_file *files, int n)
         keep_arrays(p, &f);
         p->have_user = 1;
         p->batch[0] = B, p->nb = 1, p->ns = 1, p->nh = 1, p->n_lens = 0, p->mixed = 0;
+        p->seq[0] = 0;
+        for (long b = 0; b < B; b++) p->seq[0] = p->user_lens[b] > p->seq[0] ? p->user_lens[b] : p->seq[0];
         p->lens = malloc((size_t)B * sizeof *p->lens);
         if (!p->lens) rc = tl_error(TL_EFAIL, "decode", "out of memory");
     }
@@ -491,8 +493,9 @@ static void dec_case_label(const void *vp, int c, char *label, size_t n)
     int batch, heads;
     long seq;
     case_dims(p, c, &batch, &seq, &heads);
-    if (p->kind == TL_DECODE_PAGED) snprintf(label, n, "B=%d L=%ld%s gqa=%d", batch, seq, p->mixed || p->n_lens ? "max" : "", heads);
-    else snprintf(label, n, "B=%d L=%ld%s H=%d", batch, seq, p->mixed || p->n_lens ? "max" : "", heads);
+    const char *L = p->mixed || p->n_lens || p->have_user ? "L<=" : "L=";
+    if (p->kind == TL_DECODE_PAGED) snprintf(label, n, "B=%d %s%ld gqa=%d", batch, L, seq, heads);
+    else snprintf(label, n, "B=%d %s%ld H=%d", batch, L, seq, heads);
 }
 
 static int alloc_outputs(dec_problem *p)
