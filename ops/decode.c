@@ -106,7 +106,8 @@ static const char dec_bench_usage[] =
     "usage: tilelab bench decode [--kind paged|dual-scope] [options] [--hw PRESET] [--format table|csv|json]\n"
     "Times the kernels (both launches; L2 flushed, 20 warm-up, 200 timed, median, graph replay) and\n"
     "reports TB/s of the contract's bytes (each cache position once) beside floor_us (a plain read of\n"
-    "the same bytes) and the model's prediction on the preset (default h200) with its error.\n" DEC_COMMON_USAGE;
+    "the same bytes) and the model's prediction on the preset (default h200) with its error, both at\n"
+    "the shard count the launcher ran (its shards column).\n" DEC_COMMON_USAGE;
 
 static const char dec_sim_usage[] =
     "usage: tilelab sim decode [--kind paged|dual-scope] [options] [--hw mi355x] [--format table|csv|json]\n"
@@ -751,11 +752,18 @@ static int dec_tolerance(const void *vp, int o, tl_tolerance *t)
 
 /* ---- the model ---- */
 
-static int dec_model(const dec_problem *p, const tl_decode_shape *s, const int32_t *topk, tl_decode_model_result *r)
+/* The model on the row's preset at `shards` (0: its pick). */
+static int dec_model_at(const dec_problem *p, const tl_decode_shape *s, const int32_t *topk, int shards,
+                        tl_decode_model_result *r)
 {
     tl_hw hw;
     int rc = tl_hw_load(p->hw, &hw);
-    return rc ? rc : tl_decode_model(&hw, s, topk, p->shards, r);
+    return rc ? rc : tl_decode_model(&hw, s, topk, shards, r);
+}
+
+static int dec_model(const dec_problem *p, const tl_decode_shape *s, const int32_t *topk, tl_decode_model_result *r)
+{
+    return dec_model_at(p, s, topk, p->shards, r);
 }
 
 /* ---- the GPU ---- */
@@ -883,8 +891,9 @@ static int dec_bench(void *vp, int c, tl_table *t)
     tl_bench_result r;
     tl_op_work w;
     tl_decode_model_result m;
-    if ((rc = G->time(p->g, p->shards, &o, &r)) || (rc = dec_work(p, c, 0, &w)) ||
-        (rc = dec_model(p, &p->shape, p->in.topk, &m)))
+    int used = 0; /* the shards the launcher runs (its own pick on this device when --shards is 0) */
+    if ((rc = G->run(p->g, p->shards, &used)) || (rc = G->time(p->g, p->shards, &o, &r)) || (rc = dec_work(p, c, 0, &w)) ||
+        (rc = dec_model_at(p, &p->shape, p->in.topk, used > 0 ? used : p->shards, &m)))
         return rc;
     const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
@@ -896,7 +905,7 @@ static int dec_bench(void *vp, int c, tl_table *t)
     tl_table_int(t, p->shape.batch);
     tl_table_numf(t, "%.0f", mean_len(&p->shape));
     tl_table_int(t, tl_decode_heads(&p->shape));
-    tl_table_int(t, p->shards ? p->shards : m.shards);
+    tl_table_int(t, m.shards); /* what ran; the model is asked at the same count */
     tl_table_numf(t, "%.0f", w.flops);
     tl_table_numf(t, "%.0f", w.hbm_bytes);
     tl_table_numf(t, "%.2f", us);
