@@ -2,11 +2,13 @@
  * these pointers instead of #ifdef: NULL means "no GPU part in this build". A GPU build links
  * the kernels (the .hip files of kernels/), which define the same names, instead of this file. */
 #include "bench.h"
+#include "decode.h"
 #include "indexer.h"
 #include "moe.h"
 #include "topk.h"
 
 const tl_gpu_api *const tl_gpu_kernels = NULL;
+const tl_decode_gpu_api *const tl_decode_gpu_kernels = NULL;
 const tl_indexer_gpu_api *const tl_indexer_gpu_kernels = NULL;
 const tl_moe_gpu_api *const tl_moe_gpu_kernels = NULL;
 const tl_topk_gpu_api *const tl_topk_gpu_kernels = NULL;

@@ -352,5 +352,35 @@ good "help numerics convert" -- "$tl" help numerics convert
 bad 2 "check moe --tokens -1" -- "$tl" check moe --tokens -1
 bad 2 "bench moe --stage 3" -- "$tl" bench moe --stage 3
 
+# ---- the decode op: absurd shapes and names, exit 2 and one line ----
+bad 2 "sim decode --batch -3" -- "$tl" sim decode --batch -3
+bad 2 "sim decode --seq 99999999" -- "$tl" sim decode --seq 99999999
+bad 2 "sim decode --kind ragged" -- "$tl" sim decode --kind ragged
+bad 2 "sim decode --kv fp4" -- "$tl" sim decode --kv fp4
+bad 2 "sim decode --gqa 0" -- "$tl" sim decode --gqa 0
+bad 2 "sim decode --kv-heads 17" -- "$tl" sim decode --kv-heads 17
+bad 2 "sim decode 1024 x 1M x 16 KV heads" -- "$tl" sim decode --batch 1024 --seq 1048576 --kv-heads 16
+bad 2 "sim decode --format xml" -- "$tl" sim decode --format xml
+bad 2 "sim decode --hw nosuchgpu" -- "$tl" sim decode --hw nosuchgpu
+bad 2 "sim decode --kind dual-scope --heads 24" -- "$tl" sim decode --kind dual-scope --heads 24
+bad 2 "sim decode --kind dual-scope --mtp 0" -- "$tl" sim decode --kind dual-scope --mtp 0
+bad 2 "sim decode --kind dual-scope --window -1" -- "$tl" sim decode --kind dual-scope --window -1
+bad 2 "sim decode --kind dual-scope --topk 1e9" -- "$tl" sim decode --kind dual-scope --topk 1e9
+bad 2 "check decode --shards 1000" -- "$tl" check decode --shards 1000
+bad 2 "check decode --lens with --batch" -- "$tl" check decode --lens 1,2 --batch 2
+bad 2 "check decode --lens 5,x" -- "$tl" check decode --lens 5,x
+bad 2 "check decode --scale -1" -- "$tl" check decode --scale -1
+bad 2 "check decode --dist zipf" -- "$tl" check decode --dist zipf
+bad 2 "check decode --input nosuch=f.npy" -- "$tl" check decode --input "nosuch=$tmp/f.npy"
+bad 2 "run decode --input q=missing" -- "$tl" run decode --input "lens=$tmp/none.npy" --input "q=$tmp/none.npy" --input "k=$tmp/none.npy" --output "o=$out/o.npy"
+absent "$out/o.npy" "run decode on a missing file left no output"
+bad 2 "bench decode --batch 0" -- "$tl" bench decode --batch 0
+bad 2 "draw decode-shards without -o" -- "$tl" draw decode-shards
+bad 2 "draw decode-shards --shards 65" -- "$tl" draw decode-shards --shards 65 -o "$out/ds.png"
+bad 2 "draw decode-shards --seq 0" -- "$tl" draw decode-shards --seq 0 -o "$out/ds.png"
+bad 2 "draw decode-shards --kind nope" -- "$tl" draw decode-shards --kind nope -o "$out/ds.png"
+bad 2 "draw decode-shards .jpg" -- "$tl" draw decode-shards -o "$out/ds.jpg"
+absent "$out/ds.png" "a refused decode picture left no file"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -182,6 +182,73 @@ expect 2 "draw topk-split --split 0" -- "$tl" draw topk-split --split 0 -o "$tmp
 expect 2 "draw topk-split without -o" -- "$tl" draw topk-split
 check "no picture on bad input" -- test ! -e "$tmp/bad.png"
 check "no temporary file is left" -- bash -c '! compgen -G "$0/*.tmp.*" >/dev/null' "$tmp"
+# ---- decode: .npy caches, block tables, top-k lists; outputs O and LSE ----
+npy16() { # FILE DESCR('<u2'|'|u1'|'<i4'|'<f4') SHAPE VALUES: like npy, with uint16 and uint8 too
+  python3 - "$@" <<'EOF'
+import struct, sys
+path, descr, shape, values = sys.argv[1:5]
+shape = eval(shape); vals = eval(values)
+hdr = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(shape))
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+fmt = {"<u2": "<%dH", "|u1": "<%dB", "<i4": "<%di", "<f4": "<%df"}[descr]
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack(fmt % len(vals), *vals))
+EOF
+}
+# paged: 2 requests of 5 and 20 positions, 2 KV heads x gqa 1, 3 pages; bf16 values near 1/64..1
+npy16 "$tmp/d_lens.npy" "<i4" "(2,)" "[5, 20]"
+npy16 "$tmp/d_q.npy" "<u2" "(2, 2, 128)" "[0x3C00 + (i * 37) % 0x300 for i in range(512)]"
+npy16 "$tmp/d_k.npy" "<u2" "(3, 16, 2, 128)" "[0x3C00 + (i * 53) % 0x300 for i in range(12288)]"
+npy16 "$tmp/d_v.npy" "<u2" "(3, 16, 2, 128)" "[0xBC00 + (i * 29) % 0x300 for i in range(12288)]"
+npy16 "$tmp/d_t.npy" "<i4" "(2, 2)" "[2, -1, 0, 1]"
+dins=(--input "lens=$tmp/d_lens.npy" --input "q=$tmp/d_q.npy" --input "k=$tmp/d_k.npy" --input "v=$tmp/d_v.npy")
+expect 0 "run decode (paged, .npy cache and block table)" -- "$tl" run decode "${dins[@]}" --input "block_table=$tmp/d_t.npy" \
+  --output "o=$tmp/d_o.npy" --output "lse=$tmp/d_lse.npy"
+check "decode wrote O [2][2][128] and LSE [2][2], finite" -- python3 -c '
+import struct, sys, math
+def load(p):
+    b = open(p, "rb").read(); h = struct.unpack("<H", b[8:10])[0]; d = b[10 + h:]; return b[10:10 + h].decode(), struct.unpack("<%df" % (len(d) // 4), d)
+ho, o = load(sys.argv[1]); hl, l = load(sys.argv[2])
+assert "(2, 2, 128)" in ho and "(2, 2)" in hl, (ho, hl)
+assert len(o) == 512 and all(math.isfinite(x) for x in o + l), l' "$tmp/d_o.npy" "$tmp/d_lse.npy"
+expect 0 "check decode --input" -- "$tl" check decode "${dins[@]}" --input "block_table=$tmp/d_t.npy"
+check "check decode --input passes" -- grep -q "^all [0-9]* comparisons passed" <<<"$LAST_OUT"
+npy16 "$tmp/d_t_bad.npy" "<i4" "(2, 2)" "[2, -1, 0, 3]"
+expect 2 "decode: a block-table page past the pools" -- "$tl" run decode "${dins[@]}" --input "block_table=$tmp/d_t_bad.npy" --output "o=$tmp/bad.npy"
+check "the bad page is named" -- grep -q "block_table\[1\]\[1\] = 3" <<<"$LAST_ERR"
+expect 2 "decode: paged without a block table" -- "$tl" run decode "${dins[@]}" --output "o=$tmp/bad.npy"
+npy16 "$tmp/d_q64.npy" "<u2" "(2, 2, 64)" "[0x3C00] * 256"
+expect 2 "decode: q of head dim 64" -- "$tl" run decode --input "lens=$tmp/d_lens.npy" --input "q=$tmp/d_q64.npy" \
+  --input "k=$tmp/d_k.npy" --input "v=$tmp/d_v.npy" --input "block_table=$tmp/d_t.npy" --output "o=$tmp/bad.npy"
+npy16 "$tmp/d_kf.npy" "<f4" "(3, 16, 2, 128)" "[0.5] * 12288"
+expect 2 "decode: a float32 cache" -- "$tl" run decode --input "lens=$tmp/d_lens.npy" --input "q=$tmp/d_q.npy" \
+  --input "k=$tmp/d_kf.npy" --input "v=$tmp/d_kf.npy" --input "block_table=$tmp/d_t.npy" --output "o=$tmp/bad.npy"
+npy16 "$tmp/d_k8.npy" "|u1" "(3, 16, 2, 128)" "[(i * 7) % 120 for i in range(12288)]"
+expect 2 "decode: an fp8 cache without its scales" -- "$tl" run decode --input "lens=$tmp/d_lens.npy" --input "q=$tmp/d_q.npy" \
+  --input "k=$tmp/d_k8.npy" --input "v=$tmp/d_k8.npy" --input "block_table=$tmp/d_t.npy" --output "o=$tmp/bad.npy"
+npy16 "$tmp/d_lens_bad.npy" "<i4" "(2,)" "[5, 40]"
+expect 2 "decode: a length past the block table" -- "$tl" run decode --input "lens=$tmp/d_lens_bad.npy" --input "q=$tmp/d_q.npy" \
+  --input "k=$tmp/d_k.npy" --input "v=$tmp/d_v.npy" --input "block_table=$tmp/d_t.npy" --output "o=$tmp/bad.npy"
+head -c 60 "$tmp/d_k.npy" >"$tmp/d_trunc.npy"
+expect 2 "decode: a truncated .npy" -- "$tl" run decode --input "lens=$tmp/d_lens.npy" --input "q=$tmp/d_q.npy" \
+  --input "k=$tmp/d_trunc.npy" --input "v=$tmp/d_v.npy" --input "block_table=$tmp/d_t.npy" --output "o=$tmp/bad.npy"
+# dual-scope: 1 request of 40 positions, T = 1, H = 16, top-4 with a window position, a repeat and -1
+npy16 "$tmp/m_lens.npy" "<i4" "(1,)" "[40]"
+npy16 "$tmp/m_q.npy" "<u2" "(1, 1, 16, 576)" "[0x3C00 + (i * 41) % 0x300 for i in range(9216)]"
+npy16 "$tmp/m_kv.npy" "|u1" "(1, 40, 576)" "[(i * 13) % 110 + (128 if i % 3 else 0) for i in range(23040)]"
+npy16 "$tmp/m_ks.npy" "<f4" "(1, 40)" "[0.01 * (1 + i % 5) for i in range(40)]"
+npy16 "$tmp/m_top.npy" "<i4" "(1, 1, 4)" "[3, 39, 3, -1]"
+mins=(--input "lens=$tmp/m_lens.npy" --input "q=$tmp/m_q.npy" --input "k=$tmp/m_kv.npy" --input "kscale=$tmp/m_ks.npy")
+expect 0 "check decode dual-scope --input" -- "$tl" check decode --kind dual-scope --window 8 "${mins[@]}" --input "topk=$tmp/m_top.npy"
+check "check decode dual-scope --input passes" -- grep -q "^all [0-9]* comparisons passed" <<<"$LAST_OUT"
+npy16 "$tmp/m_top_bad.npy" "<i4" "(1, 1, 4)" "[3, 40, 3, -1]"
+expect 2 "decode: a top-k index past the request" -- "$tl" run decode --kind dual-scope "${mins[@]}" --input "topk=$tmp/m_top_bad.npy" --output "o=$tmp/bad.npy"
+check "the bad index is named" -- grep -q "topk\[0\]\[0\]\[1\] = 40" <<<"$LAST_ERR"
+npy16 "$tmp/m_ks_nan.npy" "<f4" "(1, 40)" "[float('nan')] * 40"
+expect 2 "decode: a NaN scale" -- "$tl" run decode --kind dual-scope --input "lens=$tmp/m_lens.npy" --input "q=$tmp/m_q.npy" \
+  --input "k=$tmp/m_kv.npy" --input "kscale=$tmp/m_ks_nan.npy" --output "o=$tmp/bad.npy"
+expect 2 "decode: lens missing" -- "$tl" run decode --kind dual-scope --input "q=$tmp/m_q.npy" --input "k=$tmp/m_kv.npy" --output "o=$tmp/bad.npy"
+check "decode wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
 expect 0 "run --help" -- "$tl" run moe --help
 check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"
 finish

@@ -1,0 +1,73 @@
+/* kernels/decode.h: the split-KV decode kernels' launcher (contract/decode.h; the judge:
+ * reference/decode.c; the model: simulator/decode.h).
+ *
+ * Plain C header (the op row, ops/decode.c, calls it through tl_decode_gpu_kernels); implemented in
+ * kernels/decode*.hip, which exist only in GPU builds (a build without them links kernels/absent.c's
+ * NULL).
+ *
+ * What runs, for both kinds (contract/decode.h gives the function, the layouts and the geometry):
+ *   - the shard launch: tl_decode_groups(s, shards) work-groups; a paged group serves the gqa query
+ *     heads of one (request, KV head, shard) from one read of its pages through the block table; a
+ *     dual-scope group serves all H heads of one (request, query token, shard), each latent row read
+ *     once, dequantized once into shared memory / LDS and used by every head. Shard s of a row
+ *     covers the slots tl_decode_shard_range(tl_decode_row_slots(s, r), shards,
+ *     tl_decode_granule(kind), s) and runs an online softmax over them in float32 (scores scaled by
+ *     tl_decode_scale(s)); a dual-scope group counts exactly the top-k entries tl_decode_topk_counts
+ *     counts. With shards = 1 it writes O and LSE; otherwise the partials (o normalized, lse; a
+ *     shard with no counted key: o = 0, lse = -inf);
+ *   - with shards > 1, the merge launch: one work-group (or wave) per (row, head) combines its
+ *     shards with tl_decode_merge_stats / tl_decode_merge_weight / tl_decode_merge_lse (the
+ *     contract's merge; never NaN: a row with no key gets O = 0, LSE = -inf).
+ * Every element of O and LSE is written by every run. Cost: the model's (simulator/decode.h).
+ */
+#ifndef TL_KERNELS_DECODE_H
+#define TL_KERNELS_DECODE_H
+
+#include "../contract/decode.h"
+#include "bench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tl_decode_gpu tl_decode_gpu;
+/* Checks shape s (tl_decode_shape_check), keeps a copy of it and of its lens, and allocates device
+ * memory for the inputs, O and LSE, and the partials of up to TL_DECODE_MAX_SHARDS shards where
+ * they fit (tl_decode_partial_bytes; otherwise run() allocates what a larger shard count needs,
+ * outside any timing). TL_EUSAGE for a bad shape; TL_EFAIL on a GPU error (out of memory included). */
+int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **g);
+/* Uploads the inputs of contract/decode.h (the pointers the kind and format need; sizes from the
+ * shape: tl_decode_q_elems, tl_decode_cache_elems, tl_decode_scale_elems, tl_decode_table_elems,
+ * tl_decode_topk_elems) and the lens kept at open. The caller has checked them
+ * (tl_decode_inputs_check). */
+int tl_decode_gpu_upload(tl_decode_gpu *g, const tl_decode_inputs *in);
+/* Fills O, LSE and the partials with NaN, so that anything the kernels fail to write shows. */
+int tl_decode_gpu_poison(tl_decode_gpu *g);
+/* Runs the shard launch (and the merge when shards > 1), then synchronizes. shards: 1..
+ * TL_DECODE_MAX_SHARDS, or 0 for tl_decode_auto_shards(s, the device's compute units); TL_EUSAGE
+ * outside. *used (may be NULL): the shard count run. */
+int tl_decode_gpu_run(tl_decode_gpu *g, int shards, int *used);
+/* Reads back O [rows][H][dv] and LSE [rows][H] (float32). */
+int tl_decode_gpu_read(tl_decode_gpu *g, float *o, float *lse);
+/* Times one run (both launches) with kernels/bench.h's method (flush, warm-up, median; graph
+ * replay when o->use_graph). shards as for run. */
+int tl_decode_gpu_time(tl_decode_gpu *g, int shards, const tl_bench_opts *o, tl_bench_result *r);
+void tl_decode_gpu_close(tl_decode_gpu *g);
+
+/* The launcher as a table (NULL without a GPU: kernels/absent.c). */
+typedef struct {
+    int (*open)(const tl_decode_shape *s, tl_decode_gpu **g);
+    int (*upload)(tl_decode_gpu *g, const tl_decode_inputs *in);
+    int (*poison)(tl_decode_gpu *g);
+    int (*run)(tl_decode_gpu *g, int shards, int *used);
+    int (*read)(tl_decode_gpu *g, float *o, float *lse);
+    int (*time)(tl_decode_gpu *g, int shards, const tl_bench_opts *o, tl_bench_result *r);
+    void (*close)(tl_decode_gpu *g);
+} tl_decode_gpu_api;
+extern const tl_decode_gpu_api *const tl_decode_gpu_kernels;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
