@@ -164,7 +164,10 @@ int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units)
     long want = (2L * compute_units + groups - 1) / groups;
     long n = want < by_len ? want : by_len;
     if (n > TL_DECODE_MAX_SHARDS) n = TL_DECODE_MAX_SHARDS;
-    return n < 1 ? 1 : (int)n;
+    if (n <= 1) return 1;
+    /* as few shards as deal the longest row's granules in the same runs: none of them left empty */
+    const long granules = (longest + g - 1) / g, per = (granules + n - 1) / n;
+    return (int)((granules + per - 1) / per);
 }
 
 static int cmp_i32(const void *a, const void *b)

@@ -324,7 +324,8 @@ TL_DECODE_FN int tl_decode_min_shard_granules(tl_decode_kind kind) { return kind
 /* The shard count the model picks, which the launcher uses for run(g, 0): 1 when one launch's
  * work-groups (tl_decode_groups(s, 1)) fill compute_units; otherwise enough shards that the groups
  * cover 2 x compute_units, no more than the longest row's granules / tl_decode_min_shard_granules
- * and at most TL_DECODE_MAX_SHARDS. At least 1. Cost: O(B). */
+ * and at most TL_DECODE_MAX_SHARDS, then lowered to the fewest shards that deal the longest row's
+ * granules in runs of the same length (none of its shards empty). At least 1. Cost: O(B). */
 int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units);
 
 /* Counted keys of row r (the size of its key set; topk: that row's list, dual-scope only, may be

@@ -58,9 +58,11 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
     {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"}
 
 /* the rows, and the figures of each (ops/OP_figs.c) */
+extern const tl_op tl_op_decode;
 extern const tl_op tl_op_indexer;
 extern const tl_op tl_op_moe;
 extern const tl_op tl_op_topk;
+extern const tl_op_figure tl_decode_figures[];
 extern const tl_op_figure tl_indexer_figures[];
 extern const tl_op_figure tl_moe_figures[];
 extern const tl_op_figure tl_topk_figures[];

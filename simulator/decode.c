@@ -72,3 +72,154 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r)
     else r->limiter = r->memory_us >= r->compute_us ? "hbm" : "matrix";
     return 0;
 }
+
+/* ---- the model of `decode` (simulator/decode.h) ---- */
+
+#define DECODE_MMA_ROWS 16     /* a matrix tile's rows: the heads of a group are padded to it */
+#define DECODE_SOFTMAX_OPS 4.0 /* vector operations per (key, head): scale, max, exp, sum */
+#define DECODE_DEQUANT_OPS 2.0 /* per FP8 element: decode, scale */
+
+/* Cache bytes of one counted key as one work-group reads it (scales and the block-table entry
+ * included): a KV head's K and V row (paged) or the latent row (dual-scope). */
+static double key_bytes(const tl_decode_shape *s)
+{
+    const double e = tl_decode_kv_bytes_per_elem(s), fp8 = s->kv == TL_DECODE_KV_FP8;
+    if (s->kind == TL_DECODE_PAGED) return 2.0 * TL_DECODE_PAGED_DIM * e + (fp8 ? 8.0 : 0.0) + 4.0 / TL_DECODE_PAGE;
+    return TL_DECODE_MLA_QK_DIM * e + (fp8 ? 4.0 : 0.0);
+}
+
+/* Cache elements a work-group decodes per key (FP8 only). */
+static double key_elems(const tl_decode_shape *s)
+{
+    return s->kind == TL_DECODE_PAGED ? 2.0 * TL_DECODE_PAGED_DIM : TL_DECODE_MLA_QK_DIM;
+}
+
+/* Matrix FLOPs of one key for one group: its heads padded to a tile's rows. */
+static double key_mma_flops(const tl_decode_shape *s)
+{
+    const int gh = tl_decode_group_heads(s);
+    const int padded = (gh + DECODE_MMA_ROWS - 1) / DECODE_MMA_ROWS * DECODE_MMA_ROWS;
+    return 2.0 * padded * (tl_decode_qk_dim(s) + tl_decode_v_dim(s));
+}
+
+static double vector_ops_per_us(const tl_hw *hw, double cus) { return cus * hw->vector_lanes_per_cu * hw->clock_mhz; }
+static double matrix_flops_per_us(const tl_hw *hw, double cus)
+{
+    return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
+}
+
+double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards)
+{
+    const int gh = tl_decode_group_heads(s);
+    const double latency = hw->hbm_latency_us + hw->load_chain_us; /* the index (table or list), then the keys */
+    const double bytes = keys * key_bytes(s) + 2.0 * gh * tl_decode_qk_dim(s);
+    const double out = 4.0 * gh * (tl_decode_v_dim(s) + 1.0); /* its partial, or its rows of O and LSE */
+    const double work = keys * key_mma_flops(s) / matrix_flops_per_us(hw, 1) +
+                        keys * (s->kv == TL_DECODE_KV_FP8 ? key_elems(s) * DECODE_DEQUANT_OPS : 0) / vector_ops_per_us(hw, 1) +
+                        keys * gh * DECODE_SOFTMAX_OPS / vector_ops_per_us(hw, 1);
+    return latency + bytes / (hw->hbm_per_cu_gbps * 1e3) + out / (hw->l2_per_cu_gbps * 1e3) + work;
+}
+
+/* The counted keys of every row, and the longest row's. */
+static double total_keys(const tl_decode_shape *s, const int32_t *topk, long *longest)
+{
+    double keys = 0;
+    *longest = 0;
+    for (long r = 0; r < tl_decode_rows(s); r++) {
+        const long n = tl_decode_row_keys(s, r, topk ? topk + (size_t)r * s->topk : NULL);
+        keys += (double)n;
+        if (n > *longest) *longest = n;
+    }
+    return keys;
+}
+
+/* The largest shard of the longest row, in keys: its slots (a run of granules), at most its keys. */
+static long longest_shard_keys(const tl_decode_shape *s, long longest_keys, int shards)
+{
+    long most_slots = 0;
+    for (long r = 0; r < tl_decode_rows(s); r++) {
+        const long n = tl_decode_row_slots(s, r);
+        if (n > most_slots) most_slots = n;
+    }
+    long lo, hi;
+    tl_decode_shard_range(most_slots, shards, tl_decode_granule(s->kind), 0, &lo, &hi);
+    return hi - lo < longest_keys ? hi - lo : longest_keys;
+}
+
+/* Whether the partials stay in the caches between the two launches (L2 and the last level). */
+static int partials_cached(const tl_hw *hw, double bytes)
+{
+    return bytes <= (hw->l2_mib_per_xcd * hw->xcds + hw->llc_mib) * 1048576.0;
+}
+
+static void merge_time(const tl_hw *hw, const tl_decode_shape *s, tl_decode_model_result *r)
+{
+    if (r->shards <= 1) return;
+    const int in_l2 = partials_cached(hw, r->partial_bytes);
+    const double groups = (double)tl_decode_lse_elems(s), active = groups < hw->cus ? groups : hw->cus;
+    const double per_cu = in_l2 ? hw->l2_per_cu_gbps : hw->hbm_per_cu_gbps;
+    double bw = active * per_cu, ceiling = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
+    if (!in_l2 && bw > ceiling) bw = ceiling;
+    const double out = 4.0 * tl_decode_o_elems(s) + 4.0 * tl_decode_lse_elems(s);
+    r->merge_us = hw->hbm_latency_us + (r->partial_bytes + out) / (bw * 1e3);
+    r->fixed_us += hw->next_kernel_us;
+}
+
+static const char *pick_limiter(const tl_decode_model_result *r)
+{
+    struct { double t; const char *name; } parts[] = {
+        {r->hbm_us, "hbm"}, {r->mma_us, "matrix"}, {r->dequant_us, "dequant"}, {r->group_us, "latency"},
+        {r->merge_us, "merge"}, {r->fixed_us, "fixed"}};
+    int best = 0;
+    for (int i = 1; i < 6; i++)
+        if (parts[i].t > parts[best].t) best = i;
+    return parts[best].name;
+}
+
+int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *topk, int shards, tl_decode_model_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!hw) return tl_error(TL_EUSAGE, "sim decode", "missing hardware");
+    int rc = tl_decode_shape_check(s);
+    if (rc) return rc;
+    if (shards < 0 || shards > TL_DECODE_MAX_SHARDS)
+        return tl_error(TL_EUSAGE, "--shards", "%d shards outside [0, %d] (0: the model picks)", shards, TL_DECODE_MAX_SHARDS);
+    r->shards = shards ? shards : tl_decode_auto_shards(s, hw->cus);
+    r->groups = tl_decode_groups(s, r->shards);
+    r->waves = (double)r->groups / hw->cus;
+    r->group_heads = tl_decode_group_heads(s);
+    const double keys = total_keys(s, topk, &r->longest_keys);
+    const double groups_per_row = s->kind == TL_DECODE_PAGED ? s->kv_heads : 1;
+    r->flops = tl_decode_flops(s, topk);
+    r->mma_flops = keys * groups_per_row * key_mma_flops(s);
+    r->kv_bytes = keys * groups_per_row * key_bytes(s);
+    if (s->kind == TL_DECODE_DUAL_SCOPE) /* the union over scopes and MTP queries: the contract's count */
+        r->kv_bytes = tl_decode_bytes(s, topk) - 2.0 * tl_decode_q_elems(s) - 4.0 * tl_decode_o_elems(s) -
+                      4.0 * tl_decode_lse_elems(s) - 4.0 * tl_decode_topk_elems(s);
+    if (hw->hbm_gb > 0 && r->kv_bytes > hw->hbm_gb * 1e9) return kv_too_big(hw, r->kv_bytes);
+    r->partial_bytes = tl_decode_partial_bytes(s, r->shards);
+    /* the shards write O and LSE, or the partials (which reach HBM only when the caches cannot hold them) */
+    double out = 4.0 * tl_decode_o_elems(s) + 4.0 * tl_decode_lse_elems(s);
+    if (r->shards > 1) out = partials_cached(hw, r->partial_bytes) ? 0 : r->partial_bytes;
+    r->hbm_bytes = r->kv_bytes + 2.0 * tl_decode_q_elems(s) + 4.0 * tl_decode_topk_elems(s) + out;
+    r->dequant_ops = s->kv == TL_DECODE_KV_FP8 ? keys * groups_per_row * key_elems(s) * DECODE_DEQUANT_OPS : 0;
+    r->softmax_ops = keys * tl_decode_heads(s) * DECODE_SOFTMAX_OPS;
+
+    const double active = (double)(r->groups < hw->cus ? r->groups : hw->cus);
+    const double ceiling = tl_ceiling_value(hw->ceilings.hbm_read_gbps), cap = active * hw->hbm_per_cu_gbps;
+    r->bw_gbps = ceiling < cap ? ceiling : cap;
+    r->hbm_us = r->hbm_bytes / (r->bw_gbps * 1e3);
+    r->mma_us = r->mma_flops / matrix_flops_per_us(hw, active);
+    r->dequant_us = r->dequant_ops / vector_ops_per_us(hw, active);
+    r->softmax_us = r->softmax_ops / vector_ops_per_us(hw, active);
+    r->group_us = tl_decode_model_group_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards), r->shards);
+    const double work = r->mma_us + r->dequant_us + r->softmax_us;
+    r->body_us = r->hbm_us > work ? r->hbm_us : work;
+    if (r->group_us > r->body_us) r->body_us = r->group_us;
+    r->fixed_us = hw->launch_us;
+    merge_time(hw, s, r);
+    r->time_us = r->body_us + r->merge_us + r->fixed_us;
+    r->tbps = tl_decode_bytes(s, topk) / (r->time_us * 1e6);
+    r->limiter = pick_limiter(r);
+    return TL_OK;
+}

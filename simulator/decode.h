@@ -17,6 +17,7 @@
 #ifndef TL_SIM_DECODE_H
 #define TL_SIM_DECODE_H
 
+#include "../contract/decode.h"
 #include "hw.h"
 
 typedef struct {
@@ -44,5 +45,56 @@ typedef struct {
  * product overflow), and on a KV cache (kv_bytes) larger than the preset's HBM (hbm_gb, when it
  * gives one): the message says both sizes. Cost: O(1). */
 int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
+
+/* ---- the model of `decode` (contract/decode.h's split-KV engine, both kinds) ----
+ * What it charges, per launch:
+ *   shard launch  tl_decode_groups(s, shards) work-groups (one per CU at a time); bytes: the
+ *                 contract's (tl_decode_bytes: each cache position read once, the union of the
+ *                 scopes), minus O and LSE when shards > 1, plus the partials written when the
+ *                 caches (L2 and the last level) cannot hold them until the merge; the matrix
+ *                 work: 2 (qk + dv) FLOPs per (key, head), the group's heads padded to the 16 rows
+ *                 of a matrix tile (paged gqa < 16 wastes the rest), at the bf16 rate (Q is bf16: an
+ *                 FP8 cache is decoded to bf16 first) of the CUs that hold a group; the dequant
+ *                 work: 2 vector operations (decode, scale) per FP8 element read; the softmax:
+ *                 4 vector operations per (key, head). Its body is the larger of
+ *                   throughput  max(bytes / bandwidth, matrix + dequant + softmax) where the
+ *                               bandwidth is the HBM read ceiling, or active CUs x
+ *                               hbm_per_cu_gbps when fewer CUs hold a group, and
+ *                   the longest group  (its first load's latency, plus a dependent load: the
+ *                               block table or the top-k list), its bytes at one CU's streaming
+ *                               rate, its partial (or its rows of O) written at one CU's L2 rate
+ *                               (stores land in L2), its work at one CU's share of the rates.
+ *   merge launch  (shards > 1) reads the partials and writes O and LSE: from L2 when the partials
+ *                 fit it (l2_mib_per_xcd x xcds plus the last-level cache), else HBM; rows x H
+ *                 groups; one load latency.
+ *   fixed         launch_us for the first launch, next_kernel_us for the merge.
+ * Ignored: L2 hits of the cache (a window shared by MTP queries is counted once already), bank
+ * conflicts, the block table's gather misses beyond one dependent load, unequal CU clocks. */
+typedef struct {
+    int shards;              /* given, or tl_decode_auto_shards(s, hw->cus) */
+    long groups;             /* work-groups of the shard launch */
+    double waves;            /* groups / CUs */
+    int group_heads;         /* query heads a work-group serves */
+    double flops, mma_flops; /* the counted work; the matrix cores' (heads padded to 16) */
+    double kv_bytes;         /* cache bytes read (with scales and block table) */
+    double hbm_bytes;        /* everything the shard launch moves through HBM */
+    double partial_bytes;    /* written by the shards, read by the merge */
+    double dequant_ops, softmax_ops;
+    double bw_gbps;          /* the shard launch's bandwidth */
+    double hbm_us, mma_us, dequant_us, softmax_us, group_us, body_us, merge_us, fixed_us, time_us;
+    double tbps;             /* the contract's bytes / time */
+    long longest_keys;       /* the longest row's counted keys */
+    const char *limiter;     /* "hbm", "matrix", "dequant", "latency" (the longest group), "merge", "fixed" */
+} tl_decode_model_result;
+
+/* The model above for shape s (checked: tl_decode_shape_check) on hw; topk: the lists (dual-scope,
+ * may be NULL: the contract's estimate of the union); shards 0 picks. TL_EUSAGE for a bad shape,
+ * shards outside [0, TL_DECODE_MAX_SHARDS] or a cache larger than the preset's HBM. Cost: O(B),
+ * or a sort per request with topk. */
+int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *topk, int shards, tl_decode_model_result *r);
+/* One work-group's time in the model: `keys` counted keys (its shard of a row) of shape s split
+ * `shards` ways: latency + its bytes at one CU's streaming rate + its output's write at one CU's L2
+ * rate + its work at one CU's share of the rates (the longest group's term above). */
+double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards);
 
 #endif

@@ -115,6 +115,11 @@ formats "bench topk" -- bench topk --n 4096 --batch 1 --k 512
 formats "sim indexer" -- sim indexer --hw mi355x --heads 32 --rows 2048 --kv 32768
 formats "check indexer" -- check indexer --rows 37 --kv 300 --heads 32 --seed 1
 formats "bench indexer" -- bench indexer --rows 64 --kv 256 --heads 32
+formats "sim decode" -- sim decode --hw mi355x --batch 1,32 --seq 16384 --kv-heads 16 --gqa 1
+formats "sim decode dual-scope" -- sim decode --kind dual-scope --hw h200 --batch 1,8 --seq 65536 --mtp 2
+formats "check decode" -- check decode --batch 3 --seq 70 --gqa 4 --kv-heads 2 --mixed --seed 1
+formats "check decode dual-scope" -- check decode --kind dual-scope --batch 2 --seq 300 --heads 16 --topk 64 --seed 1
+formats "bench decode" -- bench decode --batch 2 --seq 256 --gqa 4 --kv-heads 2
 
 # every command whose help offers --format is in the list above
 python3 - "$tl" "$covered" >"$tmp/missing" <<'PY'
