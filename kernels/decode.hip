@@ -121,10 +121,14 @@ static int head_blocks(const tl_decode_shape *s)
     return s->kind == TL_DECODE_PAGED ? 1 : s->heads / dec_mla_head_block(s->heads);
 }
 
+/* The model's pick (tl_decode_auto_shards covers 2 x compute_units with groups): the paged kernel
+ * holds 2 groups per SM, so the device's CUs go in as they are; the dual-scope kernel holds one
+ * (about 100 KB of shared memory, 256 threads of ~240 registers) and runs H/32 groups per (row,
+ * shard), so it passes CUs / (2 x head blocks): the groups of a call then fill one wave. */
 static int auto_shards(const tl_decode_gpu *g)
 {
-    const int hb = head_blocks(&g->s);
-    const int cus = g->cus / hb > 0 ? g->cus / hb : 1;
+    const int div = g->s.kind == TL_DECODE_PAGED ? 1 : 2 * head_blocks(&g->s);
+    const int cus = g->cus / div > 0 ? g->cus / div : 1;
     return tl_decode_auto_shards(&g->s, cus);
 }
 
@@ -173,6 +177,7 @@ extern "C" int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **out)
         if (limit && g->mla_smem > limit)
             rc = tl_error(TL_EUSAGE, "decode gpu", "dual-scope with k = %d needs %zu bytes of shared memory a group; the device allows %zu",
                           t->topk, g->mla_smem, limit);
+        if (!rc) rc = dec_mla_prepare(t->heads, fp8, g->mla_smem);
     }
     if (rc) {
         tl_decode_gpu_close(g);

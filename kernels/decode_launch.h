@@ -55,8 +55,11 @@ static __host__ __device__ inline int dec_mla_hash_slots(int k)
 /* Dynamic shared memory of the dual-scope kernel (bytes) for H heads, k top-k entries and the
  * device's wave size. */
 size_t dec_mla_smem(int heads, int topk, int wave);
+/* Raises the dual-scope kernel's dynamic shared-memory limit to smem (at open: not a stream
+ * operation, so never inside a graph capture). */
+int dec_mla_prepare(int heads, int fp8, size_t smem);
 /* Launches the dual-scope shard kernel (256 threads a group) with smem bytes of dynamic shared
- * memory (raises the kernel's limit first when needed). */
+ * memory (dec_mla_prepare first when the limit was not raised yet). */
 int dec_mla_launch(const DecMlaArgs &a, int fp8, long groups, size_t smem, hipStream_t st);
 /* Merges items = rows x H row-heads of `shards` partials of dv floats (dv a multiple of 4, at most
  * 512) into o [items][dv] and lse [items]: the contract's tl_decode_merge per row-head. dependent:

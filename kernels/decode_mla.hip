@@ -409,16 +409,33 @@ __global__ void __launch_bounds__(ML_THREADS, 1) dec_mla_kernel(DecMlaArgs a)
 #endif
 }
 
+/* Raises the kernel's dynamic shared-memory limit to smem once (not a stream operation: done at
+ * open, never inside a graph capture). */
+template <int MT, bool FP8>
+static int ml_allow(size_t smem)
+{
+    static size_t allowed = 48 * 1024;
+    if (smem <= allowed) return 0;
+    void (*k)(DecMlaArgs) = dec_mla_kernel<MT, FP8>;
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    allowed = smem;
+    return 0;
+}
+
 template <int MT, bool FP8>
 static int ml_launch(const DecMlaArgs &a, long groups, size_t smem, hipStream_t st)
 {
-    if (smem > 48 * 1024) {
-        void (*k)(DecMlaArgs) = dec_mla_kernel<MT, FP8>;
-        TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    }
+    int rc = ml_allow<MT, FP8>(smem);
+    if (rc) return rc;
     const hipError_t e = tl_launch(dec_mla_kernel<MT, FP8>, dim3((unsigned)groups), dim3(ML_THREADS), smem, st, false, a);
     if (e != hipSuccess) return tl_gpu_fail("dec_mla_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;
+}
+
+int dec_mla_prepare(int heads, int fp8, size_t smem)
+{
+    if (dec_mla_head_block(heads) == 32) return fp8 ? ml_allow<2, true>(smem) : ml_allow<2, false>(smem);
+    return fp8 ? ml_allow<1, true>(smem) : ml_allow<1, false>(smem);
 }
 
 int dec_mla_launch(const DecMlaArgs &a, int fp8, long groups, size_t smem, hipStream_t st)
