@@ -141,20 +141,20 @@ def main():
     source = f"measured on {name} {date} (torch {torch.__version__})"
     print("name,kind,kv,batch,seq,kv_heads,gqa,heads,topk,path,time_us,tbps,source")
     rc = 0
-    for spec in filter(None, args.paged.split(",")):
-        kv, b, l, h, g = spec.split(":")
-        try:
-            paged(dev, int(b), int(l), int(h), int(g), kv, flush, args, source)
-        except Exception as ex:  # report and go on with the next shape
-            print(f"torch_decode: paged {spec}: {ex}", file=sys.stderr)
-            rc = 1
-        torch.cuda.empty_cache()
     for spec in filter(None, args.dual.split(",")):
         b, l, h, w, k = (int(v) for v in spec.split(":"))
         try:
             dual(dev, b, l, h, w, k, flush, args, source)
         except Exception as ex:
             print(f"torch_decode: dual-scope {spec}: {ex}", file=sys.stderr)
+            rc = 1
+        torch.cuda.empty_cache()
+    for spec in filter(None, args.paged.split(",")):
+        kv, b, l, h, g = spec.split(":")
+        try:
+            paged(dev, int(b), int(l), int(h), int(g), kv, flush, args, source)
+        except Exception as ex:  # report and go on with the next shape
+            print(f"torch_decode: paged {spec}: {ex}", file=sys.stderr)
             rc = 1
         torch.cuda.empty_cache()
     return rc
