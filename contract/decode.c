@@ -161,7 +161,7 @@ int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units)
     }
     const int g = tl_decode_granule(s->kind);
     long by_len = (longest + g - 1) / g / tl_decode_min_shard_granules(s->kind);
-    long want = (2L * compute_units + groups - 1) / groups;
+    long want = 2L * compute_units / groups;
     long n = want < by_len ? want : by_len;
     if (n > TL_DECODE_MAX_SHARDS) n = TL_DECODE_MAX_SHARDS;
     if (n <= 1) return 1;

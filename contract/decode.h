@@ -50,8 +50,9 @@
  *
  * Work-groups (the model charges the same): paged, one per (request, KV head, shard), serving the
  * gqa query heads of that KV head from one read of its pages; dual-scope, one per (request, query
- * token, shard), all H heads (the latent rows are read and dequantized once into shared memory /
- * LDS and used by every head). tl_decode_auto_shards picks shards: one when the work-groups fill
+ * token, block of 32 heads, shard) (the latent rows are read and dequantized once into shared
+ * memory / LDS and used by the block's heads; 32 heads x 512 float32 accumulators is what a
+ * work-group's registers hold). tl_decode_auto_shards picks shards: one when the work-groups fill
  * the GPU, more at small batch.
  * Plain C: host, simulator and device code include it alike (TL_DECODE_FN functions are
  * __host__ __device__ under nvcc and HIP).
@@ -299,15 +300,25 @@ TL_DECODE_FN void tl_decode_merge(int n, const float *lse, long lse_stride, cons
     *lse_out = tl_decode_merge_lse(m, sum);
 }
 
-/* Work-groups of one shard launch: rows x kv_heads x shards (paged) or rows x shards (dual-scope). */
+/* Work-groups of a row's shard: one per KV head (paged) or per head block of
+ * TL_DECODE_DS_HEAD_BLOCK query heads (dual-scope: ceil(H / 32); each block's group reads and
+ * decodes the shard's latent rows once for its heads, the later blocks mostly from L2). */
+#define TL_DECODE_DS_HEAD_BLOCK 32
+static inline int tl_decode_head_blocks(const tl_decode_shape *s)
+{
+    if (s->kind == TL_DECODE_PAGED) return s->kv_heads;
+    return (s->heads + TL_DECODE_DS_HEAD_BLOCK - 1) / TL_DECODE_DS_HEAD_BLOCK;
+}
+/* Work-groups of one shard launch: rows x tl_decode_head_blocks x shards. */
 static inline long tl_decode_groups(const tl_decode_shape *s, int shards)
 {
-    return tl_decode_rows(s) * (s->kind == TL_DECODE_PAGED ? s->kv_heads : 1) * (long)shards;
+    return tl_decode_rows(s) * tl_decode_head_blocks(s) * (long)shards;
 }
-/* Query heads one work-group serves: gqa (paged) or H (dual-scope). */
+/* Query heads one work-group serves: gqa (paged) or min(H, 32) (dual-scope). */
 static inline int tl_decode_group_heads(const tl_decode_shape *s)
 {
-    return s->kind == TL_DECODE_PAGED ? s->gqa : s->heads;
+    if (s->kind == TL_DECODE_PAGED) return s->gqa;
+    return s->heads < TL_DECODE_DS_HEAD_BLOCK ? s->heads : TL_DECODE_DS_HEAD_BLOCK;
 }
 /* Bytes of the partials for `shards` (0 when shards = 1: the kernel writes O and LSE directly):
  * rows x H x shards x (dv + 1) float32. */
@@ -321,11 +332,12 @@ static inline double tl_decode_partial_bytes(const tl_decode_shape *s, int shard
  * fixed cost and its share of the merge stay small against its reads); dual-scope 1 (32 slots:
  * its work is the H heads' dot products, which more shards spread over more compute units). */
 TL_DECODE_FN int tl_decode_min_shard_granules(tl_decode_kind kind) { return kind == TL_DECODE_PAGED ? 4 : 1; }
-/* The shard count the model picks, which the launcher uses for run(g, 0): 1 when one launch's
- * work-groups (tl_decode_groups(s, 1)) fill compute_units; otherwise enough shards that the groups
- * cover 2 x compute_units, no more than the longest row's granules / tl_decode_min_shard_granules
- * and at most TL_DECODE_MAX_SHARDS, then lowered to the fewest shards that deal the longest row's
- * granules in runs of the same length (none of its shards empty). At least 1. Cost: O(B). */
+/* The shard count the model picks, which the launcher uses for run(g, 0) with the device's compute
+ * units: 1 when one launch's work-groups (tl_decode_groups(s, 1)) fill compute_units; otherwise
+ * floor(2 x compute_units / groups) (two work-groups a CU: one full wave, never a second partial
+ * one), no more than the longest row's granules / tl_decode_min_shard_granules and at most
+ * TL_DECODE_MAX_SHARDS, then lowered to the fewest shards that deal the longest row's granules in
+ * runs of the same length (none of its shards empty). At least 1. Cost: O(B). */
 int tl_decode_auto_shards(const tl_decode_shape *s, int compute_units);
 
 /* Counted keys of row r (the size of its key set; topk: that row's list, dual-scope only, may be

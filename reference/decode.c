@@ -217,7 +217,7 @@ static void list_edges(tl_rng *r, long visible, long window, int k, int32_t *lis
     }
 }
 
-static void make_topk(const tl_decode_shape *s, tl_decode_dist dist, uint64_t seed, int32_t *topk)
+void tl_decode_make_topk(const tl_decode_shape *s, tl_decode_dist dist, uint64_t seed, int32_t *topk)
 {
 #pragma omp parallel for schedule(dynamic, 4)
     for (long row = 0; row < tl_decode_rows(s); row++) {
@@ -241,7 +241,7 @@ int tl_decode_make(const tl_decode_shape *s, tl_decode_dist dist, uint64_t seed,
         return TL_OK;
     }
     make_latent(s, dist, seed, b);
-    if (s->topk) make_topk(s, dist, seed, b->topk);
+    if (s->topk) tl_decode_make_topk(s, dist, seed, b->topk);
     return TL_OK;
 }
 

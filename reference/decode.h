@@ -53,6 +53,10 @@ tl_decode_inputs tl_decode_buffers_view(const tl_decode_buffers *b);
  * Never all zeros. Cost: O(cache + Q + top-k), OpenMP. */
 int tl_decode_make(const tl_decode_shape *s, tl_decode_dist dist, uint64_t seed, tl_decode_buffers *b);
 
+/* Only the top-k lists of tl_decode_make (dual-scope, k > 0; the same lists for the same seed):
+ * topk [rows][k]. For pictures of long contexts whose cache is not needed. */
+void tl_decode_make_topk(const tl_decode_shape *s, tl_decode_dist dist, uint64_t seed, int32_t *topk);
+
 /* What the reference saw, for the tolerance (numerics/softmax.h). */
 typedef struct {
     double s_rms;     /* RMS of the scaled scores over every counted (key, head) */

@@ -189,7 +189,7 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
     r->waves = (double)r->groups / hw->cus;
     r->group_heads = tl_decode_group_heads(s);
     const double keys = total_keys(s, topk, &r->longest_keys);
-    const double groups_per_row = s->kind == TL_DECODE_PAGED ? s->kv_heads : 1;
+    const double groups_per_row = tl_decode_head_blocks(s);
     r->flops = tl_decode_flops(s, topk);
     r->mma_flops = keys * groups_per_row * key_mma_flops(s);
     r->kv_bytes = keys * groups_per_row * key_bytes(s);

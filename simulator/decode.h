@@ -48,7 +48,7 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
 
 /* ---- the model of `decode` (contract/decode.h's split-KV engine, both kinds) ----
  * What it charges, per launch:
- *   shard launch  tl_decode_groups(s, shards) work-groups (one per CU at a time); bytes: the
+ *   shard launch  tl_decode_groups(s, shards) work-groups (two a CU make one wave); bytes: the
  *                 contract's (tl_decode_bytes: each cache position read once, the union of the
  *                 scopes), minus O and LSE when shards > 1, plus the partials written when the
  *                 caches (L2 and the last level) cannot hold them until the merge; the matrix
