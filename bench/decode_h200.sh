@@ -61,11 +61,13 @@ bench_shapes=(
   "paged fp8 32 65536 --kv-heads 8 --gqa 16"
   "paged bf16 1 16384 --kv-heads 16 --gqa 1"
   "paged bf16 8 4096 --kv-heads 8 --gqa 8"
-  "paged bf16 1 1048576 --kv-heads 16 --gqa 1"
-  "paged bf16 1 1048576 --kv-heads 16 --gqa 1 --shards 16"
-  "paged fp8 1 1048576 --kv-heads 16 --gqa 1"
   "dual-scope fp8 1,2,4,8,16,32 32768 --heads 128 --window 128 --topk 512"
   "dual-scope fp8 1,8,32 32768 --heads 128 --window 128 --topk 2048"
+  "dual-scope fp8 1 32768 --heads 128 --window 128 --topk 512 --shards 5"
+  "dual-scope fp8 1 32768 --heads 128 --window 128 --topk 512 --shards 10"
+  "dual-scope fp8 8 32768 --heads 128 --window 128 --topk 512 --shards 1"
+  "paged bf16 1 1048576 --kv-heads 16 --gqa 1"
+  "paged fp8 1 1048576 --kv-heads 16 --gqa 1"
 )
 if [[ " $parts " == *" bench "* ]]; then
   echo "== bench decode"

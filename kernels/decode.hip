@@ -5,8 +5,8 @@
  * The merge: one group of dv / 4 threads per row-head (8 row-heads a block at dv = 128, 2 at 512),
  * each thread owns 4 consecutive dims; every thread computes the contract's (m, S) over the shards'
  * lse (tl_decode_merge_stats: shards exps, L1 broadcasts), then sums w_i o_i for its dims with
- * 16-byte loads, skipping the shards of weight 0 (empty or -inf shards contribute nothing, never
- * NaN). It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
+ * 16-byte loads, four shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
+ * (a select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
  * while the shard grid's last wave runs and waits in griddepcontrol.wait). Cost: reads the
  * partials once (rows x H x shards x (dv + 1) x 4 bytes), writes O and LSE once.
  */
@@ -29,12 +29,25 @@ __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *o
     const float *ls = lsep + item * shards;
     float m, sum;
     tl_decode_merge_stats(shards, ls, 1, &m, &sum);
+    /* four shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
+     * product: whatever its o holds) */
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int i = 0; i < shards; i++) {
-        const float w = tl_decode_merge_weight(ls[i], m, sum);
-        if (w == 0.0f) continue;
-        const float4 v = *(const float4 *)(op + ((size_t)item * shards + i) * dv + d);
-        acc.x += w * v.x, acc.y += w * v.y, acc.z += w * v.z, acc.w += w * v.w;
+    const float *ob = op + (size_t)item * shards * dv + d;
+    for (int i = 0; i < shards; i += 4) {
+        float4 v[4];
+        float w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (i + k >= shards) continue;
+            w[k] = tl_decode_merge_weight(ls[i + k], m, sum);
+            acc.x += w[k] != 0.0f ? w[k] * v[k].x : 0.0f;
+            acc.y += w[k] != 0.0f ? w[k] * v[k].y : 0.0f;
+            acc.z += w[k] != 0.0f ? w[k] * v[k].z : 0.0f;
+            acc.w += w[k] != 0.0f ? w[k] * v[k].w : 0.0f;
+        }
     }
     *(float4 *)(o + (size_t)item * dv + d) = acc;
     if (d == 0) lse[item] = tl_decode_merge_lse(m, sum);
@@ -114,20 +127,20 @@ extern "C" void tl_decode_gpu_close(tl_decode_gpu *g)
     free(g);
 }
 
-/* Head blocks of a dual-scope row (1 for paged): the groups of one shard launch are
- * tl_decode_groups(s, shards) x this. */
+/* Head blocks of a dual-scope row: H / dec_mla_head_block(H) (32 heads, or 16 when H % 32 != 0;
+ * the contract's tl_decode_head_blocks counts ceil(H / 32)); 1 for paged (unused). */
 static int head_blocks(const tl_decode_shape *s)
 {
     return s->kind == TL_DECODE_PAGED ? 1 : s->heads / dec_mla_head_block(s->heads);
 }
 
-/* The model's pick (tl_decode_auto_shards covers 2 x compute_units with groups): the paged kernel
- * holds 2 groups per SM, so the device's CUs go in as they are; the dual-scope kernel holds one
- * (about 100 KB of shared memory, 256 threads of ~240 registers) and runs H/32 groups per (row,
- * shard), so it passes CUs / (2 x head blocks): the groups of a call then fill one wave. */
+/* The model's pick: tl_decode_auto_shards fills 2 x compute_units with groups (the contract counts
+ * them, head blocks included). The paged kernel holds 2 groups per SM, so the device's CUs go in as
+ * they are; the dual-scope kernel holds one (~100 KB of shared memory, 256 threads of ~240
+ * registers), so it passes CUs / 2: the groups of a call then fill one wave. */
 static int auto_shards(const tl_decode_gpu *g)
 {
-    const int div = g->s.kind == TL_DECODE_PAGED ? 1 : 2 * head_blocks(&g->s);
+    const int div = g->s.kind == TL_DECODE_PAGED ? 1 : 2;
     const int cus = g->cus / div > 0 ? g->cus / div : 1;
     return tl_decode_auto_shards(&g->s, cus);
 }
@@ -169,6 +182,7 @@ extern "C" int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **out)
     if (!rc) rc = GALLOC(g->o, tl_decode_o_elems(t) * sizeof(float), "O");
     if (!rc) rc = GALLOC(g->lse, tl_decode_lse_elems(t) * sizeof(float), "LSE");
     if (!rc) rc = ensure_partials(g, auto_shards(g));
+    if (!rc && paged) rc = dec_paged_prepare(g->wave);
     if (!rc && !paged) {
         g->mla_smem = dec_mla_smem(t->heads, t->topk, g->wave);
         size_t limit = 0;
@@ -252,7 +266,7 @@ static int enqueue(tl_decode_gpu *g, int shards, hipStream_t st)
         a.max_len = t->max_len, a.window = t->window;
         a.heads = t->heads, a.mtp = t->mtp, a.topk_n = t->topk, a.shards = shards, a.hblocks = head_blocks(t);
         a.scale_log2 = scale_log2;
-        rc = dec_mla_launch(a, fp8, tl_decode_groups(t, shards) * a.hblocks, g->mla_smem, st);
+        rc = dec_mla_launch(a, fp8, tl_decode_rows(t) * a.hblocks * (long)shards, g->mla_smem, st);
     }
     if (rc || shards == 1) return rc;
     return dec_merge_launch(g->op, g->lsep, g->o, g->lse, (long)tl_decode_rows(t) * tl_decode_heads(t), shards,

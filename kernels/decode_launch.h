@@ -39,6 +39,8 @@ struct DecMlaArgs {
     float scale_log2;
 };
 
+/* Raises the paged kernel's dynamic shared-memory limit (sm_90: its cp.async rings) at open. */
+int dec_paged_prepare(int wave);
 /* Launches the paged shard kernel over `groups` work-groups (4 waves each: 4 x wave threads). */
 int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st);
 /* Heads per dual-scope work-group for H heads: 32, or 16 when H % 32 != 0. */

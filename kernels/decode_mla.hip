@@ -13,19 +13,21 @@
  *      by the tile's K fragments (shared memory) and leaves its partial S [16][32] in shared memory;
  *   4. softmax: 8 (or 16) threads per head sum the DS partials, scale by the key scale and the
  *      softmax scale (base 2), mask the slots that do not count, keep the running (max, sum) per
- *      head in shared memory and write P x key scale as bf16 (one rounding, as in every flash decode);
- *   5. PV: each wave rescales its O (16 heads x 512 / DS dims, float32 registers) and adds P V,
- *      V = the first 512 dims of the same shared tile (read as a row-major B operand: ldmatrix.trans
- *      on sm_90, 2-byte LDS reads on AMD).
- * Four barriers a tile. Matrix work per tile and wave: 32 / N x (36 / DS) QK steps and 2 x 512 /
+ *      head in shared memory and write P x key scale as bf16 hi + bf16 lo (~2^-17 relative; one
+ *      bf16 rounding, 2^-9, would be the kernel's largest error);
+ *   5. PV: each wave rescales its O (16 heads x 512 / DS dims, float32 registers) and adds P V
+ *      (two MMAs: hi and lo), V = the first 512 dims of the same shared tile (read as a row-major
+ *      B operand: ldmatrix.trans on sm_90, 2-byte LDS reads on AMD).
+ * Four barriers a tile. Matrix work per tile and wave: 32 / N x (36 / DS) QK steps and 2 x 2 x 512 /
  * (DS N) PV steps (kernels/mma.h: mma.sync m16n8k16 on sm_90, v_mfma 16x16x16 bf16 on gfx942,
  * 16x16x32 on gfx950).
  * The key set: slot i < nwin is window position wlo + i; slot nwin + i is top-k entry i, counted
  * as tl_decode_topk_counts says, found in O(1): the group first puts the entries it needs (those
  * before its last slot) into a shared-memory hash set holding, per position, the lowest entry index
  * (one u32 per slot: position << 12 | index, atomicMin among equal positions); entry i counts when
- * it is a candidate and the set's index for its position is i. Slots that do not count are not
- * loaded (zero rows) and score -inf.
+ * it is a candidate and the set's index for its position is i. Slots that do not count load their
+ * request's row 0 (nothing waits on a load before its use) and are stored as zero rows with scale
+ * 0; they score -inf.
  * Shared memory: the tile (32 x 584 bf16), the S partials (waves x 16 x 36 f32), P (HB x 40 bf16),
  * per-head statistics, the positions and scales of the tile, the list and its hash set
  * (dec_mla_smem). Registers (sm_90, HB = 32): O 64, Q 36, next tile 20 (fp8) / 36 (bf16).
@@ -62,7 +64,7 @@ static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves
     size_t at = 0;
     L.kt = at, at += ml_align16((size_t)ML_TK * ML_LDK * 2);
     L.sp = at, at += ml_align16((size_t)waves * 16 * ML_LDS * 4);
-    L.ps = at, at += ml_align16((size_t)hb * ML_LDP * 2);
+    L.ps = at, at += ml_align16((size_t)2 * hb * ML_LDP * 2); /* P hi, then P lo */
     L.stat = at, at += ml_align16((size_t)3 * hb * 4);
     L.pos = at, at += ml_align16((size_t)2 * ML_TK * 4);
     L.sc = at, at += ml_align16((size_t)ML_TK * 4);
@@ -174,7 +176,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     const MlLayout L = ml_layout(HB, a.topk_n, ML_WAVES);
     uint16_t *kt = (uint16_t *)(ml_smem + L.kt);
     float *sp = (float *)(ml_smem + L.sp);
-    uint16_t *ps = (uint16_t *)(ml_smem + L.ps);
+    uint16_t *ps = (uint16_t *)(ml_smem + L.ps), *psl = ps + HB * ML_LDP;
     float *m_s = (float *)(ml_smem + L.stat), *l_s = m_s + HB, *al_s = l_s + HB;
     int32_t *posb = (int32_t *)(ml_smem + L.pos); /* [2][TK] */
     float *scb = (float *)(ml_smem + L.sc);
@@ -200,6 +202,16 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     const int32_t *glist = a.topk + (size_t)r * a.topk_n;
     const size_t rowbase = (size_t)bq * a.max_len;
 
+    /* ---- Q fragments of this wave (heads hb HB + 16 mt .. +15, k-steps [kb0, kb1)), loaded first:
+     * they depend on nothing and are in flight while the prologue runs ---- */
+    const int kb0 = dsi * KS / DS, kb1 = (dsi + 1) * KS / DS;
+    tl_frag_a_bf16 qa[QKS];
+    {
+        const uint16_t *q = a.q + ((size_t)r * a.heads + (size_t)hb * HB + 16 * mt) * ML_QK;
+#pragma unroll
+        for (int j = 0; j < QKS; j++)
+            if (kb0 + j < kb1) tl_frag_load_a_bf16(&qa[j], q + (kb0 + j) * KK, ML_QK);
+    }
     /* ---- prologue: statistics, the list and its hash set ---- */
     for (int i = tid; i < HB; i += ML_THREADS) m_s[i] = -__builtin_inff(), l_s[i] = 0.0f, al_s[i] = 1.0f;
     for (int i = tid; i < hslots; i += ML_THREADS) hash[i] = ML_EMPTY;
@@ -240,15 +252,6 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
     };
 
-    /* ---- Q fragments of this wave: heads hb HB + 16 mt .. +15, k-steps [kb0, kb1) ---- */
-    const int kb0 = dsi * KS / DS, kb1 = (dsi + 1) * KS / DS;
-    tl_frag_a_bf16 qa[QKS];
-    {
-        const uint16_t *q = a.q + ((size_t)r * a.heads + (size_t)hb * HB + 16 * mt) * ML_QK;
-#pragma unroll
-        for (int j = 0; j < QKS; j++)
-            if (kb0 + j < kb1) tl_frag_load_a_bf16(&qa[j], q + (kb0 + j) * KK, ML_QK);
-    }
     tl_frag_c o[NF];
 #pragma unroll
     for (int f = 0; f < NF; f++) tl_frag_zero(&o[f]);
@@ -259,28 +262,31 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     tl_block_sync();
     uint4 raw[PPT];
     float sc_next = 1.0f;
+    /* The next tile's loads. A slot that does not count loads row 0 of its request instead (always
+     * there) and is zeroed when the tile is stored: nothing waits on a load before its use. */
     auto issue = [&](const int32_t *pb) {
 #pragma unroll
         for (int u = 0; u < PPT; u++) {
             const int c = tid + u * ML_THREADS;
-            raw[u] = make_uint4(0, 0, 0, 0);
             if (c < PIECES) {
                 const int32_t p = pb[c / CPR];
-                if (p >= 0) raw[u] = tl_load_once((const uint8_t *)a.kv + ((rowbase + p) * ML_QK) * BPE + 16 * (c % CPR));
+                raw[u] = tl_load_once((const uint8_t *)a.kv + ((rowbase + (p > 0 ? p : 0)) * ML_QK) * BPE + 16 * (c % CPR));
             }
         }
-        if (FP8 && tid < ML_TK) sc_next = pb[tid] >= 0 ? a.ks[rowbase + pb[tid]] * ML_DEC_UNSCALE : 0.0f;
+        if (FP8 && tid < ML_TK) sc_next = a.ks[rowbase + (pb[tid] > 0 ? pb[tid] : 0)];
     };
     issue(posb);
     int cur = 0;
     for (long t0 = lo; t0 < hi; t0 += ML_TK, cur ^= 1) {
-        /* 1. this tile into shared memory, decoded; the next tile's positions */
+        /* 1. this tile into shared memory, decoded (slots that do not count: zeros); the next tile's
+         *    positions */
 #pragma unroll
         for (int u = 0; u < PPT; u++) {
             const int c = tid + u * ML_THREADS;
             if (c >= PIECES) continue;
             const int row = c / CPR, col = c % CPR;
             uint16_t *dst = kt + row * ML_LDK + col * (16 / BPE);
+            if (posb[cur * ML_TK + row] < 0) raw[u] = make_uint4(0, 0, 0, 0);
             if (FP8) {
                 uint4 x0, x1;
                 ml_e4m3x4(raw[u].x, x0.x, x0.y);
@@ -294,25 +300,29 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
             }
         }
         if (tid < ML_TK) {
-            scb[tid] = FP8 ? sc_next : 1.0f;
+            scb[tid] = posb[cur * ML_TK + tid] < 0 ? 0.0f : FP8 ? sc_next * ML_DEC_UNSCALE : 1.0f;
             posb[(cur ^ 1) * ML_TK + tid] = slot_pos(t0 + ML_TK + tid);
         }
         tl_block_sync();
         /* 2. the next tile's loads */
         if (t0 + ML_TK < hi) issue(posb + (cur ^ 1) * ML_TK);
         /* 3. QK: this wave's partial S [16 heads][32 slots] */
+        {
+            tl_frag_c c[NT]; /* NT independent accumulator chains */
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            tl_frag_c c;
-            tl_frag_zero(&c);
+            for (int nt = 0; nt < NT; nt++) tl_frag_zero(&c[nt]);
 #pragma unroll
             for (int j = 0; j < QKS; j++) {
                 if (kb0 + j >= kb1) continue;
-                tl_frag_b_bf16 kb;
-                tl_frag_load_bt_bf16(&kb, kt + (nt * NN) * ML_LDK + (kb0 + j) * KK, ML_LDK);
-                tl_mma_bf16(&c, &qa[j], &kb);
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    tl_frag_b_bf16 kb;
+                    tl_frag_load_bt_bf16(&kb, kt + (nt * NN) * ML_LDK + (kb0 + j) * KK, ML_LDK);
+                    tl_mma_bf16(&c[nt], &qa[j], &kb);
+                }
             }
-            tl_frag_store_c(&c, sp + (w * 16) * ML_LDS + nt * NN, ML_LDS);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) tl_frag_store_c(&c[nt], sp + (w * 16) * ML_LDS + nt * NN, ML_LDS);
         }
         tl_block_sync();
         /* 4. softmax: head hh, slots kq KPT .. */
@@ -334,18 +344,22 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
             const float m_old = m_s[hh], mn = tl_fmaxf(m_old, mx), mu = mn == -__builtin_inff() ? 0.0f : mn;
             const float al = ml_exp2(m_old - mu);
             float sum = 0.0f;
-            uint32_t pk[KPT];
+            uint32_t pk[KPT], pkl[KPT]; /* p x key scale as bf16 hi + lo */
 #pragma unroll
             for (int e = 0; e < KPT; e++) {
                 const float p = ml_exp2(x[e] - mu);
                 sum += p;
-                pk[e] = tl_code_bf16_from_f32(p * scb[kq * KPT + e]);
+                const float v = p * scb[kq * KPT + e];
+                pk[e] = tl_code_bf16_from_f32(v);
+                pkl[e] = tl_code_bf16_from_f32(v - tl_code_bits_f32(pk[e] << 16));
             }
 #pragma unroll
             for (int m = 1; m < TPH; m *= 2) sum += tl_shfl_xor(sum, m);
 #pragma unroll
-            for (int e = 0; e < KPT; e += 2)
+            for (int e = 0; e < KPT; e += 2) {
                 *(uint32_t *)(ps + hh * ML_LDP + kq * KPT + e) = pk[e] | pk[e + 1] << 16;
+                *(uint32_t *)(psl + hh * ML_LDP + kq * KPT + e) = pkl[e] | pkl[e + 1] << 16;
+            }
             const float l_new = l_s[hh] * al + sum;
             if (kq == 0) m_s[hh] = mn, l_s[hh] = l_new, al_s[hh] = al;
         }
@@ -361,8 +375,9 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
                 for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) o[f].v[rr] *= alr[rr];
 #pragma unroll
             for (int ks = 0; ks < PVS; ks++) {
-                tl_frag_a_bf16 pa;
+                tl_frag_a_bf16 pa, pal;
                 tl_frag_load_a_bf16(&pa, ps + (16 * mt) * ML_LDP + ks * KK, ML_LDP);
+                tl_frag_load_a_bf16(&pal, psl + (16 * mt) * ML_LDP + ks * KK, ML_LDP);
                 const uint16_t *vb = kt + (ks * KK) * ML_LDK + dsi * DVW;
 #if defined(TL_MMA_TARGET_SM80)
 #pragma unroll
@@ -371,6 +386,8 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
                     ml_load_b_rm2(b0, b1, vb + f * NN, ML_LDK);
                     tl_mma_bf16(&o[f], &pa, &b0);
                     tl_mma_bf16(&o[f + 1], &pa, &b1);
+                    tl_mma_bf16(&o[f], &pal, &b0);
+                    tl_mma_bf16(&o[f + 1], &pal, &b1);
                 }
 #else
 #pragma unroll
@@ -378,6 +395,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
                     tl_frag_b_bf16 b;
                     ml_load_b_rm(b, vb + f * NN, ML_LDK);
                     tl_mma_bf16(&o[f], &pa, &b);
+                    tl_mma_bf16(&o[f], &pal, &b);
                 }
 #endif
             }

@@ -2,42 +2,51 @@
  * launcher: kernels/decode.hip).
  *
  * One work-group of 4 waves per (request, KV head, shard); it serves the gqa <= 16 query heads of
- * that KV head. Wave w takes the shard's pages w, w + 4, ... (fp8: two pages at a time), reads
- * each page's 16 K and V rows of its KV head straight from HBM into registers with 16-byte loads
- * (nothing staged in shared memory: every byte is read once and used in the registers it lands in),
- * and runs an online softmax in float32 over them with the matrix cores; the 4 waves' (max, sum, O)
- * are combined through shared memory at the end and the group writes o and lse (decode_launch.h).
+ * that KV head. Wave w takes the shard's pages w, w + 4, ... in units of one page (bf16) or two
+ * (fp8): 8 KB of K and V either way. Every byte of K and V is read once and used in the registers
+ * it lands in (no shared tile that several waves read), and the wave runs one online-softmax step
+ * in float32 per unit with the matrix cores; the 4 waves' (max, sum, O) are combined through shared
+ * memory at the end and the group writes o and lse (decode_launch.h).
  *
- * The trick that makes direct loads work: a dot product does not care in which order its dims are
- * summed, so the dims a lane's 16-byte load brings are simply declared to be the dims its matrix
- * fragment wants, and Q (loaded once) is laid out in the same permuted order. Values need pairs of
- * keys in one register: two rows' words are merged with byte permutes.
+ * The trick that lets a lane's 16-byte loads be matrix fragments as they are: a dot product does
+ * not care in which order its dims are summed, so the dims a lane's load brings are declared to be
+ * the dims its fragment wants, and Q (loaded once) is laid out in the same permuted order. Values
+ * need pairs of keys in one register: two rows' words are merged with byte permutes.
  *
  *   sm_90  (warps of 32; lane = (g, t), g = lane / 4, t = lane % 4) heads as M, mma.sync m16n8k16:
  *          S[16 heads][16 keys] = Q K^T as 2 n-tiles of 8 keys x 8 k-steps (16 mma); lane (g, t)
- *          loads K rows g and 8 + g, chunks t, t + 4, t + 8, t + 12 (bf16; fp8: two 16-code chunks).
+ *          reads K rows g and 8 + g, chunks t, t + 4, t + 8, t + 12 (bf16; fp8: two 16-code chunks).
  *          The S accumulators are P's A fragments as they are (FlashAttention-2's register reuse).
- *          O[16 heads][128] += P V as 16 n-tiles of 8 dims (16 mma); lane (g, t) loads V rows 2t,
- *          2t + 1, 2t + 8, 2t + 9, chunk g (and g + 8 for bf16), pairs keys with prmt.
+ *          O[16 heads][128] += P V as 16 n-tiles of 8 dims; lane (g, t) reads V rows 2t, 2t + 1,
+ *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of 3
+ *          cp.async stages in shared memory (2 units in flight ahead of the one computed: 8 warps x
+ *          16-24 KB per SM against HBM's ~4600-cycle loaded latency); a lane copies exactly the
+ *          pieces it reads, so it waits on its own copies only.
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
- *          accumulators are the P^T B fragments of O^T[128 dims][16 heads] += V^T P^T, 8 MFMAs.
- *          fp8 codes go through v_cvt_pk_f32_fp8 (gfx942 reads them as FNUZ, i.e. halved except
- *          0x80, rewritten to 0; the factor 2 is folded into the scales).
+ *          accumulators are the P^T B fragments of O^T[128 dims][16 heads] += V^T P^T. Direct
+ *          loads (not tuned: never run here). fp8 codes go through v_cvt_pk_f32_fp8 (gfx942 reads
+ *          them as FNUZ, i.e. halved except 0x80, rewritten to 0; the factor 2 is in the scales).
  * FP8: codes decoded exactly to bf16 (sm_90: the 2^-120-scaled bit move of numerics/codes.h and one
- * packed FMA per pair); the key scale multiplies the score, the value scale multiplies p before it
- * is rounded to bf16 for P V (so P carries one bf16 rounding, as in every flash decode).
- * Masking: a key at or past the shard's end is neither loaded (its registers are zero) nor counted
- * (score -inf); a running max of -inf is replaced by 0 in the exponent (no -inf - -inf).
- * Cost per page and wave: 16 (AMD 8) K+V loads of 16 bytes a lane; 32 mma (AMD 16 MFMA);
- * 16 exp2; fp8 adds ~9 integer ops per 4 codes. Occupancy: 2 groups (8 warps) per SM on sm_90.
+ * packed FMA per pair); the key scale multiplies the score, the value scale multiplies p.
+ * P (x value scale) enters P V as bf16 hi + bf16 lo (two MMAs): ~2^-17 relative, where one bf16
+ * rounding (2^-9) would be the largest error of the whole kernel.
+ * Masking: a key at or past the shard's end is zero-filled (sm_90: by the copy, source size 0) and
+ * scores -inf; a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard
+ * with no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
+ * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
+ * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 101 KB of rings) per SM.
  */
 #include "decode_launch.h"
 #include "mma.h"
 
 #define PG_WAVES 4
 #define PG_D TL_DECODE_PAGED_DIM
+/* sm_90: each warp's ring of cp.async stages, one unit (16 pieces x 32 lanes x 16 bytes, plus 2
+ * pages' 32 scales) a stage */
+#define PG_STAGES 3
+#define PG_STAGE_BYTES (16 * 32 * 16 + 2 * 32 * 4)
 #define PG_PAGE TL_DECODE_PAGE
 
 #if defined(TL_GPU_AMD)
@@ -98,6 +107,13 @@ static __device__ __forceinline__ uint32_t pg_pack_bf16(float lo, float hi)
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
+/* (a, b) as a bf16 pair hi plus a bf16 pair lo = the rounding error of hi: hi + lo holds a and b to
+ * ~2^-17 relative (P enters P V with two MMAs instead of one bf16 rounding). */
+static __device__ __forceinline__ void pg_split2(float a, float b, uint32_t &hi, uint32_t &lo)
+{
+    hi = pg_pack_bf16(a, b);
+    lo = pg_pack_bf16(a - tl_code_bits_f32(hi << 16), b - tl_code_bits_f32(hi & 0xFFFF0000u));
+}
 static __device__ __forceinline__ uint32_t pg_unscale(uint32_t x)
 {
     uint32_t y;
@@ -116,11 +132,33 @@ static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
 {
     return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
 }
+/* cp.async of 16 (or 4) bytes; bytes = 0 writes zeros (the source is not read) */
+static __device__ __forceinline__ void pg_cp16(void *dst, const void *src, int bytes)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void pg_cp4(void *dst, const void *src, int bytes)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void pg_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+/* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
+ * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
+ * of the one it computes: 8 warps x 16-24 KB per SM, more than HBM's latency x bandwidth share
+ * (~4600 cycles x 17 B/cycle). A lane copies exactly the 16 pieces it later reads (piece-major,
+ * lane-contiguous: conflict-free), so it waits on its own copies only; the scales (copied by 32
+ * lanes, read by others) are ordered by a __syncwarp. Keys past the shard's end are zero-filled by
+ * the copy itself (source size 0). */
 
 template <bool FP8>
 static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 {
-    __shared__ __attribute__((aligned(16))) PgShared sm;
+    extern __shared__ __attribute__((aligned(16))) uint8_t pg_smem[];
     tl_grid_dep_launch(); /* the merge may be scheduled; it waits for this grid to finish */
     const int lane = tl_lane(), w = tl_wave_id(), g = lane >> 2, t = lane & 3;
     const long wg = (long)tl_block_x();
@@ -163,83 +201,86 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
     for (int n = 0; n < 16; n++) tl_frag_zero(&o[n]);
 
     /* A wave's pages come in units of PPI pages (fp8: 2, so that a unit is 8 KB like a bf16 page):
-     * unit it holds pages first + it * 4 PPI + u. The loads run one unit ahead: unit it + 1's K
-     * rows are loaded as soon as unit it's QK has consumed the K registers, its V rows as soon as
-     * unit it's PV has consumed the V registers, so every wave always has a unit's worth of loads in
-     * flight without a second set of registers. Block-table entries come 32 units at a time, lane j
-     * holding unit j's, handed out by shuffles. */
+     * unit it holds pages first + it * 4 PPI + u; one online-softmax step per unit. Block-table
+     * entries come 32 units at a time (lane j holds unit j's, handed out by shuffles), the next 32
+     * loaded one chunk ahead. */
     constexpr int PPI = FP8 ? 2 : 1;
-    constexpr int KL = FP8 ? 4 : 8; /* 16-byte K loads a lane makes per page */
+    constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane copies and reads */
     constexpr int VL = FP8 ? 4 : 8;
-    const long p_begin = lo / PG_PAGE, p_end = (hi + PG_PAGE - 1) / PG_PAGE;
+    constexpr int PP = KL + VL;     /* pieces a page */
+    const long p_begin = lo / PG_PAGE, p_end = lo < hi ? (hi + PG_PAGE - 1) / PG_PAGE : p_begin;
     const long ustride = PG_WAVES * PPI, first = p_begin + (long)w * PPI;
     const long nunits = first < p_end ? (p_end - first + ustride - 1) / ustride : 0;
     const int32_t *table = a.table + (size_t)b * a.max_blocks;
-    int32_t tb[PPI];
-    auto table_chunk = [&](long chunk) {
+    uint8_t *ring = pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
+    int32_t tb[PPI], tbn[PPI];
+    auto table_chunk = [&](long chunk, int32_t (&dst)[PPI]) {
 #pragma unroll
         for (int u = 0; u < PPI; u++) {
             const long p = first + (chunk * 32 + lane) * ustride + u;
-            tb[u] = p < p_end ? table[p] : 0;
+            dst[u] = p < p_end ? table[p] : 0;
         }
     };
-    uint4 kr[PPI][KL], vr[PPI][VL];
-    float ksc[PPI][4], vsc[PPI][4];
-    /* keys of the score / P registers: c = 0..3 -> 2t, 2t + 1, 2t + 8, 2t + 9 */
-    auto load_k = [&](long it) {
+    /* unit j's copies into stage j % PG_STAGES (units issued in order j = 0, 1, 2, ...) */
+    auto issue = [&](long j) {
+        if (j < nunits) {
+            if ((j & 31) == 0 && j > 0) {
 #pragma unroll
-        for (int u = 0; u < PPI; u++) {
-            const long p = first + it * ustride + u, pos0 = p * PG_PAGE;
-            const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(it & 31)) * PG_PAGE;
-#pragma unroll
-            for (int x = 0; x < KL; x++) {
-                /* bf16: x = 4 nt + i, key 8 nt + g, chunk t + 4i (8 dims); fp8: x = 2 nt + i (16 dims) */
-                const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3, key = 8 * nt + g;
-                const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
-                kr[u][x] = pos0 + key < hi ? (FP8 ? tl_load_once((const uint8_t *)a.k + e + 16 * (t + 4 * i))
-                                                  : tl_load_once((const uint16_t *)a.k + e + 8 * (t + 4 * i)))
-                                           : make_uint4(0, 0, 0, 0);
+                for (int u = 0; u < PPI; u++) tb[u] = tbn[u];
+                table_chunk((j >> 5) + 1, tbn);
             }
+            uint8_t *st = ring + (size_t)(j % PG_STAGES) * PG_STAGE_BYTES;
 #pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int key = 2 * t + (c & 1) + 8 * (c >> 1);
-                ksc[u][c] = FP8 && pos0 + key < hi ? a.ks[(slot0 + key) * a.kv_heads + h] : 1.0f;
-            }
-        }
-    };
-    auto load_v = [&](long it) {
+            for (int u = 0; u < PPI; u++) {
+                const long p = first + j * ustride + u, pos0 = p * PG_PAGE;
+                const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
 #pragma unroll
-        for (int u = 0; u < PPI; u++) {
-            const long p = first + it * ustride + u, pos0 = p * PG_PAGE;
-            const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(it & 31)) * PG_PAGE;
+                for (int x = 0; x < KL; x++) {
+                    /* bf16: x = 4 nt + i, key 8 nt + g, chunk t + 4i (8 dims); fp8: x = 2 nt + i (16 dims) */
+                    const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3, key = 8 * nt + g;
+                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
+                    const void *src = FP8 ? (const void *)((const uint8_t *)a.k + e + 16 * (t + 4 * i))
+                                          : (const void *)((const uint16_t *)a.k + e + 8 * (t + 4 * i));
+                    pg_cp16(st + (u * PP + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                }
 #pragma unroll
-            for (int x = 0; x < VL; x++) {
-                /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g */
-                const int kk = x & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
-                const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
-                vr[u][x] = pos0 + key < hi ? (FP8 ? tl_load_once((const uint8_t *)a.v + e + 16 * g)
-                                                  : tl_load_once((const uint16_t *)a.v + e + 8 * (g + 8 * (x >> 2))))
-                                           : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int key = 2 * t + (c & 1) + 8 * (c >> 1);
-                vsc[u][c] = FP8 && pos0 + key < hi ? a.vs[(slot0 + key) * a.kv_heads + h] : 1.0f;
+                for (int x = 0; x < VL; x++) {
+                    /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g */
+                    const int kk = x & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
+                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
+                    const void *src = FP8 ? (const void *)((const uint8_t *)a.v + e + 16 * g)
+                                          : (const void *)((const uint16_t *)a.v + e + 8 * (g + 8 * (x >> 2)));
+                    pg_cp16(st + (u * PP + KL + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                }
+                if (FP8) { /* lane < 16: k_scale of key lane; lane >= 16: v_scale of key lane - 16 */
+                    const int key = lane & 15;
+                    const float *src = (lane < 16 ? a.ks : a.vs) + (slot0 + key) * a.kv_heads + h;
+                    pg_cp4(st + 16 * 32 * 16 + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
+                }
             }
         }
+        pg_commit(); /* an empty group past the last unit keeps the count */
     };
     if (nunits > 0) {
-        table_chunk(0);
-        load_k(0);
-        load_v(0);
+        table_chunk(0, tb);
+        table_chunk(1, tbn);
     }
+#pragma unroll
+    for (int j = 0; j < PG_STAGES - 1; j++) issue(j);
+
     for (long it = 0; it < nunits; it++) {
-        const bool more = it + 1 < nunits;
-        if (more && ((it + 1) & 31) == 0) table_chunk((it + 1) >> 5); /* unit it's entries are used */
-        /* ---- QK of the unit's pages, then the next unit's K ---- */
+        pg_wait<PG_STAGES - 2>(); /* this lane's copies of unit it have landed */
+        __syncwarp();             /* every lane's: the scales; and every lane is done with unit it - 1 */
+        issue(it + PG_STAGES - 1);
+        const uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
+        const float *scl = (const float *)(st + 16 * 32 * 16);
+        /* ---- QK of the unit's pages ---- */
         tl_frag_c sc[PPI][2];
 #pragma unroll
         for (int u = 0; u < PPI; u++) {
+            uint4 kr[KL];
+#pragma unroll
+            for (int x = 0; x < KL; x++) kr[x] = *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
                 tl_frag_zero(&sc[u][nt]);
@@ -249,9 +290,9 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                     tl_frag_a_bf16 qf;
                     qf.r[0] = qa[ks][0], qf.r[1] = qa[ks][1], qf.r[2] = qa[ks][2], qf.r[3] = qa[ks][3];
                     if (FP8) {
-                        pg_e4m3x4(pg_word(kr[u][nt * 2 + (ks >> 2)], ks & 3), kb.r[0], kb.r[1]);
+                        pg_e4m3x4(pg_word(kr[nt * 2 + (ks >> 2)], ks & 3), kb.r[0], kb.r[1]);
                     } else {
-                        const uint4 &x = kr[u][nt * 4 + (ks >> 1)];
+                        const uint4 &x = kr[nt * 4 + (ks >> 1)];
                         kb.r[0] = (ks & 1) ? x.z : x.x;
                         kb.r[1] = (ks & 1) ? x.w : x.y;
                     }
@@ -259,60 +300,71 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 }
             }
         }
-        float ks_now[PPI][4];
-#pragma unroll
-        for (int u = 0; u < PPI; u++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) ks_now[u][c] = ksc[u][c];
-        if (more) load_k(it + 1);
-        /* ---- each page's online-softmax step and P V ---- */
+        /* ---- one online-softmax step over the unit's 16 PPI keys ----
+         * scores in base 2; sc[u][nt].v[e]: row g (e < 2) or g + 8, key 8 nt + 2t + (e & 1) of page u */
+        float x[PPI][2][4];
+        float mx0 = -__builtin_inff(), mx1 = -__builtin_inff();
 #pragma unroll
         for (int u = 0; u < PPI; u++) {
             const long pos0 = (first + it * ustride + u) * PG_PAGE;
-            /* scores in base 2; sc[u][nt].v[e]: row g (e < 2) or g + 8, key 8 nt + 2t + (e & 1) */
-            float x[2][4];
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int key = 8 * nt + 2 * t + (e & 1);
-                    const float v = sc[u][nt].v[e] * ks_now[u][nt * 2 + (e & 1)] * a.scale_log2;
-                    x[nt][e] = pos0 + key < hi ? v : -__builtin_inff();
+                    const float ksc = FP8 ? scl[u * 32 + key] : 1.0f;
+                    x[u][nt][e] = pos0 + key < hi ? sc[u][nt].v[e] * ksc * a.scale_log2 : -__builtin_inff();
                 }
-            float mx0 = tl_fmaxf(tl_fmaxf(x[0][0], x[0][1]), tl_fmaxf(x[1][0], x[1][1]));
-            float mx1 = tl_fmaxf(tl_fmaxf(x[0][2], x[0][3]), tl_fmaxf(x[1][2], x[1][3]));
-            mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 1));
-            mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 1));
-            mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 2));
-            mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 2));
-            const float mn0 = tl_fmaxf(m0, mx0), mn1 = tl_fmaxf(m1, mx1);
-            const float mu0 = mn0 == -__builtin_inff() ? 0.0f : mn0, mu1 = mn1 == -__builtin_inff() ? 0.0f : mn1;
-            const float al0 = pg_exp2(m0 - mu0), al1 = pg_exp2(m1 - mu1);
-            m0 = mn0, m1 = mn1;
-            float pr[2][4];
-            float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
-                pr[nt][0] = pg_exp2(x[nt][0] - mu0), pr[nt][1] = pg_exp2(x[nt][1] - mu0);
-                pr[nt][2] = pg_exp2(x[nt][2] - mu1), pr[nt][3] = pg_exp2(x[nt][3] - mu1);
-                s0 += pr[nt][0] + pr[nt][1];
-                s1 += pr[nt][2] + pr[nt][3];
+                mx0 = tl_fmaxf(mx0, tl_fmaxf(x[u][nt][0], x[u][nt][1]));
+                mx1 = tl_fmaxf(mx1, tl_fmaxf(x[u][nt][2], x[u][nt][3]));
             }
-            l0 = l0 * al0 + s0;
-            l1 = l1 * al1 + s1;
+        }
+        mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 1));
+        mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 1));
+        mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 2));
+        mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 2));
+        const float mn0 = tl_fmaxf(m0, mx0), mn1 = tl_fmaxf(m1, mx1);
+        const float mu0 = mn0 == -__builtin_inff() ? 0.0f : mn0, mu1 = mn1 == -__builtin_inff() ? 0.0f : mn1;
+        const float al0 = pg_exp2(m0 - mu0), al1 = pg_exp2(m1 - mu1);
+        m0 = mn0, m1 = mn1;
+        float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
-            for (int n = 0; n < 16; n++) {
-                o[n].v[0] *= al0, o[n].v[1] *= al0;
-                o[n].v[2] *= al1, o[n].v[3] *= al1;
+        for (int u = 0; u < PPI; u++)
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                x[u][nt][0] = pg_exp2(x[u][nt][0] - mu0), x[u][nt][1] = pg_exp2(x[u][nt][1] - mu0);
+                x[u][nt][2] = pg_exp2(x[u][nt][2] - mu1), x[u][nt][3] = pg_exp2(x[u][nt][3] - mu1);
+                s0 += x[u][nt][0] + x[u][nt][1];
+                s1 += x[u][nt][2] + x[u][nt][3];
             }
-            tl_frag_a_bf16 pa;
+        l0 = l0 * al0 + s0;
+        l1 = l1 * al1 + s1;
+#pragma unroll
+        for (int n = 0; n < 16; n++) {
+            o[n].v[0] *= al0, o[n].v[1] *= al0;
+            o[n].v[2] *= al1, o[n].v[3] *= al1;
+        }
+        /* ---- P V per page: P (x v_scale) as bf16 hi + lo, two MMAs per n-tile ---- */
+#pragma unroll
+        for (int u = 0; u < PPI; u++) {
+            tl_frag_a_bf16 ph, pl;
             {
-                const float v0 = vsc[u][0], v1 = vsc[u][1], v2 = vsc[u][2], v3 = vsc[u][3];
-                pa.r[0] = pg_pack_bf16(pr[0][0] * v0, pr[0][1] * v1);
-                pa.r[1] = pg_pack_bf16(pr[0][2] * v0, pr[0][3] * v1);
-                pa.r[2] = pg_pack_bf16(pr[1][0] * v2, pr[1][1] * v3);
-                pa.r[3] = pg_pack_bf16(pr[1][2] * v2, pr[1][3] * v3);
+                /* keys 2t, 2t + 1 (nt 0) and 2t + 8, 2t + 9 (nt 1) */
+                float v0 = 1.0f, v1 = 1.0f, v2 = 1.0f, v3 = 1.0f;
+                if (FP8) {
+                    v0 = scl[u * 32 + 16 + 2 * t], v1 = scl[u * 32 + 17 + 2 * t];
+                    v2 = scl[u * 32 + 24 + 2 * t], v3 = scl[u * 32 + 25 + 2 * t];
+                }
+                pg_split2(x[u][0][0] * v0, x[u][0][1] * v1, ph.r[0], pl.r[0]);
+                pg_split2(x[u][0][2] * v0, x[u][0][3] * v1, ph.r[1], pl.r[1]);
+                pg_split2(x[u][1][0] * v2, x[u][1][1] * v3, ph.r[2], pl.r[2]);
+                pg_split2(x[u][1][2] * v2, x[u][1][3] * v3, ph.r[3], pl.r[3]);
             }
+            uint4 vr[VL];
+#pragma unroll
+            for (int xx = 0; xx < VL; xx++) vr[xx] = *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
             /* O += P V: n-tile n, column = lane g's chunk; B rows (keys) 2t, 2t + 1 | 2t + 8, 2t + 9 */
 #pragma unroll
             for (int n = 0; n < 16; n++) {
@@ -322,24 +374,27 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                     const int m = n >> 2, e = n & 3;
                     const uint32_t sel = e < 2 ? 0x5410u : 0x7632u;
                     uint32_t lo2, hi2;
-                    pg_e4m3x4(__byte_perm(pg_word(vr[u][0], m), pg_word(vr[u][1], m), sel), lo2, hi2);
+                    pg_e4m3x4(__byte_perm(pg_word(vr[0], m), pg_word(vr[1], m), sel), lo2, hi2);
                     vb.r[0] = (e & 1) ? hi2 : lo2;
-                    pg_e4m3x4(__byte_perm(pg_word(vr[u][2], m), pg_word(vr[u][3], m), sel), lo2, hi2);
+                    pg_e4m3x4(__byte_perm(pg_word(vr[2], m), pg_word(vr[3], m), sel), lo2, hi2);
                     vb.r[1] = (e & 1) ? hi2 : lo2;
                 } else {
                     /* n = 8 p + j: dims 8 (g + 8p) + j */
                     const int p = n >> 3, j = n & 7;
                     const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
-                    vb.r[0] = __byte_perm(pg_word(vr[u][4 * p + 0], j >> 1), pg_word(vr[u][4 * p + 1], j >> 1), sel);
-                    vb.r[1] = __byte_perm(pg_word(vr[u][4 * p + 2], j >> 1), pg_word(vr[u][4 * p + 3], j >> 1), sel);
+                    vb.r[0] = __byte_perm(pg_word(vr[4 * p + 0], j >> 1), pg_word(vr[4 * p + 1], j >> 1), sel);
+                    vb.r[1] = __byte_perm(pg_word(vr[4 * p + 2], j >> 1), pg_word(vr[4 * p + 3], j >> 1), sel);
                 }
-                tl_mma_bf16(&o[n], &pa, &vb);
+                tl_mma_bf16(&o[n], &ph, &vb);
+                tl_mma_bf16(&o[n], &pl, &vb);
             }
         }
-        if (more) load_v(it + 1);
     }
+    pg_wait<0>();
 
-    /* ---- the group: the 4 warps' partial softmaxes into one ---- */
+    /* ---- the group: the 4 warps' partial softmaxes into one (the ring's memory reused) ---- */
+    tl_block_sync();
+    PgShared &sm = *(PgShared *)pg_smem;
     l0 += tl_shfl_xor(l0, 1);
     l1 += tl_shfl_xor(l1, 1);
     l0 += tl_shfl_xor(l0, 2);
@@ -361,9 +416,6 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
     pg_group_write(sm, a, b, h, s);
 }
 
-/* =============================================================================================
- * gfx942 / gfx950: MFMA 16x16x16 bf16, keys as M
- * =========================================================================================== */
 #elif defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
 typedef short pg_i16x4 __attribute__((ext_vector_type(4)));
 typedef float pg_f32x4 __attribute__((ext_vector_type(4)));
@@ -445,7 +497,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
     pg_f32x4 o[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) o[j] = (pg_f32x4){0, 0, 0, 0};
-    const long p_begin = lo / PG_PAGE, p_end = (hi + PG_PAGE - 1) / PG_PAGE;
+    const long p_begin = lo / PG_PAGE, p_end = lo < hi ? (hi + PG_PAGE - 1) / PG_PAGE : p_begin;
     const int32_t *table = a.table + (size_t)b * a.max_blocks;
     const float kf = FP8 ? PG_FP8_UNSCALE : 1.0f;
 
@@ -496,8 +548,16 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
         l = l * al + ps;
 #pragma unroll
         for (int j = 0; j < 8; j++) o[j] *= al;
-        const pg_i16x4 pb = pg_frag(tl_code_bf16_from_f32(pr[0] * vsc[0]) | tl_code_bf16_from_f32(pr[1] * vsc[1]) << 16,
-                                    tl_code_bf16_from_f32(pr[2] * vsc[2]) | tl_code_bf16_from_f32(pr[3] * vsc[3]) << 16);
+        /* P^T (x v_scale) as bf16 hi + lo: two MFMAs per m-tile */
+        uint32_t ph[4], pl[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const float v = pr[r] * vsc[r];
+            ph[r] = tl_code_bf16_from_f32(v);
+            pl[r] = tl_code_bf16_from_f32(v - tl_code_bits_f32(ph[r] << 16));
+        }
+        const pg_i16x4 pb = pg_frag(ph[0] | ph[1] << 16, ph[2] | ph[3] << 16);
+        const pg_i16x4 pbl = pg_frag(pl[0] | pl[1] << 16, pl[2] | pl[3] << 16);
         /* O^T += V^T P^T: m-tile j, row n16 = dim 8 n16 + j, k = keys 4 q4 + e */
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -505,6 +565,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
             const pg_i16x4 va = pg_frag(__builtin_amdgcn_perm(pg_word(vr[1], j >> 1), pg_word(vr[0], j >> 1), sel),
                                         __builtin_amdgcn_perm(pg_word(vr[3], j >> 1), pg_word(vr[2], j >> 1), sel));
             o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pb, o[j], 0, 0, 0);
+            o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pbl, o[j], 0, 0, 0);
         }
     }
 
@@ -532,11 +593,35 @@ __global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2)) d
 #endif
 }
 
+/* Dynamic shared memory of the paged kernel: the sm_90 rings (101 KB: two groups per SM); none on
+ * AMD (its epilogue's memory is static). */
+static size_t pg_smem_bytes(int wave) { return wave == 32 ? (size_t)PG_WAVES * PG_STAGES * PG_STAGE_BYTES : 0; }
+
+template <bool FP8>
+static int pg_allow(size_t smem)
+{
+    static size_t allowed = 48 * 1024;
+    if (smem <= allowed) return 0;
+    void (*k)(DecPagedArgs) = dec_paged_kernel<FP8>;
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    allowed = smem;
+    return 0;
+}
+
+int dec_paged_prepare(int wave)
+{
+    const int rc = pg_allow<false>(pg_smem_bytes(wave));
+    return rc ? rc : pg_allow<true>(pg_smem_bytes(wave));
+}
+
 int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st)
 {
+    const size_t smem = pg_smem_bytes(wave);
+    int rc = fp8 ? pg_allow<true>(smem) : pg_allow<false>(smem);
+    if (rc) return rc;
     const dim3 grid((unsigned)groups), block((unsigned)(PG_WAVES * wave));
-    const hipError_t e = fp8 ? tl_launch(dec_paged_kernel<true>, grid, block, 0, st, false, a)
-                             : tl_launch(dec_paged_kernel<false>, grid, block, 0, st, false, a);
+    const hipError_t e = fp8 ? tl_launch(dec_paged_kernel<true>, grid, block, smem, st, false, a)
+                             : tl_launch(dec_paged_kernel<false>, grid, block, smem, st, false, a);
     if (e != hipSuccess) return tl_gpu_fail("dec_paged_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;
 }
