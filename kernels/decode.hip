@@ -5,7 +5,7 @@
  * The merge: one group of dv / 4 threads per row-head (8 row-heads a block at dv = 128, 2 at 512),
  * each thread owns 4 consecutive dims; every thread computes the contract's (m, S) over the shards'
  * lse (tl_decode_merge_stats: shards exps, L1 broadcasts), then sums w_i o_i for its dims with
- * 16-byte loads, four shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
+ * 16-byte loads, eight shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
  * (a select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
  * while the shard grid's last wave runs and waits in griddepcontrol.wait). Cost: reads the
  * partials once (rows x H x shards x (dv + 1) x 4 bytes), writes O and LSE once.
@@ -29,18 +29,18 @@ __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *o
     const float *ls = lsep + item * shards;
     float m, sum;
     tl_decode_merge_stats(shards, ls, 1, &m, &sum);
-    /* four shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
+    /* eight shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
      * product: whatever its o holds) */
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float *ob = op + (size_t)item * shards * dv + d;
-    for (int i = 0; i < shards; i += 4) {
-        float4 v[4];
-        float w[4];
+    for (int i = 0; i < shards; i += 8) {
+        float4 v[8];
+        float w[8];
 #pragma unroll
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 8; k++)
             if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv);
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 8; k++) {
             if (i + k >= shards) continue;
             w[k] = tl_decode_merge_weight(ls[i + k], m, sum);
             acc.x += w[k] != 0.0f ? w[k] * v[k].x : 0.0f;

@@ -191,19 +191,13 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     const long r = wg / a.shards / a.hblocks;
     const long bq = r / a.mtp;
     const int tq = (int)(r % a.mtp);
-    const long vis = tl_decode_visible(a.lens[bq], a.mtp, tq);
-    long wlo, whi;
-    tl_decode_window(vis, a.window, &wlo, &whi);
-    const long nwin = whi - wlo;
-    long lo, hi;
-    tl_decode_shard_range(nwin + a.topk_n, a.shards, ML_TK, s, &lo, &hi);
-    const int k_end = hi > nwin ? (int)(hi - nwin < a.topk_n ? hi - nwin : a.topk_n) : 0; /* entries used */
-    const int hslots = dec_mla_hash_slots(a.topk_n);
     const int32_t *glist = a.topk + (size_t)r * a.topk_n;
     const size_t rowbase = (size_t)bq * a.max_len;
 
-    /* ---- Q fragments of this wave (heads hb HB + 16 mt .. +15, k-steps [kb0, kb1)), loaded first:
-     * they depend on nothing and are in flight while the prologue runs ---- */
+    /* ---- what depends on nothing goes first, all in flight at once: this wave's Q fragments
+     * (heads hb HB + 16 mt .. +15, k-steps [kb0, kb1)), the row's whole top-k list (into shared
+     * memory: the hash set takes the entries the shard needs, the lookups any of them) and the
+     * request's length ---- */
     const int kb0 = dsi * KS / DS, kb1 = (dsi + 1) * KS / DS;
     tl_frag_a_bf16 qa[QKS];
     {
@@ -212,10 +206,32 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         for (int j = 0; j < QKS; j++)
             if (kb0 + j < kb1) tl_frag_load_a_bf16(&qa[j], q + (kb0 + j) * KK, ML_QK);
     }
-    /* ---- prologue: statistics, the list and its hash set ---- */
+    const long len = a.lens[bq];
+    for (int base = 0; base < a.topk_n; base += 8 * ML_THREADS) {
+        int32_t v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int i = base + u * ML_THREADS + tid;
+            if (i < a.topk_n) v[u] = glist[i];
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int i = base + u * ML_THREADS + tid;
+            if (i < a.topk_n) list[i] = v[u];
+        }
+    }
+    const long vis = tl_decode_visible(len, a.mtp, tq);
+    long wlo, whi;
+    tl_decode_window(vis, a.window, &wlo, &whi);
+    const long nwin = whi - wlo;
+    long lo, hi;
+    tl_decode_shard_range(nwin + a.topk_n, a.shards, ML_TK, s, &lo, &hi);
+    const int k_end = hi > nwin ? (int)(hi - nwin < a.topk_n ? hi - nwin : a.topk_n) : 0; /* entries used */
+    const int hslots = dec_mla_hash_slots(a.topk_n);
+
+    /* ---- prologue: statistics, the hash set of the entries before the shard's end ---- */
     for (int i = tid; i < HB; i += ML_THREADS) m_s[i] = -__builtin_inff(), l_s[i] = 0.0f, al_s[i] = 1.0f;
     for (int i = tid; i < hslots; i += ML_THREADS) hash[i] = ML_EMPTY;
-    for (int i = tid; i < k_end; i += ML_THREADS) list[i] = glist[i];
     tl_block_sync();
     for (int i = tid; i < k_end; i += ML_THREADS) {
         const long p = list[i];
