@@ -199,6 +199,13 @@ fi
 # (gfx942's is FNUZ: decoded to bf16). The indexer (kernels/indexer.hip, template <H, BLOCK_Q>) scores
 # one 16-position fragment per loop body: H/16 FP8 MFMAs of K-depth 128 on gfx950 (D = 128 in one),
 # 4 x H/16 of K-depth 32 on gfx942 (its E4M3FN codes read as FNUZ, every value halved, 0x80 made 0).
+# Decode (kernels/decode_paged.hip, kernels/decode_mla.hip): the paged kernel (template <FP8>)
+# runs one page of 16 keys a loop body: 8 bf16 16x16x16 MFMAs for K Q^T and 2 x 8 for V^T P^T (128
+# dims; P as bf16 hi + lo), the same CDNA3 instruction on both arches (it is bound by HBM); fp8
+# codes are decoded to bf16 first. The dual-scope kernel (template <MT, FP8>: MT m-tiles of 16
+# heads) runs one tile of 32 slots a loop body: per wave 2 n-tiles x its share of the 576 q.k dims
+# (gfx942 DS = 4 / MT waves share K-depth 16 steps: 36 / DS; gfx950 K-depth 32: 18 / DS, unrolled
+# to the ceiling) and 2 (P hi + lo) x its 512 / DS value dims x the tile's k-steps.
 rules_gfx942='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x16_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x16_bf16            2
@@ -206,7 +213,10 @@ tl_roofline_mma_fp8I                 v_mfma_f32_16x16x32_fp8_fp8         acc
 tl_roofline_check_mma_fp8            v_mfma_f32_16x16x32_fp8_fp8         2
 moe_gemmI                            v_mfma_f32_16x16x16_bf16            +
 indexer_kernelILi32E                 v_mfma_f32_16x16x32_fp8_fp8         8
-indexer_kernelILi64E                 v_mfma_f32_16x16x32_fp8_fp8         16'
+indexer_kernelILi64E                 v_mfma_f32_16x16x32_fp8_fp8         16
+dec_paged_kernelI                    v_mfma_f32_16x16x16_bf16            24
+dec_mla_kernelILi2E                  v_mfma_f32_16x16x16_bf16            100
+dec_mla_kernelILi1E                  v_mfma_f32_16x16x16_bf16            50'
 rules_gfx950='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x32_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x32_bf16            2
@@ -216,7 +226,10 @@ tl_roofline_mma_f8f6f4I              v_mfma_scale_f32_16x16x128_f8f6f4   acc
 moe_gemmILi[02-4]E                   v_mfma_f32_16x16x32_bf16            +
 moe_gemmILi1E                        v_mfma_scale_f32_16x16x128_f8f6f4   +
 indexer_kernelILi32E                 v_mfma_scale_f32_16x16x128_f8f6f4   2
-indexer_kernelILi64E                 v_mfma_scale_f32_16x16x128_f8f6f4   4'
+indexer_kernelILi64E                 v_mfma_scale_f32_16x16x128_f8f6f4   4
+dec_paged_kernelI                    v_mfma_f32_16x16x16_bf16            24
+dec_mla_kernelILi2E                  v_mfma_f32_16x16x32_bf16            50
+dec_mla_kernelILi1E                  v_mfma_f32_16x16x32_bf16            26'
 
 # "KERNEL INSTRUCTION COUNT" for every MFMA mnemonic of every function in the assembly files given
 mfma_counts() {

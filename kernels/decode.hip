@@ -1,0 +1,321 @@
+/* kernels/decode.hip: the split-KV decode launcher (kernels/decode.h says what runs) and the merge
+ * kernel that both kinds share. The shard kernels: kernels/decode_paged.hip (paged GQA) and
+ * kernels/decode_mla.hip (dual-scope MLA).
+ *
+ * The merge: one group of dv / 4 threads per row-head (8 row-heads a block at dv = 128, 2 at 512),
+ * each thread owns 4 consecutive dims; every thread computes the contract's (m, S) over the shards'
+ * lse (tl_decode_merge_stats: shards exps, L1 broadcasts), then sums w_i o_i for its dims with
+ * 16-byte loads, eight shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
+ * (a select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
+ * while the shard grid's last wave runs and waits in griddepcontrol.wait). Cost: reads the
+ * partials once (rows x H x shards x (dv + 1) x 4 bytes), writes O and LSE once.
+ */
+#include "decode.h"
+
+#include <stdlib.h>
+
+#include "decode_launch.h"
+
+#define MERGE_THREADS 256
+
+__global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *op, const float *lsep, float *o,
+                                                                    float *lse, long items, int shards, int dv)
+{
+    tl_grid_dep_wait();
+    const int tid = (int)tl_thread_x(), tpi = dv / 4;
+    const long item = (long)tl_block_x() * (MERGE_THREADS / tpi) + tid / tpi;
+    const int d = 4 * (tid % tpi);
+    if (item >= items) return;
+    const float *ls = lsep + item * shards;
+    float m, sum;
+    tl_decode_merge_stats(shards, ls, 1, &m, &sum);
+    /* eight shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
+     * product: whatever its o holds) */
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float *ob = op + (size_t)item * shards * dv + d;
+    for (int i = 0; i < shards; i += 8) {
+        float4 v[8];
+        float w[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            if (i + k >= shards) continue;
+            w[k] = tl_decode_merge_weight(ls[i + k], m, sum);
+            acc.x += w[k] != 0.0f ? w[k] * v[k].x : 0.0f;
+            acc.y += w[k] != 0.0f ? w[k] * v[k].y : 0.0f;
+            acc.z += w[k] != 0.0f ? w[k] * v[k].z : 0.0f;
+            acc.w += w[k] != 0.0f ? w[k] * v[k].w : 0.0f;
+        }
+    }
+    *(float4 *)(o + (size_t)item * dv + d) = acc;
+    if (d == 0) lse[item] = tl_decode_merge_lse(m, sum);
+}
+
+int dec_merge_launch(const float *op, const float *lsep, float *o, float *lse, long items, int shards, int dv,
+                     hipStream_t st, bool dependent)
+{
+    const int per_block = MERGE_THREADS / (dv / 4);
+    const dim3 grid((unsigned)((items + per_block - 1) / per_block)), block(MERGE_THREADS);
+    const hipError_t e = tl_launch(dec_merge_kernel, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv);
+    if (e != hipSuccess) return tl_gpu_fail("dec_merge_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+    return 0;
+}
+
+/* ---- the launcher ----------------------------------------------------------------------------- */
+struct tl_decode_gpu {
+    tl_decode_shape s;
+    int32_t *lens_host;
+    uint16_t *q;
+    void *k, *v;
+    float *ks, *vs;
+    int32_t *table, *topk, *lens;
+    float *o, *lse;
+    float *op, *lsep;     /* partials for up to part_shards shards */
+    int part_shards;
+    int wave, cus;
+    size_t mla_smem;
+};
+
+static int gpu_alloc(void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    hipError_t e = hipMalloc(p, bytes ? bytes : 16);
+    if (e != hipSuccess) {
+        *p = NULL;
+        (void)hipGetLastError();
+        return tl_error(TL_EFAIL, "decode gpu", "cannot allocate %.3f GB for %s: %s", bytes / 1e9, what,
+                        hipGetErrorString(e));
+    }
+    return 0;
+}
+#define GALLOC(ptr, bytes, what) gpu_alloc((void **)&(ptr), (bytes), (what))
+
+static void free_partials(tl_decode_gpu *g)
+{
+    if (g->op) (void)hipFree(g->op);
+    if (g->lsep) (void)hipFree(g->lsep);
+    g->op = g->lsep = NULL;
+    g->part_shards = 0;
+}
+
+/* Partials for `shards` (no-op when the buffers already hold that many). */
+static int ensure_partials(tl_decode_gpu *g, int shards)
+{
+    if (shards <= 1 || shards <= g->part_shards) return 0;
+    free_partials(g);
+    const size_t heads = (size_t)tl_decode_rows(&g->s) * tl_decode_heads(&g->s);
+    int rc = GALLOC(g->op, heads * shards * tl_decode_v_dim(&g->s) * sizeof(float), "the partial outputs");
+    if (!rc) rc = GALLOC(g->lsep, heads * shards * sizeof(float), "the partial LSEs");
+    if (rc) {
+        free_partials(g);
+        return rc;
+    }
+    g->part_shards = shards;
+    return 0;
+}
+
+extern "C" void tl_decode_gpu_close(tl_decode_gpu *g)
+{
+    if (!g) return;
+    void *ptrs[] = {g->q, g->k, g->v, g->ks, g->vs, g->table, g->topk, g->lens, g->o, g->lse};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) (void)hipFree(ptrs[i]);
+    free_partials(g);
+    free(g->lens_host);
+    free(g);
+}
+
+/* Head blocks of a dual-scope row: H / dec_mla_head_block(H) (32 heads, or 16 when H % 32 != 0;
+ * the contract's tl_decode_head_blocks counts ceil(H / 32)); 1 for paged (unused). */
+static int head_blocks(const tl_decode_shape *s)
+{
+    return s->kind == TL_DECODE_PAGED ? 1 : s->heads / dec_mla_head_block(s->heads);
+}
+
+/* The model's pick: tl_decode_auto_shards fills 2 x compute_units with groups (the contract counts
+ * them, head blocks included). The paged kernel holds 2 groups per SM, so the device's CUs go in as
+ * they are; the dual-scope kernel holds one (~100 KB of shared memory, 256 threads of ~240
+ * registers), so it passes CUs / 2: the groups of a call then fill one wave. */
+static int auto_shards(const tl_decode_gpu *g)
+{
+    const int div = g->s.kind == TL_DECODE_PAGED ? 1 : 2;
+    const int cus = g->cus / div > 0 ? g->cus / div : 1;
+    return tl_decode_auto_shards(&g->s, cus);
+}
+
+extern "C" int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **out)
+{
+    *out = NULL;
+    int rc = tl_decode_shape_check(s);
+    if (rc) return rc;
+    tl_decode_gpu *g = (tl_decode_gpu *)calloc(1, sizeof *g);
+    if (!g) return tl_error(TL_EFAIL, "decode gpu", "out of memory");
+    g->s = *s;
+    g->lens_host = (int32_t *)malloc((size_t)s->batch * sizeof(int32_t));
+    if (!g->lens_host) {
+        tl_decode_gpu_close(g);
+        return tl_error(TL_EFAIL, "decode gpu", "out of memory");
+    }
+    memcpy(g->lens_host, s->lens, (size_t)s->batch * sizeof(int32_t));
+    g->s.lens = g->lens_host;
+    g->wave = tl_gpu_wave_size();
+    int dev = 0;
+    if (!g->wave || hipGetDevice(&dev) != hipSuccess ||
+        hipDeviceGetAttribute(&g->cus, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess) {
+        (void)hipGetLastError();
+        tl_decode_gpu_close(g);
+        return g->wave ? tl_error(TL_EFAIL, "decode gpu", "cannot query the device") : TL_EFAIL;
+    }
+    const tl_decode_shape *t = &g->s;
+    const int bpe = tl_decode_kv_bytes_per_elem(t), fp8 = t->kv == TL_DECODE_KV_FP8;
+    const int paged = t->kind == TL_DECODE_PAGED;
+    rc = GALLOC(g->q, tl_decode_q_elems(t) * sizeof(uint16_t), "Q");
+    if (!rc) rc = GALLOC(g->k, tl_decode_cache_elems(t) * bpe, paged ? "the K pool" : "the latent cache");
+    if (!rc && paged) rc = GALLOC(g->v, tl_decode_cache_elems(t) * bpe, "the V pool");
+    if (!rc && fp8) rc = GALLOC(g->ks, tl_decode_scale_elems(t) * sizeof(float), "the K scales");
+    if (!rc && fp8 && paged) rc = GALLOC(g->vs, tl_decode_scale_elems(t) * sizeof(float), "the V scales");
+    if (!rc && paged) rc = GALLOC(g->table, tl_decode_table_elems(t) * sizeof(int32_t), "the block table");
+    if (!rc && !paged && t->topk > 0) rc = GALLOC(g->topk, tl_decode_topk_elems(t) * sizeof(int32_t), "the top-k lists");
+    if (!rc) rc = GALLOC(g->lens, (size_t)t->batch * sizeof(int32_t), "lens");
+    if (!rc) rc = GALLOC(g->o, tl_decode_o_elems(t) * sizeof(float), "O");
+    if (!rc) rc = GALLOC(g->lse, tl_decode_lse_elems(t) * sizeof(float), "LSE");
+    if (!rc) rc = ensure_partials(g, auto_shards(g));
+    if (!rc && paged) rc = dec_paged_prepare(g->wave);
+    if (!rc && !paged) {
+        g->mla_smem = dec_mla_smem(t->heads, t->topk, g->wave);
+        size_t limit = 0;
+        tl_gpu_info info;
+        if (tl_gpu_query(dev, &info) == 0) limit = info.smem_per_block;
+        if (limit && g->mla_smem > limit)
+            rc = tl_error(TL_EUSAGE, "decode gpu", "dual-scope with k = %d needs %zu bytes of shared memory a group; the device allows %zu",
+                          t->topk, g->mla_smem, limit);
+        if (!rc) rc = dec_mla_prepare(t->heads, fp8, g->mla_smem);
+    }
+    if (rc) {
+        tl_decode_gpu_close(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+extern "C" int tl_decode_gpu_upload(tl_decode_gpu *g, const tl_decode_inputs *in)
+{
+    const tl_decode_shape *t = &g->s;
+    const int bpe = tl_decode_kv_bytes_per_elem(t), fp8 = t->kv == TL_DECODE_KV_FP8;
+    const int paged = t->kind == TL_DECODE_PAGED;
+    TL_GPU_CHECK(hipMemcpy(g->q, in->q, tl_decode_q_elems(t) * sizeof(uint16_t), hipMemcpyHostToDevice));
+    TL_GPU_CHECK(hipMemcpy(g->k, in->k, tl_decode_cache_elems(t) * bpe, hipMemcpyHostToDevice));
+    if (paged) TL_GPU_CHECK(hipMemcpy(g->v, in->v, tl_decode_cache_elems(t) * bpe, hipMemcpyHostToDevice));
+    if (fp8) TL_GPU_CHECK(hipMemcpy(g->ks, in->k_scale, tl_decode_scale_elems(t) * sizeof(float), hipMemcpyHostToDevice));
+    if (fp8 && paged)
+        TL_GPU_CHECK(hipMemcpy(g->vs, in->v_scale, tl_decode_scale_elems(t) * sizeof(float), hipMemcpyHostToDevice));
+    if (paged)
+        TL_GPU_CHECK(hipMemcpy(g->table, in->block_table, tl_decode_table_elems(t) * sizeof(int32_t), hipMemcpyHostToDevice));
+    if (!paged && t->topk > 0)
+        TL_GPU_CHECK(hipMemcpy(g->topk, in->topk, tl_decode_topk_elems(t) * sizeof(int32_t), hipMemcpyHostToDevice));
+    TL_GPU_CHECK(hipMemcpy(g->lens, g->lens_host, (size_t)t->batch * sizeof(int32_t), hipMemcpyHostToDevice));
+    return 0;
+}
+
+extern "C" int tl_decode_gpu_poison(tl_decode_gpu *g)
+{
+    const tl_decode_shape *t = &g->s;
+    TL_GPU_CHECK(hipMemset(g->o, 0xFF, tl_decode_o_elems(t) * sizeof(float))); /* NaN */
+    TL_GPU_CHECK(hipMemset(g->lse, 0xFF, tl_decode_lse_elems(t) * sizeof(float)));
+    if (g->part_shards > 1) {
+        const size_t heads = (size_t)tl_decode_rows(t) * tl_decode_heads(t);
+        TL_GPU_CHECK(hipMemset(g->op, 0xFF, heads * g->part_shards * tl_decode_v_dim(t) * sizeof(float)));
+        TL_GPU_CHECK(hipMemset(g->lsep, 0xFF, heads * g->part_shards * sizeof(float)));
+    }
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+static int resolve_shards(const tl_decode_gpu *g, int shards, int *out)
+{
+    if (shards == 0) shards = auto_shards(g);
+    if (shards < 1 || shards > TL_DECODE_MAX_SHARDS)
+        return tl_error(TL_EUSAGE, "decode gpu", "shards = %d: want 1..%d, or 0 for the model's pick", shards,
+                        TL_DECODE_MAX_SHARDS);
+    *out = shards;
+    return 0;
+}
+
+/* One call: the shard launch, and the merge when shards > 1 (partials already allocated). */
+static int enqueue(tl_decode_gpu *g, int shards, hipStream_t st)
+{
+    const tl_decode_shape *t = &g->s;
+    const int fp8 = t->kv == TL_DECODE_KV_FP8;
+    float *o = shards > 1 ? g->op : g->o, *lse = shards > 1 ? g->lsep : g->lse;
+    const float scale_log2 = tl_decode_scale(t) * 1.4426950408889634f;
+    int rc;
+    if (t->kind == TL_DECODE_PAGED) {
+        DecPagedArgs a;
+        a.q = g->q, a.k = g->k, a.v = g->v, a.ks = g->ks, a.vs = g->vs, a.table = g->table, a.lens = g->lens;
+        a.o = o, a.lse = lse;
+        a.kv_heads = t->kv_heads, a.gqa = t->gqa, a.max_blocks = t->max_blocks, a.shards = shards;
+        a.scale_log2 = scale_log2;
+        rc = dec_paged_launch(a, fp8, tl_decode_groups(t, shards), g->wave, st);
+    } else {
+        DecMlaArgs a;
+        a.q = g->q, a.kv = g->k, a.ks = g->ks, a.topk = g->topk, a.lens = g->lens;
+        a.o = o, a.lse = lse;
+        a.max_len = t->max_len, a.window = t->window;
+        a.heads = t->heads, a.mtp = t->mtp, a.topk_n = t->topk, a.shards = shards, a.hblocks = head_blocks(t);
+        a.scale_log2 = scale_log2;
+        rc = dec_mla_launch(a, fp8, tl_decode_rows(t) * a.hblocks * (long)shards, g->mla_smem, st);
+    }
+    if (rc || shards == 1) return rc;
+    return dec_merge_launch(g->op, g->lsep, g->o, g->lse, (long)tl_decode_rows(t) * tl_decode_heads(t), shards,
+                            tl_decode_v_dim(t), st, true);
+}
+
+extern "C" int tl_decode_gpu_run(tl_decode_gpu *g, int shards, int *used)
+{
+    int n = 0, rc = resolve_shards(g, shards, &n);
+    if (!rc) rc = ensure_partials(g, n);
+    if (!rc) rc = enqueue(g, n, 0);
+    if (rc) return rc;
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    if (used) *used = n;
+    return 0;
+}
+
+extern "C" int tl_decode_gpu_read(tl_decode_gpu *g, float *o, float *lse)
+{
+    TL_GPU_CHECK(hipMemcpy(o, g->o, tl_decode_o_elems(&g->s) * sizeof(float), hipMemcpyDeviceToHost));
+    TL_GPU_CHECK(hipMemcpy(lse, g->lse, tl_decode_lse_elems(&g->s) * sizeof(float), hipMemcpyDeviceToHost));
+    return 0;
+}
+
+struct dec_time_ctx {
+    tl_decode_gpu *g;
+    int shards;
+};
+static int dec_time_fn(void *ctx, void *stream)
+{
+    dec_time_ctx *c = (dec_time_ctx *)ctx;
+    return enqueue(c->g, c->shards, (hipStream_t)stream);
+}
+
+extern "C" int tl_decode_gpu_time(tl_decode_gpu *g, int shards, const tl_bench_opts *o, tl_bench_result *r)
+{
+    int n = 0, rc = resolve_shards(g, shards, &n);
+    if (!rc) rc = ensure_partials(g, n);
+    if (rc) return rc;
+    dec_time_ctx c = {g, n};
+    return tl_bench_run(o, dec_time_fn, &c, r);
+}
+
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+extern "C" {
+static const tl_decode_gpu_api decode_gpu_api = {tl_decode_gpu_open, tl_decode_gpu_upload, tl_decode_gpu_poison,
+                                                 tl_decode_gpu_run,  tl_decode_gpu_read,   tl_decode_gpu_time,
+                                                 tl_decode_gpu_close};
+extern const tl_decode_gpu_api *const tl_decode_gpu_kernels = &decode_gpu_api;
+}
+#endif

@@ -1,0 +1,480 @@
+/* kernels/decode_mla.hip: the dual-scope (CSA / DSA) MLA sparse decode shard kernel
+ * (contract/decode.h, kind dual-scope; the launcher: kernels/decode.hip).
+ *
+ * One work-group of 256 threads per (row, head block of HB = 16 MT heads, shard); the waves form an
+ * MT x DS grid: wave w serves the 16 heads of m-tile w % MT and the d = w / MT-th share of the
+ * q.k dims (split K) and of the 512 value dims. Per tile of 32 slots (TL_DECODE_DS_GRANULE):
+ *   1. the tile's 32 latent rows (576 dims each) are in registers since the previous tile (each
+ *      thread holds 4.5 (fp8) or 9 (bf16) 16-byte pieces), decoded exactly to bf16 (fp8: the key
+ *      scale is left for the score and for p) and stored once into shared memory: the one copy
+ *      every head of the group reads (never a second decode);
+ *   2. the next tile's rows are loaded (in flight during 3-5);
+ *   3. QK: each wave multiplies its Q fragments (registers, loaded once: 16 heads x 576 / DS dims)
+ *      by the tile's K fragments (shared memory) and leaves its partial S [16][32] in shared memory;
+ *   4. softmax: 8 (or 16) threads per head sum the DS partials, scale by the key scale and the
+ *      softmax scale (base 2), mask the slots that do not count, keep the running (max, sum) per
+ *      head in shared memory and write P x key scale as bf16 hi + bf16 lo (~2^-17 relative; one
+ *      bf16 rounding, 2^-9, would be the kernel's largest error);
+ *   5. PV: each wave rescales its O (16 heads x 512 / DS dims, float32 registers) and adds P V
+ *      (two MMAs: hi and lo), V = the first 512 dims of the same shared tile (read as a row-major
+ *      B operand: ldmatrix.trans on sm_90, 2-byte LDS reads on AMD).
+ * Four barriers a tile. Matrix work per tile and wave: 32 / N x (36 / DS) QK steps and 2 x 2 x 512 /
+ * (DS N) PV steps (kernels/mma.h: mma.sync m16n8k16 on sm_90, v_mfma 16x16x16 bf16 on gfx942,
+ * 16x16x32 on gfx950).
+ * The key set: slot i < nwin is window position wlo + i; slot nwin + i is top-k entry i, counted
+ * as tl_decode_topk_counts says, found in O(1): the group first puts the entries it needs (those
+ * before its last slot) into a shared-memory hash set holding, per position, the lowest entry index
+ * (one u32 per slot: position << 12 | index, atomicMin among equal positions); entry i counts when
+ * it is a candidate and the set's index for its position is i. Slots that do not count load their
+ * request's row 0 (nothing waits on a load before its use) and are stored as zero rows with scale
+ * 0; they score -inf.
+ * Shared memory: the tile (32 x 584 bf16), the S partials (waves x 16 x 36 f32), P (HB x 40 bf16),
+ * per-head statistics, the positions and scales of the tile, the list and its hash set
+ * (dec_mla_smem). Registers (sm_90, HB = 32): O 64, Q 36, next tile 20 (fp8) / 36 (bf16).
+ */
+#include "decode_launch.h"
+#include "mma.h"
+
+#define ML_THREADS 256
+#define ML_WAVES (ML_THREADS / TL_WAVE)
+#define ML_QK TL_DECODE_MLA_QK_DIM
+#define ML_DV TL_DECODE_MLA_V_DIM
+#define ML_TK TL_DECODE_DS_GRANULE
+#define ML_LDK (ML_QK + 8) /* bf16 elements a tile row takes: 1168 bytes, rows on distinct banks */
+#define ML_LDS (ML_TK + 4) /* floats a row of S takes */
+#define ML_LDP (ML_TK + 8) /* bf16 a row of P takes */
+#define ML_EMPTY 0xFFFFFFFFu
+
+#if defined(TL_GPU_AMD)
+#define ml_exp2 __builtin_exp2f
+#define ml_log2 __builtin_log2f
+#else
+#define ml_exp2 exp2f
+#define ml_log2 log2f
+#endif
+
+/* the shared-memory carve (bytes), in this order; every part 16-byte aligned */
+struct MlLayout {
+    size_t kt, sp, ps, stat, pos, sc, list, hash, total;
+};
+static __host__ __device__ inline size_t ml_align16(size_t x) { return (x + 15) & ~(size_t)15; }
+static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves)
+{
+    MlLayout L;
+    size_t at = 0;
+    L.kt = at, at += ml_align16((size_t)ML_TK * ML_LDK * 2);
+    L.sp = at, at += ml_align16((size_t)waves * 16 * ML_LDS * 4);
+    L.ps = at, at += ml_align16((size_t)2 * hb * ML_LDP * 2); /* P hi, then P lo */
+    L.stat = at, at += ml_align16((size_t)3 * hb * 4);
+    L.pos = at, at += ml_align16((size_t)2 * ML_TK * 4);
+    L.sc = at, at += ml_align16((size_t)ML_TK * 4);
+    L.list = at, at += ml_align16((size_t)(topk > 0 ? topk : 0) * 4);
+    L.hash = at, at += ml_align16((size_t)dec_mla_hash_slots(topk) * 4);
+    L.total = at;
+    return L;
+}
+
+size_t dec_mla_smem(int heads, int topk, int wave)
+{
+    return ml_layout(dec_mla_head_block(heads), topk, ML_THREADS / wave).total;
+}
+
+static __device__ __forceinline__ uint32_t ml_hash(uint32_t p, int slots) { return (p * 0x9E3779B1u >> 11) & (uint32_t)(slots - 1); }
+
+/* ---- per-target pieces ------------------------------------------------------------------------ */
+#if defined(TL_MMA_TARGET_SM80)
+#define ML_DEC_UNSCALE 1.0f
+/* 16 E4M3 codes (natural order) -> 16 exact bf16 (two uint4) */
+static __device__ __forceinline__ uint32_t ml_unscale(uint32_t x)
+{
+    uint32_t y;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+        : "=r"(y)
+        : "r"(x), "r"(tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE)), "r"(TL_CODE_BF16X2_MINUS0));
+    return y;
+}
+static __device__ __forceinline__ void ml_e4m3x4(uint32_t w, uint32_t &p01, uint32_t &p23)
+{
+    const uint32_t lo = ml_unscale(((w << 4) & 0x07F007F0u) | ((w << 8) & 0x80008000u)); /* (b0, b2) */
+    const uint32_t hi = ml_unscale(((w >> 4) & 0x07F007F0u) | (w & 0x80008000u));        /* (b1, b3) */
+    p01 = __byte_perm(lo, hi, 0x5410u);
+    p23 = __byte_perm(lo, hi, 0x7632u);
+}
+/* B fragments of two n-tiles (cols n0..n0+15) from a row-major [k][n] bf16 tile (k rows k0..k0+15) */
+static __device__ __forceinline__ void ml_load_b_rm2(tl_frag_b_bf16 &b0, tl_frag_b_bf16 &b1, const uint16_t *base, int ld)
+{
+    const int l = tl_lane();
+    const uint16_t *p = base + (size_t)((l & 7) + 8 * ((l >> 3) & 1)) * ld + 8 * (l >> 4);
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(b0.r[0]), "=r"(b0.r[1]), "=r"(b1.r[0]), "=r"(b1.r[1])
+                 : "r"(a));
+}
+#elif defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+#if defined(TL_MMA_TARGET_GFX942)
+#define ML_DEC_UNSCALE 2.0f /* the FNUZ converter halves every E4M3FN value */
+static __device__ __forceinline__ uint32_t ml_fnuz_fix(uint32_t x)
+{
+    uint32_t r = x;
+    for (int i = 0; i < 4; i++)
+        if (((x >> (8 * i)) & 0xFFu) == 0x80u) r &= ~(0xFFu << (8 * i));
+    return r;
+}
+#else
+#define ML_DEC_UNSCALE 1.0f
+static __device__ __forceinline__ uint32_t ml_fnuz_fix(uint32_t x) { return x; }
+#endif
+static __device__ __forceinline__ uint32_t ml_bf16_pair(float lo, float hi)
+{
+    return (tl_code_f32_bits(lo) >> 16) | (tl_code_f32_bits(hi) & 0xFFFF0000u);
+}
+static __device__ __forceinline__ void ml_e4m3x4(uint32_t w, uint32_t &p01, uint32_t &p23)
+{
+    const uint32_t x = ml_fnuz_fix(w);
+    const auto a = __builtin_amdgcn_cvt_pk_f32_fp8((int)x, false), b = __builtin_amdgcn_cvt_pk_f32_fp8((int)x, true);
+    p01 = ml_bf16_pair(a[0], a[1]);
+    p23 = ml_bf16_pair(b[0], b[1]);
+}
+/* One B fragment (cols n0..n0+15, k rows k0..k0+K-1) from a row-major [k][n] bf16 tile */
+static __device__ __forceinline__ void ml_load_b_rm(tl_frag_b_bf16 &b, const uint16_t *base, int ld)
+{
+    const int l = tl_lane();
+#if defined(TL_MMA_TARGET_GFX942)
+    tl_i16x4 v;
+    for (int e = 0; e < 4; e++) v[e] = (short)base[(size_t)(4 * (l >> 4) + e) * ld + (l & 15)];
+    b.v = v;
+#else
+    typedef short ml_i16x8 __attribute__((ext_vector_type(8)));
+    ml_i16x8 v;
+    for (int e = 0; e < 8; e++) v[e] = (short)base[(size_t)(8 * (l >> 4) + e) * ld + (l & 15)];
+    b.v = __builtin_bit_cast(tl_bf16x8, v);
+#endif
+}
+#endif
+
+#if defined(TL_MMA_TARGET_SM80) || defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+/* ---- the body --------------------------------------------------------------------------------- */
+template <int MT, bool FP8>
+static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
+{
+    constexpr int HB = 16 * MT, DS = ML_WAVES / MT;
+    constexpr int KK = TL_MMA_BF16_K, NN = TL_MMA_BF16_N;
+    constexpr int KS = ML_QK / KK;                 /* QK k-steps */
+    constexpr int QKS = (KS + DS - 1) / DS;        /* a wave's k-steps, at most */
+    constexpr int DVW = ML_DV / DS;                /* a wave's value dims */
+    constexpr int NF = DVW / NN;                   /* its O fragments */
+    constexpr int NT = ML_TK / NN;                 /* QK n-tiles of a tile */
+    constexpr int PVS = ML_TK / KK;                /* PV k-steps of a tile */
+    constexpr int TPH = ML_THREADS / HB;           /* softmax threads per head */
+    constexpr int KPT = ML_TK / TPH;               /* keys per softmax thread */
+    constexpr int BPE = FP8 ? 1 : 2;
+    constexpr int CPR = ML_QK * BPE / 16;          /* 16-byte pieces of a latent row */
+    constexpr int PIECES = ML_TK * CPR;
+    constexpr int PPT = (PIECES + ML_THREADS - 1) / ML_THREADS; /* pieces per thread */
+
+    extern __shared__ __attribute__((aligned(16))) uint8_t ml_smem[];
+    const MlLayout L = ml_layout(HB, a.topk_n, ML_WAVES);
+    uint16_t *kt = (uint16_t *)(ml_smem + L.kt);
+    float *sp = (float *)(ml_smem + L.sp);
+    uint16_t *ps = (uint16_t *)(ml_smem + L.ps), *psl = ps + HB * ML_LDP;
+    float *m_s = (float *)(ml_smem + L.stat), *l_s = m_s + HB, *al_s = l_s + HB;
+    int32_t *posb = (int32_t *)(ml_smem + L.pos); /* [2][TK] */
+    float *scb = (float *)(ml_smem + L.sc);
+    int32_t *list = (int32_t *)(ml_smem + L.list);
+    uint32_t *hash = (uint32_t *)(ml_smem + L.hash);
+
+    tl_grid_dep_launch();
+    const int tid = (int)tl_thread_x(), lane = tl_lane(), w = tl_wave_id();
+    const int mt = w % MT, dsi = w / MT;
+    const long wg = (long)tl_block_x();
+    const int s = (int)(wg % a.shards), hb = (int)((wg / a.shards) % a.hblocks);
+    const long r = wg / a.shards / a.hblocks;
+    const long bq = r / a.mtp;
+    const int tq = (int)(r % a.mtp);
+    const int32_t *glist = a.topk + (size_t)r * a.topk_n;
+    const size_t rowbase = (size_t)bq * a.max_len;
+
+    /* ---- what depends on nothing goes first, all in flight at once: this wave's Q fragments
+     * (heads hb HB + 16 mt .. +15, k-steps [kb0, kb1)), the row's whole top-k list (into shared
+     * memory: the hash set takes the entries the shard needs, the lookups any of them) and the
+     * request's length ---- */
+    const int kb0 = dsi * KS / DS, kb1 = (dsi + 1) * KS / DS;
+    tl_frag_a_bf16 qa[QKS];
+    {
+        const uint16_t *q = a.q + ((size_t)r * a.heads + (size_t)hb * HB + 16 * mt) * ML_QK;
+#pragma unroll
+        for (int j = 0; j < QKS; j++)
+            if (kb0 + j < kb1) tl_frag_load_a_bf16(&qa[j], q + (kb0 + j) * KK, ML_QK);
+    }
+    const long len = a.lens[bq];
+    for (int base = 0; base < a.topk_n; base += 8 * ML_THREADS) {
+        int32_t v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int i = base + u * ML_THREADS + tid;
+            if (i < a.topk_n) v[u] = glist[i];
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int i = base + u * ML_THREADS + tid;
+            if (i < a.topk_n) list[i] = v[u];
+        }
+    }
+    const long vis = tl_decode_visible(len, a.mtp, tq);
+    long wlo, whi;
+    tl_decode_window(vis, a.window, &wlo, &whi);
+    const long nwin = whi - wlo;
+    long lo, hi;
+    tl_decode_shard_range(nwin + a.topk_n, a.shards, ML_TK, s, &lo, &hi);
+    const int k_end = hi > nwin ? (int)(hi - nwin < a.topk_n ? hi - nwin : a.topk_n) : 0; /* entries used */
+    const int hslots = dec_mla_hash_slots(a.topk_n);
+
+    /* ---- prologue: statistics, the hash set of the entries before the shard's end ---- */
+    for (int i = tid; i < HB; i += ML_THREADS) m_s[i] = -__builtin_inff(), l_s[i] = 0.0f, al_s[i] = 1.0f;
+    for (int i = tid; i < hslots; i += ML_THREADS) hash[i] = ML_EMPTY;
+    tl_block_sync();
+    for (int i = tid; i < k_end; i += ML_THREADS) {
+        const long p = list[i];
+        if (p < 0 || p >= vis || p >= wlo) continue;
+        const uint32_t key = (uint32_t)p << 12 | (uint32_t)i;
+        if (key == ML_EMPTY) continue; /* position 2^20 - 1, entry 4095: the lookup's "not found" */
+        uint32_t at = ml_hash((uint32_t)p, hslots);
+        for (;;) {
+            uint32_t cur = hash[at];
+            if (cur == ML_EMPTY) {
+                cur = atomicCAS(&hash[at], ML_EMPTY, key);
+                if (cur == ML_EMPTY) break;
+            }
+            if (cur >> 12 == (uint32_t)p) {
+                atomicMin(&hash[at], key);
+                break;
+            }
+            at = (at + 1) & (uint32_t)(hslots - 1);
+        }
+    }
+    /* the position of slot `slot` (-1: does not count) */
+    auto slot_pos = [&](long slot) -> int32_t {
+        if (slot >= hi) return -1;
+        if (slot < nwin) return (int32_t)(wlo + slot);
+        const int i = (int)(slot - nwin);
+        const long p = list[i];
+        if (p < 0 || p >= vis || p >= wlo) return -1;
+        uint32_t at = ml_hash((uint32_t)p, hslots);
+        for (;;) {
+            const uint32_t cur = hash[at];
+            if (cur == ML_EMPTY) return (int32_t)p; /* not inserted: the one key equal to ML_EMPTY */
+            if (cur >> 12 == (uint32_t)p) return (int)(cur & 0xFFFu) == i ? (int32_t)p : -1;
+            at = (at + 1) & (uint32_t)(hslots - 1);
+        }
+    };
+
+    tl_frag_c o[NF];
+#pragma unroll
+    for (int f = 0; f < NF; f++) tl_frag_zero(&o[f]);
+
+    /* ---- the tile pipeline ---- */
+    tl_block_sync(); /* the hash set is complete */
+    if (tid < ML_TK) posb[tid] = slot_pos(lo + tid);
+    tl_block_sync();
+    uint4 raw[PPT];
+    float sc_next = 1.0f;
+    /* The next tile's loads. A slot that does not count loads row 0 of its request instead (always
+     * there) and is zeroed when the tile is stored: nothing waits on a load before its use. */
+    auto issue = [&](const int32_t *pb) {
+#pragma unroll
+        for (int u = 0; u < PPT; u++) {
+            const int c = tid + u * ML_THREADS;
+            if (c < PIECES) {
+                const int32_t p = pb[c / CPR];
+                raw[u] = tl_load_once((const uint8_t *)a.kv + ((rowbase + (p > 0 ? p : 0)) * ML_QK) * BPE + 16 * (c % CPR));
+            }
+        }
+        if (FP8 && tid < ML_TK) sc_next = a.ks[rowbase + (pb[tid] > 0 ? pb[tid] : 0)];
+    };
+    issue(posb);
+    int cur = 0;
+    for (long t0 = lo; t0 < hi; t0 += ML_TK, cur ^= 1) {
+        /* 1. this tile into shared memory, decoded (slots that do not count: zeros); the next tile's
+         *    positions */
+#pragma unroll
+        for (int u = 0; u < PPT; u++) {
+            const int c = tid + u * ML_THREADS;
+            if (c >= PIECES) continue;
+            const int row = c / CPR, col = c % CPR;
+            uint16_t *dst = kt + row * ML_LDK + col * (16 / BPE);
+            if (posb[cur * ML_TK + row] < 0) raw[u] = make_uint4(0, 0, 0, 0);
+            if (FP8) {
+                uint4 x0, x1;
+                ml_e4m3x4(raw[u].x, x0.x, x0.y);
+                ml_e4m3x4(raw[u].y, x0.z, x0.w);
+                ml_e4m3x4(raw[u].z, x1.x, x1.y);
+                ml_e4m3x4(raw[u].w, x1.z, x1.w);
+                *(uint4 *)dst = x0;
+                *(uint4 *)(dst + 8) = x1;
+            } else {
+                *(uint4 *)dst = raw[u];
+            }
+        }
+        if (tid < ML_TK) {
+            scb[tid] = posb[cur * ML_TK + tid] < 0 ? 0.0f : FP8 ? sc_next * ML_DEC_UNSCALE : 1.0f;
+            posb[(cur ^ 1) * ML_TK + tid] = slot_pos(t0 + ML_TK + tid);
+        }
+        tl_block_sync();
+        /* 2. the next tile's loads */
+        if (t0 + ML_TK < hi) issue(posb + (cur ^ 1) * ML_TK);
+        /* 3. QK: this wave's partial S [16 heads][32 slots] */
+        {
+            tl_frag_c c[NT]; /* NT independent accumulator chains */
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) tl_frag_zero(&c[nt]);
+#pragma unroll
+            for (int j = 0; j < QKS; j++) {
+                if (kb0 + j >= kb1) continue;
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    tl_frag_b_bf16 kb;
+                    tl_frag_load_bt_bf16(&kb, kt + (nt * NN) * ML_LDK + (kb0 + j) * KK, ML_LDK);
+                    tl_mma_bf16(&c[nt], &qa[j], &kb);
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) tl_frag_store_c(&c[nt], sp + (w * 16) * ML_LDS + nt * NN, ML_LDS);
+        }
+        tl_block_sync();
+        /* 4. softmax: head hh, slots kq KPT .. */
+        {
+            const int hh = tid / TPH, kq = tid % TPH, hmt = hh / 16, hrow = hh % 16;
+            const int32_t *pb = posb + cur * ML_TK;
+            float x[KPT], mx = -__builtin_inff();
+#pragma unroll
+            for (int e = 0; e < KPT; e++) {
+                const int key = kq * KPT + e;
+                float v = 0.0f;
+#pragma unroll
+                for (int d = 0; d < DS; d++) v += sp[((d * MT + hmt) * 16 + hrow) * ML_LDS + key];
+                x[e] = pb[key] >= 0 ? v * scb[key] * a.scale_log2 : -__builtin_inff();
+                mx = tl_fmaxf(mx, x[e]);
+            }
+#pragma unroll
+            for (int m = 1; m < TPH; m *= 2) mx = tl_fmaxf(mx, tl_shfl_xor(mx, m));
+            const float m_old = m_s[hh], mn = tl_fmaxf(m_old, mx), mu = mn == -__builtin_inff() ? 0.0f : mn;
+            const float al = ml_exp2(m_old - mu);
+            float sum = 0.0f;
+            uint32_t pk[KPT], pkl[KPT]; /* p x key scale as bf16 hi + lo */
+#pragma unroll
+            for (int e = 0; e < KPT; e++) {
+                const float p = ml_exp2(x[e] - mu);
+                sum += p;
+                const float v = p * scb[kq * KPT + e];
+                pk[e] = tl_code_bf16_from_f32(v);
+                pkl[e] = tl_code_bf16_from_f32(v - tl_code_bits_f32(pk[e] << 16));
+            }
+#pragma unroll
+            for (int m = 1; m < TPH; m *= 2) sum += tl_shfl_xor(sum, m);
+#pragma unroll
+            for (int e = 0; e < KPT; e += 2) {
+                *(uint32_t *)(ps + hh * ML_LDP + kq * KPT + e) = pk[e] | pk[e + 1] << 16;
+                *(uint32_t *)(psl + hh * ML_LDP + kq * KPT + e) = pkl[e] | pkl[e + 1] << 16;
+            }
+            const float l_new = l_s[hh] * al + sum;
+            if (kq == 0) m_s[hh] = mn, l_s[hh] = l_new, al_s[hh] = al;
+        }
+        tl_block_sync();
+        /* 5. PV: O[16 heads][this wave's dims] = O alpha + P V */
+        {
+            float alr[TL_FRAG_C_COUNT];
+#pragma unroll
+            for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) alr[rr] = al_s[16 * mt + tl_frag_c_row(lane, rr)];
+#pragma unroll
+            for (int f = 0; f < NF; f++)
+#pragma unroll
+                for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) o[f].v[rr] *= alr[rr];
+#pragma unroll
+            for (int ks = 0; ks < PVS; ks++) {
+                tl_frag_a_bf16 pa, pal;
+                tl_frag_load_a_bf16(&pa, ps + (16 * mt) * ML_LDP + ks * KK, ML_LDP);
+                tl_frag_load_a_bf16(&pal, psl + (16 * mt) * ML_LDP + ks * KK, ML_LDP);
+                const uint16_t *vb = kt + (ks * KK) * ML_LDK + dsi * DVW;
+#if defined(TL_MMA_TARGET_SM80)
+#pragma unroll
+                for (int f = 0; f < NF; f += 2) {
+                    tl_frag_b_bf16 b0, b1;
+                    ml_load_b_rm2(b0, b1, vb + f * NN, ML_LDK);
+                    tl_mma_bf16(&o[f], &pa, &b0);
+                    tl_mma_bf16(&o[f + 1], &pa, &b1);
+                    tl_mma_bf16(&o[f], &pal, &b0);
+                    tl_mma_bf16(&o[f + 1], &pal, &b1);
+                }
+#else
+#pragma unroll
+                for (int f = 0; f < NF; f++) {
+                    tl_frag_b_bf16 b;
+                    ml_load_b_rm(b, vb + f * NN, ML_LDK);
+                    tl_mma_bf16(&o[f], &pa, &b);
+                    tl_mma_bf16(&o[f], &pal, &b);
+                }
+#endif
+            }
+        }
+        tl_block_sync(); /* the tile and P are free for the next tile */
+    }
+
+    /* ---- epilogue: o = O / l, lse ---- */
+    const size_t head0 = (size_t)r * a.heads + (size_t)hb * HB;
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+        for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) {
+            const int hr = 16 * mt + tl_frag_c_row(lane, rr);
+            const int dim = dsi * DVW + f * NN + tl_frag_c_col(lane, rr);
+            const float lsum = l_s[hr];
+            a.o[((head0 + hr) * a.shards + s) * ML_DV + dim] = lsum > 0.0f ? o[f].v[rr] / lsum : 0.0f;
+        }
+    for (int i = tid; i < HB; i += ML_THREADS)
+        a.lse[(head0 + i) * a.shards + s] = l_s[i] > 0.0f ? (m_s[i] + ml_log2(l_s[i])) * 0.69314718055994531f : -__builtin_inff();
+}
+#endif
+
+template <int MT, bool FP8>
+__global__ void __launch_bounds__(ML_THREADS, 1) dec_mla_kernel(DecMlaArgs a)
+{
+#if defined(TL_MMA_TARGET_SM80) || defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+    ml_body<MT, FP8>(a);
+#endif
+}
+
+/* Raises the kernel's dynamic shared-memory limit to smem once (not a stream operation: done at
+ * open, never inside a graph capture). */
+template <int MT, bool FP8>
+static int ml_allow(size_t smem)
+{
+    static size_t allowed = 48 * 1024;
+    if (smem <= allowed) return 0;
+    void (*k)(DecMlaArgs) = dec_mla_kernel<MT, FP8>;
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    allowed = smem;
+    return 0;
+}
+
+template <int MT, bool FP8>
+static int ml_launch(const DecMlaArgs &a, long groups, size_t smem, hipStream_t st)
+{
+    int rc = ml_allow<MT, FP8>(smem);
+    if (rc) return rc;
+    const hipError_t e = tl_launch(dec_mla_kernel<MT, FP8>, dim3((unsigned)groups), dim3(ML_THREADS), smem, st, false, a);
+    if (e != hipSuccess) return tl_gpu_fail("dec_mla_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+    return 0;
+}
+
+int dec_mla_prepare(int heads, int fp8, size_t smem)
+{
+    if (dec_mla_head_block(heads) == 32) return fp8 ? ml_allow<2, true>(smem) : ml_allow<2, false>(smem);
+    return fp8 ? ml_allow<1, true>(smem) : ml_allow<1, false>(smem);
+}
+
+int dec_mla_launch(const DecMlaArgs &a, int fp8, long groups, size_t smem, hipStream_t st)
+{
+    const int mt = dec_mla_head_block(a.heads) / 16;
+    if (mt == 2) return fp8 ? ml_launch<2, true>(a, groups, smem, st) : ml_launch<2, false>(a, groups, smem, st);
+    return fp8 ? ml_launch<1, true>(a, groups, smem, st) : ml_launch<1, false>(a, groups, smem, st);
+}

@@ -1,0 +1,629 @@
+/* kernels/decode_paged.hip: the paged GQA decode shard kernel (contract/decode.h, kind paged; the
+ * launcher: kernels/decode.hip).
+ *
+ * One work-group of 4 waves per (request, KV head, shard); it serves the gqa <= 16 query heads of
+ * that KV head. Wave w takes the shard's pages w, w + 4, ... in units of one page (bf16) or two
+ * (fp8): 8 KB of K and V either way. Every byte of K and V is read once and used in the registers
+ * it lands in (no shared tile that several waves read), and the wave runs one online-softmax step
+ * in float32 per unit with the matrix cores; the 4 waves' (max, sum, O) are combined through shared
+ * memory at the end and the group writes o and lse (decode_launch.h).
+ *
+ * The trick that lets a lane's 16-byte loads be matrix fragments as they are: a dot product does
+ * not care in which order its dims are summed, so the dims a lane's load brings are declared to be
+ * the dims its fragment wants, and Q (loaded once) is laid out in the same permuted order. Values
+ * need pairs of keys in one register: two rows' words are merged with byte permutes.
+ *
+ *   sm_90  (warps of 32; lane = (g, t), g = lane / 4, t = lane % 4) heads as M, mma.sync m16n8k16:
+ *          S[16 heads][16 keys] = Q K^T as 2 n-tiles of 8 keys x 8 k-steps (16 mma); lane (g, t)
+ *          reads K rows g and 8 + g, chunks t, t + 4, t + 8, t + 12 (bf16; fp8: two 16-code chunks).
+ *          The S accumulators are P's A fragments as they are (FlashAttention-2's register reuse).
+ *          O[16 heads][128] += P V as 16 n-tiles of 8 dims; lane (g, t) reads V rows 2t, 2t + 1,
+ *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of 3
+ *          cp.async stages in shared memory (2 units in flight ahead of the one computed: 8 warps x
+ *          16-24 KB per SM against HBM's ~4600-cycle loaded latency); a lane copies exactly the
+ *          pieces it reads, so it waits on its own copies only.
+ *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
+ *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
+ *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
+ *          accumulators are the P^T B fragments of O^T[128 dims][16 heads] += V^T P^T. Direct
+ *          loads (not tuned: never run here). fp8 codes go through v_cvt_pk_f32_fp8 (gfx942 reads
+ *          them as FNUZ, i.e. halved except 0x80, rewritten to 0; the factor 2 is in the scales).
+ * FP8: codes decoded exactly to bf16 (sm_90: the 2^-120-scaled bit move of numerics/codes.h and one
+ * packed FMA per pair); the key scale multiplies the score, the value scale multiplies p.
+ * P (x value scale) enters P V as bf16 hi + bf16 lo (two MMAs): ~2^-17 relative, where one bf16
+ * rounding (2^-9) would be the largest error of the whole kernel.
+ * Masking: a key at or past the shard's end is zero-filled (sm_90: by the copy, source size 0) and
+ * scores -inf; a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard
+ * with no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
+ * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
+ * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: meant to be 2 groups (8 warps, 2 x 101 KB of
+ * rings) per SM; run 45 measured bf16 18% slower than run 44's register pipeline (fp8 17% faster),
+ * which one group per SM would explain (bench/journal/runs.md, runs 44-45).
+ */
+#include "decode_launch.h"
+#include "mma.h"
+
+#define PG_WAVES 4
+#define PG_D TL_DECODE_PAGED_DIM
+/* sm_90: each warp's ring of cp.async stages, one unit (16 pieces x 32 lanes x 16 bytes, plus 2
+ * pages' 32 scales) a stage */
+#define PG_STAGES 3
+#define PG_STAGE_BYTES (16 * 32 * 16 + 2 * 32 * 4)
+#define PG_PAGE TL_DECODE_PAGE
+
+#if defined(TL_GPU_AMD)
+#define pg_exp2 __builtin_exp2f
+#define pg_log2 __builtin_log2f
+#else
+#define pg_exp2 exp2f
+#define pg_log2 log2f
+#endif
+
+/* The group's epilogue: the waves' (m, l) per head are in sm_m / sm_l, each wave has written its O
+ * times exp2(m_w - M) / L into sm_o[w]; the group sums them and writes o and lse. */
+struct PgShared {
+    float m[PG_WAVES][16], l[PG_WAVES][16];
+    float o[PG_WAVES][16][PG_D];
+};
+
+/* For head row `row`: the merged (M with -inf as 0, L) of the group's waves. */
+static __device__ __forceinline__ void pg_group_stats(const PgShared &sm, int row, float &mu, float &lsum)
+{
+    float mx = -__builtin_inff();
+    for (int w = 0; w < PG_WAVES; w++) mx = tl_fmaxf(mx, sm.m[w][row]);
+    mu = mx == -__builtin_inff() ? 0.0f : mx;
+    lsum = 0.0f;
+    for (int w = 0; w < PG_WAVES; w++) lsum += sm.l[w][row] * pg_exp2(sm.m[w][row] - mu);
+}
+/* The factor wave w's O takes: exp2(m_w - M) / L, 0 for a head with no counted key. */
+static __device__ __forceinline__ float pg_wave_factor(const PgShared &sm, int w, int row)
+{
+    float mu, lsum;
+    pg_group_stats(sm, row, mu, lsum);
+    return lsum > 0.0f ? pg_exp2(sm.m[w][row] - mu) / lsum : 0.0f;
+}
+static __device__ __forceinline__ void pg_group_write(const PgShared &sm, const DecPagedArgs &a, long b, int h, int s)
+{
+    const int H = a.kv_heads * a.gqa, tid = (int)tl_thread_x(), nthreads = PG_WAVES * TL_WAVE;
+    const size_t base = (size_t)b * H + (size_t)h * a.gqa; /* row-head of the group's first head */
+    for (int i = tid; i < a.gqa * PG_D; i += nthreads) {
+        const int row = i / PG_D, d = i % PG_D;
+        float v = 0.0f;
+        for (int w = 0; w < PG_WAVES; w++) v += sm.o[w][row][d];
+        a.o[((base + row) * a.shards + s) * PG_D + d] = v;
+    }
+    for (int row = tid; row < a.gqa; row += nthreads) {
+        float mu, lsum;
+        pg_group_stats(sm, row, mu, lsum);
+        a.lse[(base + row) * a.shards + s] = lsum > 0.0f ? (mu + pg_log2(lsum)) * 0.69314718055994531f : -__builtin_inff();
+    }
+}
+
+/* =============================================================================================
+ * sm_90: mma.sync, heads as M
+ * =========================================================================================== */
+#if defined(TL_MMA_TARGET_SM80)
+static __device__ __forceinline__ uint32_t pg_pack_bf16(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+/* (a, b) as a bf16 pair hi plus a bf16 pair lo = the rounding error of hi: hi + lo holds a and b to
+ * ~2^-17 relative (P enters P V with two MMAs instead of one bf16 rounding). */
+static __device__ __forceinline__ void pg_split2(float a, float b, uint32_t &hi, uint32_t &lo)
+{
+    hi = pg_pack_bf16(a, b);
+    lo = pg_pack_bf16(a - tl_code_bits_f32(hi << 16), b - tl_code_bits_f32(hi & 0xFFFF0000u));
+}
+static __device__ __forceinline__ uint32_t pg_unscale(uint32_t x)
+{
+    uint32_t y;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+        : "=r"(y)
+        : "r"(x), "r"(tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE)), "r"(TL_CODE_BF16X2_MINUS0));
+    return y;
+}
+/* Four E4M3 codes b0..b3 (low byte first) as two exact bf16 pairs: lo = (b0, b2), hi = (b1, b3). */
+static __device__ __forceinline__ void pg_e4m3x4(uint32_t w, uint32_t &lo, uint32_t &hi)
+{
+    lo = pg_unscale(((w << 4) & 0x07F007F0u) | ((w << 8) & 0x80008000u));
+    hi = pg_unscale(((w >> 4) & 0x07F007F0u) | (w & 0x80008000u));
+}
+static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
+{
+    return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
+}
+/* cp.async of 16 (or 4) bytes; bytes = 0 writes zeros (the source is not read) */
+static __device__ __forceinline__ void pg_cp16(void *dst, const void *src, int bytes)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void pg_cp4(void *dst, const void *src, int bytes)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void pg_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+/* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
+ * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
+ * of the one it computes: 8 warps x 16-24 KB per SM, more than HBM's latency x bandwidth share
+ * (~4600 cycles x 17 B/cycle). A lane copies exactly the 16 pieces it later reads (piece-major,
+ * lane-contiguous: conflict-free), so it waits on its own copies only; the scales (copied by 32
+ * lanes, read by others) are ordered by a __syncwarp. Keys past the shard's end are zero-filled by
+ * the copy itself (source size 0). */
+
+template <bool FP8>
+static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
+{
+    extern __shared__ __attribute__((aligned(16))) uint8_t pg_smem[];
+    tl_grid_dep_launch(); /* the merge may be scheduled; it waits for this grid to finish */
+    const int lane = tl_lane(), w = tl_wave_id(), g = lane >> 2, t = lane & 3;
+    const long wg = (long)tl_block_x();
+    const int s = (int)(wg % a.shards), h = (int)((wg / a.shards) % a.kv_heads);
+    const long b = wg / a.shards / a.kv_heads;
+    const int H = a.kv_heads * a.gqa;
+    long lo, hi;
+    tl_decode_shard_range(a.lens[b], a.shards, PG_PAGE, s, &lo, &hi);
+
+    /* Q A-fragments, k-step ks: a0 = Q[g][dA, dA'], a2 = Q[g][dB, dB'], a1 / a3 the same for row
+     * g + 8 (rows >= gqa: 0). bf16 K: dims 8c + 4j + {0,1} and {2,3} of chunk c = t + 4i (ks = 2i + j);
+     * fp8 K: dims 16c + 4m + {0,2} and {1,3} of chunk c = t + 4i (ks = 4i + m), as pg_e4m3x4 pairs them. */
+    uint32_t qa[8][4];
+    {
+        const uint16_t *q = a.q + ((size_t)b * H + (size_t)h * a.gqa) * PG_D;
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            int d0, d1, d2, d3;
+            if (FP8) {
+                const int c = t + 4 * (ks >> 2), m = ks & 3;
+                d0 = 16 * c + 4 * m, d1 = d0 + 2, d2 = d0 + 1, d3 = d0 + 3;
+            } else {
+                const int c = t + 4 * (ks >> 1), j = ks & 1;
+                d0 = 8 * c + 4 * j, d1 = d0 + 1, d2 = d0 + 2, d3 = d0 + 3;
+            }
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int row = g + 8 * half;
+                const uint16_t *qr = q + (size_t)row * PG_D;
+                const bool live = row < a.gqa;
+                qa[ks][half] = live ? (uint32_t)qr[d0] | (uint32_t)qr[d1] << 16 : 0u;
+                qa[ks][2 + half] = live ? (uint32_t)qr[d2] | (uint32_t)qr[d3] << 16 : 0u;
+            }
+        }
+    }
+
+    float m0 = -__builtin_inff(), m1 = -__builtin_inff(), l0 = 0.0f, l1 = 0.0f; /* rows g, g + 8 */
+    tl_frag_c o[16];
+#pragma unroll
+    for (int n = 0; n < 16; n++) tl_frag_zero(&o[n]);
+
+    /* A wave's pages come in units of PPI pages (fp8: 2, so that a unit is 8 KB like a bf16 page):
+     * unit it holds pages first + it * 4 PPI + u; one online-softmax step per unit. Block-table
+     * entries come 32 units at a time (lane j holds unit j's, handed out by shuffles), the next 32
+     * loaded one chunk ahead. */
+    constexpr int PPI = FP8 ? 2 : 1;
+    constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane copies and reads */
+    constexpr int VL = FP8 ? 4 : 8;
+    constexpr int PP = KL + VL;     /* pieces a page */
+    const long p_begin = lo / PG_PAGE, p_end = lo < hi ? (hi + PG_PAGE - 1) / PG_PAGE : p_begin;
+    const long ustride = PG_WAVES * PPI, first = p_begin + (long)w * PPI;
+    const long nunits = first < p_end ? (p_end - first + ustride - 1) / ustride : 0;
+    const int32_t *table = a.table + (size_t)b * a.max_blocks;
+    uint8_t *ring = pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
+    int32_t tb[PPI], tbn[PPI];
+    auto table_chunk = [&](long chunk, int32_t (&dst)[PPI]) {
+#pragma unroll
+        for (int u = 0; u < PPI; u++) {
+            const long p = first + (chunk * 32 + lane) * ustride + u;
+            dst[u] = p < p_end ? table[p] : 0;
+        }
+    };
+    /* unit j's copies into stage j % PG_STAGES (units issued in order j = 0, 1, 2, ...) */
+    auto issue = [&](long j) {
+        if (j < nunits) {
+            if ((j & 31) == 0 && j > 0) {
+#pragma unroll
+                for (int u = 0; u < PPI; u++) tb[u] = tbn[u];
+                table_chunk((j >> 5) + 1, tbn);
+            }
+            uint8_t *st = ring + (size_t)(j % PG_STAGES) * PG_STAGE_BYTES;
+#pragma unroll
+            for (int u = 0; u < PPI; u++) {
+                const long p = first + j * ustride + u, pos0 = p * PG_PAGE;
+                const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
+#pragma unroll
+                for (int x = 0; x < KL; x++) {
+                    /* bf16: x = 4 nt + i, key 8 nt + g, chunk t + 4i (8 dims); fp8: x = 2 nt + i (16 dims) */
+                    const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3, key = 8 * nt + g;
+                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
+                    const void *src = FP8 ? (const void *)((const uint8_t *)a.k + e + 16 * (t + 4 * i))
+                                          : (const void *)((const uint16_t *)a.k + e + 8 * (t + 4 * i));
+                    pg_cp16(st + (u * PP + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                }
+#pragma unroll
+                for (int x = 0; x < VL; x++) {
+                    /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g */
+                    const int kk = x & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
+                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
+                    const void *src = FP8 ? (const void *)((const uint8_t *)a.v + e + 16 * g)
+                                          : (const void *)((const uint16_t *)a.v + e + 8 * (g + 8 * (x >> 2)));
+                    pg_cp16(st + (u * PP + KL + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                }
+                if (FP8) { /* lane < 16: k_scale of key lane; lane >= 16: v_scale of key lane - 16 */
+                    const int key = lane & 15;
+                    const float *src = (lane < 16 ? a.ks : a.vs) + (slot0 + key) * a.kv_heads + h;
+                    pg_cp4(st + 16 * 32 * 16 + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
+                }
+            }
+        }
+        pg_commit(); /* an empty group past the last unit keeps the count */
+    };
+    if (nunits > 0) {
+        table_chunk(0, tb);
+        table_chunk(1, tbn);
+    }
+#pragma unroll
+    for (int j = 0; j < PG_STAGES - 1; j++) issue(j);
+
+    for (long it = 0; it < nunits; it++) {
+        pg_wait<PG_STAGES - 2>(); /* this lane's copies of unit it have landed */
+        __syncwarp();             /* every lane's: the scales; and every lane is done with unit it - 1 */
+        issue(it + PG_STAGES - 1);
+        const uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
+        const float *scl = (const float *)(st + 16 * 32 * 16);
+        /* ---- QK of the unit's pages ---- */
+        tl_frag_c sc[PPI][2];
+#pragma unroll
+        for (int u = 0; u < PPI; u++) {
+            uint4 kr[KL];
+#pragma unroll
+            for (int x = 0; x < KL; x++) kr[x] = *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                tl_frag_zero(&sc[u][nt]);
+#pragma unroll
+                for (int ks = 0; ks < 8; ks++) {
+                    tl_frag_b_bf16 kb;
+                    tl_frag_a_bf16 qf;
+                    qf.r[0] = qa[ks][0], qf.r[1] = qa[ks][1], qf.r[2] = qa[ks][2], qf.r[3] = qa[ks][3];
+                    if (FP8) {
+                        pg_e4m3x4(pg_word(kr[nt * 2 + (ks >> 2)], ks & 3), kb.r[0], kb.r[1]);
+                    } else {
+                        const uint4 &x = kr[nt * 4 + (ks >> 1)];
+                        kb.r[0] = (ks & 1) ? x.z : x.x;
+                        kb.r[1] = (ks & 1) ? x.w : x.y;
+                    }
+                    tl_mma_bf16(&sc[u][nt], &qf, &kb);
+                }
+            }
+        }
+        /* ---- one online-softmax step over the unit's 16 PPI keys ----
+         * scores in base 2; sc[u][nt].v[e]: row g (e < 2) or g + 8, key 8 nt + 2t + (e & 1) of page u */
+        float x[PPI][2][4];
+        float mx0 = -__builtin_inff(), mx1 = -__builtin_inff();
+#pragma unroll
+        for (int u = 0; u < PPI; u++) {
+            const long pos0 = (first + it * ustride + u) * PG_PAGE;
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = 8 * nt + 2 * t + (e & 1);
+                    const float ksc = FP8 ? scl[u * 32 + key] : 1.0f;
+                    x[u][nt][e] = pos0 + key < hi ? sc[u][nt].v[e] * ksc * a.scale_log2 : -__builtin_inff();
+                }
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                mx0 = tl_fmaxf(mx0, tl_fmaxf(x[u][nt][0], x[u][nt][1]));
+                mx1 = tl_fmaxf(mx1, tl_fmaxf(x[u][nt][2], x[u][nt][3]));
+            }
+        }
+        mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 1));
+        mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 1));
+        mx0 = tl_fmaxf(mx0, tl_shfl_xor(mx0, 2));
+        mx1 = tl_fmaxf(mx1, tl_shfl_xor(mx1, 2));
+        const float mn0 = tl_fmaxf(m0, mx0), mn1 = tl_fmaxf(m1, mx1);
+        const float mu0 = mn0 == -__builtin_inff() ? 0.0f : mn0, mu1 = mn1 == -__builtin_inff() ? 0.0f : mn1;
+        const float al0 = pg_exp2(m0 - mu0), al1 = pg_exp2(m1 - mu1);
+        m0 = mn0, m1 = mn1;
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int u = 0; u < PPI; u++)
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                x[u][nt][0] = pg_exp2(x[u][nt][0] - mu0), x[u][nt][1] = pg_exp2(x[u][nt][1] - mu0);
+                x[u][nt][2] = pg_exp2(x[u][nt][2] - mu1), x[u][nt][3] = pg_exp2(x[u][nt][3] - mu1);
+                s0 += x[u][nt][0] + x[u][nt][1];
+                s1 += x[u][nt][2] + x[u][nt][3];
+            }
+        l0 = l0 * al0 + s0;
+        l1 = l1 * al1 + s1;
+#pragma unroll
+        for (int n = 0; n < 16; n++) {
+            o[n].v[0] *= al0, o[n].v[1] *= al0;
+            o[n].v[2] *= al1, o[n].v[3] *= al1;
+        }
+        /* ---- P V per page: P (x v_scale) as bf16 hi + lo, two MMAs per n-tile ---- */
+#pragma unroll
+        for (int u = 0; u < PPI; u++) {
+            tl_frag_a_bf16 ph, pl;
+            {
+                /* keys 2t, 2t + 1 (nt 0) and 2t + 8, 2t + 9 (nt 1) */
+                float v0 = 1.0f, v1 = 1.0f, v2 = 1.0f, v3 = 1.0f;
+                if (FP8) {
+                    v0 = scl[u * 32 + 16 + 2 * t], v1 = scl[u * 32 + 17 + 2 * t];
+                    v2 = scl[u * 32 + 24 + 2 * t], v3 = scl[u * 32 + 25 + 2 * t];
+                }
+                pg_split2(x[u][0][0] * v0, x[u][0][1] * v1, ph.r[0], pl.r[0]);
+                pg_split2(x[u][0][2] * v0, x[u][0][3] * v1, ph.r[1], pl.r[1]);
+                pg_split2(x[u][1][0] * v2, x[u][1][1] * v3, ph.r[2], pl.r[2]);
+                pg_split2(x[u][1][2] * v2, x[u][1][3] * v3, ph.r[3], pl.r[3]);
+            }
+            uint4 vr[VL];
+#pragma unroll
+            for (int xx = 0; xx < VL; xx++) vr[xx] = *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
+            /* O += P V: n-tile n, column = lane g's chunk; B rows (keys) 2t, 2t + 1 | 2t + 8, 2t + 9 */
+#pragma unroll
+            for (int n = 0; n < 16; n++) {
+                tl_frag_b_bf16 vb;
+                if (FP8) {
+                    /* n = 4 m + e: dims 16 g + n; words m of keys (2t, 2t+1) and (2t+8, 2t+9) */
+                    const int m = n >> 2, e = n & 3;
+                    const uint32_t sel = e < 2 ? 0x5410u : 0x7632u;
+                    uint32_t lo2, hi2;
+                    pg_e4m3x4(__byte_perm(pg_word(vr[0], m), pg_word(vr[1], m), sel), lo2, hi2);
+                    vb.r[0] = (e & 1) ? hi2 : lo2;
+                    pg_e4m3x4(__byte_perm(pg_word(vr[2], m), pg_word(vr[3], m), sel), lo2, hi2);
+                    vb.r[1] = (e & 1) ? hi2 : lo2;
+                } else {
+                    /* n = 8 p + j: dims 8 (g + 8p) + j */
+                    const int p = n >> 3, j = n & 7;
+                    const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
+                    vb.r[0] = __byte_perm(pg_word(vr[4 * p + 0], j >> 1), pg_word(vr[4 * p + 1], j >> 1), sel);
+                    vb.r[1] = __byte_perm(pg_word(vr[4 * p + 2], j >> 1), pg_word(vr[4 * p + 3], j >> 1), sel);
+                }
+                tl_mma_bf16(&o[n], &ph, &vb);
+                tl_mma_bf16(&o[n], &pl, &vb);
+            }
+        }
+    }
+    pg_wait<0>();
+
+    /* ---- the group: the 4 warps' partial softmaxes into one (the ring's memory reused) ---- */
+    tl_block_sync();
+    PgShared &sm = *(PgShared *)pg_smem;
+    l0 += tl_shfl_xor(l0, 1);
+    l1 += tl_shfl_xor(l1, 1);
+    l0 += tl_shfl_xor(l0, 2);
+    l1 += tl_shfl_xor(l1, 2);
+    if (t == 0) {
+        sm.m[w][g] = m0, sm.m[w][g + 8] = m1;
+        sm.l[w][g] = l0, sm.l[w][g + 8] = l1;
+    }
+    tl_block_sync();
+    const float f0 = pg_wave_factor(sm, w, g), f1 = pg_wave_factor(sm, w, g + 8);
+#pragma unroll
+    for (int n = 0; n < 16; n++) {
+        /* C columns 2t, 2t + 1 of n-tile n: bf16 dims 16t + 64p + j (+8), fp8 dims 32t + n (+16) */
+        const int d0 = FP8 ? 32 * t + n : 16 * t + 64 * (n >> 3) + (n & 7), d1 = d0 + (FP8 ? 16 : 8);
+        sm.o[w][g][d0] = o[n].v[0] * f0, sm.o[w][g][d1] = o[n].v[1] * f0;
+        sm.o[w][g + 8][d0] = o[n].v[2] * f1, sm.o[w][g + 8][d1] = o[n].v[3] * f1;
+    }
+    tl_block_sync();
+    pg_group_write(sm, a, b, h, s);
+}
+
+#elif defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+typedef short pg_i16x4 __attribute__((ext_vector_type(4)));
+typedef float pg_f32x4 __attribute__((ext_vector_type(4)));
+typedef unsigned pg_u32x2 __attribute__((ext_vector_type(2)));
+/* A 4 x bf16 fragment from two words (elements 0, 1 in x; 2, 3 in y). */
+static __device__ __forceinline__ pg_i16x4 pg_frag(uint32_t x, uint32_t y)
+{
+    return __builtin_bit_cast(pg_i16x4, (pg_u32x2){x, y});
+}
+
+/* Eight fp8 codes (a uint2) as eight bf16 in code order (a uint4). gfx942's converter reads FNUZ:
+ * every value comes out halved (0x80, FN's -0, is first made +0). */
+static __device__ __forceinline__ uint32_t pg_bf16_pair(float lo, float hi)
+{
+    return (tl_code_f32_bits(lo) >> 16) | (tl_code_f32_bits(hi) & 0xFFFF0000u);
+}
+static __device__ __forceinline__ uint32_t pg_fnuz_fix(uint32_t x)
+{
+#if defined(TL_MMA_TARGET_GFX942)
+    uint32_t r = x;
+    for (int i = 0; i < 4; i++)
+        if (((x >> (8 * i)) & 0xFFu) == 0x80u) r &= ~(0xFFu << (8 * i));
+    return r;
+#else
+    return x;
+#endif
+}
+static __device__ __forceinline__ uint4 pg_fp8x8_bf16(uint2 c)
+{
+    const uint32_t a = pg_fnuz_fix(c.x), b = pg_fnuz_fix(c.y);
+    const auto a0 = __builtin_amdgcn_cvt_pk_f32_fp8((int)a, false), a1 = __builtin_amdgcn_cvt_pk_f32_fp8((int)a, true);
+    const auto b0 = __builtin_amdgcn_cvt_pk_f32_fp8((int)b, false), b1 = __builtin_amdgcn_cvt_pk_f32_fp8((int)b, true);
+    return make_uint4(pg_bf16_pair(a0[0], a0[1]), pg_bf16_pair(a1[0], a1[1]), pg_bf16_pair(b0[0], b0[1]),
+                      pg_bf16_pair(b1[0], b1[1]));
+}
+#if defined(TL_MMA_TARGET_GFX942)
+#define PG_FP8_UNSCALE 2.0f /* FNUZ halves every code */
+#else
+#define PG_FP8_UNSCALE 1.0f
+#endif
+/* 8 dims of row e of the pool as 8 bf16 (fp8: 8 codes decoded) */
+template <bool FP8>
+static __device__ __forceinline__ uint4 pg_row8(const void *pool, size_t e, bool live)
+{
+    if (!live) return make_uint4(0, 0, 0, 0);
+    if (FP8) return pg_fp8x8_bf16(*(const uint2 *)((const uint8_t *)pool + e));
+    return tl_load_once((const uint16_t *)pool + e);
+}
+static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
+{
+    return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
+}
+
+template <bool FP8>
+static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
+{
+    __shared__ __attribute__((aligned(16))) PgShared sm;
+    const int lane = tl_lane(), w = tl_wave_id(), n16 = lane & 15, q4 = lane >> 4;
+    const long wg = (long)tl_block_x();
+    const int s = (int)(wg % a.shards), h = (int)((wg / a.shards) % a.kv_heads);
+    const long b = wg / a.shards / a.kv_heads;
+    const int H = a.kv_heads * a.gqa;
+    long lo, hi;
+    tl_decode_shard_range(a.lens[b], a.shards, PG_PAGE, s, &lo, &hi);
+
+    /* Q^T B-fragments: k-step ks = 2i + j holds Q[head n16][8c + 4j + e], c = q4 + 4i, e = 0..3 */
+    pg_i16x4 qb[8];
+    {
+        const uint16_t *qr = a.q + ((size_t)b * H + (size_t)h * a.gqa + n16) * PG_D;
+        const bool live = n16 < a.gqa;
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            const int d = 8 * (q4 + 4 * (ks >> 1)) + 4 * (ks & 1);
+            const uint32_t *qw = (const uint32_t *)(qr + d);
+            qb[ks] = live ? pg_frag(qw[0], qw[1]) : pg_frag(0, 0);
+        }
+    }
+    float m = -__builtin_inff(), l = 0.0f; /* head n16 */
+    pg_f32x4 o[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) o[j] = (pg_f32x4){0, 0, 0, 0};
+    const long p_begin = lo / PG_PAGE, p_end = lo < hi ? (hi + PG_PAGE - 1) / PG_PAGE : p_begin;
+    const int32_t *table = a.table + (size_t)b * a.max_blocks;
+    const float kf = FP8 ? PG_FP8_UNSCALE : 1.0f;
+
+    for (long p = p_begin + w; p < p_end; p += PG_WAVES) {
+        const long blk = table[p], pos0 = p * PG_PAGE;
+        const size_t slot0 = (size_t)blk * PG_PAGE;
+        uint4 kr[4], vr[4];
+        const bool klive = pos0 + n16 < hi;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            kr[i] = pg_row8<FP8>(a.k, ((slot0 + n16) * a.kv_heads + h) * PG_D + 8 * (q4 + 4 * i), klive);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int key = 4 * q4 + e;
+            vr[e] = pg_row8<FP8>(a.v, ((slot0 + key) * a.kv_heads + h) * PG_D + 8 * n16, pos0 + key < hi);
+        }
+        float ksc[4], vsc[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int key = 4 * q4 + r;
+            const bool live = pos0 + key < hi;
+            ksc[r] = vsc[r] = 1.0f;
+            if (FP8 && live) {
+                const size_t e = (slot0 + key) * a.kv_heads + h;
+                ksc[r] = a.ks[e] * kf, vsc[r] = a.vs[e] * kf;
+            }
+        }
+        /* S^T = K Q^T */
+        pg_f32x4 sc = {0, 0, 0, 0};
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            const uint4 &x = kr[ks >> 1];
+            const pg_i16x4 kf4 = (ks & 1) ? pg_frag(x.z, x.w) : pg_frag(x.x, x.y);
+            sc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(kf4, qb[ks], sc, 0, 0, 0);
+        }
+        /* sc[r]: key 4 q4 + r, head n16 */
+        float x[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) x[r] = pos0 + 4 * q4 + r < hi ? sc[r] * ksc[r] * a.scale_log2 : -__builtin_inff();
+        float mx = tl_fmaxf(tl_fmaxf(x[0], x[1]), tl_fmaxf(x[2], x[3]));
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 16));
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 32));
+        const float mn = tl_fmaxf(m, mx), mu = mn == -__builtin_inff() ? 0.0f : mn, al = pg_exp2(m - mu);
+        m = mn;
+        float pr[4], ps = 0.0f;
+#pragma unroll
+        for (int r = 0; r < 4; r++) pr[r] = pg_exp2(x[r] - mu), ps += pr[r];
+        l = l * al + ps;
+#pragma unroll
+        for (int j = 0; j < 8; j++) o[j] *= al;
+        /* P^T (x v_scale) as bf16 hi + lo: two MFMAs per m-tile */
+        uint32_t ph[4], pl[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const float v = pr[r] * vsc[r];
+            ph[r] = tl_code_bf16_from_f32(v);
+            pl[r] = tl_code_bf16_from_f32(v - tl_code_bits_f32(ph[r] << 16));
+        }
+        const pg_i16x4 pb = pg_frag(ph[0] | ph[1] << 16, ph[2] | ph[3] << 16);
+        const pg_i16x4 pbl = pg_frag(pl[0] | pl[1] << 16, pl[2] | pl[3] << 16);
+        /* O^T += V^T P^T: m-tile j, row n16 = dim 8 n16 + j, k = keys 4 q4 + e */
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t sel = (j & 1) ? 0x07060302u : 0x05040100u;
+            const pg_i16x4 va = pg_frag(__builtin_amdgcn_perm(pg_word(vr[1], j >> 1), pg_word(vr[0], j >> 1), sel),
+                                        __builtin_amdgcn_perm(pg_word(vr[3], j >> 1), pg_word(vr[2], j >> 1), sel));
+            o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pb, o[j], 0, 0, 0);
+            o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pbl, o[j], 0, 0, 0);
+        }
+    }
+
+    l += tl_shfl_xor(l, 16);
+    l += tl_shfl_xor(l, 32);
+    if (q4 == 0) sm.m[w][n16] = m, sm.l[w][n16] = l;
+    tl_block_sync();
+    const float f = pg_wave_factor(sm, w, n16);
+    /* o[j][r]: dim 8 (4 q4 + r) + j, head n16 */
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) sm.o[w][n16][8 * (4 * q4 + r) + j] = o[j][r] * f;
+    tl_block_sync();
+    pg_group_write(sm, a, b, h, s);
+}
+
+#endif
+
+template <bool FP8>
+__global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2)) dec_paged_kernel(DecPagedArgs a)
+{
+#if defined(TL_MMA_TARGET_SM80) || defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+    pg_body<FP8>(a);
+#endif
+}
+
+/* Dynamic shared memory of the paged kernel: the sm_90 rings (101 KB: two groups per SM); none on
+ * AMD (its epilogue's memory is static). */
+static size_t pg_smem_bytes(int wave) { return wave == 32 ? (size_t)PG_WAVES * PG_STAGES * PG_STAGE_BYTES : 0; }
+
+template <bool FP8>
+static int pg_allow(size_t smem)
+{
+    static size_t allowed = 48 * 1024;
+    if (smem <= allowed) return 0;
+    void (*k)(DecPagedArgs) = dec_paged_kernel<FP8>;
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    allowed = smem;
+    return 0;
+}
+
+int dec_paged_prepare(int wave)
+{
+    const int rc = pg_allow<false>(pg_smem_bytes(wave));
+    return rc ? rc : pg_allow<true>(pg_smem_bytes(wave));
+}
+
+int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st)
+{
+    const size_t smem = pg_smem_bytes(wave);
+    int rc = fp8 ? pg_allow<true>(smem) : pg_allow<false>(smem);
+    if (rc) return rc;
+    const dim3 grid((unsigned)groups), block((unsigned)(PG_WAVES * wave));
+    const hipError_t e = fp8 ? tl_launch(dec_paged_kernel<true>, grid, block, smem, st, false, a)
+                             : tl_launch(dec_paged_kernel<false>, grid, block, smem, st, false, a);
+    if (e != hipSuccess) return tl_gpu_fail("dec_paged_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+    return 0;
+}
