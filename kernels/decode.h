@@ -8,13 +8,16 @@
  * What runs, for both kinds (contract/decode.h gives the function, the layouts and the geometry):
  *   - the shard launch: tl_decode_groups(s, shards) work-groups; a paged group serves the gqa query
  *     heads of one (request, KV head, shard) from one read of its pages through the block table; a
- *     dual-scope group serves all H heads of one (request, query token, shard), each latent row read
- *     once, dequantized once into shared memory / LDS and used by every head. Shard s of a row
+ *     dual-scope group serves one block of heads (tl_decode_group_heads: 32, or 16 when 32 does
+ *     not divide H) of one (request, query token, shard), each latent row read once by the group,
+ *     dequantized once into shared memory / LDS and used by all its heads. Shard s of a row
  *     covers the slots tl_decode_shard_range(tl_decode_row_slots(s, r), shards,
  *     tl_decode_granule(kind), s) and runs an online softmax over them in float32 (scores scaled by
  *     tl_decode_scale(s)); a dual-scope group counts exactly the top-k entries tl_decode_topk_counts
- *     counts. With shards = 1 it writes O and LSE; otherwise the partials (o normalized, lse; a
- *     shard with no counted key: o = 0, lse = -inf);
+ *     counts. Scores and P.V accumulate in float32 on the matrix cores; each weight (times the
+ *     FP8 value scale) enters P.V as a bf16 pair hi + lo (two products, 2^-16 of it at most: the
+ *     bound's pv_bits, numerics/softmax.h). With shards = 1 it writes O and LSE; otherwise the
+ *     partials (o normalized, lse; a shard with no counted key: o = 0, lse = -inf);
  *   - with shards > 1, the merge launch: one work-group (or wave) per (row, head) combines its
  *     shards with tl_decode_merge_stats / tl_decode_merge_weight / tl_decode_merge_lse (the
  *     contract's merge; never NaN: a row with no key gets O = 0, LSE = -inf).

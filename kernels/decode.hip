@@ -127,22 +127,11 @@ extern "C" void tl_decode_gpu_close(tl_decode_gpu *g)
     free(g);
 }
 
-/* Head blocks of a dual-scope row: H / dec_mla_head_block(H) (32 heads, or 16 when H % 32 != 0;
- * the contract's tl_decode_head_blocks counts ceil(H / 32)); 1 for paged (unused). */
-static int head_blocks(const tl_decode_shape *s)
-{
-    return s->kind == TL_DECODE_PAGED ? 1 : s->heads / dec_mla_head_block(s->heads);
-}
-
-/* The model's pick: tl_decode_auto_shards fills 2 x compute_units with groups (the contract counts
- * them, head blocks included). The paged kernel holds 2 groups per SM, so the device's CUs go in as
- * they are; the dual-scope kernel holds one (~100 KB of shared memory, 256 threads of ~240
- * registers), so it passes CUs / 2: the groups of a call then fill one wave. */
+/* The model's pick: tl_decode_auto_shards fills one wave of work-groups (the contract counts them
+ * with their head blocks and the groups a CU holds, tl_decode_groups_per_cu) on the device's CUs. */
 static int auto_shards(const tl_decode_gpu *g)
 {
-    const int div = g->s.kind == TL_DECODE_PAGED ? 1 : 2;
-    const int cus = g->cus / div > 0 ? g->cus / div : 1;
-    return tl_decode_auto_shards(&g->s, cus);
+    return tl_decode_auto_shards(&g->s, g->cus > 0 ? g->cus : 1);
 }
 
 extern "C" int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **out)
@@ -264,9 +253,9 @@ static int enqueue(tl_decode_gpu *g, int shards, hipStream_t st)
         a.q = g->q, a.kv = g->k, a.ks = g->ks, a.topk = g->topk, a.lens = g->lens;
         a.o = o, a.lse = lse;
         a.max_len = t->max_len, a.window = t->window;
-        a.heads = t->heads, a.mtp = t->mtp, a.topk_n = t->topk, a.shards = shards, a.hblocks = head_blocks(t);
+        a.heads = t->heads, a.mtp = t->mtp, a.topk_n = t->topk, a.shards = shards, a.hblocks = tl_decode_head_blocks(t);
         a.scale_log2 = scale_log2;
-        rc = dec_mla_launch(a, fp8, tl_decode_rows(t) * a.hblocks * (long)shards, g->mla_smem, st);
+        rc = dec_mla_launch(a, fp8, tl_decode_groups(t, shards), g->mla_smem, st);
     }
     if (rc || shards == 1) return rc;
     return dec_merge_launch(g->op, g->lsep, g->o, g->lse, (long)tl_decode_rows(t) * tl_decode_heads(t), shards,

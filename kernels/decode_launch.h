@@ -43,8 +43,6 @@ struct DecMlaArgs {
 int dec_paged_prepare(int wave);
 /* Launches the paged shard kernel over `groups` work-groups (4 waves each: 4 x wave threads). */
 int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st);
-/* Heads per dual-scope work-group for H heads: 32, or 16 when H % 32 != 0. */
-static inline int dec_mla_head_block(int heads) { return heads % 32 == 0 ? 32 : 16; }
 /* Slots of the dual-scope kernel's top-k hash set (shared memory, one u32 each): the power of two
  * >= 2k, at least 64; 0 without a sparse scope. Host and device agree through this function. */
 static __host__ __device__ inline int dec_mla_hash_slots(int k)

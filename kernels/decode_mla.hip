@@ -76,7 +76,7 @@ static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves
 
 size_t dec_mla_smem(int heads, int topk, int wave)
 {
-    return ml_layout(dec_mla_head_block(heads), topk, ML_THREADS / wave).total;
+    return ml_layout(tl_decode_ds_block_heads(heads), topk, ML_THREADS / wave).total;
 }
 
 static __device__ __forceinline__ uint32_t ml_hash(uint32_t p, int slots) { return (p * 0x9E3779B1u >> 11) & (uint32_t)(slots - 1); }
@@ -468,13 +468,13 @@ static int ml_launch(const DecMlaArgs &a, long groups, size_t smem, hipStream_t 
 
 int dec_mla_prepare(int heads, int fp8, size_t smem)
 {
-    if (dec_mla_head_block(heads) == 32) return fp8 ? ml_allow<2, true>(smem) : ml_allow<2, false>(smem);
+    if (tl_decode_ds_block_heads(heads) == 32) return fp8 ? ml_allow<2, true>(smem) : ml_allow<2, false>(smem);
     return fp8 ? ml_allow<1, true>(smem) : ml_allow<1, false>(smem);
 }
 
 int dec_mla_launch(const DecMlaArgs &a, int fp8, long groups, size_t smem, hipStream_t st)
 {
-    const int mt = dec_mla_head_block(a.heads) / 16;
+    const int mt = tl_decode_ds_block_heads(a.heads) / 16;
     if (mt == 2) return fp8 ? ml_launch<2, true>(a, groups, smem, st) : ml_launch<2, false>(a, groups, smem, st);
     return fp8 ? ml_launch<1, true>(a, groups, smem, st) : ml_launch<1, false>(a, groups, smem, st);
 }

@@ -26,13 +26,11 @@
  *           (an absolute error |lse| u / sqrt(3), i.e. relative on the shard's weight: lse_max^2
  *           u^2 / 3), the weight's exp and division (2 u^2), the sum over `shards` (shards u^2 / 6);
  *   store   O stored in float32, by the kernel and by the reference: 2 u^2 / 3.
- * The bound: rel_rms <= 4 e (numerics/metrics.h's safety) over the whole array. No max_abs bound:
- * metrics.h's (the largest of n Gaussian errors of one RMS) assumes one magnitude over the array,
- * and O's rows differ by design: |O| is about sigma_v / sqrt(effective keys), so a row of one or
- * two keys (|O| ~ sigma_v) sits 10-100 x above the array's RMS when the other rows are long, and its
- * correct errors exceed that rule. Those large rows dominate the relative RMS instead, and a wrong
- * row of any length moves it by orders of magnitude more than the bound (a long row of |O| ~ 0.01
- * computed wrongly adds ~1e-2 against a bound of a few 1e-6).
+ *   P.V     (pv_bits > 0) each weight, times the FP8 value scale, enters the P.V matrix product
+ *           carried in pv_bits of mantissa (bf16 hi + bf16 lo: the lo term's rounding, at most
+ *           2^-16 of the product): a relative error of each term w_j v_j, RMS 2^-pv_bits / sqrt(3),
+ *           which is O's relative error at worst (a row of one key: O = v x scale): 2^-2pv / 3.
+ * The bound: rel_rms <= 4 e (numerics/metrics.h's safety) and max_abs as metrics.h derives it.
  *
  * The LSE. An absolute error: the score terms (dot, scale) as above; the denominator's sum of n
  * positive terms (relative RMS u sqrt(n) / 3: partial sums grow linearly) and its log (u); the
@@ -59,7 +57,10 @@ typedef struct {
     double s_rms;      /* RMS of the scaled scores over the counted keys (the reference measures it) */
     double lse_rms;    /* RMS of the reference's finite LSEs */
     double lse_max;    /* largest |LSE| of a shard or a row */
+    int pv_bits;       /* mantissa bits the weights (x value scale) keep into P.V: 16 for bf16 hi + lo
+                          (kernels/decode.h); 0: exact (float32 or better, no term) */
 } tl_softmax_tol_spec;
+#define TL_SOFTMAX_PV_BF16X2 16
 
 #define TL_SOFTMAX_ACC_FP32 23
 /* The tolerances of O (relative RMS over the whole array) and of LSE. TL_EUSAGE for a bad spec

@@ -632,9 +632,9 @@ static int tolerances(const dec_problem *p, tl_tolerance *o, tl_tolerance *lse)
 {
     const tl_decode_stats *st = p->other == DEC_OTHER_SHARDED ? &p->other_stats : &p->stats;
     tl_softmax_tol_spec spec = {tl_decode_qk_dim(&p->shape), p->stats.max_keys, 1, 0, p->stats.s_rms, lse_rms(p),
-                                st->lse_max > p->stats.lse_max ? st->lse_max : p->stats.lse_max};
+                                st->lse_max > p->stats.lse_max ? st->lse_max : p->stats.lse_max, 0};
     if (p->other != DEC_OTHER_NAIVE) spec.shards = p->other_shards;
-    if (p->other == DEC_OTHER_GPU) spec.acc_bits = TL_SOFTMAX_ACC_FP32;
+    if (p->other == DEC_OTHER_GPU) spec.acc_bits = TL_SOFTMAX_ACC_FP32, spec.pv_bits = TL_SOFTMAX_PV_BF16X2;
     return tl_softmax_tolerance(&spec, o, lse);
 }
 

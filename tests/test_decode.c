@@ -172,7 +172,7 @@ static void assert_ref_matches_naive(problem *p)
     assert_int_equal(tl_decode_naive(&p->s, &in, p->o2, p->lse2), 0);
     assert_outputs_sane(p, p->o, p->lse);
     assert_outputs_sane(p, p->o2, p->lse2);
-    tl_softmax_tol_spec spec = {tl_decode_qk_dim(&p->s), p->st.max_keys, 1, 0, p->st.s_rms, 1.0, p->st.lse_max};
+    tl_softmax_tol_spec spec = {tl_decode_qk_dim(&p->s), p->st.max_keys, 1, 0, p->st.s_rms, 1.0, p->st.lse_max, 0};
     tl_tolerance to, tl;
     assert_int_equal(tl_softmax_tolerance(&spec, &to, &tl), 0);
     tl_err_metrics m;
@@ -305,7 +305,7 @@ static void assert_shardings(problem *p, uint64_t seed)
         assert_int_equal(tl_decode_reference_sharded(&p->s, &in, shards, p->o2, p->lse2, &ss), 0);
         assert_outputs_sane(p, p->o2, p->lse2);
         tl_softmax_tol_spec spec = {tl_decode_qk_dim(&p->s), p->st.max_keys, shards, 0, p->st.s_rms,
-                                    n > 0 ? sqrt(s2 / n) : 0, fmax(ss.lse_max, p->st.lse_max)};
+                                    n > 0 ? sqrt(s2 / n) : 0, fmax(ss.lse_max, p->st.lse_max), 0};
         tl_tolerance to, tl;
         assert_int_equal(tl_softmax_tolerance(&spec, &to, &tl), 0);
         tl_err_metrics m;
