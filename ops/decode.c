@@ -65,9 +65,8 @@ static const tl_op_input dec_inputs[] = {
 };
 
 static const tl_op_target dec_targets[] = {
-    {"sm_90", "not yet: kernels/decode*.hip are written beside this row", "never"},
-    {"gfx942", "not yet", "never (no AMD GPU here)"},
-    {"gfx950", "not yet", "never (no AMD GPU here)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (138 of 144 comparisons; timed beside SDPA)"},
+    TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
 
