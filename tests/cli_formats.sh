@@ -115,6 +115,13 @@ formats "bench topk" -- bench topk --n 4096 --batch 1 --k 512
 formats "sim indexer" -- sim indexer --hw mi355x --heads 32 --rows 2048 --kv 32768
 formats "check indexer" -- check indexer --rows 37 --kv 300 --heads 32 --seed 1
 formats "bench indexer" -- bench indexer --rows 64 --kv 256 --heads 32
+formats "sim quant" -- sim quant --hw h200 --rows 1,4096 --k 7168
+formats "sim quant" -- sim quant --hw mi300x --scheme fp8-query --hadamard --rows 300 --k 4096
+formats "check quant" -- check quant --scheme mxfp4 --rule up --rows 1,3 --k 256 --dist adversarial --seed 1
+formats "check quant" -- check quant --scheme dispatch --rows 2 --k 1152 --seed 1
+formats "bench quant" -- bench quant --rows 1 --k 7168
+formats "sim dispatch" -- sim dispatch --model glm-5 --ep 8 --tokens 1,4096
+formats "sim dispatch" -- sim dispatch --hw h200 --tokens 16
 
 # every command whose help offers --format is in the list above
 python3 - "$tl" "$covered" >"$tmp/missing" <<'PY'
