@@ -35,7 +35,7 @@ int tl_fig_dispatch_bytes(const char *out, const tl_payload_bar *bars, int n, co
         xmax = fmax(xmax, bars[i].values + bars[i].scales + bars[i].routing);
     }
     if (!(xmax > 0)) return tl_error(TL_EUSAGE, "dispatch-bytes", "every bar is empty");
-    const double W = 860, row_h = 46, top = 92, left = 110, right = 150;
+    const double W = 860, row_h = 46, top = 128, left = 110, right = 250;
     const double H = top + n * row_h + 60 + TL_GFX_FOOTER_PT;
     tl_gfx *g = tl_gfx_open(out, W, H);
     if (!g) return tl_gfx_open_status();
@@ -44,7 +44,7 @@ int tl_fig_dispatch_bytes(const char *out, const tl_payload_bar *bars, int n, co
     tl_plot_init(&pl, left, top, W - left - right, n * row_h, 0, xmax * 1.02, 0, 0, n, 0);
     pl.y_ticks_off = 1;
     tl_plot_axes(g, &pl, "bytes a token crosses the fabric (B)", NULL);
-    const tl_rgba cv = tl_gfx_palette(0), cs = tl_gfx_palette(1), cr = tl_gfx_palette(2);
+    const tl_rgba cv = tl_gfx_palette(5), cs = tl_gfx_palette(1), cr = tl_gfx_palette(3);
     for (int i = 0; i < n; i++) {
         const double yc = tl_plot_y(&pl, n - i - 0.5), bh = row_h * 0.62;
         double x = segment(g, &pl, 0, bars[i].values, yc, bh, cv);
@@ -53,10 +53,12 @@ int tl_fig_dispatch_bytes(const char *out, const tl_payload_bar *bars, int n, co
         tl_text_style st = tl_gfx_style(11);
         st.ha = TL_RIGHT, st.va = TL_MIDDLE, st.bold = 1;
         tl_gfx_text(g, left - 8, yc, bars[i].label, st);
-        char total[64];
+        char total[128];
         const double first = bars[0].values + bars[0].scales + bars[0].routing;
-        if (i == 0) snprintf(total, sizeof total, "%.0f B", x);
-        else snprintf(total, sizeof total, "%.0f B (%.0f%%)", x, 100.0 * x / first);
+        if (bars[i].scales + bars[i].routing > 0)
+            snprintf(total, sizeof total, "%.0f B = %.0f + %.0f + %.0f (%.0f%%)", x, bars[i].values, bars[i].scales,
+                     bars[i].routing, 100.0 * x / first);
+        else snprintf(total, sizeof total, "%.0f B", x);
         st = tl_gfx_style(10);
         st.ha = TL_LEFT, st.va = TL_MIDDLE;
         tl_gfx_text(g, tl_plot_x(&pl, x) + 6, yc, total, st);
@@ -64,7 +66,7 @@ int tl_fig_dispatch_bytes(const char *out, const tl_payload_bar *bars, int n, co
     const tl_legend_entry le[3] = {{"values (codes)", cv, TL_KEY_BOX, 0, 0},
                                    {"scales", cs, TL_KEY_BOX, 0, 0},
                                    {"routing (ids, weights, source)", cr, TL_KEY_BOX, 0, 0}};
-    tl_gfx_legend(g, W - 16, 56, le, 3, 1);
+    tl_gfx_legend(g, W - 16, 58, le, 3, 1);
     tl_gfx_footer(g, footer);
     return tl_gfx_close(g);
 }
