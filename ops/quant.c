@@ -500,6 +500,14 @@ static int quant_work(void *vp, int c, int part, tl_op_work *w)
     return 0;
 }
 
+/* "quant fp8 ue8m0 col 4096x7168": the scheme, its options and the shape (sim and bench rows). */
+static void row_name(const tl_quant_shape *s, char *name, size_t n)
+{
+    snprintf(name, n, "quant %s%s%s%s%s %ldx%ld", tl_quant_scheme_id_name(s->scheme), s->ue8m0 ? " ue8m0" : "",
+             s->layout == TL_QUANT_SCALES_COL ? " col" : "", s->round_up ? " up" : "", s->hadamard ? " hadamard" : "",
+             s->rows, s->k);
+}
+
 static int quant_sim_rows(void *vp, int c, tl_table *t)
 {
     quant_problem *p = vp;
@@ -508,7 +516,7 @@ static int quant_sim_rows(void *vp, int c, tl_table *t)
     int rc = quant_model(p, &s, &r);
     if (rc) return rc;
     char name[96];
-    snprintf(name, sizeof name, "quant %s %ldx%ld", tl_quant_scheme_id_name(s.scheme), s.rows, s.k);
+    row_name(&s, name, sizeof name);
     tl_table_row(t);
     tl_table_str(t, name);
     tl_table_str(t, p->hw);
@@ -549,7 +557,7 @@ static int quant_bench(void *vp, int c, tl_table *t)
     if ((rc = G->time(p->g, QUANT_SRC_RANK, &o, &r)) || (rc = quant_work(p, c, 0, &w))) return rc;
     const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
-    snprintf(name, sizeof name, "quant %s %ldx%ld", tl_quant_scheme_id_name(p->shape.scheme), p->shape.rows, p->shape.k);
+    row_name(&p->shape, name, sizeof name);
     tl_table_row(t);
     tl_table_str(t, name);
     tl_table_int(t, p->shape.rows);
