@@ -405,9 +405,12 @@ extern "C" int tl_quant_gpu_time(tl_quant_gpu *g, int src_rank, const tl_bench_o
     return tl_bench_run(o, time_fn, &c, r);
 }
 
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
 static const tl_quant_gpu_api quant_gpu_api = {tl_quant_gpu_open, tl_quant_gpu_upload, tl_quant_gpu_poison,
                                                tl_quant_gpu_run,  tl_quant_gpu_read,   tl_quant_gpu_unpack,
                                                tl_quant_gpu_time, tl_quant_gpu_close};
 extern const tl_quant_gpu_api *const tl_quant_gpu_kernels = &quant_gpu_api;
 }
+#endif
