@@ -12,7 +12,7 @@
  *     scale and codes by contract/quant.h's tl_quant_* functions; codes out in 8-byte (FP4: 4-byte)
  *     stores, the scale by the group's first lane. dispatch writes into the records and its group-0
  *     team copies the token's routing.
- *   quant_query: one block per 128-token block per head: 8 rows x 8 values a thread, the Hadamard
+ *   quant_query<HADAMARD>: one block per 128-token block per head: 8 rows x 8 values a thread, the Hadamard
  *     butterfly in registers and shuffles, the tile's amax through shared memory, then codes.
  *   quant_unpack: the dispatch records back into codes, scales, ids, weights and source (a block a
  *     token, 8-byte copies).

@@ -131,9 +131,10 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
  * lanes) holds rows 128 b + j + 16 i, i < 8, a lane 8 consecutive values of each; the Hadamard
  * butterfly runs as tl_fwht's (stages 1, 2, 4 in a thread, 8 .. 64 across lanes: lower = own +
  * partner, upper = partner - own), then the multiply by hscale. */
+template <int HADAMARD>
 __global__ void __launch_bounds__(TL_QUANT_THREADS)
-    quant_query(const uint16_t *__restrict__ x, int rows, int k, int ue8m0, int hadamard, float hscale,
-                uint8_t *__restrict__ codes, float *__restrict__ scales)
+    quant_query(const uint16_t *__restrict__ x, int rows, int k, int ue8m0, float hscale, uint8_t *__restrict__ codes,
+                float *__restrict__ scales)
 {
     constexpr int R = TL_QUANT_QUERY_ROWS / (TL_QUANT_THREADS / 16); /* 8 rows a thread */
     __shared__ uint32_t red[TL_QUANT_THREADS / 16];
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
 #pragma unroll
     for (int i = 0; i < R; i++) {
         unpack_bf16x8(q[i], f[i]);
-        if (hadamard) {
+        if (HADAMARD) {
 #pragma unroll
             for (int s = 1; s < 8; s <<= 1)
 #pragma unroll
@@ -190,8 +191,8 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
         uint32_t lo = 0, hi = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            lo |= (hadamard ? tl_quant_fp8_code_canon_nan(f[i][j], scale, 0) : tl_quant_fp8_code(f[i][j], scale, 0)) << (8 * j);
-            hi |= (hadamard ? tl_quant_fp8_code_canon_nan(f[i][j + 4], scale, 0) : tl_quant_fp8_code(f[i][j + 4], scale, 0))
+            lo |= (HADAMARD ? tl_quant_fp8_code_canon_nan(f[i][j], scale, 0) : tl_quant_fp8_code(f[i][j], scale, 0)) << (8 * j);
+            hi |= (HADAMARD ? tl_quant_fp8_code_canon_nan(f[i][j + 4], scale, 0) : tl_quant_fp8_code(f[i][j + 4], scale, 0))
                   << (8 * j);
         }
         *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) = make_uint2(lo, hi);
@@ -313,8 +314,12 @@ static int enqueue(tl_quant_gpu *g, int src_rank, hipStream_t st)
     const long long n = (long long)s->rows * s->k;
     const unsigned blocks = (unsigned)tl_quant_blocks(s);
     if (s->scheme == TL_QUANT_FP8_QUERY) {
-        quant_query<<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0, s->hadamard,
-                                                         tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
+        if (s->hadamard)
+            quant_query<1><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+                                                                tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
+        else
+            quant_query<0><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+                                                                tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
         TL_GPU_CHECK_LAUNCH("quant_query");
         return 0;
     }

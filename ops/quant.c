@@ -230,8 +230,13 @@ static int quant_load_inputs(void *vp, const tl_op_file *files, int n)
     tl_npy a, ids, w;
     int rc = load_matrix(xp, TL_NPY_BF16, 0, 0, &a);
     if (rc) return rc;
-    p->base.rows = (long)a.shape[0] <= TL_QUANT_MAX_ROWS ? (long)a.shape[0] : TL_QUANT_MAX_ROWS + 1;
-    p->base.k = (long)a.shape[1] <= TL_QUANT_MAX_K ? (long)a.shape[1] : TL_QUANT_MAX_K + 1;
+    if (a.shape[0] > (size_t)TL_QUANT_MAX_ROWS || a.shape[1] > (size_t)TL_QUANT_MAX_K) {
+        tl_npy_free(&a);
+        return tl_error(TL_EUSAGE, xp, "[%zu][%zu] activations: at most %ld rows of %ld", a.shape[0], a.shape[1],
+                        TL_QUANT_MAX_ROWS, TL_QUANT_MAX_K);
+    }
+    p->base.rows = (long)a.shape[0];
+    p->base.k = (long)a.shape[1];
     rc = tl_quant_shape_check(&p->base);
     if (rc) rc = tl_error(TL_EUSAGE, xp, "%s", tl_last_error());
     if (!rc) rc = to_bf16(&a, &p->user_x);
