@@ -94,6 +94,8 @@ static const hw_field HW_FIELDS[] = {
     FIELD(load_chain_us, FIELD_REAL, "us"),
     FIELD(next_kernel_us, FIELD_REAL, "us"),
     FIELD(flush_dirty_mb, FIELD_REAL, "MB"),
+    FIELD(link_gbps, FIELD_REAL, "GB/s"),
+    FIELD(link_peer_gbps, FIELD_REAL, "GB/s"),
     FIELD(device, FIELD_TEXT, ""),
     FIELD(date, FIELD_TEXT, ""),
     FIELD(source, FIELD_TEXT, ""),

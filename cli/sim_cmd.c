@@ -1,5 +1,6 @@
 /* tilelab sim moe | sim paged-decode | bench sim: the simulator's commands. */
 #include "cli.h"
+#include "../ops/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -80,6 +81,7 @@ static int sim_decode(int argc, char **argv)
 
 static const tl_command sim_table[] = {
     {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
+    {"dispatch", tl_quant_sim_dispatch, "MoE dispatch payload: bytes a token by format, all-gather time", ""},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -102,12 +102,49 @@ TL_CODE_FN uint32_t tl_code_e4m3x2_bf16_2m120(uint32_t h)
     return bits | ((nan & 0x80u) ? 0x7FC0u : 0u) | ((nan & 0x8000u) ? 0x7FC00000u : 0u);
 }
 
+/* ---- E4M3FNUZ (gfx942 FP8): bias 8, max 240, 0x80 the only NaN, no Inf, no -0 ----------------- */
+/* = tl_encode(TL_NF_E4M3FNUZ, x, 1): RNE, saturating at +-240 (Inf too), NaN -> 0x80, anything that
+ * rounds to zero -> 0x00. A FNUZ code's value is half the E4M3FN value of the same bits (0x7F: 240),
+ * so this rounds 2x as E4M3FN does, with 480 (0x7F) as the largest magnitude instead of a NaN. */
+TL_CODE_FN uint32_t tl_code_e4m3fnuz_from_f32(float x)
+{
+    const uint32_t sign = (tl_code_f32_bits(x) >> 24) & 0x80u, u = tl_code_f32_bits(x) & 0x7FFFFFFFu;
+    if (u > 0x7F800000u) return 0x80u;         /* NaN */
+    if (u >= 0x43700000u) return sign | 0x7Fu; /* |x| >= 240 (Inf too): saturate */
+    const uint32_t v = u < 0x00800000u ? u << 1 : u + 0x00800000u; /* |2x|, exact */
+    uint32_t mag;
+    if (v < 0x3C800000u) { /* |2x| < 2^-6: steps of 2^-9 as in tl_code_e4m3_from_f32 */
+        const uint32_t ex = v >> 23, sig = ex ? (v & 0x7FFFFFu) | 0x800000u : v;
+        const uint32_t sh = 141u - (ex ? ex : 1u);
+        if (sh >= 32u) return 0u;
+        const uint32_t q = sig >> sh, rem = sig & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+        mag = q + (rem > half || (rem == half && (q & 1u)));
+    } else {
+        const uint32_t r = v + 0x7FFFFu + ((v >> 20) & 1u);
+        const uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u;
+        mag = e > 15u ? 0x7Fu : (e << 3) | m; /* 2x rounded past 480 */
+    }
+    return mag ? sign | mag : 0u; /* no -0 */
+}
+
 /* ---- E2M1 (FP4): bias 1, max 6, no Inf or NaN -------------------------------------------------- */
 TL_CODE_FN float tl_code_e2m1_to_f32(uint32_t c)
 {
     const uint32_t s = (c & 8u) << 28, e = (c >> 1) & 3u, m = c & 1u;
     if (e == 0) return tl_code_bits_f32(s | (m ? 0x3F000000u : 0u)); /* 0 or 0.5 */
     return tl_code_bits_f32(s | ((e + 126u) << 23) | (m << 22));
+}
+
+/* = tl_encode(TL_NF_E2M1, x, 1): RNE onto 0, 0.5, 1, 1.5, 2, 3, 4, 6 (ties to the even code),
+ * saturating at +-6 (Inf too), the sign kept (-0 is 0x8); NaN -> 0 (FP4 has no NaN: MX blocks carry
+ * it in their scale). Seven compares. */
+TL_CODE_FN uint32_t tl_code_e2m1_from_f32(float x)
+{
+    const uint32_t sign = (tl_code_f32_bits(x) >> 28) & 8u;
+    const float a = tl_code_bits_f32(tl_code_f32_bits(x) & 0x7FFFFFFFu);
+    if (!(a == a)) return 0u;
+    const uint32_t m = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+    return sign | m;
 }
 
 /* ---- BF16 pairs (two values in one 32-bit word, the first in the low half) --------------------- */
@@ -142,6 +179,39 @@ TL_CODE_FN float tl_code_e8m0_to_f32(uint32_t c)
 {
     if (c == 255u) return tl_code_bits_f32(0x7FC00000u);
     return tl_code_bits_f32(c ? c << 23 : 0x00400000u); /* code 0 is 2^-127, a subnormal */
+}
+
+/* The E8M0 scale code an OCP MX block gets (= tl_mx_scale_code(elem, FLOOR or RCEIL, amax) of
+ * numerics/mx.h) from amax_bits, the float32 bits of its largest |x| (any finite value >= 0; NaN or
+ * Inf bits give 0xFF). emax: the element's largest exponent (E4M3 8, E2M1 2); max_mant: the 23
+ * mantissa bits of its largest value (E4M3 448 = 1.75 x 2^8: 0x600000; E2M1 6 = 1.5 x 2^2:
+ * 0x400000). FLOOR: s = floor(log2 amax) - emax; round-up (RCEIL): s = ceil(log2(amax / max)), one
+ * more than FLOOR's exactly when amax's mantissa exceeds max's. s clamped to [-127, 127]; amax 0 or
+ * subnormal: 0x00. A few integer operations. */
+TL_CODE_FN uint32_t tl_code_e8m0_mx_scale(uint32_t amax_bits, int emax, uint32_t max_mant, int round_up)
+{
+    if (amax_bits >= 0x7F800000u) return 0xFFu;
+    const int biased = (int)(amax_bits >> 23);
+    if (biased == 0) return 0u;
+    int s = biased - 127 - emax + (round_up && (amax_bits & 0x7FFFFFu) > max_mant);
+    s = s < -127 ? -127 : s > 127 ? 127 : s;
+    return (uint32_t)(s + 127);
+}
+/* 1 / 2^(c - 127) for an E8M0 code c in [0, 254], exactly (2^127 .. 2^-127; code 254 is 2^-127, a
+ * float32 subnormal): the factor an MX block's values are multiplied by before encoding. */
+TL_CODE_FN float tl_code_e8m0_inverse(uint32_t c)
+{
+    const int e = 127 - (int)c; /* in [-127, 127] */
+    return tl_code_bits_f32(e >= -126 ? (uint32_t)(e + 127) << 23 : 0x00400000u);
+}
+
+/* s rounded up to a power of two (= numerics/blockfp8.h's ue8m0 step, frexpf/ldexpf, for any s > 0
+ * that is normal; +Inf gives 1.0f, as glibc's frexpf (exponent 0) makes the host's). */
+TL_CODE_FN float tl_code_pow2_ceil(float s)
+{
+    const uint32_t u = tl_code_f32_bits(s);
+    if (u >= 0x7F800000u) return 1.0f;
+    return tl_code_bits_f32((u & 0x7FFFFFu) ? ((u >> 23) + 1u) << 23 : u);
 }
 
 #endif

@@ -61,10 +61,15 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
 extern const tl_op tl_op_decode;
 extern const tl_op tl_op_indexer;
 extern const tl_op tl_op_moe;
+extern const tl_op tl_op_quant;
 extern const tl_op tl_op_topk;
 extern const tl_op_figure tl_decode_figures[];
 extern const tl_op_figure tl_indexer_figures[];
 extern const tl_op_figure tl_moe_figures[];
+extern const tl_op_figure tl_quant_figures[];
 extern const tl_op_figure tl_topk_figures[];
+
+/* `tilelab sim dispatch` (ops/quant.c): the MoE dispatch payload's model. */
+int tl_quant_sim_dispatch(int argc, char **argv);
 
 #endif

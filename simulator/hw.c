@@ -88,6 +88,7 @@ static const hw_field hw_fields[] = {
     NUM(llc_mib, 0, 0, 1e6), NUM(hbm_gb, 1, 0, 1e6), NUM(launch_us, 1, 0, 1e6), NUM(item_fixed_us, 1, 0, 1e6),
     NUM(hbm_per_cu_gbps, 1, 1e-3, 1e7), NUM(l2_per_cu_gbps, 0, 1e-3, 1e7), NUM(hbm_latency_us, 0, 0, 1e3),
     NUM(load_chain_us, 0, 0, 1e3), NUM(next_kernel_us, 0, 0, 1e6), NUM(flush_dirty_mb, 0, 0, 1e6),
+    NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6),
     STR(device, 0), STR(date, 0), STR(source, 0),
 };
 #undef STR
@@ -98,7 +99,7 @@ static const hw_field hw_fields[] = {
 /* Keys a preset or overlay may carry that the model does not read: a note beside a value, and what
  * `tilelab bench roofline --save` records about its run (so that its result file is an overlay). */
 static const char *const recorded_keys[] = {"clock_note", "clocks", "label", "mma", "memcpy_gbps",
-                                            "configurations", NULL};
+                                            "configurations", "link_note", NULL};
 static const char *const ceiling_keys[] = {"hbm_read_gbps", "hbm_copy_gbps", "bf16_tflops", "fp8_tflops",
                                            "fp6_tflops", "fp4_tflops", NULL};
 static const char *const ceiling_value_keys[] = {"datasheet", "measured", "unit", NULL};
@@ -178,6 +179,7 @@ static int hw_from_json(json_t *root, const char *label, tl_hw *hw)
     if (hw->load_chain_us <= 0) hw->load_chain_us = hw->hbm_latency_us;
     if (hw->next_kernel_us <= 0) hw->next_kernel_us = hw->launch_us;
     if (hw->vector_lanes_per_cu <= 0) hw->vector_lanes_per_cu = hw->wave_size * hw->matrix_cores_per_cu;
+    if (hw->link_peer_gbps <= 0) hw->link_peer_gbps = hw->link_gbps;
     if (hw->flush_dirty_mb <= 0) hw->flush_dirty_mb = hw->l2_mib_per_xcd * hw->xcds * 1.048576;
     if (hw->cus % hw->xcds != 0)
         return tl_error(TL_EUSAGE, label, "cus = %d is not a multiple of xcds = %d", hw->cus, hw->xcds);

@@ -89,6 +89,10 @@ typedef struct {
                                    first one's launch_us (optional, 0 = launch_us) */
     double flush_dirty_mb;      /* MB of dirty lines a store pass larger than the L2 leaves there,
                                    written back by the next kernel's loads (optional, 0 = the L2) */
+    double link_gbps;           /* GPU-to-GPU bandwidth out of one GPU, one direction, all peers
+                                   together (GB/s; optional, 0 = unknown): xGMI / NVLink */
+    double link_peer_gbps;      /* the same to one peer (a full mesh: one link's; through a switch:
+                                   link_gbps); optional, 0 = link_gbps */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

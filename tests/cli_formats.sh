@@ -120,6 +120,13 @@ formats "sim decode dual-scope" -- sim decode --kind dual-scope --hw h200 --batc
 formats "check decode" -- check decode --batch 3 --seq 70 --gqa 4 --kv-heads 2 --mixed --seed 1
 formats "check decode dual-scope" -- check decode --kind dual-scope --batch 2 --seq 300 --heads 16 --topk 64 --seed 1
 formats "bench decode" -- bench decode --batch 2 --seq 256 --gqa 4 --kv-heads 2
+formats "sim quant" -- sim quant --hw h200 --rows 1,4096 --k 7168
+formats "sim quant" -- sim quant --hw mi300x --scheme fp8-query --hadamard --rows 300 --k 4096
+formats "check quant" -- check quant --scheme mxfp4 --rule up --rows 1,3 --k 256 --dist adversarial --seed 1
+formats "check quant" -- check quant --scheme dispatch --rows 2 --k 1152 --seed 1
+formats "bench quant" -- bench quant --rows 1 --k 7168
+formats "sim dispatch" -- sim dispatch --model glm-5 --ep 8 --tokens 1,4096
+formats "sim dispatch" -- sim dispatch --hw h200 --tokens 16
 
 # every command whose help offers --format is in the list above
 python3 - "$tl" "$covered" >"$tmp/missing" <<'PY'

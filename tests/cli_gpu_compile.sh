@@ -8,7 +8,7 @@
 #      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
 #      and holds exactly the matrix instructions the rules below allow (the roofline loops' one
 #      per accumulator, the MoE GEMM's per dtype); the top-k kernels are all there for both arches
-#      and hold no matrix instruction at all.
+#      and hold no matrix instruction at all, and so are the quant kernels.
 # Cost: about 20 s for nvcc and 10 s for each clang on two cores.
 set -uo pipefail
 tilelab=$1
@@ -281,6 +281,19 @@ check_topk() {
   n=$(grep -c "^_Z[0-9]*topk_" "$tmp/mfma.$arch")
   [ "$n" -eq 0 ] || fail "$arch: top-k kernels hold matrix instructions: $(grep "^_Z[0-9]*topk_" "$tmp/mfma.$arch" | head -3)"
 }
+# Quantization (kernels/quant.hip): conversions and shuffles, no matrix work. Every one of its
+# kernels must be in each arch's assembly, none with a matrix instruction (check_quant).
+quant_kernels='_Z11quant_groupILi0E _Z11quant_groupILi1E _Z11quant_groupILi2E _Z11quant_groupILi3E _Z11quant_groupILi4E _Z11quant_queryILi0E _Z11quant_queryILi1E _Z12quant_unpack'
+# check_quant ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
+check_quant() {
+  local arch=$1 k n
+  for k in $quant_kernels; do
+    grep -q "^$k" "$tmp/kernels.$arch" || fail "$arch: no quant kernel $k* in the assembly"
+  done
+  n=$(grep -c "^_Z[0-9]*quant_" "$tmp/mfma.$arch")
+  [ "$n" -eq 0 ] || fail "$arch: quant kernels hold matrix instructions: $(grep "^_Z[0-9]*quant_" "$tmp/mfma.$arch" | head -3)"
+  echo "$arch: the 8 quant kernels are there, no matrix instructions"
+}
 # check_scratch ARCH S...: every kernel keeps everything in registers (ScratchSize 0, private segment 0)
 check_scratch() {
   local arch=$1; shift
@@ -314,6 +327,7 @@ amd_device() {
   local rules=rules_$arch
   check_mfma "$arch" "${!rules}" "$tmp/$arch"/*.s
   check_topk "$arch"
+  check_quant "$arch"
 }
 if [ ! -f /usr/include/hip/hip_runtime.h ]; then
   echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"

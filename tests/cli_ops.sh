@@ -249,6 +249,61 @@ expect 2 "decode: a NaN scale" -- "$tl" run decode --kind dual-scope --input "le
   --input "k=$tmp/m_kv.npy" --input "kscale=$tmp/m_ks_nan.npy" --output "o=$tmp/bad.npy"
 expect 2 "decode: lens missing" -- "$tl" run decode --kind dual-scope --input "q=$tmp/m_q.npy" --input "k=$tmp/m_kv.npy" --output "o=$tmp/bad.npy"
 check "decode wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
+# ---- quant: .npy activations (float32, rounded to bf16), uint8 codes and float32 / E8M0 scales ----
+npy "$tmp/qx.npy" "<f4" "(2, 256)" "[((i * 37) % 19 - 9) / 4.0 for i in range(512)]"
+expect 0 "run quant fp8 on .npy" -- "$tl" run quant --input "x=$tmp/qx.npy" --output "codes=$tmp/qc.npy" --output "scales=$tmp/qs.npy"
+check "fp8: codes [2][256] uint8, scales [2][2] = amax 2.25 / 448, 2.25 -> 448" -- python3 -c '
+import struct, sys
+def load(p):
+    b = open(p, "rb").read(); h = struct.unpack("<H", b[8:10])[0]; return b[10:10 + h].decode(), b[10 + h:]
+hc, c = load(sys.argv[1]); hs, s = load(sys.argv[2])
+assert "|u1" in hc and "(2, 256)" in hc, hc
+assert "<f4" in hs and "(2, 2)" in hs, hs
+sc = struct.unpack("<4f", s)
+assert all(v == struct.unpack("<f", struct.pack("<f", 2.25 / 448))[0] for v in sc), sc
+vals = [((i * 37) % 19 - 9) / 4.0 for i in range(512)]
+assert all(c[i] == (0x7E if vals[i] == 2.25 else 0xFE) for i in range(512) if abs(vals[i]) == 2.25)' "$tmp/qc.npy" "$tmp/qs.npy"
+expect 0 "check quant --input (mxfp4, round-up)" -- "$tl" check quant --input "x=$tmp/qx.npy" --scheme mxfp4 --rule up
+check "check quant --input passes" -- grep -q "^all [0-9]* comparisons passed" <<<"$LAST_OUT"
+expect 0 "run quant mxfp4" -- "$tl" run quant --input "x=$tmp/qx.npy" --scheme mxfp4 --output "codes=$tmp/q4.npy" --output "scales=$tmp/q4s.npy"
+check "mxfp4: codes [2][128] (two a byte), scales [2][8] uint8" -- bash -c 'grep -aq "(2, 128)" "$0" && grep -aq "(2, 8)" "$1"' "$tmp/q4.npy" "$tmp/q4s.npy"
+npy "$tmp/qids.npy" "<i4" "(2, 8)" "list(range(16))"
+npy "$tmp/qw.npy" "<f4" "(2, 8)" "[0.125] * 16"
+expect 0 "run quant dispatch" -- "$tl" run quant --scheme dispatch --input "x=$tmp/qx.npy" --input "ids=$tmp/qids.npy" \
+  --input "weights=$tmp/qw.npy" --output "records=$tmp/qr.npy"
+check "dispatch: 2 records of 256 + 8 + 32 + 32 + 8 = 336 bytes" -- grep -aq "(2, 336)" "$tmp/qr.npy"
+expect 0 "check quant dispatch --input" -- "$tl" check quant --scheme dispatch --input "x=$tmp/qx.npy" --input "ids=$tmp/qids.npy" --input "weights=$tmp/qw.npy"
+npy "$tmp/qx_k.npy" "<f4" "(2, 100)" "[1.0] * 200"
+expect 2 "quant: K not a multiple of 128" -- "$tl" run quant --input "x=$tmp/qx_k.npy" --output "$tmp/bad.npy"
+npy "$tmp/qx_i.npy" "<i4" "(2, 128)" "[1] * 256"
+expect 2 "quant: integer activations" -- "$tl" run quant --input "x=$tmp/qx_i.npy" --output "$tmp/bad.npy"
+printf '\x93NUMPY\x01\x00\x10\x00{"descr": bad}\n' >"$tmp/qx_bad.npy"
+expect 2 "quant: a malformed .npy" -- "$tl" run quant --input "x=$tmp/qx_bad.npy" --output "$tmp/bad.npy"
+expect 2 "quant dispatch without ids" -- "$tl" run quant --scheme dispatch --input "x=$tmp/qx.npy" --output "$tmp/bad.npy"
+npy "$tmp/qids_bad.npy" "<i4" "(2, 4)" "list(range(8))"
+expect 2 "quant dispatch: ids of the wrong top-k" -- "$tl" run quant --scheme dispatch --input "x=$tmp/qx.npy" \
+  --input "ids=$tmp/qids_bad.npy" --input "weights=$tmp/qw.npy" --output "$tmp/bad.npy"
+npy "$tmp/qw_nan.npy" "<f4" "(2, 8)" "[float('nan')] * 16"
+expect 2 "quant dispatch: NaN weights" -- "$tl" run quant --scheme dispatch --input "x=$tmp/qx.npy" \
+  --input "ids=$tmp/qids.npy" --input "weights=$tmp/qw_nan.npy" --output "$tmp/bad.npy"
+expect 2 "quant: ids for a scheme without routing" -- "$tl" run quant --input "x=$tmp/qx.npy" --input "ids=$tmp/qids.npy" --output "$tmp/bad.npy"
+expect 2 "quant: an unknown scheme" -- "$tl" check quant --scheme fp7
+expect 2 "quant: negative rows" -- "$tl" sim quant --rows -4
+expect 2 "quant: absurd shapes" -- "$tl" sim quant --rows 16777216 --k 131072
+expect 2 "quant: --rule on fp8" -- "$tl" sim quant --rule up
+expect 2 "quant: --hadamard on mxfp8" -- "$tl" sim quant --scheme mxfp8 --hadamard
+check "quant wrote nothing on bad input" -- test ! -e "$tmp/bad.npy"
+expect 0 "sim dispatch" -- "$tl" sim dispatch --model glm-5 --ep 8 --tokens 1024 --format csv
+check "sim dispatch: 12,288 bytes of BF16 and 6,408 of FP8 a token" -- bash -c 'grep -q "^glm-5,6144,8,8,1024,bf16,12288,0,0,12288," <<<"$0" && grep -q "^glm-5,6144,8,8,1024,fp8 1x128,6144,192,72,6408," <<<"$0"' "$LAST_OUT"
+expect 2 "sim dispatch --ep 1" -- "$tl" sim dispatch --ep 1
+expect 2 "sim dispatch --tokens 0" -- "$tl" sim dispatch --tokens 0
+expect 2 "sim dispatch: an unknown model" -- "$tl" sim dispatch --model glm-9
+expect 0 "draw dispatch-bytes" -- "$tl" draw dispatch-bytes -o "$tmp/db.svg"
+check "the dispatch picture is an SVG" -- grep -q "<svg" "$tmp/db.svg"
+expect 2 "draw dispatch-bytes without -o" -- "$tl" draw dispatch-bytes
+expect 0 "sim quant csv onto the roofline" -- "$tl" sim quant --hw h200 --rows 1,4096,16384 --k 7168 --format csv
+echo "$LAST_OUT" >"$tmp/qsim.csv"
+expect 0 "draw roofline --points (quant's sim CSV)" -- "$tl" draw roofline --hw h200 --points "$tmp/qsim.csv" -o "$tmp/qroof.svg"
 expect 0 "run --help" -- "$tl" run moe --help
 check "run's help names its inputs" -- grep -q "topk_weights=FILE.npy" <<<"$LAST_OUT"
 finish

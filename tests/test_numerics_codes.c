@@ -13,7 +13,9 @@
 
 #include "numerics/codes.h"
 #include "numerics/formats.h"
+#include "numerics/blockfp8.h"
 #include "numerics/int4.h"
+#include "numerics/mx.h"
 
 static float f32(uint32_t u)
 {
@@ -184,6 +186,10 @@ static void encodes_alike(uint32_t u, long *checked)
     if (b != bw) fail_msg("bf16 of %a (0x%08X): 0x%04X, want 0x%04X", (double)x, u, b, bw);
     const uint32_t e = tl_code_e4m3_from_f32(x), ew = tl_encode(TL_NF_E4M3FN, x, 1);
     if (e != ew) fail_msg("e4m3 of %a (0x%08X): 0x%02X, want 0x%02X", (double)x, u, e, ew);
+    const uint32_t z = tl_code_e4m3fnuz_from_f32(x), zw = tl_encode(TL_NF_E4M3FNUZ, x, 1);
+    if (z != zw) fail_msg("e4m3fnuz of %a (0x%08X): 0x%02X, want 0x%02X", (double)x, u, z, zw);
+    const uint32_t f = tl_code_e2m1_from_f32(x), fw = tl_encode(TL_NF_E2M1, x, 1);
+    if (f != fw) fail_msg("e2m1 of %a (0x%08X): 0x%X, want 0x%X", (double)x, u, f, fw);
     (*checked)++;
 }
 
@@ -209,6 +215,17 @@ static void rounding_boundaries_encode_as_numerics_does(void **state)
             encodes_alike((u + (uint32_t)d) | 0x80000000u, &checked);
         }
     }
+    /* E4M3FNUZ subnormals are steps of 2^-10; E2M1's grid and its midpoints: each and its neighbours */
+    static const float grid[] = {0x1p-11f, 0x1p-10f, 0x3p-11f, 0x1p-9f, 0x5p-11f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f,
+                                 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f, 7.0f, 232.0f, 240.0f, 248.0f};
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        uint32_t u;
+        memcpy(&u, &grid[i], sizeof u);
+        for (int d = -2; d <= 2; d++) {
+            encodes_alike(u + (uint32_t)d, &checked);
+            encodes_alike((u + (uint32_t)d) | 0x80000000u, &checked);
+        }
+    }
     /* specials: zeros, Inf, NaN (quiet, signalling, negative), the largest and smallest floats */
     static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
                                        0xFFC00000u, 0x7F800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7F7FFFFFu,
@@ -217,6 +234,36 @@ static void rounding_boundaries_encode_as_numerics_does(void **state)
     /* and a stride through every bit pattern */
     for (uint64_t u = 0; u < (1ull << 32); u += 65521u) encodes_alike((uint32_t)u, &checked);
     assert_true(checked > 450000);
+}
+
+/* The MX scale code and the power-of-two round-up the quant kernels compute in integers, against
+ * numerics' own (mx.h, blockfp8.h): every bf16 amax pattern and a stride through float32. */
+static void mx_scale_and_pow2_match_numerics(void **state)
+{
+    (void)state;
+    long checked = 0;
+    for (uint64_t u = 0; u < 0x80000000ull; u += (u < 0x8000u ? 1u : 4093u)) {
+        const uint32_t bits = u < 0x8000u ? (uint32_t)u << 16 : (uint32_t)u; /* every positive bf16, then a stride */
+        const float a = f32(bits);
+        for (int up = 0; up < 2; up++) {
+            const tl_scale_rule rule = up ? TL_SCALE_RCEIL : TL_SCALE_FLOOR;
+            const uint32_t c8 = tl_code_e8m0_mx_scale(bits, 8, 0x600000u, up), w8 = tl_mx_scale_code(TL_NF_E4M3FN, rule, a);
+            const uint32_t c4 = tl_code_e8m0_mx_scale(bits, 2, 0x400000u, up), w4 = tl_mx_scale_code(TL_NF_E2M1, rule, a);
+            if (c8 != w8) fail_msg("mxfp8 %s scale of %a: 0x%02X, want 0x%02X", tl_scale_rule_name(rule), (double)a, c8, w8);
+            if (c4 != w4) fail_msg("mxfp4 %s scale of %a: 0x%02X, want 0x%02X", tl_scale_rule_name(rule), (double)a, c4, w4);
+            if (c8 != 0xFFu && tl_code_e8m0_inverse(c8) != ldexpf(1.0f, 127 - (int)c8)) fail_msg("inverse of 0x%02X", c8);
+        }
+        if (a > 0 && isfinite(a)) {
+            const float s = a / 448.0f;
+            if (!isnormal(s)) continue;
+            int e;
+            const float fr = frexpf(s, &e), want = ldexpf(1.0f, fr == 0.5f ? e - 1 : e);
+            if (tl_code_pow2_ceil(s) != want) fail_msg("pow2 ceil of %a", (double)s);
+        }
+        checked++;
+    }
+    assert_true(tl_code_pow2_ceil(INFINITY) == tl_bfp8_scale(TL_NF_E4M3FN, INFINITY, 1)); /* the host's 1.0 */
+    assert_true(checked > 500000 && checked < 1000000);
 }
 
 /* The values the kernels rely on, written out. */
@@ -250,6 +297,7 @@ int main(void)
         cmocka_unit_test(e2m1_bytes_match_numerics),
         cmocka_unit_test(e4m3_pairs_match_numerics),
         cmocka_unit_test(kernel_chains_match_numerics),
+        cmocka_unit_test(mx_scale_and_pow2_match_numerics),
         cmocka_unit_test(known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

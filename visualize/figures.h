@@ -135,4 +135,17 @@ int tl_topk_trace_read(const char *path, long want_n, int row, tl_topk_trace_cas
  * number written in cells large enough for it; arch is "gfx942" or "gfx950". */
 int tl_fig_mfma(const char *out, const char *arch, const char *instr);
 
+/* ---- quant: the MoE dispatch payload ---- */
+/* One bar of the dispatch-bytes picture: a payload's bytes a token, stacked. */
+typedef struct {
+    const char *label;     /* "bf16", "fp8 1x128" */
+    double values, scales, routing;
+} tl_payload_bar;
+/* Bytes a token crosses the fabric as, one horizontal bar per payload, stacked values / scales /
+ * routing (colour-blind-safe palette, a key), each bar's total and share of the first bar written
+ * at its end; x in bytes from 0. footer: where the numbers come from. TL_EUSAGE for 0 or more than
+ * 8 bars or a negative size. */
+int tl_fig_dispatch_bytes(const char *out, const tl_payload_bar *bars, int n, const char *title, const char *about,
+                          const char *footer);
+
 #endif
