@@ -58,8 +58,8 @@ static const tl_command top_table[] = {
     {"models", tl_cmd_models, "model presets", "usage: tilelab models [--format table|csv|json]\n"},
     {"sim", tl_cmd_sim, "tile-scheduling model of an op on a hardware preset",
      "usage: tilelab sim OP|paged-decode ...  (tilelab sim SUB --help; tilelab ops lists the ops)\n"},
-    {"draw", tl_cmd_draw, "pictures: each op's figures (moe-tiles, padding, timeline), roofline, mfma",
-     "usage: tilelab draw moe-tiles|padding|timeline|roofline|mfma ... -o FILE.png|svg|pdf\n"},
+    {"draw", tl_cmd_draw, "pictures: each op's figures (tilelab draw --help lists them), roofline, mfma",
+     "usage: tilelab draw FIGURE|roofline|mfma ... -o FILE.png|svg|pdf  (tilelab draw --help: the figures)\n"},
     {"mfma", tl_cmd_mfma, "matrix-core instructions: list, layout",
      "usage: tilelab mfma list --arch gfx942|gfx950\n"
      "       tilelab mfma layout --arch ARCH --instr NAME --matrix A|B|C|D [--format csv]\n"},
@@ -137,8 +137,8 @@ int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn,
         return tl_error(TL_EUSAGE, group, "missing subcommand (one of %s; tilelab %s --help)", names, group);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         printf("usage: tilelab %s SUBCOMMAND [options]\n\n", group);
-        for (const tl_command *c = table; c->name; c++) printf("  %-10s %s\n", c->name, c->summary);
-        for (int i = 0; op_fn && tl_ops[i]; i++) printf("  %-10s %s (an op: tilelab ops)\n", tl_ops[i]->name, tl_ops[i]->summary);
+        for (const tl_command *c = table; c->name; c++) printf("  %-16s %s\n", c->name, c->summary);
+        for (int i = 0; op_fn && tl_ops[i]; i++) printf("  %-16s %s (an op: tilelab ops)\n", tl_ops[i]->name, tl_ops[i]->summary);
         return 0;
     }
     const tl_command *c = find(table, argv[1]);
