@@ -141,7 +141,7 @@ int tl_cmd_attention_error(int argc, char **argv)
     tl_format fmt = TL_FMT_TABLE;
     long seq = -1, kv = 2, seedv = -1;
     int rc = tl_opts_parse(argc, argv, opts, "numerics attention-error", NULL, 0, NULL);
-    if (rc || (rc = tl_prefill_shape_parse(shape_s, &s)) ||
+    if (rc || (rc = tl_prefill_shape_parse(shape_s, &s)) || (rc = tl_prefill_shape_check(&s)) ||
         (seq_s && (rc = tl_parse_long(seq_s, 1, TL_PREFILL_MAX_SEQ, "--seq", &seq))) ||
         (kv_s && strcmp(kv_s, "all") != 0 && (rc = tl_parse_long(kv_s, 1, TL_PREFILL_MAX_HEADS, "--kv-heads", &kv))) ||
         (dist_s && (rc = tl_prefill_dist_parse(dist_s, &dist))) || (rot_s && (rc = tl_rotation_parse(rot_s, &rot))) ||
