@@ -60,7 +60,16 @@ static int expect3(const tl_npy *a, const char *name, long seq, int heads, int d
 }
 
 /* The inputs of the study: from the user's files (shape checked, seq from q) or seeded. */
-static int load_or_make(tl_prefill_shape *s, const tl_npy f[3], int have_files, long seq_given,
+/* Refuses a study whose references would take more than ATT_MAX_MADDS (before anything is allocated). */
+static int check_work(const tl_prefill_shape *s, tl_rotation rot)
+{
+    const double madds = (double)s->seq * (s->seq + 1) / 2 * s->heads * (s->dqk + s->dv) * (rot ? 5 : 3);
+    if (madds <= ATT_MAX_MADDS) return TL_OK;
+    return tl_error(TL_EUSAGE, "numerics attention-error", "%.3g multiply-adds is more than the %.3g allowed: give "
+                    "a smaller --seq or --kv-heads", madds, ATT_MAX_MADDS);
+}
+
+static int load_or_make(tl_prefill_shape *s, const tl_npy f[3], int have_files, long seq_given, tl_rotation rot,
                         tl_prefill_dist dist, uint64_t seed, float **q, float **k, float **v)
 {
     int rc;
@@ -70,7 +79,7 @@ static int load_or_make(tl_prefill_shape *s, const tl_npy f[3], int have_files, 
         if (seq_given > 0 && seq_given != s->seq)
             return tl_error(TL_EUSAGE, "--seq", "%ld, but q holds %ld tokens", seq_given, s->seq);
     }
-    if ((rc = tl_prefill_shape_check(s))) return rc;
+    if ((rc = tl_prefill_shape_check(s)) || (rc = check_work(s, rot))) return rc;
     if (have_files && ((rc = expect3(&f[0], "q", s->seq, s->heads, s->dqk)) ||
                        (rc = expect3(&f[1], "k", s->seq, s->kv_heads, s->dqk)) ||
                        (rc = expect3(&f[2], "v", s->seq, s->kv_heads, s->dv))))
@@ -163,11 +172,7 @@ int tl_cmd_attention_error(int argc, char **argv)
     float *q = NULL, *k = NULL, *v = NULL;
     const uint64_t seed = seedv >= 0 ? (uint64_t)seedv : tl_fresh_seed();
     if (ninputs) rc = read_inputs(inputs, ninputs, files);
-    if (!rc) rc = load_or_make(&s, files, ninputs > 0, seq, dist, seed, &q, &k, &v);
-    const double madds = (double)s.seq * (s.seq + 1) / 2 * s.heads * (s.dqk + s.dv) * (rot ? 5 : 3);
-    if (!rc && madds > ATT_MAX_MADDS)
-        rc = tl_error(TL_EUSAGE, "numerics attention-error", "%.3g multiply-adds is more than the %.3g allowed: give "
-                      "a smaller --seq or --kv-heads", madds, ATT_MAX_MADDS);
+    if (!rc) rc = load_or_make(&s, files, ninputs > 0, seq, rot, dist, seed, &q, &k, &v);
     tl_prefill_err_row rows[TL_PREFILL_STUDY_MAX_ROWS];
     int n = 0;
     if (!rc) rc = tl_prefill_error_study(&s, q, k, v, rot, seed ^ 0x707ULL, rows, &n);
