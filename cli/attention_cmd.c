@@ -98,12 +98,12 @@ static int load_or_make(tl_prefill_shape *s, const tl_npy f[3], int have_files, 
     return TL_OK;
 }
 
-static void print_study(const tl_prefill_shape *s, const char *shape_name, int full_kv, const char *src,
+static int print_study(const tl_prefill_shape *s, const char *shape_name, int full_kv, const char *src,
                         long long seed, const tl_prefill_err_row *rows, int n, tl_format fmt)
 {
     tl_table *t = tl_table_new("shape,seq,heads,kv_heads,dqk,dv,inputs,seed,format,rotate,rel_rms,max_abs,max_rel,"
                                "fp8_over_bf16,rotation_gain");
-    if (!t) return;
+    if (!t) return tl_error(TL_EFAIL, "numerics attention-error", "out of memory");
     for (int i = 0; i < n; i++) {
         const tl_prefill_err_row *r = &rows[i];
         const tl_err_metrics *bf = &rows[i & ~1].m;  /* bf16 at the same rotation */
@@ -133,6 +133,7 @@ static void print_study(const tl_prefill_shape *s, const char *shape_name, int f
              s->seq, src);
     tl_table_print(t, fmt, title, stdout);
     tl_table_free(t);
+    return TL_OK;
 }
 
 int tl_cmd_attention_error(int argc, char **argv)
@@ -177,7 +178,7 @@ int tl_cmd_attention_error(int argc, char **argv)
     int n = 0;
     if (!rc) rc = tl_prefill_error_study(&s, q, k, v, rot, seed ^ 0x707ULL, rows, &n);
     if (!rc)
-        print_study(&s, shape_s, full_kv, ninputs ? "user" : tl_prefill_dist_name(dist), ninputs ? -1 : (long long)seed,
+        rc = print_study(&s, shape_s, full_kv, ninputs ? "user" : tl_prefill_dist_name(dist), ninputs ? -1 : (long long)seed,
                     rows, n, fmt);
     for (int j = 0; j < 3; j++) tl_npy_free(&files[j]);
     free(q), free(k), free(v);
