@@ -27,7 +27,7 @@
  *
  * P in the FP8 kernel (the contract): the probabilities P = exp(s - m), m the running row max, lie
  * in [0, 1]; they are quantized to E4M3FN with the fixed scale 1/448: code = encode(P x 448) (RNE,
- * saturating), and the PV product is rescaled by 1/448 in float32. No per-block amax for P (m makes
+ * saturating; tl_prefill_p_code), and the PV product is divided by 448 in float32 (tl_prefill_p_value). No per-block amax for P (m makes
  * its max 1 already), smallest nonzero P kept 2^-9 / 448 ~ 4.4e-6. The BF16 kernel rounds P to bf16.
  * The references do not round P (exact softmax in double): that rounding is part of a kernel's
  * error budget, not of the inputs.
@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../numerics/codes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,7 +49,7 @@ extern "C" {
 typedef enum { TL_PREFILL_BF16, TL_PREFILL_FP8, TL_PREFILL_NDTYPES } tl_prefill_dtype;
 
 #define TL_PREFILL_BLOCK 128             /* rows (tokens) per FP8 scale block */
-#define TL_PREFILL_P_SCALE (1.0f / 448.0f) /* FP8 kernel: P stored as encode(P / TL_PREFILL_P_SCALE) */
+#define TL_PREFILL_P_MULT 448.0f        /* FP8 kernel: P stored as encode(P x 448), read as code / 448 */
 #define TL_PREFILL_MAX_SEQ (1L << 20)    /* 1M tokens */
 #define TL_PREFILL_MAX_HEADS 256
 #define TL_PREFILL_MAX_DIM 512           /* dqk, dv */
@@ -90,6 +92,11 @@ static inline size_t tl_prefill_o_elems(const tl_prefill_shape *s) { return (siz
 static inline size_t tl_prefill_lse_elems(const tl_prefill_shape *s) { return (size_t)s->heads * s->seq; }
 /* Keys query row i sees: [0, tl_prefill_keys(s, i)). */
 static inline long tl_prefill_keys(int causal, long seq, long i) { return causal ? i + 1 : seq; }
+
+/* The FP8 kernel's P rule (above), host and device: the E4M3FN code of p in [0, 1], and the value a
+ * code stands for. A few instructions each. */
+TL_CODE_FN uint32_t tl_prefill_p_code(float p) { return tl_code_e4m3_from_f32(p * TL_PREFILL_P_MULT); }
+TL_CODE_FN float tl_prefill_p_value(uint32_t code) { return tl_code_e4m3_to_f32(code) / TL_PREFILL_P_MULT; }
 
 /* FP8 block quantization of one tensor x [seq][heads][dim] (float32) into codes (same layout, one
  * byte each) and scales [heads][nblk], by the rule above. NaN/Inf in x: TL_EUSAGE naming the first

@@ -233,6 +233,24 @@ static void test_fp8_roundtrip(void **state)
     free(x), free(sc), free(c), free(y), free(dummy_k), free(dummy_v);
 }
 
+/* The FP8 kernel's P rule: encode(P x 448) as numerics encodes it, 1 -> 448 (0x7E), the smallest P
+ * kept is 2^-9 / 448, and every P in [0, 1] comes back within E4M3's half ulp. */
+static void test_p_rule(void **state)
+{
+    (void)state;
+    assert_int_equal(tl_prefill_p_code(1.0f), 0x7E);
+    assert_true(tl_prefill_p_value(0x7E) == 1.0f);
+    assert_int_equal(tl_prefill_p_code(0.0f), 0);
+    assert_int_equal(tl_prefill_p_code(0x1p-9f / 448.0f), 1);
+    assert_int_equal(tl_prefill_p_code(0x1p-11f / 448.0f), 0); /* below half the smallest step: 0 */
+    for (int i = 0; i <= 100000; i++) {
+        const float p = expf(-(float)i * 2e-4f); /* exp(0) .. exp(-20) */
+        const uint32_t c = tl_prefill_p_code(p);
+        assert_int_equal(c, tl_encode(TL_NF_E4M3FN, p * 448.0f, 1));
+        assert_true(fabsf(tl_prefill_p_value(c) - p) <= p / 16 + 0x1p-10f / 448.0f);
+    }
+}
+
 /* Rotating Q and K by the same orthogonal matrix leaves the exact attention unchanged up to the float32
  * rounding of the rotated inputs. */
 static void test_rotation_invariance(void **state)
@@ -354,7 +372,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_vs_naive), cmocka_unit_test(test_seq1),
         cmocka_unit_test(test_quantized_inputs),   cmocka_unit_test(test_causality),
-        cmocka_unit_test(test_fp8_roundtrip),      cmocka_unit_test(test_rotation_invariance),
+        cmocka_unit_test(test_fp8_roundtrip),      cmocka_unit_test(test_p_rule),
+        cmocka_unit_test(test_rotation_invariance),
         cmocka_unit_test(test_error_study),        cmocka_unit_test(test_presets),
         cmocka_unit_test(test_bad_shapes),
     };
