@@ -14,19 +14,20 @@ const char TL_ATTENTION_ERROR_USAGE[] =
     "         [--seq N] [--kv-heads N] [--dist normal|outliers] [--rotate none|hadamard|random]\n"
     "         [--input q=Q.npy --input k=K.npy --input v=V.npy] [--seed S] [--format table|csv|json]\n"
     "The error of causal prefill attention (contract/prefill.h) when Q, K and V are quantized: to bf16,\n"
-    "and to FP8 E4M3FN with one float32 scale per 128-row block per head; with --rotate, also after\n"
+    "to FP8 E4M3FN with one float32 scale per 128-row block per head (fp8), and the same with P rounded\n"
+    "by the FP8 kernel's rule, E4M3FN of P x 448 (fp8+p8); with --rotate, also after\n"
     "rotating Q and K by the same orthogonal matrix (block Walsh-Hadamard over the binary pieces of the\n"
     "q.k dim, or a random orthogonal matrix from a LAPACKE QR), which leaves every q.k unchanged.\n"
     "Each row runs the float64 reference on the quantized inputs and compares its float32 output with\n"
     "the reference on the unquantized float32 inputs: relative RMS, max abs and max rel error, the\n"
     "ratio to bf16 at the same rotation (fp8_over_bf16) and what the rotation buys (rotation_gain =\n"
-    "rel_rms without rotation / with). The bf16 rounding of the stored output and the kernel's rounding\n"
-    "of P are not part of it. Defaults: mistral-7b, seq 1024, the first 2 KV heads (and their query\n"
+    "rel_rms without rotation / with). The bf16 rounding of the stored output is not part of it, nor\n"
+    "P's rounding in the bf16 and fp8 rows. Defaults: mistral-7b, seq 1024, the first 2 KV heads (and their query\n"
     "heads; --kv-heads all for every head), normal, seed from the clock (printed).\n"
     "Inputs (--input, all three, float32/float16/bfloat16 .npy): q [seq][H][dqk], k [seq][Hkv][dqk],\n"
     "v [seq][Hkv][dv] of the --shape; seq is q's first dimension. Seeded inputs: normal (N(0,1)) or\n"
     "outliers (in each KV head dqk/32 K channels times U[10,100]).\n"
-    "Cost: 3 (5 with --rotate) references of seq^2/2 x H x (dqk + dv) multiply-adds in double.\n";
+    "Cost: 4 (7 with --rotate) references of seq^2/2 x H x (dqk + dv) multiply-adds in double.\n";
 
 #define ATT_MAX_MADDS 0x1p38 /* the references' work this command takes on (minutes on a few cores) */
 
@@ -63,7 +64,7 @@ static int expect3(const tl_npy *a, const char *name, long seq, int heads, int d
 /* Refuses a study whose references would take more than ATT_MAX_MADDS (before anything is allocated). */
 static int check_work(const tl_prefill_shape *s, tl_rotation rot)
 {
-    const double madds = (double)s->seq * (s->seq + 1) / 2 * s->heads * (s->dqk + s->dv) * (rot ? 5 : 3);
+    const double madds = (double)s->seq * (s->seq + 1) / 2 * s->heads * (s->dqk + s->dv) * (rot ? 7 : 4);
     if (madds <= ATT_MAX_MADDS) return TL_OK;
     return tl_error(TL_EUSAGE, "numerics attention-error", "%.3g multiply-adds is more than the %.3g allowed: give "
                     "a smaller --seq or --kv-heads", madds, ATT_MAX_MADDS);
@@ -106,8 +107,9 @@ static int print_study(const tl_prefill_shape *s, const char *shape_name, int fu
     if (!t) return tl_error(TL_EFAIL, "numerics attention-error", "out of memory");
     for (int i = 0; i < n; i++) {
         const tl_prefill_err_row *r = &rows[i];
-        const tl_err_metrics *bf = &rows[i & ~1].m;  /* bf16 at the same rotation */
-        const tl_err_metrics *un = &rows[i & 1].m;   /* the same format without rotation */
+        const int nf = TL_PREFILL_STUDY_FORMATS;
+        const tl_err_metrics *bf = &rows[i / nf * nf].m; /* bf16 at the same rotation */
+        const tl_err_metrics *un = &rows[i % nf].m;      /* the same format without rotation */
         tl_table_row(t);
         tl_table_str(t, shape_name);
         tl_table_int(t, s->seq);
@@ -128,7 +130,7 @@ static int print_study(const tl_prefill_shape *s, const char *shape_name, int fu
     char title[400];
     snprintf(title, sizeof title,
              "prefill attention error vs the float64 reference on unquantized inputs: %s, %d query heads on %d KV "
-             "heads%s, seq %ld causal, %s inputs; float32 O (bf16 storage and P rounding excluded)",
+             "heads%s, seq %ld causal, %s inputs; float32 O (bf16 storage excluded)",
              shape_name, s->heads, s->kv_heads, full_kv ? "" : " (a subset of the model's heads: --kv-heads)",
              s->seq, src);
     tl_table_print(t, fmt, title, stdout);

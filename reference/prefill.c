@@ -56,9 +56,10 @@ void tl_prefill_make(const tl_prefill_shape *s, tl_prefill_dist d, uint64_t seed
 /* ---- the engine ---- */
 
 /* Row i of head h: online softmax over key blocks of KEY_BLOCK, in double. acc [dv], sc [KEY_BLOCK]
- * are scratch. */
+ * are scratch. round_p: P rounded by the FP8 kernel's rule before the PV product (the sum l keeps
+ * the unrounded P, as a kernel's row sum does). */
 static void row_online(const tl_prefill_shape *s, double scale, const double *q, const double *k, const double *v,
-                       int h, long i, double *acc, double *sc, float *o, float *lse)
+                       int round_p, int h, long i, double *acc, double *sc, float *o, float *lse)
 {
     const int g = h / (s->heads / s->kv_heads), dqk = s->dqk, dv = s->dv;
     const double *qi = q + ((size_t)i * s->heads + h) * dqk;
@@ -80,9 +81,10 @@ static void row_online(const tl_prefill_shape *s, double scale, const double *q,
         for (int d = 0; d < dv; d++) acc[d] *= corr;
         for (long j = j0; j < j1; j++) {
             const double p = exp(sc[j - j0] - mn);
+            const double pv = round_p ? tl_prefill_p_value(tl_prefill_p_code((float)p)) : p;
             const double *vj = v + ((size_t)j * s->kv_heads + g) * dv;
             l += p;
-            for (int d = 0; d < dv; d++) acc[d] += p * vj[d];
+            for (int d = 0; d < dv; d++) acc[d] += pv * vj[d];
         }
         m = mn;
     }
@@ -93,6 +95,12 @@ static void row_online(const tl_prefill_shape *s, double scale, const double *q,
 
 int tl_prefill_reference_f64(const tl_prefill_shape *s, const double *q, const double *k, const double *v, float *o,
                              float *lse)
+{
+    return tl_prefill_reference_f64_p(s, q, k, v, 0, o, lse);
+}
+
+int tl_prefill_reference_f64_p(const tl_prefill_shape *s, const double *q, const double *k, const double *v,
+                               int round_p, float *o, float *lse)
 {
     int rc = tl_prefill_shape_check(s);
     if (rc) return rc;
@@ -111,7 +119,7 @@ int tl_prefill_reference_f64(const tl_prefill_shape *s, const double *q, const d
             const long rb = nrb - 1 - it / s->heads;
             const int h = (int)(it % s->heads);
             const long hi = (rb + 1) * ROW_BLOCK < s->seq ? (rb + 1) * ROW_BLOCK : s->seq;
-            for (long i = rb * ROW_BLOCK; i < hi; i++) row_online(s, scale, q, k, v, h, i, acc, sc, o, lse);
+            for (long i = rb * ROW_BLOCK; i < hi; i++) row_online(s, scale, q, k, v, round_p, h, i, acc, sc, o, lse);
         }
         free(acc);
         free(sc);
@@ -260,8 +268,9 @@ static int quant_fp8(const float *x, long seq, int heads, int dim, double **out)
     return rc;
 }
 
-/* One row: q, k, v quantized to `fp8` or bf16, the reference, compared with ref_o. */
-static int study_row(const tl_prefill_shape *s, const float *q, const float *k, const float *v, int fp8,
+/* One row: q, k, v quantized to `fp8` or bf16, the reference (P rounded by the FP8 rule when
+ * round_p), compared with ref_o. */
+static int study_row(const tl_prefill_shape *s, const float *q, const float *k, const float *v, int fp8, int round_p,
                      const float *ref_o, float *o, float *lse, tl_err_metrics *m)
 {
     double *dq = NULL, *dk = NULL, *dv = NULL;
@@ -275,7 +284,7 @@ static int study_row(const tl_prefill_shape *s, const float *q, const float *k, 
         if (!rc) rc = quant_bf16(k, tl_prefill_k_elems(s), &dk);
         if (!rc) rc = quant_bf16(v, tl_prefill_v_elems(s), &dv);
     }
-    if (!rc) rc = tl_prefill_reference_f64(s, dq, dk, dv, o, lse);
+    if (!rc) rc = tl_prefill_reference_f64_p(s, dq, dk, dv, round_p, o, lse);
     if (!rc) rc = tl_compare(ref_o, o, tl_prefill_o_elems(s), m);
     free(dq), free(dk), free(dv);
     return rc;
@@ -316,11 +325,12 @@ int tl_prefill_error_study(const tl_prefill_shape *s, const float *q, const floa
             if (!rc) rc = tl_prefill_rotate(rot, seed, rk, (size_t)s->seq * s->kv_heads, s->dqk);
             uq = rq, uk = rk;
         }
-        for (int fp8 = 0; fp8 < 2 && !rc; fp8++) {
+        static const char *const formats[TL_PREFILL_STUDY_FORMATS] = {"bf16", "fp8", "fp8+p8"};
+        for (int f = 0; f < TL_PREFILL_STUDY_FORMATS && !rc; f++) {
             tl_prefill_err_row *row = &rows[*nrows];
-            row->format = fp8 ? "fp8" : "bf16";
+            row->format = formats[f];
             row->rot = r ? rot : TL_ROT_NONE;
-            rc = study_row(s, uq, uk, v, fp8, ref, o, lse, &row->m);
+            rc = study_row(s, uq, uk, v, f > 0, f == 2, ref, o, lse, &row->m);
             if (!rc) (*nrows)++;
         }
     }

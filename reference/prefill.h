@@ -49,6 +49,11 @@ int tl_prefill_reference_f32(const tl_prefill_shape *s, const float *q, const fl
 /* The engine of both: exact double inputs, online softmax over key blocks of 128 (as the kernel). */
 int tl_prefill_reference_f64(const tl_prefill_shape *s, const double *q, const double *k, const double *v, float *o,
                              float *lse);
+/* The engine with P rounded by the FP8 kernel's rule (contract/prefill.h: encode(P x 448) relative to
+ * the running max of each 128-key block, as a kernel with 128-key tiles has it) before the PV
+ * product when round_p is 1; the row sum keeps the unrounded P. round_p 0: tl_prefill_reference_f64. */
+int tl_prefill_reference_f64_p(const tl_prefill_shape *s, const double *q, const double *k, const double *v,
+                               int round_p, float *o, float *lse);
 /* Naive loop for tests: one thread, every score of a row, then its max, sum and output (two passes),
  * on double inputs. Same contract as above. Cost as above, single-threaded. */
 int tl_prefill_naive(const tl_prefill_shape *s, const double *q, const double *k, const double *v, float *o,
@@ -61,9 +66,10 @@ int tl_prefill_naive(const tl_prefill_shape *s, const double *q, const double *k
  * numerics/rotate.h. Cost: rows x dqk log dqk (hadamard), rows x dqk^2 + dqk^3 (random). */
 int tl_prefill_rotate(tl_rotation rot, uint64_t seed, float *x, size_t rows, int dqk);
 
-/* The error study. One row per (format, rotation): format "bf16" (Q, K, V rounded to bf16) or
- * "fp8" (E4M3FN, per-128-row-block-per-head scales); rotation none, then (when rot != none) rot,
- * applied to Q and K before quantizing. Each row's metrics compare the reference's float32 O on the
+/* The error study. One row per (format, rotation): format "bf16" (Q, K, V rounded to bf16), "fp8"
+ * (E4M3FN, per-128-row-block-per-head scales) or "fp8+p8" (the same, and P rounded by the FP8 kernel's
+ * rule: tl_prefill_reference_f64_p); rotation none, then (when rot != none) rot, applied to Q and K
+ * before quantizing. Each row's metrics compare the reference's float32 O on the
  * quantized inputs with the reference on the unquantized float32 inputs (the bf16 rounding of the
  * stored O, 2^-9 / sqrt 3 ~ 1.1e-3 relative RMS, is left out of both). */
 typedef struct {
@@ -71,10 +77,11 @@ typedef struct {
     tl_rotation rot;
     tl_err_metrics m;
 } tl_prefill_err_row;
-#define TL_PREFILL_STUDY_MAX_ROWS 4
-/* Fills rows[0 .. *nrows) (2 rows for rot none, 4 otherwise) in the order bf16/none, fp8/none,
- * bf16/rot, fp8/rot. q, k, v are unquantized float32 and not modified. TL_EUSAGE for a bad shape or
- * non-finite inputs, TL_EFAIL out of memory. Cost: 3 (or 5) references. */
+#define TL_PREFILL_STUDY_FORMATS 3
+#define TL_PREFILL_STUDY_MAX_ROWS (2 * TL_PREFILL_STUDY_FORMATS)
+/* Fills rows[0 .. *nrows) (3 rows for rot none, 6 otherwise): bf16, fp8, fp8+p8 without rotation,
+ * then the same with rot. q, k, v are unquantized float32 and not modified. TL_EUSAGE for a bad shape or
+ * non-finite inputs, TL_EFAIL out of memory. Cost: 4 (or 7) references. */
 int tl_prefill_error_study(const tl_prefill_shape *s, const float *q, const float *k, const float *v,
                            tl_rotation rot, uint64_t seed, tl_prefill_err_row *rows, int *nrows);
 

@@ -122,17 +122,17 @@ EOF
 run 0 "attention-error csv" '' -- "$tl" numerics attention-error --shape 4x2x64 --seq 200 --rotate hadamard --seed 3 --format csv
 head -1 "$tmp/out" | grep -q '^shape,seq,heads,kv_heads,dqk,dv,inputs,seed,format,rotate,rel_rms,max_abs,max_rel,fp8_over_bf16,rotation_gain$' \
   && pass=$((pass+1)) || { echo "FAIL: attention-error csv header"; cat "$tmp/out"; fail=$((fail+1)); }
-# four rows; bf16's relative RMS well below fp8's at the same rotation
-awk -F, 'NR > 1 {n++; e[$9 "/" $10] = $11} END {exit !(n == 4 && e["bf16/none"] * 5 < e["fp8/none"] && e["bf16/hadamard"] * 5 < e["fp8/hadamard"] && e["fp8/none"] < 0.1)}' "$tmp/out" \
+# six rows; bf16's relative RMS well below fp8's at the same rotation
+awk -F, 'NR > 1 {n++; e[$9 "/" $10] = $11} END {exit !(n == 6 && e["fp8+p8/none"] < 0.1 && e["bf16/none"] * 5 < e["fp8/none"] && e["bf16/hadamard"] * 5 < e["fp8/hadamard"] && e["fp8/none"] < 0.1)}' "$tmp/out" \
   && pass=$((pass+1)) || { echo "FAIL: attention-error rows"; cat "$tmp/out"; fail=$((fail+1)); }
 run 0 "attention-error mla json random" '' -- "$tl" numerics attention-error --shape deepseek-v2-lite --kv-heads 1 --seq 65 --dist outliers --rotate random --seed 4 --format json
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r) == 4 and r[3]["dqk"] == 192 and r[3]["rotate"] == "random"' "$tmp/out" \
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r) == 6 and r[5]["dqk"] == 192 and r[5]["rotate"] == "random" and r[5]["format"] == "fp8+p8"' "$tmp/out" \
   && pass=$((pass+1)) || { echo "FAIL: attention-error json"; cat "$tmp/out"; fail=$((fail+1)); }
 npy "$tmp/q.npy" "(5, 2, 8)" "[((i * 37) % 19 - 9) / 7.0 for i in range(80)]"
 npy "$tmp/k.npy" "(5, 1, 8)" "[((i * 11) % 13 - 6) / 5.0 for i in range(40)]"
 npy "$tmp/v.npy" "(5, 1, 8)" "[((i * 7) % 17 - 8) / 3.0 for i in range(40)]"
 run 0 "attention-error on .npy inputs" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/q.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy" --format csv
-tail -1 "$tmp/out" | grep -q '^2x1x8,5,2,1,8,8,user,,fp8,none,' && pass=$((pass+1)) || { echo "FAIL: attention-error user row"; cat "$tmp/out"; fail=$((fail+1)); }
+tail -1 "$tmp/out" | grep -q '^2x1x8,5,2,1,8,8,user,,fp8+p8,none,' && pass=$((pass+1)) || { echo "FAIL: attention-error user row"; cat "$tmp/out"; fail=$((fail+1)); }
 run 2 "attention-error unknown shape" '' -- "$tl" numerics attention-error --shape llama-70b
 run 2 "attention-error gqa not dividing" '' -- "$tl" numerics attention-error --shape 32x7x128
 run 2 "attention-error negative seq" '' -- "$tl" numerics attention-error --seq -4
