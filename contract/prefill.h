@@ -29,8 +29,8 @@
  * in [0, 1]; they are quantized to E4M3FN with the fixed scale 1/448: code = encode(P x 448) (RNE,
  * saturating; tl_prefill_p_code), and the PV product is divided by 448 in float32 (tl_prefill_p_value). No per-block amax for P (m makes
  * its max 1 already), smallest nonzero P kept 2^-9 / 448 ~ 4.4e-6. The BF16 kernel rounds P to bf16.
- * The references do not round P (exact softmax in double): that rounding is part of a kernel's
- * error budget, not of the inputs.
+ * The references keep P exact (softmax in double): its rounding is part of a kernel's error budget,
+ * not of the inputs; tl_prefill_reference_f64_p applies this rule to measure it.
  *
  * Plain C: host and device code include it alike.
  */
