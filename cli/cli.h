@@ -2,7 +2,7 @@
  * exit status (0, TL_EFAIL = 1, TL_EUSAGE = 2) after recording an error with tl_error().
  * argv[0] is the subcommand's own name (e.g. "convert" for `tilelab numerics convert`).
  *
- * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area: numerics_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
+ * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area: numerics_cmd.c, attention_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
 #ifndef TL_CLI_H
 #define TL_CLI_H
 
@@ -28,7 +28,9 @@ int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn,
 
 /* top-level commands */
 int tl_cmd_tour(int argc, char **argv);
-int tl_cmd_numerics(int argc, char **argv);  /* convert | table | quantize */
+int tl_cmd_numerics(int argc, char **argv);  /* convert | table | quantize | attention-error */
+int tl_cmd_attention_error(int argc, char **argv); /* cli/attention_cmd.c */
+extern const char TL_ATTENTION_ERROR_USAGE[];
 int tl_cmd_hw(int argc, char **argv);        /* list | show NAME */
 int tl_cmd_models(int argc, char **argv);
 int tl_cmd_sim(int argc, char **argv);       /* moe | paged-decode */

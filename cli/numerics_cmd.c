@@ -1,4 +1,4 @@
-/* `tilelab numerics convert|table|quantize` and `tilelab bench numerics`. */
+/* `tilelab numerics convert|table|quantize` (attention-error: attention_cmd.c) and `tilelab bench numerics`. */
 #include "cli.h"
 
 #include <errno.h>
@@ -253,6 +253,8 @@ static const tl_command numerics_table[] = {
     {"convert", cmd_convert, "float32 on stdin -> codes and decoded values", CONVERT_USAGE},
     {"table", cmd_table, "every code of a format with its value and class", TABLE_USAGE},
     {"quantize", cmd_quantize, "error of a quantization scheme on seeded data", QUANTIZE_USAGE},
+    {"attention-error", tl_cmd_attention_error, "error of FP8/BF16 causal prefill attention, with rotation",
+     TL_ATTENTION_ERROR_USAGE},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -86,6 +86,7 @@ formats "numerics table" -- numerics table e4m3fn
 formats "numerics table" -- numerics table e2m1
 formats "numerics quantize" -- numerics quantize --scheme all --n 4096 --seed 1
 formats "numerics quantize" -- numerics quantize --scheme fp8_e4m3_tensor --dist outliers --n 4096 --seed 1 --rotate hadamard
+formats "numerics attention-error" -- numerics attention-error --shape 4x2x32 --seq 130 --rotate hadamard --seed 1
 formats "bench numerics" -- bench numerics --n 1024 --runs 1
 formats "hw list" -- hw list
 formats "hw show" -- hw show mi355x

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tilelab numerics convert|table|quantize` and `bench numerics`: exact output formats, and bad input
+# `tilelab numerics convert|table|quantize|attention-error` and `bench numerics`: exact output formats, and bad input
 # (unknown format or scheme, unparsable number, negative size) giving one error line and exit 2.
 set -u
 tl=$1
@@ -106,6 +106,50 @@ run 2 "unknown scale rule" '' -- "$tl" numerics quantize --scheme mxfp4 --scale-
 run 2 "hadamard on 96" '' -- "$tl" numerics quantize --scheme mxfp4 --rotate hadamard --row 96 --n 960
 run 2 "n not a multiple of row" '' -- "$tl" numerics quantize --scheme mxfp4 --rotate hadamard --n 1000
 run 2 "option without value" '' -- "$tl" numerics quantize --scheme
+
+# ---- numerics attention-error (reference/prefill.h) ----
+npy() { # FILE SHAPE(python tuple) VALUES(python expr of a flat list): float32, as numpy.save writes it
+  python3 - "$@" <<'EOF'
+import struct, sys
+path, shape, values = sys.argv[1:4]
+shape = eval(shape); vals = eval(values)
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % repr(shape)
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<%df" % len(vals), *vals))
+EOF
+}
+run 0 "attention-error csv" '' -- "$tl" numerics attention-error --shape 4x2x64 --seq 200 --rotate hadamard --seed 3 --format csv
+head -1 "$tmp/out" | grep -q '^shape,seq,heads,kv_heads,dqk,dv,inputs,seed,format,rotate,rel_rms,max_abs,max_rel,fp8_over_bf16,rotation_gain$' \
+  && pass=$((pass+1)) || { echo "FAIL: attention-error csv header"; cat "$tmp/out"; fail=$((fail+1)); }
+# six rows; bf16's relative RMS well below fp8's at the same rotation
+awk -F, 'NR > 1 {n++; e[$9 "/" $10] = $11} END {exit !(n == 6 && e["fp8+p8/none"] < 0.1 && e["bf16/none"] * 5 < e["fp8/none"] && e["bf16/hadamard"] * 5 < e["fp8/hadamard"] && e["fp8/none"] < 0.1)}' "$tmp/out" \
+  && pass=$((pass+1)) || { echo "FAIL: attention-error rows"; cat "$tmp/out"; fail=$((fail+1)); }
+run 0 "attention-error mla json random" '' -- "$tl" numerics attention-error --shape deepseek-v2-lite --kv-heads 1 --seq 65 --dist outliers --rotate random --seed 4 --format json
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r) == 6 and r[5]["dqk"] == 192 and r[5]["rotate"] == "random" and r[5]["format"] == "fp8+p8"' "$tmp/out" \
+  && pass=$((pass+1)) || { echo "FAIL: attention-error json"; cat "$tmp/out"; fail=$((fail+1)); }
+npy "$tmp/q.npy" "(5, 2, 8)" "[((i * 37) % 19 - 9) / 7.0 for i in range(80)]"
+npy "$tmp/k.npy" "(5, 1, 8)" "[((i * 11) % 13 - 6) / 5.0 for i in range(40)]"
+npy "$tmp/v.npy" "(5, 1, 8)" "[((i * 7) % 17 - 8) / 3.0 for i in range(40)]"
+run 0 "attention-error on .npy inputs" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/q.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy" --format csv
+tail -1 "$tmp/out" | grep -q '^2x1x8,5,2,1,8,8,user,,fp8+p8,none,' && pass=$((pass+1)) || { echo "FAIL: attention-error user row"; cat "$tmp/out"; fail=$((fail+1)); }
+run 2 "attention-error unknown shape" '' -- "$tl" numerics attention-error --shape llama-70b
+run 2 "attention-error gqa not dividing" '' -- "$tl" numerics attention-error --shape 32x7x128
+run 2 "attention-error negative seq" '' -- "$tl" numerics attention-error --seq -4
+run 2 "attention-error zero seq" '' -- "$tl" numerics attention-error --seq 0
+run 2 "attention-error absurd work" '' -- "$tl" numerics attention-error --shape qwen3-8b --kv-heads all --seq 1000000
+run 2 "attention-error too many kv heads" '' -- "$tl" numerics attention-error --shape mistral-7b --kv-heads 9
+run 2 "attention-error unknown dist" '' -- "$tl" numerics attention-error --dist cauchy
+run 2 "attention-error unknown rotation" '' -- "$tl" numerics attention-error --rotate givens
+printf '\x93NUMPY\x01\x00\x10\x00{"descr": bad}\n' >"$tmp/bad.npy"
+run 2 "attention-error malformed .npy" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/bad.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy"
+run 2 "attention-error missing v" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/q.npy" --input k="$tmp/k.npy"
+run 2 "attention-error bad input name" '' -- "$tl" numerics attention-error --shape 2x1x8 --input x="$tmp/q.npy"
+run 2 "attention-error wrong .npy shape" '' -- "$tl" numerics attention-error --shape 4x1x8 --input q="$tmp/q.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy"
+run 2 "attention-error seq disagrees with .npy" '' -- "$tl" numerics attention-error --shape 2x1x8 --seq 6 --input q="$tmp/q.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy"
+run 2 "attention-error missing file" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/nope.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy"
+npy "$tmp/qnan.npy" "(5, 2, 8)" "[float('nan')] + [1.0] * 79"
+run 2 "attention-error NaN in .npy" '' -- "$tl" numerics attention-error --shape 2x1x8 --input q="$tmp/qnan.npy" --input k="$tmp/k.npy" --input v="$tmp/v.npy"
 
 run 0 "bench numerics" '' -- "$tl" bench numerics --n 65536 --runs 3 --format csv
 [ "$(wc -l <"$tmp/out")" -eq 7 ] && grep -q '^encode fp8 e4m3fn,65536,3,' "$tmp/out" && pass=$((pass+1)) \
