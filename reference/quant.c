@@ -223,6 +223,27 @@ int tl_quant_reference(const tl_quant_shape *s, const uint16_t *x, const int32_t
 
 /* ---- the naive loop: numerics' scalar functions, one value at a time ---- */
 
+/* Quantizes one 1x128 group: its codes and its scale (the naive loop's or the kernels' arithmetic). */
+typedef void (*group128_fn)(const tl_quant_shape *s, const float *v, uint8_t *codes, float *scale);
+
+/* Row r's 1x128 groups (v: the row's values) by quantize, placed where the scheme puts them: the
+ * codes and scale arrays, or row r's dispatch record with its routing. */
+static void group_row(const tl_quant_shape *s, size_t r, const float *v, group128_fn quantize, const int32_t *ids,
+                      const float *weights, int src_rank, uint8_t *codes, void *scales)
+{
+    const size_t k = (size_t)s->k, ng = k / TL_QUANT_GROUP;
+    const int dispatch = s->scheme == TL_QUANT_DISPATCH;
+    const tl_quant_record L = tl_quant_record_layout(s->k, s->topk);
+    uint8_t *out = dispatch ? codes + r * L.bytes : codes + r * k;
+    for (size_t g = 0; g < ng; g++) {
+        float sc;
+        quantize(s, v + g * TL_QUANT_GROUP, out + g * TL_QUANT_GROUP, &sc);
+        if (dispatch) memcpy(out + L.scales + 4 * g, &sc, 4);
+        else ((float *)scales)[scale_at(s, r, g)] = sc;
+    }
+    if (dispatch) write_routing(s, r, ids, weights, src_rank, out);
+}
+
 static void naive_group128(const tl_quant_shape *s, const float *v, uint8_t *codes, float *scale)
 {
     const tl_numfmt f = tl_quant_elem(s);
@@ -274,8 +295,7 @@ int tl_quant_naive(const tl_quant_shape *s, const uint16_t *x, const int32_t *id
 {
     int rc = check_args(s, x, ids, weights, codes, scales);
     if (rc) return rc;
-    const size_t k = (size_t)s->k, rows = (size_t)s->rows, ng = k / TL_QUANT_GROUP;
-    const tl_quant_record L = tl_quant_record_layout(s->k, s->topk);
+    const size_t k = (size_t)s->k, rows = (size_t)s->rows;
     const int query = s->scheme == TL_QUANT_FP8_QUERY;
     float *v = malloc((query ? rows * k : k) * sizeof *v);
     if (!v) return tl_error(TL_EFAIL, "quant naive", "out of memory");
@@ -293,14 +313,7 @@ int tl_quant_naive(const tl_quant_shape *s, const uint16_t *x, const int32_t *id
                                (uint8_t *)scales + r * (k / TL_QUANT_MX_BLOCK) + b);
             continue;
         }
-        uint8_t *out = s->scheme == TL_QUANT_DISPATCH ? codes + r * L.bytes : codes + r * k;
-        for (size_t g = 0; g < ng; g++) {
-            float sc;
-            naive_group128(s, v + g * TL_QUANT_GROUP, out + g * TL_QUANT_GROUP, &sc);
-            if (s->scheme == TL_QUANT_DISPATCH) memcpy(out + L.scales + 4 * g, &sc, 4);
-            else ((float *)scales)[scale_at(s, r, g)] = sc;
-        }
-        if (s->scheme == TL_QUANT_DISPATCH) write_routing(s, r, ids, weights, src_rank, out);
+        group_row(s, r, v, naive_group128, ids, weights, src_rank, codes, scales);
     }
     free(v);
     return TL_OK;
@@ -340,8 +353,7 @@ int tl_quant_host_kernel(const tl_quant_shape *s, const uint16_t *x, const int32
 {
     int rc = check_args(s, x, ids, weights, codes, scales);
     if (rc) return rc;
-    const size_t k = (size_t)s->k, rows = (size_t)s->rows, ng = k / TL_QUANT_GROUP;
-    const tl_quant_record L = tl_quant_record_layout(s->k, s->topk);
+    const size_t k = (size_t)s->k, rows = (size_t)s->rows;
     float *v = malloc(k * sizeof *v);
     if (!v) return tl_error(TL_EFAIL, "quant", "out of memory");
     if (s->scheme == TL_QUANT_FP8_QUERY) {
@@ -392,14 +404,7 @@ int tl_quant_host_kernel(const tl_quant_shape *s, const uint16_t *x, const int32
             }
             continue;
         }
-        uint8_t *out = s->scheme == TL_QUANT_DISPATCH ? codes + r * L.bytes : codes + r * k;
-        for (size_t g = 0; g < ng; g++) {
-            float sc;
-            kernel_group128(s, v + g * TL_QUANT_GROUP, out + g * TL_QUANT_GROUP, &sc);
-            if (s->scheme == TL_QUANT_DISPATCH) memcpy(out + L.scales + 4 * g, &sc, 4);
-            else ((float *)scales)[scale_at(s, r, g)] = sc;
-        }
-        if (s->scheme == TL_QUANT_DISPATCH) write_routing(s, r, ids, weights, src_rank, out);
+        group_row(s, r, v, kernel_group128, ids, weights, src_rank, codes, scales);
     }
     free(v);
     return TL_OK;
