@@ -36,9 +36,9 @@
  * scores -inf; a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard
  * with no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
  * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
- * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: meant to be 2 groups (8 warps, 2 x 101 KB of
- * rings) per SM; run 45 measured bf16 18% slower than run 44's register pipeline (fp8 17% faster),
- * which one group per SM would explain (bench/journal/runs.md, runs 44-45).
+ * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 101 KB of rings) per
+ * SM only when the shared-memory carveout gives 202 KB; otherwise one group per SM, which halves
+ * the bytes in flight.
  */
 #include "decode_launch.h"
 #include "mma.h"

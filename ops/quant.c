@@ -46,7 +46,7 @@ static const tl_op_input quant_inputs[] = {
 };
 
 static const tl_op_target quant_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "never (written after this session's device time was spent)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "never"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };

@@ -177,8 +177,8 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
             break;
         }
         /* AMD: a larger BLOCK_Q only when 2% faster; sm_90: unless 2% slower (the per-tile barrier
-         * and copy, which no term charges, are shared by more rows: BLOCK_Q 8 measured 2-23% faster
-         * than 4 in run 42) */
+         * and copy, which no term charges, are shared by more rows: on the H200 BLOCK_Q 8 is 2-23%
+         * faster than 4) */
         const int take = is_sm(hw) ? r.time_us <= best_us * 1.02 : r.time_us < best_us * 0.98;
         if (take) {
             best = q;

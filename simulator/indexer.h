@@ -49,7 +49,7 @@
  * the decode limit, and on sm_90 where BLOCK_Q 1-2 leave too few warps (the shared memory of a
  * block: 3 a CU): at H = 32, 64K square, BLOCK_Q 1 / 2 / 4 / 8 give 116 / 232 / 310 / 310 TFLOP/s.
  * Constants: stated guesses, but for TL_INDEXER_MMA_EFF_SM90 and TL_INDEXER_CHAINS_FULL_SM90,
- * fitted to the H200 runs 42-43 (bench/journal/runs.md) after their predictions missed by 38-55%.
+ * fitted to the H200's measurements of this kernel (bench/results/h200_indexer_bench_run43.csv).
  * Ignored: bank conflicts, the imbalance between a square's short and long blocks inside a wave,
  * clock changes under load, the logits' write traffic overlapping the reads. */
 #ifndef TL_SIM_INDEXER_H
@@ -60,11 +60,12 @@
 
 #define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
 #define TL_INDEXER_MMA_EFF_SM90 0.48 /* sm_90: share of the mma.sync loop ceiling the kernel reaches with enough
-                                      * accumulators (fitted to runs 42 and 43: 0.46-0.49 on squares of 16K
-                                      * and more, at H = 32 and 64, with 16 or 32 accumulators a scheduler) */
+                                      * accumulators (fitted to the H200 bench of this kernel,
+                                      * h200_indexer_bench_run43.csv: 0.46-0.49 on squares of 16K and more,
+                                      * at H = 32 and 64, with 16 or 32 accumulators a scheduler) */
 #define TL_INDEXER_CHAINS_WARP_SM90 8.0  /* independent accumulators a warp keeps: 2 x 16 positions x 4 x 8 heads */
-#define TL_INDEXER_CHAINS_FULL_SM90 16.0 /* accumulators a scheduler needs for that share (fitted: run 42's
-                                          * BLOCK_Q 4 at H = 32, 12 warps of 4, reached 0.81 of BLOCK_Q 8's) */
+#define TL_INDEXER_CHAINS_FULL_SM90 16.0 /* accumulators a scheduler needs for that share (fitted: BLOCK_Q 4
+                                          * at H = 32, 12 warps of 4, reached 0.81 of BLOCK_Q 8's on the H200) */
 #define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
 #define TL_INDEXER_EPI_OPS_SM90 2.0 /* sm_90: max 0 and FMA with w (the scale's sign is in K, |scale| after the sum) */
 #define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90, per 32 heads: lane-ops per score for the rest of its epilogue:

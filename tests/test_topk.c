@@ -235,7 +235,7 @@ static void test_schedule_sums_to_the_model(void **state)
 /* The stream path as the model charges it: every split runs (no row barriers), the buffer fits the
  * shared memory for every k, and the plan it picks is the faster path: resident for one long row
  * (its barriers are few), stream for a batch whose rows' blocks exceed what the GPU holds at once
- * (measured on the H200, run 46: B = 32 x 1M 156 us streamed, 274 us at the best resident split). */
+ * (as the H200 splits bench shows: bench/results/h200_topk_splits_run46.csv). */
 static void test_stream_path_and_the_plan(void **state)
 {
     tl_hw hw;
