@@ -188,16 +188,27 @@ static tl_decode_shape case_shape(const dec_problem *p, int c, int32_t *lens)
     return s;
 }
 
-/* A case's shape checked, on a scratch copy of its lengths. */
-static int check_case(const dec_problem *p, int c)
+/* Case c's shape with its lengths in a new array (*lens, the caller's to free). TL_EFAIL when out
+ * of memory. */
+static int case_shape_new(const dec_problem *p, int c, tl_decode_shape *s, int32_t **lens)
 {
     int batch, heads;
     long seq;
     case_dims(p, c, &batch, &seq, &heads);
-    int32_t *lens = malloc((size_t)batch * sizeof *lens);
-    if (!lens) return tl_error(TL_EFAIL, "decode", "out of memory");
-    tl_decode_shape s = case_shape(p, c, lens);
-    int rc = tl_decode_shape_check(&s);
+    *lens = malloc((size_t)batch * sizeof **lens);
+    if (!*lens) return tl_error(TL_EFAIL, "decode", "out of memory");
+    *s = case_shape(p, c, *lens);
+    return 0;
+}
+
+/* A case's shape checked, on a scratch copy of its lengths. */
+static int check_case(const dec_problem *p, int c)
+{
+    tl_decode_shape s;
+    int32_t *lens;
+    int rc = case_shape_new(p, c, &s, &lens);
+    if (rc) return rc;
+    rc = tl_decode_shape_check(&s);
     free(lens);
     return rc;
 }
@@ -526,13 +537,9 @@ static int dec_make_inputs(void *vp, int c)
 {
     dec_problem *p = vp;
     dec_free_case(p);
-    int batch, heads;
-    long seq;
-    case_dims(p, c, &batch, &seq, &heads);
-    p->lens = malloc((size_t)batch * sizeof *p->lens);
-    if (!p->lens) return tl_error(TL_EFAIL, "decode", "out of memory");
-    p->shape = case_shape(p, c, p->lens);
-    int rc = tl_decode_buffers_alloc(&p->shape, &p->in);
+    int rc = case_shape_new(p, c, &p->shape, &p->lens);
+    if (rc) return rc;
+    rc = tl_decode_buffers_alloc(&p->shape, &p->in);
     if (!rc) rc = alloc_outputs(p);
     if (!rc && p->have_user) copy_user(p);
     else if (!rc) rc = tl_decode_make(&p->shape, p->dist, p->seed, &p->in);
@@ -694,12 +701,12 @@ static int dec_naive(void *vp, tl_op_outputs *out)
 static int dec_naive_cheap(const void *vp, int c)
 {
     const dec_problem *p = vp;
-    int batch, heads;
-    long seq;
-    case_dims(p, c, &batch, &seq, &heads);
-    int32_t *lens = malloc((size_t)batch * sizeof *lens);
-    if (!lens) return 0;
-    tl_decode_shape s = case_shape(p, c, lens);
+    tl_decode_shape s;
+    int32_t *lens;
+    if (case_shape_new(p, c, &s, &lens)) {
+        tl_clear_error(); /* out of memory: not cheap */
+        return 0;
+    }
     const double work = ref_work(&s);
     free(lens);
     return work <= 134217728.0;
@@ -800,15 +807,13 @@ static int dec_work(void *vp, int c, int part, tl_op_work *w)
     dec_problem *p = vp;
     memset(w, 0, sizeof *w);
     snprintf(w->part, sizeof w->part, "decode");
-    int batch, heads;
-    long seq;
-    case_dims(p, c, &batch, &seq, &heads);
-    int32_t *lens = malloc((size_t)batch * sizeof *lens);
-    if (!lens) return tl_error(TL_EFAIL, "decode", "out of memory");
-    tl_decode_shape s = case_shape(p, c, lens);
+    tl_decode_shape s;
+    int32_t *lens;
+    int rc = case_shape_new(p, c, &s, &lens);
+    if (rc) return rc;
     const int32_t *topk = p->cur_case == c && s.kind == TL_DECODE_DUAL_SCOPE ? p->in.topk : NULL;
     tl_decode_model_result r;
-    int rc = dec_model(p, &s, topk, &r);
+    rc = dec_model(p, &s, topk, &r);
     if (!rc) {
         w->flops = tl_decode_flops(&s, topk);
         w->hbm_bytes = tl_decode_bytes(&s, topk);
@@ -832,14 +837,12 @@ static double mean_len(const tl_decode_shape *s)
 static int dec_sim_rows(void *vp, int c, tl_table *t)
 {
     dec_problem *p = vp;
-    int batch, heads;
-    long seq;
-    case_dims(p, c, &batch, &seq, &heads);
-    int32_t *lens = malloc((size_t)batch * sizeof *lens);
-    if (!lens) return tl_error(TL_EFAIL, "decode", "out of memory");
-    tl_decode_shape s = case_shape(p, c, lens);
+    tl_decode_shape s;
+    int32_t *lens;
+    int rc = case_shape_new(p, c, &s, &lens);
+    if (rc) return rc;
     tl_decode_model_result r;
-    int rc = dec_model(p, &s, NULL, &r);
+    rc = dec_model(p, &s, NULL, &r);
     if (!rc) {
         tl_table_row(t);
         tl_table_str(t, p->hw);
