@@ -12,37 +12,11 @@ Prints CSV on stdout: name,rows,k,hbm_bytes,time_us,gbps,source
 """
 import argparse
 import datetime
-import statistics
 import sys
 
 import torch
 
-
-def time_graph(graph, flush, warmup=20, iters=200):
-    for _ in range(warmup):
-        graph.replay()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        start[i].record()
-        graph.replay()
-        end[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, end))
-
-
-def capture(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
+from torch_timing import capture, flush_buffer, time_graph
 
 
 def quant_fp8_1x128(x):
@@ -62,7 +36,7 @@ def main():
         return 1
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    flush = flush_buffer(dev)
     name = torch.cuda.get_device_name(dev)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = f"measured on {name} {date} (torch {torch.__version__})"

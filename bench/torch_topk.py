@@ -12,24 +12,11 @@ that are -inf (the mask written before the timing, not timed). Prints CSV on std
 """
 import argparse
 import datetime
-import statistics
 import sys
 
 import torch
 
-
-def time_graph(graph, flush, warmup=20, iters=200):
-    for _ in range(warmup):
-        graph.replay()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        start[i].record()
-        graph.replay()
-        end[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, end))
+from torch_timing import capture, flush_buffer, time_graph
 
 
 def main():
@@ -45,7 +32,7 @@ def main():
         return 1
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    flush = flush_buffer(dev)
     name = torch.cuda.get_device_name(dev)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = f"measured on {name} {date} (torch {torch.__version__})"
@@ -53,16 +40,7 @@ def main():
 
     def one(x, b, n, k, label):
         try:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    torch.topk(x, k, dim=1, sorted=False)
-            torch.cuda.current_stream().wait_stream(s)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                torch.topk(x, k, dim=1, sorted=False)
-            us = time_graph(graph, flush)
+            us = time_graph(capture(lambda: torch.topk(x, k, dim=1, sorted=False)), flush)
         except Exception as exc:  # report, keep going
             print(f"torch_topk: B={b} n={n} k={k}{label}: {exc}", file=sys.stderr)
             return
