@@ -268,31 +268,23 @@ check_mfma() {
     [ $named -ge 1 ] || fail "$arch: no kernel matches '$pat'"
   done <<<"$rules"
 }
-# Top-k (kernels/topk*.hip): integer radix select, no matrix work. Every one of its kernels must be
-# in the assembly (both paths, each dtype's: 0 float32, 1 bfloat16, 2 float16) and no MFMA rule names them, so
-# check_mfma already refuses any matrix instruction in them; check_topk says so by name.
+# Kernels with no matrix work: top-k (kernels/topk*.hip: integer radix select; both paths, each
+# dtype's: 0 float32, 1 bfloat16, 2 float16) and quantization (kernels/quant.hip: conversions and
+# shuffles). Every one of their kernels must be in each arch's assembly, and no MFMA rule names
+# them, so check_mfma already refuses any matrix instruction in them; check_matrix_free says so by
+# name.
 topk_kernels='_Z9topk_rowsILi0E _Z9topk_rowsILi1E _Z9topk_rowsILi2E _Z11topk_streamILi0E _Z11topk_streamILi1E _Z11topk_streamILi2E'
-# check_topk ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
-check_topk() {
-  local arch=$1 k n
-  for k in $topk_kernels; do
-    grep -q "^$k" "$tmp/kernels.$arch" || fail "$arch: no top-k kernel $k* in the assembly"
-  done
-  n=$(grep -c "^_Z[0-9]*topk_" "$tmp/mfma.$arch")
-  [ "$n" -eq 0 ] || fail "$arch: top-k kernels hold matrix instructions: $(grep "^_Z[0-9]*topk_" "$tmp/mfma.$arch" | head -3)"
-}
-# Quantization (kernels/quant.hip): conversions and shuffles, no matrix work. Every one of its
-# kernels must be in each arch's assembly, none with a matrix instruction (check_quant).
 quant_kernels='_Z11quant_groupILi0E _Z11quant_groupILi1E _Z11quant_groupILi2E _Z11quant_groupILi3E _Z11quant_groupILi4E _Z11quant_queryILi0E _Z11quant_queryILi1E _Z12quant_unpack'
-# check_quant ARCH: after check_mfma ARCH (its $tmp/kernels.ARCH and $tmp/mfma.ARCH)
-check_quant() {
-  local arch=$1 k n
-  for k in $quant_kernels; do
-    grep -q "^$k" "$tmp/kernels.$arch" || fail "$arch: no quant kernel $k* in the assembly"
+# check_matrix_free ARCH WHAT PREFIX KERNELS: after check_mfma ARCH (its $tmp/kernels.ARCH and
+# $tmp/mfma.ARCH): every kernel of KERNELS is there, and none named PREFIX* holds a matrix instruction
+check_matrix_free() {
+  local arch=$1 what=$2 prefix=$3 kernels=$4 k n
+  for k in $kernels; do
+    grep -q "^$k" "$tmp/kernels.$arch" || fail "$arch: no $what kernel $k* in the assembly"
   done
-  n=$(grep -c "^_Z[0-9]*quant_" "$tmp/mfma.$arch")
-  [ "$n" -eq 0 ] || fail "$arch: quant kernels hold matrix instructions: $(grep "^_Z[0-9]*quant_" "$tmp/mfma.$arch" | head -3)"
-  echo "$arch: the 8 quant kernels are there, no matrix instructions"
+  n=$(grep -c "^_Z[0-9]*$prefix" "$tmp/mfma.$arch")
+  [ "$n" -eq 0 ] || fail "$arch: $what kernels hold matrix instructions: $(grep "^_Z[0-9]*$prefix" "$tmp/mfma.$arch" | head -3)"
+  echo "$arch: the $(wc -w <<<"$kernels") $what kernels are there, no matrix instructions"
 }
 # check_scratch ARCH S...: every kernel keeps everything in registers (ScratchSize 0, private segment 0)
 check_scratch() {
@@ -326,8 +318,8 @@ amd_device() {
   check_scratch "$arch" "$tmp/$arch"/*.s
   local rules=rules_$arch
   check_mfma "$arch" "${!rules}" "$tmp/$arch"/*.s
-  check_topk "$arch"
-  check_quant "$arch"
+  check_matrix_free "$arch" top-k topk_ "$topk_kernels"
+  check_matrix_free "$arch" quant quant_ "$quant_kernels"
 }
 if [ ! -f /usr/include/hip/hip_runtime.h ]; then
   echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"
