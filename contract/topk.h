@@ -72,12 +72,19 @@ static inline long tl_topk_chunk_vecs(tl_topk_dtype d, long n, int split)
     const long vecs = n / tl_topk_vec_scores(d) + 2;
     return (vecs + split - 1) / split;
 }
+/* The power of two k rounds up to (1 for k <= 1): the sorts' and the cut's sizes. Host and device,
+ * as numerics/keys.h's functions. */
+TL_KEY_FN int tl_topk_pow2(int k)
+{
+    int kp = 1;
+    while (kp < k) kp <<= 1;
+    return kp;
+}
 /* Shared memory of one block: its chunk's keys and TL_TOPK_WORK_BYTES, or, when the output is
  * sorted, the row's k ranks (8 bytes each, k rounded up to a power of two) if that is more. */
 static inline size_t tl_topk_block_smem(tl_topk_dtype d, long n, int split, int sorted, int k)
 {
-    size_t bytes = (size_t)tl_topk_chunk_vecs(d, n, split) * 16 + TL_TOPK_WORK_BYTES, kp = 1;
-    while (kp < (size_t)k) kp <<= 1;
+    const size_t bytes = (size_t)tl_topk_chunk_vecs(d, n, split) * 16 + TL_TOPK_WORK_BYTES, kp = (size_t)tl_topk_pow2(k);
     return sorted && kp * 8 > bytes ? kp * 8 : bytes;
 }
 
@@ -104,10 +111,9 @@ int tl_topk_path_parse(const char *s, tl_topk_path *out);
 const char *tl_topk_path_name(tl_topk_path p);
 /* The stream path's candidate buffer: ranks a block holds, at least twice the power of two k
  * rounds up to (so a cut keeps at most half); 4 x that up to 8192 ranks. */
-TL_KEY_FN int tl_topk_stream_cap(int k) /* host and device, as numerics/keys.h's */
+TL_KEY_FN int tl_topk_stream_cap(int k)
 {
-    int kp = 1;
-    while (kp < k) kp <<= 1;
+    const int kp = tl_topk_pow2(k);
     int c = 4 * kp;
     if (c > 8192) c = 8192;
     if (c < 2 * kp) c = 2 * kp;
@@ -117,9 +123,7 @@ TL_KEY_FN int tl_topk_stream_cap(int k) /* host and device, as numerics/keys.h's
  * power of two) and a histogram of TL_TOPK_BINS_32 words. */
 static inline size_t tl_topk_stream_smem(int k)
 {
-    size_t kp = 1;
-    while (kp < (size_t)k) kp <<= 1;
-    return (size_t)tl_topk_stream_cap(k) * 8 + kp * 8 + 4 * TL_TOPK_BINS_32;
+    return (size_t)tl_topk_stream_cap(k) * 8 + (size_t)tl_topk_pow2(k) * 8 + 4 * TL_TOPK_BINS_32;
 }
 
 /* The points of a block's life the kernel's trace records (kernels/topk.h, tl_topk_gpu_trace), in

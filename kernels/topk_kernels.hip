@@ -535,8 +535,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     tl_block_sync();
     if (s_last) {
         if (sorted && !bad && c > 0) {
-            int kp = 1;
-            while (kp < c) kp <<= 1;
+            const int kp = tl_topk_pow2(c);
             for (int i = x; i < kp; i += NT) /* padding 0: below every real rank (their low words are ~index > 0) */
                 sh_sort[i] = i < c ? tl_load_relaxed_u64((const uint64_t *)out_rank + i) : 0ull;
             tl_block_sync();
@@ -686,8 +685,7 @@ static __device__ void stream_finish(const StreamBuf &b, StreamShared *sh, int c
     const int x = tl_thread_x();
     if (sh->n > (uint32_t)b.k) stream_cut(b, sh);
     const int have = (int)sh->n;
-    int kp = 1;
-    while (kp < have) kp <<= 1;
+    const int kp = tl_topk_pow2(have);
     for (int i = x; i < kp; i += NT) {
         const unsigned long long r = i < have ? b.cand[i] : 0ull;
         b.cand[i] = sorted ? r : (r & 0xFFFFFFFFull);
@@ -714,11 +712,9 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     StreamBuf buf;
     buf.k = k;
     buf.cap = tl_topk_stream_cap(k);
-    int kp = 1;
-    while (kp < k) kp <<= 1;
     buf.cand = smem_u64;
     buf.keep = smem_u64 + buf.cap;
-    buf.hist = (uint32_t *)(smem_u64 + buf.cap + kp);
+    buf.hist = (uint32_t *)(smem_u64 + buf.cap + tl_topk_pow2(k));
     const uint32_t t = tl_block_x();
     const int b = (int)(t / (uint32_t)split), j = (int)(t % (uint32_t)split);
     const long lrow = lens ? (long)lens[b] : causal ? n - (long)(tl_grid_x() / (uint32_t)split - 1u - (uint32_t)b) : n;
