@@ -166,3 +166,11 @@ void tl_prefill_dequantize_fp8(const uint8_t *codes, const float *scales, long s
             for (int d = 0; d < dim; d++) y[off + d] = (double)tab[codes[off + d]] * sc;
         }
 }
+
+tl_prefill_tiling tl_prefill_tiling_for(const char *arch, const tl_prefill_shape *s)
+{
+    (void)s;
+    const int amd = arch && strncmp(arch, "gfx", 3) == 0;
+    tl_prefill_tiling t = {128, 64, amd ? 4 : 8};
+    return t;
+}

@@ -1,6 +1,6 @@
 /* contract/prefill.h: causal prefill attention forward (seed 003, the ZYFA FP8 attention note): what
- * the kernels, the reference and the model of `prefill` agree on. (The kernel, the model and the op
- * row do not exist yet; the reference and the error study do.)
+ * the kernels (kernels/prefill.hip), the reference (reference/prefill.c) and the model
+ * (simulator/prefill.c) of `prefill` agree on.
  *
  * The function. For query row i (0 <= i < seq) of query head h, reading KV head g = h / (H / Hkv):
  *     s_j  = scale * (Q[i][h][:] . K[j][g][:])          j in J(i) = [0, i] (causal) or [0, seq)
@@ -97,6 +97,16 @@ static inline long tl_prefill_keys(int causal, long seq, long i) { return causal
  * code stands for. A few instructions each. */
 TL_CODE_FN uint32_t tl_prefill_p_code(float p) { return tl_code_e4m3_from_f32(p * TL_PREFILL_P_MULT); }
 TL_CODE_FN float tl_prefill_p_value(uint32_t code) { return tl_code_e4m3_to_f32(code) / TL_PREFILL_P_MULT; }
+
+/* The kernel's tiling (the model and the kernel read the same numbers): a work-group (CTA) serves
+ * block_m query rows of one query head, `warps` waves (warps) of block_m / warps rows each, and walks
+ * its rows' keys in tiles of block_n, the causal tiles above the diagonal skipped, the diagonal
+ * tiles masked. Per arch ("sm_90", "gfx942", "gfx950") and dtype; block_m a multiple of 16 x warps,
+ * block_n of 16. */
+typedef struct {
+    int block_m, block_n, warps;
+} tl_prefill_tiling;
+tl_prefill_tiling tl_prefill_tiling_for(const char *arch, const tl_prefill_shape *s);
 
 /* FP8 block quantization of one tensor x [seq][heads][dim] (float32) into codes (same layout, one
  * byte each) and scales [heads][nblk], by the rule above. NaN/Inf in x: TL_EUSAGE naming the first
