@@ -205,17 +205,20 @@ TL_QUANT_FN uint32_t tl_quant_mx_code(float x, uint32_t sc, int fp4)
     return fp4 ? tl_code_e2m1_from_f32(q) : tl_code_e4m3_from_f32(q);
 }
 
-/* The kernels' geometry (the model reads it): TL_QUANT_THREADS threads a block, each loading 8
- * bf16 values (16 bytes) TL_QUANT_VECS times before converting. A 1 x 128 group is 16 lanes, an MX
- * block 4 lanes; their largest |x| is a shuffle butterfly (4 or 2 steps). fp8-query: one block per
- * 128-token block per head, each thread 8 rows x 8 values; the Hadamard stages 1, 2, 4 inside a
- * thread and 8 .. 64 across lanes by shuffles; the tile's amax through shared memory. dispatch:
+/* The kernels' geometry (the model reads it): a tile is TL_QUANT_THREADS threads x TL_QUANT_VECS
+ * x 8 bf16 values (16-byte loads); a block converts one tile while the loads of its next are in
+ * flight, over tiles b, b + grid, ... (grid: the blocks the GPU holds at once, at most the tiles).
+ * A 1 x 128 group is 16 lanes, an MX block 4 lanes; their largest |x| is a shuffle butterfly (4 or
+ * 2 steps). fp8-query: one block of TL_QUANT_QUERY_THREADS per 128-token block per head, each
+ * thread 4 rows x 8 values; the Hadamard stages 1, 2, 4 inside a thread and 8 .. 64 across lanes
+ * by shuffles; the tile's amax through shared memory. dispatch:
  * fp8's kernel writing into the records (8-byte stores: a record's stride is a multiple of 8). */
 #define TL_QUANT_THREADS 256
 #define TL_QUANT_VECS 2
+#define TL_QUANT_QUERY_THREADS 512
 #define TL_QUANT_VALUES_PER_THREAD 8
 
-/* Blocks of one launch (the kernels and the model agree on them). */
+/* Tiles of one launch (fp8-query: its blocks); the kernels and the model agree on them. */
 long tl_quant_blocks(const tl_quant_shape *s);
 
 #ifdef __cplusplus

@@ -37,6 +37,7 @@ extern "C" {
 #ifdef __cplusplus
 }
 #endif
+#include "../numerics/codes.h" /* the software encoders behind tl_e4m3x2_hw */
 
 /* ---------------------------------------------------------------------------------------------
  * Platform selection
@@ -239,6 +240,29 @@ static __device__ __forceinline__ int tl_gpu_sm_id(void)
     unsigned s;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
     return (int)s;
+}
+#endif
+
+/* Two float32 values to E4M3FN (OCP) codes in one instruction where the hardware has it:
+ * tl_e4m3x2_hw(a, b) = code(a) | code(b) << 8, rounding to nearest even and saturating at +-448
+ * (Inf too), NaN to 0x7F. That is numerics/codes.h's tl_code_e4m3_from_f32 for every input but
+ * NaN (whose sign the software keeps): callers patch NaN themselves. TL_GPU_HAS_E4M3X2_HW is 1 on
+ * NVIDIA sm_89+ (cvt.rn.satfinite.e4m3x2.f32, one F2FP); elsewhere 0 and the function is the
+ * software encoder twice (gfx950's v_cvt_pk_fp8_f32 is not used: its saturation follows a mode
+ * this project has not run). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define TL_GPU_HAS_E4M3X2_HW 1
+static __device__ __forceinline__ uint32_t tl_e4m3x2_hw(float a, float b)
+{
+    unsigned short h;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(h) : "f"(a), "f"(b));
+    return h;
+}
+#else
+#define TL_GPU_HAS_E4M3X2_HW 0
+static __device__ __forceinline__ uint32_t tl_e4m3x2_hw(float a, float b)
+{
+    return tl_code_e4m3_from_f32(a) | tl_code_e4m3_from_f32(b) << 8;
 }
 #endif
 

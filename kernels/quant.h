@@ -5,14 +5,16 @@
  * kernels/quant.hip, which exists only in GPU builds.
  *
  * What runs: one launch per quantization, no host synchronization inside it:
- *   quant_group<FAMILY> (fp8, fp8-fnuz, mxfp8, mxfp4, dispatch): tl_quant_blocks(s) blocks of
- *     TL_QUANT_THREADS threads; each thread loads TL_QUANT_VECS x 8 bf16 values (16-byte loads, all
- *     in flight), a 1 x 128 group being 16 lanes (an MX block 4); the group's largest |x| by a
- *     shuffle butterfly on the bits (integer max: NaN-free for FP8 as fmaxf, NaN-first for MX); the
- *     scale and codes by contract/quant.h's tl_quant_* functions; codes out in 8-byte (FP4: 4-byte)
- *     stores, the scale by the group's first lane. dispatch writes into the records and its group-0
- *     team copies the token's routing.
- *   quant_query<HADAMARD>: one block per 128-token block per head: 8 rows x 8 values a thread, the Hadamard
+ *   quant_group<FAMILY> (fp8, fp8-fnuz, mxfp8, mxfp4, dispatch): min(tl_quant_blocks(s) tiles, the
+ *     blocks the GPU holds at once) blocks of TL_QUANT_THREADS threads looping over the tiles; a
+ *     thread loads TL_QUANT_VECS x 8 bf16 values of a tile (16-byte loads) and issues the next
+ *     tile's before converting these, a 1 x 128 group being 16 lanes (an MX block 4); the group's
+ *     largest |x| by a shuffle butterfly on the bits (integer max: NaN-free for FP8 as fmaxf,
+ *     NaN-first for MX); the scale and codes by contract/quant.h's tl_quant_* functions (E4M3FN
+ *     codes by gpu.h's tl_e4m3x2_hw pair conversion where the hardware has one, the same codes);
+ *     codes out in 8-byte (FP4: 4-byte) stores, the scale by the group's first lane. dispatch
+ *     writes into the records and its group-0 team copies the token's routing.
+ *   quant_query<HADAMARD>: one block of TL_QUANT_QUERY_THREADS per 128-token block per head: 4 rows x 8 values a thread, the Hadamard
  *     butterfly in registers and shuffles, the tile's amax through shared memory, then codes.
  *   quant_unpack: the dispatch records back into codes, scales, ids, weights and source (a block a
  *     token, 8-byte copies).

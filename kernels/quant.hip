@@ -55,24 +55,55 @@ static __device__ __forceinline__ void write_routing(const QuantOut &o, long lon
     }
 }
 
-/* One launch quantizes n = rows x K values: block b holds values [b, b + 1) x 4096, thread t the 8 at
- * b x 4096 + v x 2048 + 8 t for v < TL_QUANT_VECS (coalesced; every load in flight before any
- * arithmetic). A 1 x 128 group is 16 consecutive lanes, an MX block 4; n and K are multiples of
- * them, so a group is wholly in or wholly out of range. */
-template <int MODE>
-__global__ void __launch_bounds__(TL_QUANT_THREADS)
-    quant_group(const uint16_t *__restrict__ x, long long n, int k, int rows, int ue8m0, int round_up, QuantOut o)
+/* Eight FP8 codes (two words, the first value in the low byte) of f under one group's scale:
+ * tl_quant_fp8_code of each. E4M3FN takes the hardware's pair conversion where gpu.h has it (one
+ * instruction a pair instead of ~20 integer operations a value); a NaN or Inf among the eight (rare)
+ * takes the contract's function for all eight, which is what the hardware path equals elsewhere.
+ * CANON_NAN: tl_quant_fp8_code_canon_nan instead (the rotated query's rule). */
+template <int FNUZ, int CANON_NAN = 0>
+static __device__ __forceinline__ uint2 fp8_codes8(const float *f, float scale)
 {
-    constexpr bool MX = MODE == QK_MXFP8 || MODE == QK_MXFP4;
-    constexpr int LANES = MX ? TL_QUANT_MX_BLOCK / 8 : TL_QUANT_GROUP / 8;
-    const int t = (int)tl_thread_x(), lane = t % LANES;
-    const long long base = (long long)blockIdx.x * (TL_QUANT_THREADS * TL_QUANT_VECS * 8);
-    uint4 q[TL_QUANT_VECS];
+    uint32_t special = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) special |= (tl_code_f32_bits(f[i]) & 0x7F800000u) == 0x7F800000u;
+    uint32_t lo = 0, hi = 0;
+    if (!FNUZ && TL_GPU_HAS_E4M3X2_HW && !special) {
+        lo = tl_e4m3x2_hw(f[0] / scale, f[1] / scale) | tl_e4m3x2_hw(f[2] / scale, f[3] / scale) << 16;
+        hi = tl_e4m3x2_hw(f[4] / scale, f[5] / scale) | tl_e4m3x2_hw(f[6] / scale, f[7] / scale) << 16;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            lo |= (CANON_NAN ? tl_quant_fp8_code_canon_nan(f[i], scale, FNUZ) : tl_quant_fp8_code(f[i], scale, FNUZ))
+                  << (8 * i);
+            hi |= (CANON_NAN ? tl_quant_fp8_code_canon_nan(f[i + 4], scale, FNUZ)
+                             : tl_quant_fp8_code(f[i + 4], scale, FNUZ))
+                  << (8 * i);
+        }
+    }
+    return make_uint2(lo, hi);
+}
+
+/* Loads the TL_QUANT_VECS 16-byte pieces of thread t in the tile at `base` (zeros past n). */
+static __device__ __forceinline__ void load_tile(const uint16_t *__restrict__ x, long long base, long long n, int t,
+                                                 uint4 *q)
+{
 #pragma unroll
     for (int v = 0; v < TL_QUANT_VECS; v++) {
         const long long at = base + (long long)v * TL_QUANT_THREADS * 8 + 8LL * t;
         q[v] = at < n ? *(const uint4 *)(x + at) : make_uint4(0, 0, 0, 0);
     }
+}
+
+/* Converts and stores thread t's pieces of the tile at `base`. A 1 x 128 group is 16 consecutive
+ * lanes, an MX block 4; n and K are multiples of them, so a group is wholly in or wholly out of
+ * range. Index arithmetic in 32 bits (n <= 2^32: TL_QUANT_MAX_ELEMS). */
+template <int MODE>
+static __device__ __forceinline__ void convert_tile(const uint4 *q, long long base, long long n, int t, int k, int rows,
+                                                    int ue8m0, int round_up, const QuantOut &o)
+{
+    constexpr bool MX = MODE == QK_MXFP8 || MODE == QK_MXFP4;
+    constexpr int LANES = MX ? TL_QUANT_MX_BLOCK / 8 : TL_QUANT_GROUP / 8;
+    const int lane = t % LANES;
 #pragma unroll
     for (int v = 0; v < TL_QUANT_VECS; v++) {
         const long long at = base + (long long)v * TL_QUANT_THREADS * 8 + 8LL * t;
@@ -86,65 +117,96 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
         }
         m = group_max<LANES>(m); /* every lane takes part: the shuffles need the whole wave */
         if (at >= n) continue;
-        const long long r = at / k;
-        const int col = (int)(at - r * k);
         if (MX) {
             const uint32_t sc = tl_quant_mx_scale(m, MODE == QK_MXFP4, round_up);
-            uint32_t c[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) c[i] = tl_quant_mx_code(f[i], sc, MODE == QK_MXFP4);
-            if (MODE == QK_MXFP4) {
-                *(uint32_t *)(o.codes + at / 2) = (c[0] | c[1] << 4) | (c[2] | c[3] << 4) << 8 |
-                                                  (c[4] | c[5] << 4) << 16 | (c[6] | c[7] << 4) << 24;
+            if (MODE == QK_MXFP8 && TL_GPU_HAS_E4M3X2_HW) {
+                /* sc != 0xFF: every value finite, x x 2^(127 - sc) exact, so the pair conversion
+                 * gives tl_quant_mx_code's codes; 0xFF: the block's codes are 0 */
+                const float inv = tl_code_e8m0_inverse(sc);
+                uint2 c = make_uint2(0, 0);
+                if (sc != 0xFFu) {
+                    c.x = tl_e4m3x2_hw(f[0] * inv, f[1] * inv) | tl_e4m3x2_hw(f[2] * inv, f[3] * inv) << 16;
+                    c.y = tl_e4m3x2_hw(f[4] * inv, f[5] * inv) | tl_e4m3x2_hw(f[6] * inv, f[7] * inv) << 16;
+                }
+                *(uint2 *)(o.codes + at) = c;
             } else {
-                *(uint2 *)(o.codes + at) = make_uint2(c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24,
-                                                      c[4] | c[5] << 8 | c[6] << 16 | c[7] << 24);
+                uint32_t c[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) c[i] = tl_quant_mx_code(f[i], sc, MODE == QK_MXFP4);
+                if (MODE == QK_MXFP4)
+                    *(uint32_t *)(o.codes + at / 2) = (c[0] | c[1] << 4) | (c[2] | c[3] << 4) << 8 |
+                                                      (c[4] | c[5] << 4) << 16 | (c[6] | c[7] << 4) << 24;
+                else
+                    *(uint2 *)(o.codes + at) = make_uint2(c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24,
+                                                          c[4] | c[5] << 8 | c[6] << 16 | c[7] << 24);
             }
             if (lane == 0) ((uint8_t *)o.scales)[at / TL_QUANT_MX_BLOCK] = (uint8_t)sc;
             continue;
         }
-        const int fnuz = MODE == QK_FNUZ;
-        const float scale = tl_quant_fp8_scale(tl_code_bits_f32(m), fnuz, ue8m0);
-        uint32_t lo = 0, hi = 0;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            lo |= tl_quant_fp8_code(f[i], scale, fnuz) << (8 * i);
-            hi |= tl_quant_fp8_code(f[i + 4], scale, fnuz) << (8 * i);
-        }
-        const int g = col / TL_QUANT_GROUP;
+        const float scale = tl_quant_fp8_scale(tl_code_bits_f32(m), MODE == QK_FNUZ, ue8m0);
+        const uint2 c = fp8_codes8<MODE == QK_FNUZ>(f, scale);
+        const uint32_t gi = (uint32_t)(at / TL_QUANT_GROUP), gk = (uint32_t)k / TL_QUANT_GROUP;
         if (MODE == QK_DISPATCH) {
-            uint8_t *rec = o.codes + r * o.rec_bytes;
-            *(uint2 *)(rec + col) = make_uint2(lo, hi); /* the stride is a multiple of 8 */
+            const uint32_t r = gi / gk, g = gi - r * gk;
+            uint8_t *rec = o.codes + (long long)r * o.rec_bytes;
+            *(uint2 *)(rec + (long long)(at - (long long)r * k)) = c; /* the stride is a multiple of 8 */
             if (lane == 0) *(float *)(rec + o.rec_scales + 4 * g) = scale;
             if (g == 0) write_routing(o, r, lane);
             continue;
         }
-        *(uint2 *)(o.codes + at) = make_uint2(lo, hi);
+        *(uint2 *)(o.codes + at) = c;
         if (lane == 0) {
-            const long long si = o.col_layout ? (long long)g * rows + r : r * (k / TL_QUANT_GROUP) + g;
+            long long si = gi;
+            if (o.col_layout) {
+                const uint32_t r = gi / gk;
+                si = (long long)(gi - r * gk) * rows + r;
+            }
             ((float *)o.scales)[si] = scale;
         }
     }
 }
 
+/* One launch quantizes n = rows x K values in tiles of TL_QUANT_THREADS x TL_QUANT_VECS x 8: block b
+ * takes tiles b, b + grid, ... (the launcher sizes the grid to the blocks the GPU holds at once),
+ * thread t the 8 values at the tile's start + v x 2048 + 8 t for v < TL_QUANT_VECS (coalesced).
+ * The next tile's loads are issued before the current tile is converted, so every thread keeps
+ * TL_QUANT_VECS 16-byte loads in flight while it computes. */
+template <int MODE>
+__global__ void __launch_bounds__(TL_QUANT_THREADS)
+    quant_group(const uint16_t *__restrict__ x, long long n, int k, int rows, int ue8m0, int round_up, QuantOut o)
+{
+    const int t = (int)tl_thread_x();
+    const long long tile = (long long)TL_QUANT_THREADS * TL_QUANT_VECS * 8, stride = (long long)gridDim.x * tile;
+    long long base = (long long)blockIdx.x * tile;
+    uint4 q[TL_QUANT_VECS];
+    load_tile(x, base, n, t, q);
+    for (; base < n; base += stride) {
+        uint4 next[TL_QUANT_VECS];
+        load_tile(x, base + stride, n, t, next);
+        convert_tile<MODE>(q, base, n, t, k, rows, ue8m0, round_up, o);
+#pragma unroll
+        for (int v = 0; v < TL_QUANT_VECS; v++) q[v] = next[v];
+    }
+}
+
 /* The query: block (b, h) quantizes tokens [128 b, 128 b + 128) of head h, one scale. Team j (16
- * lanes) holds rows 128 b + j + 16 i, i < 8, a lane 8 consecutive values of each; the Hadamard
+ * lanes) holds rows 128 b + j + 32 i, i < 4, a lane 8 consecutive values of each; the Hadamard
  * butterfly runs as tl_fwht's (stages 1, 2, 4 in a thread, 8 .. 64 across lanes: lower = own +
  * partner, upper = partner - own), then the multiply by hscale. */
 template <int HADAMARD>
-__global__ void __launch_bounds__(TL_QUANT_THREADS)
+__global__ void __launch_bounds__(TL_QUANT_QUERY_THREADS)
     quant_query(const uint16_t *__restrict__ x, int rows, int k, int ue8m0, float hscale, uint8_t *__restrict__ codes,
                 float *__restrict__ scales)
 {
-    constexpr int R = TL_QUANT_QUERY_ROWS / (TL_QUANT_THREADS / 16); /* 8 rows a thread */
-    __shared__ uint32_t red[TL_QUANT_THREADS / 16];
+    constexpr int TEAMS = TL_QUANT_QUERY_THREADS / 16, R = TL_QUANT_QUERY_ROWS / TEAMS; /* 4 rows a thread */
+    __shared__ uint32_t red[TL_QUANT_QUERY_THREADS / 16];
     const int heads = k / TL_QUANT_HEAD_DIM, b = (int)blockIdx.x / heads, h = (int)blockIdx.x % heads;
     const int t = (int)tl_thread_x(), team = t / 16, lane = t % 16;
     float f[R][8];
     uint4 q[R];
 #pragma unroll
     for (int i = 0; i < R; i++) {
-        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + 16 * i;
+        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + TEAMS * i;
         q[i] = r < rows ? *(const uint4 *)(x + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) : make_uint4(0, 0, 0, 0);
     }
     uint32_t m = 0;
@@ -171,7 +233,7 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
 #pragma unroll
             for (int j = 0; j < 8; j++) f[i][j] *= hscale;
         }
-        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + 16 * i;
+        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + TEAMS * i;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const uint32_t a = r < rows ? tl_quant_abs_bits_no_nan(f[i][j]) : 0u;
@@ -182,20 +244,13 @@ __global__ void __launch_bounds__(TL_QUANT_THREADS)
     if (lane == 0) red[team] = m;
     tl_block_sync();
 #pragma unroll
-    for (int j = 0; j < TL_QUANT_THREADS / 16; j++) m = red[j] > m ? red[j] : m;
+    for (int j = 0; j < TL_QUANT_QUERY_THREADS / 16; j++) m = red[j] > m ? red[j] : m;
     const float scale = tl_quant_fp8_scale(tl_code_bits_f32(m), 0, ue8m0);
 #pragma unroll
     for (int i = 0; i < R; i++) {
-        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + 16 * i;
+        const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + TEAMS * i;
         if (r >= rows) continue;
-        uint32_t lo = 0, hi = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            lo |= (HADAMARD ? tl_quant_fp8_code_canon_nan(f[i][j], scale, 0) : tl_quant_fp8_code(f[i][j], scale, 0)) << (8 * j);
-            hi |= (HADAMARD ? tl_quant_fp8_code_canon_nan(f[i][j + 4], scale, 0) : tl_quant_fp8_code(f[i][j + 4], scale, 0))
-                  << (8 * j);
-        }
-        *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) = make_uint2(lo, hi);
+        *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) = fp8_codes8<0, HADAMARD>(f[i], scale);
     }
     if (t == 0) scales[(long long)b * heads + h] = scale;
 }
@@ -308,6 +363,26 @@ extern "C" int tl_quant_gpu_poison(tl_quant_gpu *g, int byte)
     return 0;
 }
 
+/* A group kernel on min(tiles, the blocks the GPU holds at once) blocks: the kernel loops over the
+ * rest. The resident count is asked of the driver once per instantiation (tilelab drives one device). */
+template <int MODE>
+static int launch_group(const uint16_t *x, long long n, int k, int rows, int ue8m0, int round_up, const QuantOut &o,
+                        long long tiles, hipStream_t st)
+{
+    static long long resident = 0;
+    if (!resident) {
+        int dev = 0, sms = 0, per_sm = 0;
+        TL_GPU_CHECK(hipGetDevice(&dev));
+        TL_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev));
+        TL_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, quant_group<MODE>, TL_QUANT_THREADS, 0));
+        resident = (long long)sms * (per_sm > 0 ? per_sm : 1);
+    }
+    const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
+    quant_group<MODE><<<grid, TL_QUANT_THREADS, 0, st>>>(x, n, k, rows, ue8m0, round_up, o);
+    TL_GPU_CHECK_LAUNCH("quant_group");
+    return 0;
+}
+
 static int enqueue(tl_quant_gpu *g, int src_rank, hipStream_t st)
 {
     const tl_quant_shape *s = &g->s;
@@ -315,10 +390,10 @@ static int enqueue(tl_quant_gpu *g, int src_rank, hipStream_t st)
     const unsigned blocks = (unsigned)tl_quant_blocks(s);
     if (s->scheme == TL_QUANT_FP8_QUERY) {
         if (s->hadamard)
-            quant_query<1><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+            quant_query<1><<<blocks, TL_QUANT_QUERY_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
                                                                 tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
         else
-            quant_query<0><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+            quant_query<0><<<blocks, TL_QUANT_QUERY_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
                                                                 tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
         TL_GPU_CHECK_LAUNCH("quant_query");
         return 0;
@@ -337,20 +412,12 @@ static int enqueue(tl_quant_gpu *g, int src_rank, hipStream_t st)
     o.rec_words = (int)(g->rec.bytes - g->rec.ids) / 4;
     const int k = (int)s->k, rows = (int)s->rows;
     switch (s->scheme) {
-    case TL_QUANT_FP8: quant_group<QK_FP8><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, n, k, rows, s->ue8m0, 0, o); break;
-    case TL_QUANT_FP8_FNUZ:
-        quant_group<QK_FNUZ><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, n, k, rows, s->ue8m0, 0, o);
-        break;
-    case TL_QUANT_MXFP8:
-        quant_group<QK_MXFP8><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, n, k, rows, 0, s->round_up, o);
-        break;
-    case TL_QUANT_MXFP4:
-        quant_group<QK_MXFP4><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, n, k, rows, 0, s->round_up, o);
-        break;
-    default: quant_group<QK_DISPATCH><<<blocks, TL_QUANT_THREADS, 0, st>>>(g->x, n, k, rows, s->ue8m0, 0, o); break;
+    case TL_QUANT_FP8: return launch_group<QK_FP8>(g->x, n, k, rows, s->ue8m0, 0, o, blocks, st);
+    case TL_QUANT_FP8_FNUZ: return launch_group<QK_FNUZ>(g->x, n, k, rows, s->ue8m0, 0, o, blocks, st);
+    case TL_QUANT_MXFP8: return launch_group<QK_MXFP8>(g->x, n, k, rows, 0, s->round_up, o, blocks, st);
+    case TL_QUANT_MXFP4: return launch_group<QK_MXFP4>(g->x, n, k, rows, 0, s->round_up, o, blocks, st);
+    default: return launch_group<QK_DISPATCH>(g->x, n, k, rows, s->ue8m0, 0, o, blocks, st);
     }
-    TL_GPU_CHECK_LAUNCH("quant_group");
-    return 0;
 }
 
 extern "C" int tl_quant_gpu_run(tl_quant_gpu *g, int src_rank)

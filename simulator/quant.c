@@ -2,11 +2,26 @@
 #include "quant.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/tl.h"
 
-#define QUANT_BLOCKS_PER_CU 8 /* 256-thread blocks a CU holds at once (2048 threads) */
+#define QUANT_BLOCKS_PER_CU 6 /* 256-thread blocks a CU holds at once (sm_90: 40 registers a thread; estimate elsewhere) */
+
+/* Lane-operations per value of shape s's kernel on hw (simulator/quant.h's TL_QUANT_OPS_*). */
+static double ops_per_value(const tl_hw *hw, const tl_quant_shape *s)
+{
+    const int pair_cvt = strncmp(hw->arch, "sm_", 3) == 0 && atoi(hw->arch + 3) >= 89;
+    switch (s->scheme) {
+    case TL_QUANT_MXFP4: return TL_QUANT_OPS_MXFP4;
+    case TL_QUANT_MXFP8: return pair_cvt ? TL_QUANT_OPS_MXFP8_HW : TL_QUANT_OPS_MXFP8_SW;
+    case TL_QUANT_FP8_FNUZ: return TL_QUANT_OPS_E4M3_SW;
+    case TL_QUANT_FP8_QUERY:
+        return (pair_cvt ? TL_QUANT_OPS_E4M3_HW : TL_QUANT_OPS_E4M3_SW) + (s->hadamard ? TL_QUANT_OPS_HADAMARD : 0.0);
+    default: return pair_cvt ? TL_QUANT_OPS_E4M3_HW : TL_QUANT_OPS_E4M3_SW;
+    }
+}
 
 int tl_quant_sim(const tl_hw *hw, const tl_quant_shape *s, tl_quant_result *r)
 {
@@ -22,15 +37,21 @@ int tl_quant_sim(const tl_hw *hw, const tl_quant_shape *s, tl_quant_result *r)
     const double copy = tl_ceiling_value(hw->ceilings.hbm_copy_gbps) > 0 ? tl_ceiling_value(hw->ceilings.hbm_copy_gbps)
                                                                            : tl_ceiling_value(hw->ceilings.hbm_read_gbps);
     if (!(copy > 0)) return tl_error(TL_EUSAGE, "sim quant", "preset %s has no HBM ceiling", hw->name);
-    r->waves = ceil((double)r->blocks / ((double)hw->cus * QUANT_BLOCKS_PER_CU));
+    const double slots = (double)hw->cus * QUANT_BLOCKS_PER_CU;
+    r->waves = s->scheme == TL_QUANT_FP8_QUERY ? ceil((double)r->blocks / slots) : ceil((double)r->blocks / fmin(slots, (double)r->blocks));
     r->stream_gbps = copy;
     r->launch_us = hw->launch_us > 0 ? hw->launch_us : 5.0;
     r->latency_us = hw->hbm_latency_us > 0 ? hw->hbm_latency_us : 1.0;
     r->stream_us = r->bytes / (copy * 1e3);
+    r->ops = (double)s->rows * (double)s->k * ops_per_value(hw, s);
+    const int lanes = hw->vector_lanes_per_cu > 0 ? hw->vector_lanes_per_cu : hw->wave_size * hw->matrix_cores_per_cu;
+    r->vector_us = r->ops / ((double)hw->cus * lanes * hw->clock_mhz);
     r->floor_us = r->launch_us + r->latency_us;
     const double by_latency = r->waves * r->latency_us, by_hbm = r->latency_us + r->stream_us;
-    r->time_us = r->launch_us + fmax(by_latency, by_hbm);
+    const double body = fmax(fmax(by_latency, by_hbm), r->vector_us);
+    r->time_us = r->launch_us + body;
     if (r->launch_us >= 0.5 * r->time_us) r->limiter = "launch";
+    else if (body == r->vector_us) r->limiter = "vector";
     else if (by_hbm >= by_latency) r->limiter = "hbm";
     else r->limiter = "latency";
     return TL_OK;

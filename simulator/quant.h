@@ -1,13 +1,21 @@
 /* simulator/quant.h: the model of the fused quantization kernels (contract/quant.h) and of the MoE
  * dispatch payload they make.
  *
- * Kernel: one launch of tl_quant_blocks(s) blocks; a block issues all its loads at once
- * (TL_QUANT_VECS 16-byte loads a thread; the query's 8), reduces, converts and stores, so a wave of
- * blocks (8 a CU) costs one load round trip (hbm_latency_us). Bytes = the contract's fewest (x read
- * once, codes and scales written once), streamed at the preset's copy ceiling (hbm_copy_gbps, read
- * + write counted; the read ceiling when it has none). Time = launch_us + max(waves x round trip,
- * round trip + bytes / copy ceiling). The floor at small M is launch_us + one round trip.
- * Limiter: "launch" when the launch is half the time or more, else "hbm" or "latency".
+ * Kernel: one launch; its blocks (QUANT_BLOCKS_PER_CU a CU, at most tl_quant_blocks(s) tiles) loop
+ * over the tiles, each issuing its next tile's loads before converting the current one (fp8-query:
+ * one block a 128 x 128 tile, no loop). Bytes = the contract's fewest (x read once, codes and
+ * scales written once), streamed at the preset's copy ceiling (hbm_copy_gbps, read + write counted;
+ * the read ceiling when it has none). The conversion is vector work of its own: lane-operations
+ * per value (TL_QUANT_OPS_*: the kernel's hot-path PTX instructions per value, nvcc 13 for sm_90,
+ * times 0.65 instructions issued per PTX instruction, the ratio ncu counted on the first fp8 kernel
+ * (61.5 issued a value for 95 PTX lines): estimates for every other kernel and arch) at cus x
+ * vector_lanes_per_cu x clock. E4M3FN codes
+ * take one pair-conversion instruction on NVIDIA sm_89+ (kernels/gpu.h); FNUZ, AMD and E2M1 the
+ * integer encoder. Time = launch_us + max(round trips, round trip + bytes / copy ceiling, the
+ * conversion work), where the round trips are one per tile a block takes in turn (the first
+ * tile's loads, then at most one prefetched round trip an iteration). The floor at small M is
+ * launch_us + one round trip. Limiter: "launch" when the launch is half the time or more, else
+ * "hbm", "vector" or "latency".
  * FLOPs (for the roofline): 2 a value (the amax compare and the divide or multiply), plus 8 with
  * the Hadamard rotation (7 butterfly adds and the scale).
  *
@@ -25,12 +33,23 @@
 typedef struct {
     long blocks;
     double read_bytes, write_bytes, bytes, flops;
-    double waves;        /* rounds of 8 blocks a CU */
+    double waves;        /* tiles a block takes in turn */
+    double ops;          /* lane-operations of the conversion */
+    double vector_us;    /* the conversion at the preset's vector rate */
     double stream_gbps;  /* the copy ceiling the model streams at */
     double launch_us, latency_us, stream_us, floor_us, time_us;
     const char *limiter;
 } tl_quant_result;
 
+/* Lane-operations per value of each kernel's conversion (see above; estimates). */
+#define TL_QUANT_OPS_E4M3_HW 10.0  /* fp8 / dispatch / query with the pair conversion (sm_89+): 15 PTX a value */
+#define TL_QUANT_OPS_E4M3_SW 60.0  /* the same with the integer encoder (FNUZ, AMD): 87-95 PTX a value */
+#define TL_QUANT_OPS_MXFP8_HW 8.0  /* mxfp8: exact scaling, then the pair conversion */
+#define TL_QUANT_OPS_MXFP8_SW 58.0 /* mxfp8 with the integer encoder: 86 PTX a value */
+#define TL_QUANT_OPS_MXFP4 32.0    /* E2M1: seven compares a value, no hardware conversion: 50 PTX a value */
+#define TL_QUANT_OPS_HADAMARD 20.0 /* fp8-query: the 7 butterfly stages (4 by shuffles) and the scale */
+
+/* TL_EUSAGE for a NULL preset, a bad shape, or a preset without an HBM ceiling. O(1). */
 int tl_quant_sim(const tl_hw *hw, const tl_quant_shape *s, tl_quant_result *r);
 
 typedef struct {
