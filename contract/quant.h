@@ -54,6 +54,7 @@
 #ifndef TL_CONTRACT_QUANT_H
 #define TL_CONTRACT_QUANT_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -170,6 +171,21 @@ TL_QUANT_FN float tl_quant_fp8_scale(float amax, int fnuz, int ue8m0)
     const float a = amax > TL_BFP8_AMAX_MIN ? amax : TL_BFP8_AMAX_MIN;
     const float s = a / (fnuz ? 240.0f : 448.0f);
     return ue8m0 ? tl_code_pow2_ceil(s) : s;
+}
+
+/* x / s rounded to nearest even, from r = 1 / s (itself rounded to nearest): q0 = x r, then two
+ * residual corrections q += (x - s q) r, each residual exact by one FMA. The first brings q within
+ * one ulp of x / s, the second rounds it correctly (Markstein's theorem, which needs r correctly
+ * rounded and no underflow: for |x| or |x / s| < 2^-100 the residual may fall under float32's normal range
+ * and the result differ by an ulp, far under any FP8 code's step); s > 0, so the quotient has x's
+ * sign. Six operations a value where a group
+ * shares one division for r;
+ * tests/test_quant.c compares it with x / s on every bf16 value under sampled scales. */
+TL_QUANT_FN float tl_quant_div_by(float x, float s, float r)
+{
+    float q = x * r;
+    q = fmaf(fmaf(-s, q, x), r, q);
+    return copysignf(fmaf(fmaf(-s, q, x), r, q), x); /* x = -0: the residuals' +0 would drop the sign */
 }
 
 /* An element's code under its group's scale: = encode(x / scale) as the quantizer computes it on

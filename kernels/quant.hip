@@ -55,22 +55,25 @@ static __device__ __forceinline__ void write_routing(const QuantOut &o, long lon
     }
 }
 
-/* Eight FP8 codes (two words, the first value in the low byte) of f under one group's scale:
- * tl_quant_fp8_code of each. E4M3FN takes the hardware's pair conversion where gpu.h has it (one
- * instruction a pair instead of ~20 integer operations a value); a NaN or Inf among the eight (rare)
- * takes the contract's function for all eight, which is what the hardware path equals elsewhere.
- * CANON_NAN: tl_quant_fp8_code_canon_nan instead (the rotated query's rule). */
-template <int FNUZ, int CANON_NAN = 0>
-static __device__ __forceinline__ uint2 fp8_codes8(const float *f, float scale)
+/* Whether any of the eight is NaN or Inf. */
+static __device__ __forceinline__ bool any_special8(const float *f)
 {
-    uint32_t special = 0;
+    uint32_t m = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) special |= (tl_code_f32_bits(f[i]) & 0x7F800000u) == 0x7F800000u;
+    for (int i = 0; i < 8; i++) m = max(m, tl_code_f32_bits(f[i]) & 0x7FFFFFFFu);
+    return m >= 0x7F800000u;
+}
+
+/* Eight FP8 codes (two words, the first value in the low byte) of f under one group's scale:
+ * tl_quant_fp8_code of each. Without NaN or Inf among them (`special` false) that is the encoder
+ * applied to x / scale, computed as tl_quant_div_by from one reciprocal, and E4M3FN takes the
+ * hardware's pair conversion where gpu.h has it (one instruction a pair); with them (rare) the
+ * contract's function itself. CANON_NAN: tl_quant_fp8_code_canon_nan (the rotated query's rule). */
+template <int FNUZ, int CANON_NAN = 0>
+static __device__ __forceinline__ uint2 fp8_codes8(const float *f, float scale, bool special)
+{
     uint32_t lo = 0, hi = 0;
-    if (!FNUZ && TL_GPU_HAS_E4M3X2_HW && !special) {
-        lo = tl_e4m3x2_hw(f[0] / scale, f[1] / scale) | tl_e4m3x2_hw(f[2] / scale, f[3] / scale) << 16;
-        hi = tl_e4m3x2_hw(f[4] / scale, f[5] / scale) | tl_e4m3x2_hw(f[6] / scale, f[7] / scale) << 16;
-    } else {
+    if (special) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             lo |= (CANON_NAN ? tl_quant_fp8_code_canon_nan(f[i], scale, FNUZ) : tl_quant_fp8_code(f[i], scale, FNUZ))
@@ -78,6 +81,21 @@ static __device__ __forceinline__ uint2 fp8_codes8(const float *f, float scale)
             hi |= (CANON_NAN ? tl_quant_fp8_code_canon_nan(f[i + 4], scale, FNUZ)
                              : tl_quant_fp8_code(f[i + 4], scale, FNUZ))
                   << (8 * i);
+        }
+        return make_uint2(lo, hi);
+    }
+    const float r = 1.0f / scale;
+    float q[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) q[i] = tl_quant_div_by(f[i], scale, r);
+    if (!FNUZ && TL_GPU_HAS_E4M3X2_HW) {
+        lo = tl_e4m3x2_hw(q[0], q[1]) | tl_e4m3x2_hw(q[2], q[3]) << 16;
+        hi = tl_e4m3x2_hw(q[4], q[5]) | tl_e4m3x2_hw(q[6], q[7]) << 16;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            lo |= (FNUZ ? tl_code_e4m3fnuz_from_f32(q[i]) : tl_code_e4m3_from_f32(q[i])) << (8 * i);
+            hi |= (FNUZ ? tl_code_e4m3fnuz_from_f32(q[i + 4]) : tl_code_e4m3_from_f32(q[i + 4])) << (8 * i);
         }
     }
     return make_uint2(lo, hi);
@@ -111,9 +129,12 @@ static __device__ __forceinline__ void convert_tile(const uint4 *q, long long ba
         unpack_bf16x8(q[v], f);
         uint32_t m = 0;
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const uint32_t a = MX ? tl_quant_abs_bits(f[i]) : tl_quant_abs_bits_no_nan(f[i]);
-            m = a > m ? a : m;
+        for (int i = 0; i < 8; i++) m = max(m, tl_quant_abs_bits(f[i]));
+        const bool special = m >= 0x7F800000u; /* a NaN or Inf among this lane's eight */
+        if (!MX && m > 0x7F800000u) { /* FP8's amax skips NaN */
+            m = 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++) m = max(m, tl_quant_abs_bits_no_nan(f[i]));
         }
         m = group_max<LANES>(m); /* every lane takes part: the shuffles need the whole wave */
         if (at >= n) continue;
@@ -144,7 +165,7 @@ static __device__ __forceinline__ void convert_tile(const uint4 *q, long long ba
             continue;
         }
         const float scale = tl_quant_fp8_scale(tl_code_bits_f32(m), MODE == QK_FNUZ, ue8m0);
-        const uint2 c = fp8_codes8<MODE == QK_FNUZ>(f, scale);
+        const uint2 c = fp8_codes8<MODE == QK_FNUZ>(f, scale, special);
         const uint32_t gi = (uint32_t)(at / TL_QUANT_GROUP), gk = (uint32_t)k / TL_QUANT_GROUP;
         if (MODE == QK_DISPATCH) {
             const uint32_t r = gi / gk, g = gi - r * gk;
@@ -250,7 +271,8 @@ __global__ void __launch_bounds__(TL_QUANT_QUERY_THREADS)
     for (int i = 0; i < R; i++) {
         const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + TEAMS * i;
         if (r >= rows) continue;
-        *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) = fp8_codes8<0, HADAMARD>(f[i], scale);
+        *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) =
+            fp8_codes8<0, HADAMARD>(f[i], scale, any_special8(f[i]));
     }
     if (t == 0) scales[(long long)b * heads + h] = scale;
 }

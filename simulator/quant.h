@@ -42,11 +42,11 @@ typedef struct {
 } tl_quant_result;
 
 /* Lane-operations per value of each kernel's conversion (see above; estimates). */
-#define TL_QUANT_OPS_E4M3_HW 10.0  /* fp8 / dispatch / query with the pair conversion (sm_89+): 15 PTX a value */
+#define TL_QUANT_OPS_E4M3_HW 10.0  /* fp8 / dispatch / query: the FMA division, the pair conversion (sm_89+) */
 #define TL_QUANT_OPS_E4M3_SW 60.0  /* the same with the integer encoder (FNUZ, AMD): 87-95 PTX a value */
 #define TL_QUANT_OPS_MXFP8_HW 8.0  /* mxfp8: exact scaling, then the pair conversion */
 #define TL_QUANT_OPS_MXFP8_SW 58.0 /* mxfp8 with the integer encoder: 86 PTX a value */
-#define TL_QUANT_OPS_MXFP4 32.0    /* E2M1: seven compares a value, no hardware conversion: 50 PTX a value */
+#define TL_QUANT_OPS_MXFP4 20.0    /* E2M1: the branch-free rint encoder, no hardware conversion: ~30 PTX a value */
 #define TL_QUANT_OPS_HADAMARD 20.0 /* fp8-query: the 7 butterfly stages (4 by shuffles) and the scale */
 
 /* TL_EUSAGE for a NULL preset, a bad shape, or a preset without an HBM ceiling. O(1). */

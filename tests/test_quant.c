@@ -284,6 +284,30 @@ static void dispatch_unpacks_to_its_fields(void **state)
     bufs_free(&b);
 }
 
+/* The kernels' division (tl_quant_div_by: one reciprocal a group, FMA corrections) against x / s:
+ * every bf16 x under a sampled set of group scales (every 97th bf16 amax, both scale rules). */
+static void division_by_the_reciprocal_is_exact(void **state)
+{
+    (void)state;
+    long checked = 0;
+    for (uint32_t ah = 1; ah < 0x7F80u; ah += 97)
+        for (int ue8m0 = 0; ue8m0 < 2; ue8m0++) {
+            const float amax = tl_code_bf16_to_f32(ah), s = tl_quant_fp8_scale(amax, 0, ue8m0), r = 1.0f / s;
+            for (uint32_t xh = 0; xh < 0x10000u; xh++) {
+                const float x = tl_code_bf16_to_f32(xh);
+                if (!(fabsf(x) <= amax)) continue;
+                const float want = x / s, got = tl_quant_div_by(x, s, r);
+                if (fabsf(x) >= 0x1p-100f && fabsf(want) >= 0x1p-100f && memcmp(&want, &got, sizeof got) != 0)
+                    fail_msg("%a / %a: %a, want %a", (double)x, (double)s, (double)got, (double)want);
+                if (tl_code_e4m3_from_f32(got) != tl_code_e4m3_from_f32(want))
+                    fail_msg("%a / %a: code 0x%02X, want 0x%02X", (double)x, (double)s, tl_code_e4m3_from_f32(got),
+                             tl_code_e4m3_from_f32(want));
+                checked++;
+            }
+        }
+    assert_true(checked > 5000000);
+}
+
 /* ---- the model ---- */
 
 static void model_floor_and_limiter(void **state)
@@ -359,6 +383,7 @@ int main(void)
         cmocka_unit_test(mx_special_blocks),
         cmocka_unit_test(dispatch_bytes_account_for_the_seed),
         cmocka_unit_test(dispatch_unpacks_to_its_fields),
+        cmocka_unit_test(division_by_the_reciprocal_is_exact),
         cmocka_unit_test(model_floor_and_limiter),
         cmocka_unit_test(bad_shapes_are_usage_errors),
     };
