@@ -65,15 +65,16 @@ static __device__ __forceinline__ bool any_special8(const float *f)
 }
 
 /* Eight FP8 codes (two words, the first value in the low byte) of f under one group's scale:
- * tl_quant_fp8_code of each. Without NaN or Inf among them (`special` false) that is the encoder
- * applied to x / scale, computed as tl_quant_div_by from one reciprocal, and E4M3FN takes the
- * hardware's pair conversion where gpu.h has it (one instruction a pair); with them (rare) the
- * contract's function itself. CANON_NAN: tl_quant_fp8_code_canon_nan (the rotated query's rule). */
+ * tl_quant_fp8_code of each. Without NaN or Inf among them (`special` false) and under a finite
+ * scale that is the encoder applied to x / scale, computed as tl_quant_div_by from one reciprocal
+ * (which needs both finite), and E4M3FN takes the hardware's pair conversion where gpu.h has it
+ * (one instruction a pair); otherwise (rare: the group holds a NaN or Inf) the contract's function
+ * itself. CANON_NAN: tl_quant_fp8_code_canon_nan (the rotated query's rule). */
 template <int FNUZ, int CANON_NAN = 0>
 static __device__ __forceinline__ uint2 fp8_codes8(const float *f, float scale, bool special)
 {
     uint32_t lo = 0, hi = 0;
-    if (special) {
+    if (special || tl_code_f32_bits(scale) >= 0x7F800000u) { /* an Inf in another lane's values: x / Inf */
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             lo |= (CANON_NAN ? tl_quant_fp8_code_canon_nan(f[i], scale, FNUZ) : tl_quant_fp8_code(f[i], scale, FNUZ))
