@@ -40,7 +40,9 @@
  * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
  * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 101 KB of rings) per
  * SM, by registers (<= 255 a thread) and by shared memory (the launcher asks for the largest
- * carveout, 228 KB, where 2 x 102 KB fit).
+ * carveout, 228 KB, where 2 x 102 KB fit). On sm_90 the stream rate is the cp.async path's (the
+ * preset's async_copy_per_cu_gbps, which the model charges), below the HBM ceiling: more stages
+ * (more bytes in flight) do not raise it; bulk copies or loads into registers would be the way past.
  */
 #include "decode_launch.h"
 #include "mma.h"
