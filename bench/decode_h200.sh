@@ -48,8 +48,11 @@ if [[ " $parts " == *" check "* ]]; then
       chk --kind dual-scope --kv $kv --lens 0,1,2,300 --heads 128 --mtp 2 --window 128 --topk 64 --dist edges --shards 3 --seed 25
     done
   } >"$OUT/decode_check.txt" 2>&1
-  grep -cE "FAIL|error" "$OUT/decode_check.txt" | sed 's/^/check failures or errors: /'
-  grep -E "FAIL|error" "$OUT/decode_check.txt" | head -20
+  # a failed comparison's row says FAIL, a failed command says "tilelab: error" (the fp8 rows'
+  # notes speak of the format's error: not a failure)
+  grep -cE " FAIL |^tilelab: error" "$OUT/decode_check.txt" | sed 's/^/check failures or errors: /'
+  grep -cE "comparisons passed" "$OUT/decode_check.txt" | sed 's/^/check commands with every comparison passed: /'
+  grep -E " FAIL |^tilelab: error|skipped" "$OUT/decode_check.txt" | head -20
 fi
 
 # bench shapes: "kind kv batch seq extra..."

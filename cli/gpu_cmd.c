@@ -90,6 +90,7 @@ static const hw_field HW_FIELDS[] = {
     FIELD(item_fixed_us, FIELD_REAL, "us"),
     FIELD(hbm_per_cu_gbps, FIELD_REAL, "GB/s"),
     FIELD(l2_per_cu_gbps, FIELD_REAL, "GB/s"),
+    FIELD(async_copy_per_cu_gbps, FIELD_REAL, "GB/s"),
     FIELD(hbm_latency_us, FIELD_REAL, "us"),
     FIELD(load_chain_us, FIELD_REAL, "us"),
     FIELD(next_kernel_us, FIELD_REAL, "us"),

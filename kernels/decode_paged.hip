@@ -20,8 +20,10 @@
  *          O[16 heads][128] += P V as 16 n-tiles of 8 dims; lane (g, t) reads V rows 2t, 2t + 1,
  *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of 3
  *          cp.async stages in shared memory (2 units in flight ahead of the one computed: 8 warps x
- *          16-24 KB per SM against HBM's ~4600-cycle loaded latency); a lane copies exactly the
- *          pieces it reads, so it waits on its own copies only.
+ *          16-24 KB per SM against HBM's ~4600-cycle loaded latency). Every copy instruction
+ *          brings whole 128-byte lines (K: 2 bf16 or 4 fp8 rows of 32 lanes x 16 bytes; V: 4
+ *          rows' 128-byte spans), so the L2 sees one request per line: a copy of the pieces as
+ *          lanes read them (K rows g and 8 + g, 64 bytes of each) would ask for every K line twice.
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
@@ -37,8 +39,10 @@
  * with no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
  * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
  * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 101 KB of rings) per
- * SM only when the shared-memory carveout gives 202 KB; otherwise one group per SM, which halves
- * the bytes in flight.
+ * SM, by registers (<= 255 a thread) and by shared memory (the launcher asks for the largest
+ * carveout, 228 KB, where 2 x 102 KB fit). On sm_90 the stream rate is the cp.async path's (the
+ * preset's async_copy_per_cu_gbps, which the model charges), below the HBM ceiling: more stages
+ * (more bytes in flight) do not raise it; bulk copies or loads into registers would be the way past.
  */
 #include "decode_launch.h"
 #include "mma.h"
@@ -152,10 +156,11 @@ static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_g
 /* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
  * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
  * of the one it computes: 8 warps x 16-24 KB per SM, more than HBM's latency x bandwidth share
- * (~4600 cycles x 17 B/cycle). A lane copies exactly the 16 pieces it later reads (piece-major,
- * lane-contiguous: conflict-free), so it waits on its own copies only; the scales (copied by 32
- * lanes, read by others) are ordered by a __syncwarp. Keys past the shard's end are zero-filled by
- * the copy itself (source size 0). */
+ * (~4600 cycles x 17 B/cycle). A lane reads 16 pieces a unit (piece-major, lane-contiguous:
+ * conflict-free); V pieces are copied by the lane that reads them, K pieces and the scales by
+ * others (whole rows a copy), so each iteration's __syncwarp after the lane's own wait orders the
+ * warp's copies before any lane reads them (and every lane's reads of a stage before it is
+ * refilled). Keys past the shard's end are zero-filled by the copy itself (source size 0). */
 
 template <bool FP8>
 static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
@@ -238,16 +243,22 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
 #pragma unroll
                 for (int x = 0; x < KL; x++) {
-                    /* bf16: x = 4 nt + i, key 8 nt + g, chunk t + 4i (8 dims); fp8: x = 2 nt + i (16 dims) */
-                    const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3, key = 8 * nt + g;
+                    /* K piece x' = C/4 nt + i of lane (g, t) holds key 8 nt + g, chunk t + 4i (bf16: 8
+                     * dims, fp8: 16). The copies take whole rows instead: copy x brings R = 32 / C rows
+                     * of C chunks (a row of 256 or 128 bytes: whole 128-byte lines, one L2 request
+                     * each), and each chunk lands where its reader looks for it. */
+                    constexpr int C = FP8 ? 8 : 16, R = 32 / C;
+                    const int nt = x / (8 / R), key = 8 * nt + R * (x % (8 / R)) + lane / C, ch = lane % C;
                     const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
-                    const void *src = FP8 ? (const void *)((const uint8_t *)a.k + e + 16 * (t + 4 * i))
-                                          : (const void *)((const uint16_t *)a.k + e + 8 * (t + 4 * i));
-                    pg_cp16(st + (u * PP + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                    const void *src = FP8 ? (const void *)((const uint8_t *)a.k + e + 16 * ch)
+                                          : (const void *)((const uint16_t *)a.k + e + 8 * ch);
+                    pg_cp16(st + (u * PP + (C / 4) * nt + (ch >> 2)) * 512 + (4 * (key & 7) + (ch & 3)) * 16, src,
+                            pos0 + key < hi ? 16 : 0);
                 }
 #pragma unroll
                 for (int x = 0; x < VL; x++) {
-                    /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g */
+                    /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g: the
+                     * copy's 8 lanes g bring 128 contiguous bytes of a row (whole lines) as they are */
                     const int kk = x & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
                     const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
                     const void *src = FP8 ? (const void *)((const uint8_t *)a.v + e + 16 * g)
@@ -272,7 +283,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 
     for (long it = 0; it < nunits; it++) {
         pg_wait<PG_STAGES - 2>(); /* this lane's copies of unit it have landed */
-        __syncwarp();             /* every lane's: the scales; and every lane is done with unit it - 1 */
+        __syncwarp();             /* every lane's (K pieces, scales); every lane is done with unit it - 1 */
         issue(it + PG_STAGES - 1);
         const uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
         const float *scl = (const float *)(st + 16 * 32 * 16);
@@ -606,6 +617,9 @@ static int pg_allow(size_t smem)
     if (smem <= allowed) return 0;
     void (*k)(DecPagedArgs) = dec_paged_kernel<FP8>;
     TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    /* two groups' rings (2 x 101 KB) fit only the largest shared-memory carveout: ask for it rather
+     * than leave it to the driver's choice */
+    TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributePreferredSharedMemoryCarveout, 100));
     allowed = smem;
     return 0;
 }

@@ -115,6 +115,7 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #define hipFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipFuncAttributePreferredSharedMemoryCarveout cudaFuncAttributePreferredSharedMemoryCarveout
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 /* hipLaunchKernelGGL(kernel, grid, block, shmem, stream, args...) */
 #define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \

@@ -108,6 +108,17 @@ static double matrix_flops_per_us(const tl_hw *hw, double cus)
     return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
 }
 
+/* One CU's streaming rate for a group's cache reads: the paged kernel on sm_90 streams its K and V
+ * through cp.async rings into shared memory, which the preset's async_copy_per_cu_gbps limits
+ * (when it gives one); otherwise, and for the dual-scope kernel (its loads go to registers), the
+ * preset's hbm_per_cu_gbps. */
+static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
+{
+    if (s->kind == TL_DECODE_PAGED && hw->async_copy_per_cu_gbps > 0 && hw->async_copy_per_cu_gbps < hw->hbm_per_cu_gbps)
+        return hw->async_copy_per_cu_gbps;
+    return hw->hbm_per_cu_gbps;
+}
+
 /* A group's latency: the first load of its index (block table or top-k list), then of its keys. */
 static double group_latency_us(const tl_hw *hw) { return hw->hbm_latency_us + hw->load_chain_us; }
 
@@ -122,7 +133,7 @@ static double group_body_us(const tl_hw *hw, const tl_decode_shape *s, long keys
     const double work = keys * key_mma_flops(s) / matrix_flops_per_us(hw, 1) +
                         keys * (s->kv == TL_DECODE_KV_FP8 ? key_elems(s) * DECODE_DEQUANT_OPS : 0) / vector_ops_per_us(hw, 1) +
                         keys * gh * DECODE_SOFTMAX_OPS / vector_ops_per_us(hw, 1);
-    const double read = bytes / (hw->hbm_per_cu_gbps * 1e3);
+    const double read = bytes / (stream_per_cu_gbps(hw, s) * 1e3);
     return (read > work ? read : work) + out / (hw->l2_per_cu_gbps * 1e3);
 }
 
@@ -218,7 +229,7 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
     r->softmax_ops = keys * tl_decode_heads(s) * DECODE_SOFTMAX_OPS;
 
     const double active = (double)(r->groups < hw->cus ? r->groups : hw->cus);
-    const double ceiling = tl_ceiling_value(hw->ceilings.hbm_read_gbps), cap = active * hw->hbm_per_cu_gbps;
+    const double ceiling = tl_ceiling_value(hw->ceilings.hbm_read_gbps), cap = active * stream_per_cu_gbps(hw, s);
     r->bw_gbps = ceiling < cap ? ceiling : cap;
     r->hbm_us = r->hbm_bytes / (r->bw_gbps * 1e3);
     r->mma_us = r->mma_flops / matrix_flops_per_us(hw, active);

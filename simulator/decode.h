@@ -59,13 +59,16 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                 work: 2 vector operations (decode, scale) per FP8 element read; the softmax:
  *                 4 vector operations per (key, head). Its body is the larger of
  *                   throughput  max(bytes / bandwidth, matrix + dequant + softmax) where the
- *                               bandwidth is the HBM read ceiling, or active CUs x
- *                               hbm_per_cu_gbps when fewer CUs hold a group, and
+ *                               bandwidth is the HBM read ceiling, or active CUs x one
+ *                               CU's streaming rate when that is less, and
  *                   the busiest CU  the first loads' latency (the index: block table or top-k
  *                               list, then the keys), then ceil(groups / CUs) groups as long
  *                               as the longest, each its reads at one CU's streaming rate
  *                               overlapped with its work at one CU's share of the rates, then
  *                               its partial (or rows of O) written at one CU's L2 rate.
+ *                 One CU's streaming rate: hbm_per_cu_gbps; for the paged kernel on a preset
+ *                 that gives async_copy_per_cu_gbps (the sm_90 kernel's K and V come through
+ *                 cp.async rings in shared memory) the lower of the two.
  *   merge launch  (shards > 1) reads the partials and writes O and LSE: from L2 when the partials
  *                 fit it (l2_mib_per_xcd x xcds plus the last-level cache), else HBM; rows x H
  *                 groups; one load latency.

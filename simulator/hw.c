@@ -86,7 +86,8 @@ static const hw_field hw_fields[] = {
     NUM(clock_mhz, 1, 1, 1e5), INT(wave_size, 1, 1, 1024), INT(matrix_cores_per_cu, 1, 1, 64),
     INT(vector_lanes_per_cu, 0, 1, 100000), NUM(lds_kib, 1, 0, 1e6), NUM(l2_mib_per_xcd, 1, 0, 1e6),
     NUM(llc_mib, 0, 0, 1e6), NUM(hbm_gb, 1, 0, 1e6), NUM(launch_us, 1, 0, 1e6), NUM(item_fixed_us, 1, 0, 1e6),
-    NUM(hbm_per_cu_gbps, 1, 1e-3, 1e7), NUM(l2_per_cu_gbps, 0, 1e-3, 1e7), NUM(hbm_latency_us, 0, 0, 1e3),
+    NUM(hbm_per_cu_gbps, 1, 1e-3, 1e7), NUM(l2_per_cu_gbps, 0, 1e-3, 1e7), NUM(async_copy_per_cu_gbps, 0, 0, 1e7),
+    NUM(hbm_latency_us, 0, 0, 1e3),
     NUM(load_chain_us, 0, 0, 1e3), NUM(next_kernel_us, 0, 0, 1e6), NUM(flush_dirty_mb, 0, 0, 1e6),
     NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6),
     STR(device, 0), STR(date, 0), STR(source, 0),
@@ -99,7 +100,7 @@ static const hw_field hw_fields[] = {
 /* Keys a preset or overlay may carry that the model does not read: a note beside a value, and what
  * `tilelab bench roofline --save` records about its run (so that its result file is an overlay). */
 static const char *const recorded_keys[] = {"clock_note", "clocks", "label", "mma", "memcpy_gbps",
-                                            "configurations", "link_note", NULL};
+                                            "configurations", "link_note", "async_copy_note", NULL};
 static const char *const ceiling_keys[] = {"hbm_read_gbps", "hbm_copy_gbps", "bf16_tflops", "fp8_tflops",
                                            "fp6_tflops", "fp4_tflops", NULL};
 static const char *const ceiling_value_keys[] = {"datasheet", "measured", "unit", NULL};

@@ -7,7 +7,8 @@
  * names it and its file, so that a typo cannot pass unseen):
  *   name, arch ("gfx950" | "gfx942" | "sm_90"), cus, xcds, clock_mhz, wave_size,
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
- *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), hbm_latency_us, load_chain_us, next_kernel_us,
+ *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), async_copy_per_cu_gbps (optional),
+ *   hbm_latency_us, load_chain_us, next_kernel_us,
  *   flush_dirty_mb (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
@@ -81,6 +82,10 @@ typedef struct {
                                    bytes in flight / latency) */
     double l2_per_cu_gbps;      /* the same for loads that hit L2 (shorter latency, same bytes in
                                    flight); defaults to hbm_per_cu_gbps when absent */
+    double async_copy_per_cu_gbps; /* the most one CU/SM streams from HBM into shared memory
+                                   through asynchronous 16-byte copies (sm_80+ cp.async), with more
+                                   bytes in flight than Little's law asks (optional; 0 = no limit
+                                   of its own: hbm_per_cu_gbps) */
     double hbm_latency_us;      /* a load's round trip while the memory streams (optional; 0 =
                                    unknown): bytes in flight / stream rate (Little's law) */
     double load_chain_us;       /* one link of a chain of dependent loads on an idle memory system
