@@ -11,7 +11,7 @@
 
 const char TL_ATTENTION_ERROR_USAGE[] =
     "usage: tilelab numerics attention-error [--shape mistral-7b|qwen3-8b|deepseek-v2-lite|HxD|HxKVxD]\n"
-    "         [--seq N] [--kv-heads N] [--dist normal|outliers] [--rotate none|hadamard|random]\n"
+    "         [--seq N] [--kv-heads N] [--dist normal|outliers|qk-outliers] [--rotate none|hadamard|random]\n"
     "         [--input q=Q.npy --input k=K.npy --input v=V.npy] [--seed S] [--format table|csv|json]\n"
     "The error of causal prefill attention (contract/prefill.h) when Q, K and V are quantized: to bf16,\n"
     "to FP8 E4M3FN with one float32 scale per 128-row block per head (fp8), and the same with P rounded\n"
@@ -25,8 +25,9 @@ const char TL_ATTENTION_ERROR_USAGE[] =
     "P's rounding in the bf16 and fp8 rows. Defaults: mistral-7b, seq 1024, the first 2 KV heads (and their query\n"
     "heads; --kv-heads all for every head), normal, seed from the clock (printed).\n"
     "Inputs (--input, all three, float32/float16/bfloat16 .npy): q [seq][H][dqk], k [seq][Hkv][dqk],\n"
-    "v [seq][Hkv][dv] of the --shape; seq is q's first dimension. Seeded inputs: normal (N(0,1)) or\n"
-    "outliers (in each KV head dqk/32 K channels times U[10,100]).\n"
+    "v [seq][Hkv][dv] of the --shape; seq is q's first dimension. Seeded inputs: normal (N(0,1)),\n"
+    "outliers (in each KV head dqk/32 K channels times U[10,100]) or qk-outliers (the same, and those\n"
+    "channels of its query heads times U[10,100] too: RoPE models' massive values in Q and K).\n"
     "Cost: 4 (7 with --rotate) references of seq^2/2 x H x (dqk + dv) multiply-adds in double.\n";
 
 #define ATT_MAX_MADDS 0x1p38 /* the references' work this command takes on (minutes on a few cores) */

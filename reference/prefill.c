@@ -13,13 +13,13 @@
 #define ROW_BLOCK 64 /* query rows per OpenMP work item */
 #define KEY_BLOCK 128 /* keys per online-softmax step (the kernel's KV tile) */
 
-static const char *const DIST_NAMES[TL_PREFILL_NDISTS] = {"normal", "outliers"};
+static const char *const DIST_NAMES[TL_PREFILL_NDISTS] = {"normal", "outliers", "qk-outliers"};
 
 int tl_prefill_dist_parse(const char *s, tl_prefill_dist *out)
 {
     for (int i = 0; i < TL_PREFILL_NDISTS; i++)
         if (s && strcmp(s, DIST_NAMES[i]) == 0) return *out = (tl_prefill_dist)i, TL_OK;
-    return tl_error(TL_EUSAGE, "--dist", "'%s' is not normal or outliers", s ? s : "(null)");
+    return tl_error(TL_EUSAGE, "--dist", "'%s' is not normal, outliers or qk-outliers", s ? s : "(null)");
 }
 
 const char *tl_prefill_dist_name(tl_prefill_dist d) { return d < TL_PREFILL_NDISTS ? DIST_NAMES[d] : "?"; }
@@ -32,16 +32,21 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-/* Outlier channels of K: in each KV head, max(1, dqk / 32) channels times U[10, 100]. */
-static void add_outliers(const tl_prefill_shape *s, uint64_t seed, float *k)
+/* Outlier channels of K: in each KV head, max(1, dqk / 32) channels times U[10, 100]; with_q: the
+ * same channels of every query head reading that KV head too, each times its own U[10, 100]. */
+static void add_outliers(const tl_prefill_shape *s, uint64_t seed, int with_q, float *q, float *k)
 {
     uint64_t st = seed ^ 0x071E5ULL;
-    const int per = s->dqk / 32 > 1 ? s->dqk / 32 : 1;
+    const int per = s->dqk / 32 > 1 ? s->dqk / 32 : 1, group = s->heads / s->kv_heads;
     for (int g = 0; g < s->kv_heads; g++)
         for (int c = 0; c < per; c++) {
             const int ch = (int)(splitmix(&st) % (uint64_t)s->dqk);
             const float f = 10.0f + 90.0f * (float)((splitmix(&st) >> 11) * 0x1.0p-53);
             for (long t = 0; t < s->seq; t++) k[((size_t)t * s->kv_heads + g) * s->dqk + ch] *= f;
+            for (int h = g * group; with_q && h < (g + 1) * group; h++) {
+                const float fq = 10.0f + 90.0f * (float)((splitmix(&st) >> 11) * 0x1.0p-53);
+                for (long t = 0; t < s->seq; t++) q[((size_t)t * s->heads + h) * s->dqk + ch] *= fq;
+            }
         }
 }
 
@@ -50,7 +55,7 @@ void tl_prefill_make(const tl_prefill_shape *s, tl_prefill_dist d, uint64_t seed
     tl_dist_fill(TL_DIST_NORMAL, seed ^ 0x51ULL, q, tl_prefill_q_elems(s), (size_t)s->dqk);
     tl_dist_fill(TL_DIST_NORMAL, seed ^ 0x4bULL, k, tl_prefill_k_elems(s), (size_t)s->dqk);
     tl_dist_fill(TL_DIST_NORMAL, seed ^ 0x56ULL, v, tl_prefill_v_elems(s), (size_t)s->dv);
-    if (d == TL_PREFILL_DIST_OUTLIERS) add_outliers(s, seed, k);
+    if (d != TL_PREFILL_DIST_NORMAL) add_outliers(s, seed, d == TL_PREFILL_DIST_QK_OUTLIERS, q, k);
 }
 
 /* ---- the engine ---- */

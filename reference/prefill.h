@@ -23,11 +23,23 @@ extern "C" {
 #endif
 
 /* Seeded inputs (tl_prefill_make), float32, never all zero:
- *   normal    Q, K, V ~ N(0, 1)
- *   outliers  as normal, then in each KV head max(1, dqk / 32) K channels (chosen from the seed,
- *             the same for every token, as in real KV caches) are multiplied by a factor drawn
- *             uniformly from [10, 100]. */
-typedef enum { TL_PREFILL_DIST_NORMAL, TL_PREFILL_DIST_OUTLIERS, TL_PREFILL_NDISTS } tl_prefill_dist;
+ *   normal       Q, K, V ~ N(0, 1)
+ *   outliers     as normal, then in each KV head max(1, dqk / 32) K channels (chosen from the seed,
+ *                the same for every token, as in real KV caches) are multiplied by a factor drawn
+ *                uniformly from [10, 100]
+ *   qk-outliers  as outliers, and the same channels of the query heads reading that KV head are
+ *                multiplied by their own factors from [10, 100]: the "massive values" RoPE models
+ *                carry in the same low-frequency dims of Q and K, not V (Jin et al., ICML 2025,
+ *                arXiv 2502.01563). A rotation of Q and K pays here: a score's quantization error
+ *                grows with sum_d q_d^2 k_d^2, which channels large in both Q and K dominate, and a
+ *                rotation spreads them over all dqk channels (about dqk / outlier channels less);
+ *                with K's outliers alone that sum, and the error, do not change. */
+typedef enum {
+    TL_PREFILL_DIST_NORMAL,
+    TL_PREFILL_DIST_OUTLIERS,
+    TL_PREFILL_DIST_QK_OUTLIERS,
+    TL_PREFILL_NDISTS
+} tl_prefill_dist;
 int tl_prefill_dist_parse(const char *s, tl_prefill_dist *out);
 const char *tl_prefill_dist_name(tl_prefill_dist d);
 
