@@ -673,6 +673,10 @@ extern "C" int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_t
         (void)hipGetLastError();
         rc = tl_error(TL_EFAIL, "prefill gpu", "cannot allow %zu bytes of shared memory", g->smem);
     }
+    if (!rc && tl_prefer_shared(g->kern) != hipSuccess) {
+        (void)hipGetLastError();
+        rc = tl_error(TL_EFAIL, "prefill gpu", "cannot set the shared-memory carveout");
+    }
     const size_t bpe = s->dtype == TL_PREFILL_FP8 ? 1 : 2, nb = (size_t)tl_prefill_nblk(s->seq);
     if (!rc) rc = GALLOC(g->q, tl_prefill_q_elems(s) * bpe, "Q");
     if (!rc) rc = GALLOC(g->k, tl_prefill_k_elems(s) * bpe, "K");
