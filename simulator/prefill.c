@@ -121,14 +121,18 @@ static double vector_ops(const tl_hw *hw, const tl_prefill_shape *s, const tl_pr
     return ops;
 }
 
-/* The K/V stream from L2: r->l2_bytes at one CU's min(cap, bytes in flight / latency). */
+/* The K/V stream from L2: r->l2_bytes at one CU's min(cap, bytes in flight / latency). The first
+ * read of a tile by the blocks running at once misses (r->kv_passes x K and V of the l2 bytes),
+ * the others hit: latency and the time per byte at the cap are those shares of a miss's and a
+ * hit's. */
 static double l2_us_of(const tl_hw *hw, const tl_prefill_shape *s, const tl_prefill_model_result *r, double elem,
-                       long active)
+                       double kv_all, long active)
 {
     const double hbm_cu = or_default(hw->hbm_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
     const double l2_cu = or_default(hw->l2_per_cu_gbps, hbm_cu);
-    const double miss_us = or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US);
-    const double cap = r->kv_fits ? l2_cu : hbm_cu, latency = r->kv_fits ? miss_us * hbm_cu / l2_cu : miss_us;
+    const double miss_us = or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US), hit_us = miss_us * hbm_cu / l2_cu;
+    const double miss = fmin(1.0, kv_all * r->kv_passes / r->l2_bytes);
+    const double latency = miss * miss_us + (1.0 - miss) * hit_us, cap = 1.0 / (miss / hbm_cu + (1.0 - miss) / l2_cu);
     const double in_flight = (double)r->resident * (TL_PREFILL_STAGES - 1) * r->tile.block_n * (s->dqk + s->dv) * elem;
     const double cu_gbps = fmin(cap, in_flight / (latency * 1e3)); /* bytes / ns = GB/s */
     return r->l2_bytes / ((double)active * cu_gbps * 1e3);
@@ -236,7 +240,7 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     r->soft_us = is_sm(hw) ? fmax(r->exp_us, r->vec_us) : r->exp_us + r->vec_us;
     r->compute_us = fmax(r->mma_us, r->soft_us) + (1.0 - r->overlap) * fmin(r->mma_us, r->soft_us);
     r->lds_us = r->lds_bytes / (hw->lds_bytes_per_cu_clk * active * hw->clock_mhz);
-    r->l2_us = l2_us_of(hw, s, r, elem, active);
+    r->l2_us = l2_us_of(hw, s, r, elem, kv_all, active);
     r->hbm_us = r->hbm_bytes / (tl_ceiling_value(hw->ceilings.hbm_read_gbps) * 1e3);
     r->body_us = fmax(fmax(r->compute_us, r->lds_us), fmax(r->l2_us, r->hbm_us));
     r->fixed_us = or_default(hw->launch_us, 5.0) + or_default(hw->item_fixed_us, 0.0);

@@ -40,8 +40,9 @@
  *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
  *     operand's bytes a tile and block) and the tile is written once, at lds_bytes_per_cu_clk.
  *   - l2: every block reads its computed tiles' K and V (and scales) from L2; a CU streams at most
- *     min(its cap, bytes in flight / latency): (TL_PREFILL_STAGES - 1) tiles a resident block; an
- *     L2 hit's latency and cap when K and V fit the GPU's caches, else a miss's.
+ *     min(its cap, bytes in flight / latency): (TL_PREFILL_STAGES - 1) tiles a resident block; of
+ *     those bytes the HBM term's K/V passes miss and the rest hit (the blocks running at once walk
+ *     the same keys from the first), the latency and the cap's time per byte weighted by the two.
  *   - hbm: Q read, O (bf16) and LSE written once; K and V (and FP8 scales) read once when all of
  *     K and V fit 0.8 of the L2s and last-level cache together, else once per wave of blocks over
  *     the part a wave reads (waves x computed / total tiles), at the measured HBM read rate.

@@ -473,6 +473,7 @@ void tl_plot_init(tl_plot *pl, double x, double y, double w, double h, double xl
     pl->xa = (tl_axis){xlo, xhi, xlog, x, x + w};
     pl->ya = (tl_axis){ylo, yhi, ylog, y + h, y};
     pl->y_ticks_off = 0;
+    pl->x_ticks_off = 0;
 }
 
 double tl_plot_x(const tl_plot *pl, double v) { return tl_axis_map(&pl->xa, v); }
@@ -555,7 +556,7 @@ static void axis_ticks(tl_gfx *g, const tl_plot *pl, const tl_axis *a, int xaxis
 
 void tl_plot_axes(tl_gfx *g, const tl_plot *pl, const char *xtitle, const char *ytitle)
 {
-    axis_ticks(g, pl, &pl->xa, 1);
+    if (!pl->x_ticks_off) axis_ticks(g, pl, &pl->xa, 1);
     if (!pl->y_ticks_off) axis_ticks(g, pl, &pl->ya, 0);
     tl_gfx_rect(g, pl->x, pl->y, pl->w, pl->h, (tl_rgba){0, 0, 0, 0}, 0.8,
                 tl_gfx_rgb(0.2, 0.2, 0.2));

@@ -106,6 +106,7 @@ typedef struct {
     double x, y, w, h;
     tl_axis xa, ya;
     int y_ticks_off; /* 1: no y ticks, labels or grid (the caller labels the rows itself) */
+    int x_ticks_off; /* 1: no x ticks, labels or grid (the caller labels categories itself) */
 } tl_plot;
 /* Sets up pl->xa / pl->ya from the ranges and the frame. */
 void tl_plot_init(tl_plot *pl, double x, double y, double w, double h, double xlo, double xhi,
