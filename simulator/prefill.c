@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/tl.h"
+#include "slots.h"
 
 static int is_sm(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0; }
 static double or_default(double v, double d) { return v > 0 ? v : d; }
@@ -26,59 +27,33 @@ long tl_prefill_block_tiles(const tl_prefill_shape *s, tl_prefill_tiling t, long
 
 /* ---- the list schedule (shared by the model and the picture) ---- */
 
-typedef struct {
-    double free_us;
-    long k; /* the slot's dealing order */
-} slot_free;
-
-static int slot_before(const slot_free *a, const slot_free *b)
-{
-    return a->free_us < b->free_us || (a->free_us == b->free_us && a->k < b->k);
-}
-
-static void heap_down(slot_free *h, long n, long i)
-{
-    for (;;) {
-        long l = 2 * i + 1, m = i;
-        if (l < n && slot_before(&h[l], &h[m])) m = l;
-        if (l + 1 < n && slot_before(&h[l + 1], &h[m])) m = l + 1;
-        if (m == i) return;
-        slot_free x = h[i];
-        h[i] = h[m], h[m] = x;
-        i = m;
-    }
-}
-
 /* Lays the blocks over r->slots slots (grid order: causal, the last query block first), each
  * tile r->tile_us, from r->fixed_us; writes span (when not NULL) and returns the end (< 0 out of
  * memory, after tl_error). */
 static double lay_out(const tl_hw *hw, const tl_prefill_shape *s, const tl_prefill_model_result *r,
                       tl_prefill_span *span)
 {
-    slot_free *h = malloc((size_t)r->slots * sizeof *h);
-    if (!h) return tl_error(TL_EFAIL, "prefill schedule", "out of memory for %ld slots", r->slots), -1;
-    for (long k = 0; k < r->slots; k++) h[k] = (slot_free){r->fixed_us, k}; /* a heap already: keys ascend */
-    const int xcds = hw->xcds > 0 ? hw->xcds : 1, per_xcd = hw->cus / xcds > 0 ? hw->cus / xcds : 1;
+    tl_slots sl;
+    if (tl_slots_open(&sl, hw, r->slots, r->fixed_us)) return -1;
     double end = r->fixed_us;
     for (long x = 0; x < r->qblocks; x++) {
         const long qb = s->causal ? r->qblocks - 1 - x : x;
         const long tiles = tl_prefill_block_tiles(s, r->tile, qb, NULL);
         for (int head = 0; head < s->heads; head++) {
-            const long k = h[0].k;
-            const double start = h[0].free_us, stop = start + tiles * r->tile_us;
+            double start;
+            const long k = tl_slots_first(&sl, &start);
+            const double stop = start + tiles * r->tile_us;
             if (span) {
                 tl_prefill_span *sp = &span[qb * s->heads + head];
                 sp->qblock = qb, sp->head = head, sp->tiles = tiles;
-                sp->cu = (int)((k % xcds) * per_xcd + (k / xcds) % per_xcd);
-                sp->slot = (int)(k / hw->cus);
+                tl_slots_place(&sl, k, &sp->cu, &sp->slot);
                 sp->start_us = start, sp->end_us = stop;
             }
             if (stop > end) end = stop;
-            h[0].free_us = stop;
-            heap_down(h, r->slots, 0);
+            tl_slots_fill_first(&sl, stop);
         }
     }
-    free(h);
+    tl_slots_close(&sl);
     return end;
 }
 

@@ -136,10 +136,10 @@ typedef struct {
 } tl_prefill_span;
 
 /* The model (into *r) and its list schedule: blocks in the grid's order (causal: the last query
- * block first, its heads in order; then the one before), the first ones dealt to the slots in the
- * model's XCD order (slot k: XCD k % xcds, CU (k / xcds) % (cus / xcds) of that XCD, slot k / cus),
- * each later one to the slot that frees first (ties: the lower k); a block starts at r->fixed_us
- * and takes tiles x r->tile_us. span[qb x heads + head] is written for every block (cap: at least
+ * block first, its heads in order; then the one before), over r->slots block slots
+ * (simulator/slots.h: the first blocks dealt over every XCD and CU alike, each later one to the
+ * slot that frees first); a block starts at r->fixed_us at the earliest and takes tiles x
+ * r->tile_us. span[qb x heads + head] is written for every block (cap: at least
  * r->blocks, else TL_EUSAGE). Cost: O(blocks log slots). */
 int tl_prefill_schedule(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_span *span, long cap,
                         tl_prefill_model_result *r);

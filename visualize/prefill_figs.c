@@ -183,16 +183,9 @@ static void draw_timeline(tl_gfx *g, const tl_hw *hw, const tl_prefill_tiles_fig
         tl_gfx_text(g, TIME_X - 4, TOP + (c + 0.5) * res * lane, t, ls);
     }
     /* the busy share of every block slot */
-    double share[BINS], bx[BINS], by[BINS];
+    double share[BINS];
     busy_share(hw, f, xmax, share);
-    tl_plot sp;
-    const double sy = TOP + LANES_H + 34;
-    tl_plot_init(&sp, TIME_X, sy, w, STRIP_H, 0, xmax, 0, 0, 100, 0);
-    tl_plot_axes(g, &sp, "time from the launch (us)", "busy slots (%)");
-    tl_plot_clip(g, &sp);
-    for (int b = 0; b < BINS; b++) bx[b] = tl_plot_x(&sp, (b + 0.5) * xmax / BINS), by[b] = tl_plot_y(&sp, share[b]);
-    tl_gfx_polyline(g, bx, by, BINS, 1.5, tl_gfx_palette(5), 0);
-    tl_gfx_unclip(g);
+    tl_plot_share_strip(g, TIME_X, TOP + LANES_H + 34, w, STRIP_H, xmax, share, BINS, "busy slots (%)");
 }
 
 int tl_fig_prefill_tiles(const char *out, const tl_hw *hw, const tl_prefill_tiles_fig *f)
