@@ -14,7 +14,7 @@
 
 #define FIG_MAX_SEQ 65536L          /* the tiles picture: 512 x 1024 tiles a head at most */
 #define ERR_MAX_SEQ 4096L           /* the error chart: its references in double on the CPU */
-#define ERR_MAX_MADDS 0x1p34        /* ... at most this many multiply-adds (about a minute on 2 cores) */
+#define ERR_MAX_MADDS 0x1p34        /* ... at most this many multiply-adds (about 10 s on 2 cores) */
 #define ROOF_MAX_SEQS 8
 #define ROOF_MAX_POINTS_FILES 4
 
@@ -43,7 +43,8 @@ static const char roof_usage[] =
     "  The prefill kernel on the preset's roofline: the model's points (counted causal FLOPs over the\n"
     "  model's HBM bytes and time) for bf16 and fp8 at each length; --points (repeatable, up to 4) adds\n"
     "  measured rows from `tilelab bench prefill --format csv` (or any file `draw roofline` reads).\n"
-    "  --hw takes a preset name, a JSON path, or BASE,OVERLAY.json.\n";
+    "  --hw takes a preset name, a JSON path, or BASE,OVERLAY.json (on the H200,\n"
+    "  h200,bench/results/2026-11-29_h200_roofline.json draws the mma.sync ceilings the kernel runs at).\n";
 
 /* ---- prefill-tiles ---- */
 

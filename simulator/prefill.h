@@ -77,8 +77,8 @@
                                       * correction factor */
 #define TL_PREFILL_DECODE_OPS 2.5    /* sm_90 FP8: lane-ops per K/V value decoded to bf16 (as the
                                       * indexer's TL_INDEXER_DECODE_OPS) */
-#define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: ~170 registers a thread
-                                      * (O 64, S 32, Q 32 and addresses) of 64K (guess) */
+#define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: its O, S and Q fragments
+                                      * take up to 255 registers a thread, 8 warps of the 64K (guess) */
 #define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
 #define TL_PREFILL_MISS_US 1.0       /* a miss's latency when the preset has none (guess) */
 #define TL_PREFILL_L2_SHARE 0.8      /* the share of the caches K and V may take (Q, O pass through) */

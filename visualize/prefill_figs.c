@@ -121,7 +121,7 @@ static void busy_share(const tl_hw *hw, const tl_prefill_tiles_fig *f, double xm
 }
 
 /* The key above the timeline: the ramp of query blocks and the two lines. */
-static void draw_time_key(tl_gfx *g, const tl_prefill_tiles_fig *f, double x, double y)
+static void draw_time_key(tl_gfx *g, double x, double y)
 {
     tl_text_style ks = tl_gfx_style(8);
     ks.va = TL_MIDDLE;
@@ -134,7 +134,6 @@ static void draw_time_key(tl_gfx *g, const tl_prefill_tiles_fig *f, double x, do
     x += tl_gfx_text(g, x, y, "model's end", ks) + 12;
     tl_gfx_line(g, x, y, x + 18, y, 1.4, tl_gfx_palette(6), 1.5);
     tl_gfx_text(g, x + 22, y, "end without the tail", ks);
-    (void)f;
 }
 
 /* The right panel: the sample CUs' block slots in time, and the busy share of all of them. */
@@ -149,7 +148,7 @@ static void draw_timeline(tl_gfx *g, const tl_hw *hw, const tl_prefill_tiles_fig
     snprintf(t, sizeof t, "the blocks over the CUs in time, longest first (%ld blocks, %d a CU at once, %.1f waves)",
              r->blocks, r->resident, r->waves);
     bold_label(g, TIME_X, TOP - 22, t);
-    draw_time_key(g, f, TIME_X, TOP - 10);
+    draw_time_key(g, TIME_X, TOP - 10);
     int cus[SAMPLE_CUS];
     const int ncu = sample_cus(hw, cus), res = r->resident, nl = ncu * res;
     const double lane = LANES_H / nl;
@@ -178,7 +177,7 @@ static void draw_timeline(tl_gfx *g, const tl_hw *hw, const tl_prefill_tiles_fig
     ls.ha = TL_RIGHT;
     ls.va = TL_MIDDLE;
     for (int c = 0; c < ncu; c++) {
-        if (hw->xcds > 1) snprintf(t, sizeof t, "XCD %d, CU %d", hw->xcds > 1 ? cus[c] / (hw->cus / hw->xcds) : 0, cus[c]);
+        if (hw->xcds > 1) snprintf(t, sizeof t, "XCD %d, CU %d", cus[c] / (hw->cus / hw->xcds), cus[c]);
         else snprintf(t, sizeof t, "SM %d", cus[c]);
         tl_gfx_text(g, TIME_X - 4, TOP + (c + 0.5) * res * lane, t, ls);
     }
@@ -220,7 +219,7 @@ int tl_fig_prefill_error(const char *out, const char *const *bars, int nbars, co
                                 gr[i].label, bars[b], v);
             lo = fmin(lo, v), hi = fmax(hi, v);
         }
-    const double ylo = pow(10, floor(log10(lo)) - 0.0), yhi = pow(10, ceil(log10(hi) + 0.15));
+    const double ylo = pow(10, floor(log10(lo))), yhi = pow(10, ceil(log10(hi) + 0.15));
     const double W = 900, x0 = 80, y0 = 76, pw = W - x0 - 250, ph = 300;
     const double H = y0 + ph + 40 + TL_GFX_FOOTER_PT;
     tl_gfx *g = tl_gfx_open(out, W, H);
