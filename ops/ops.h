@@ -66,6 +66,7 @@ extern const tl_op tl_op_topk;
 extern const tl_op_figure tl_decode_figures[];
 extern const tl_op_figure tl_indexer_figures[];
 extern const tl_op_figure tl_moe_figures[];
+extern const tl_op_figure tl_prefill_figures[];
 extern const tl_op_figure tl_quant_figures[];
 extern const tl_op_figure tl_topk_figures[];
 
