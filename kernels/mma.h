@@ -253,6 +253,15 @@ TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_
         : "+f"(c->v[0]), "+f"(c->v[1]), "+f"(c->v[2]), "+f"(c->v[3])
         : "r"(a->r[0]), "r"(a->r[1]), "r"(a->r[2]), "r"(a->r[3]), "r"(b->r[0]), "r"(b->r[1]));
 }
+/* The same fragments holding IEEE f16 bits (same layout and rate as bf16): every E4M3 value is
+ * exact in f16 and decodes to it in one instruction (cvt.rn.f16x2.e4m3x2) where bf16 takes several. */
+TL_MMA_FN void tl_mma_f16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_b_bf16 *b)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c->v[0]), "+f"(c->v[1]), "+f"(c->v[2]), "+f"(c->v[3])
+        : "r"(a->r[0]), "r"(a->r[1]), "r"(a->r[2]), "r"(a->r[3]), "r"(b->r[0]), "r"(b->r[1]));
+}
 #if TL_MMA_HAS_FP8
 TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_fp8 *b)
 {

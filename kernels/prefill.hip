@@ -12,11 +12,12 @@
  *
  * Formats per target:
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
- *           decoded exactly into bf16 while being staged in shared memory (sm_90's e4m3 mma.sync is
- *           emulated: 391 against bf16's 645.7 TFLOP/s, kernels/mma.h); Q.K^T runs on the codes'
+ *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
+ *           f16 mma.sync m16n8k16 runs at bf16's rate, while sm_90's e4m3 mma.sync is emulated:
+ *           391 against 645.7 TFLOP/s, kernels/mma.h); Q.K^T runs on the codes'
  *           values and the score is multiplied by q_scale x k_scale x scale x log2 e; P follows the
  *           contract's rule: the hardware's RNE saturating E4M3 conversion of P x 448 (the rounding
- *           of tl_prefill_p_code), its value (0..448, exact in bf16) enters P.V, and 1/448 times
+ *           of tl_prefill_p_code), its value (0..448, exact in f16) enters P.V, and 1/448 times
  *           the value scale multiplies the accumulator (kept in units of the current 128-key
  *           block's v_scale / 448: each rescale folds the ratio of two blocks' scales in). BF16: P
  *           rounded to bf16 (RNE). S stays in registers and becomes P's A fragments in registers
@@ -110,18 +111,15 @@ static __device__ __forceinline__ void pf_copy(uint8_t *dst, int ld, const uint8
     }
 }
 
-/* two E4M3 codes (low byte first) as their exact bf16 values */
-static __device__ __forceinline__ uint32_t pf_e4m3x2_bf16(uint32_t h)
+/* two E4M3 codes (low byte first) as their exact f16 values (low half first): one instruction */
+static __device__ __forceinline__ uint32_t pf_e4m3x2_f16(uint32_t h)
 {
     uint32_t y;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;"
-        : "=r"(y)
-        : "r"(tl_code_e4m3x2_bf16_2m120(h)), "r"(tl_code_bf16x2_splat(TL_CODE_E4M3_BF16_UNSCALE)),
-          "r"(TL_CODE_BF16X2_MINUS0));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(y) : "h"((unsigned short)h));
     return y;
 }
 /* ROWS rows of DIM codes (dense in src, or global rows of stride gs from r0 when gs > 0) decoded
- * into bf16 rows of stride ld elements; rows >= seq become zeros */
+ * into f16 rows of stride ld elements; rows >= seq become zeros */
 template <int ROWS, int DIM, int THREADS>
 static __device__ __forceinline__ void pf_decode(uint16_t *dst, int ld, const uint8_t *src, size_t gs, long r0, long seq, int tid)
 {
@@ -132,8 +130,8 @@ static __device__ __forceinline__ void pf_decode(uint16_t *dst, int ld, const ui
         uint2 w = make_uint2(0, 0);
         if (gs == 0) w = *(const uint2 *)(src + r * DIM + 8 * c);
         else if (r0 + r < seq) w = *(const uint2 *)(src + (size_t)(r0 + r) * gs + 8 * c);
-        uint4 o = make_uint4(pf_e4m3x2_bf16(w.x & 0xFFFFu), pf_e4m3x2_bf16(w.x >> 16), pf_e4m3x2_bf16(w.y & 0xFFFFu),
-                             pf_e4m3x2_bf16(w.y >> 16));
+        uint4 o = make_uint4(pf_e4m3x2_f16(w.x & 0xFFFFu), pf_e4m3x2_f16(w.x >> 16), pf_e4m3x2_f16(w.y & 0xFFFFu),
+                             pf_e4m3x2_f16(w.y >> 16));
         *(uint4 *)(dst + r * ld + 8 * c) = o;
     }
 }
@@ -147,15 +145,22 @@ static __device__ __forceinline__ uint32_t pf_pack_bf16(float lo, float hi)
 struct PfPackBf16 {
     __device__ __forceinline__ uint32_t operator()(float lo, float hi) const { return pf_pack_bf16(lo, hi); }
 };
-/* the contract's P rule: E4M3 codes of lo x 448 and hi x 448 (RNE, saturating), as bf16 values */
+/* the contract's P rule: E4M3 codes of lo x 448 and hi x 448 (RNE, saturating), as f16 values */
 struct PfPackP8 {
     __device__ __forceinline__ uint32_t operator()(float lo, float hi) const
     {
         unsigned short c;
         asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(c) : "f"(hi * TL_PREFILL_P_MULT), "f"(lo * TL_PREFILL_P_MULT));
-        return pf_e4m3x2_bf16(c);
+        return pf_e4m3x2_f16(c);
     }
 };
+/* c += a b: bf16 fragments, or (FP8 inputs) f16 ones */
+template <bool F16>
+static __device__ __forceinline__ void pf_mma(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_b_bf16 *b)
+{
+    if (F16) tl_mma_f16(c, a, b);
+    else tl_mma_bf16(c, a, b);
+}
 
 template <int DQK, int DV, int BM, int BN, int WARPS, bool FP8>
 static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
@@ -260,8 +265,8 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                     tl_frag_ldsm_bt_bf16_x2(&b0, &b1, Kt + 16 * np * LDQ + 16 * ks, LDQ);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
-                        tl_mma_bf16(&S[mt][2 * np], &qa[mt], &b0);
-                        tl_mma_bf16(&S[mt][2 * np + 1], &qa[mt], &b1);
+                        pf_mma<FP8>(&S[mt][2 * np], &qa[mt], &b0);
+                        pf_mma<FP8>(&S[mt][2 * np + 1], &qa[mt], &b1);
                     }
                 }
             }
@@ -281,7 +286,7 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                 for (int n = 0; n < NT; n++)
 #pragma unroll
                     for (int r = 0; r < 4; r++) {
-                        float x = S[mt][n].v[r] * sc;
+                        float x = S[mt][n].v[r];
                         if (mask) {
                             const int c = 8 * n + (r & 1);
                             if ((a.causal && dk + c - 16 * mt - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
@@ -294,7 +299,7 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                 for (int hr = 0; hr < 2; hr++) {
                     mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
                     mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 2));
-                    const float mn = fmaxf(m[mt][hr], mx[hr]), mu = mn == -INFINITY ? 0.0f : mn;
+                    const float mn = fmaxf(m[mt][hr], mx[hr] * sc), mu = mn == -INFINITY ? 0.0f : mn;
                     corr[hr] = pf_exp2(m[mt][hr] - mu);
                     m[mt][hr] = mn;
                     float sum = 0.0f;
@@ -302,17 +307,21 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                     for (int n = 0; n < NT; n++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
-                            const float p = pf_exp2(S[mt][n].v[2 * hr + e] - mu);
+                            const float p = pf_exp2(fmaf(S[mt][n].v[2 * hr + e], sc, -mu));
                             S[mt][n].v[2 * hr + e] = p;
                             sum += p;
                         }
                     l[mt][hr] = l[mt][hr] * corr[hr] + sum;
                     if (FP8) corr[hr] *= vf / vf_new;
                 }
+                /* the rescale, unless no row of the warp needs it (the max settled; bf16 only: an fp8
+                 * tile brings its own value scale) */
+                if (FP8 || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
-                for (int d = 0; d < DT; d++) {
-                    acc[mt][d].v[0] *= corr[0], acc[mt][d].v[1] *= corr[0];
-                    acc[mt][d].v[2] *= corr[1], acc[mt][d].v[3] *= corr[1];
+                    for (int d = 0; d < DT; d++) {
+                        acc[mt][d].v[0] *= corr[0], acc[mt][d].v[1] *= corr[0];
+                        acc[mt][d].v[2] *= corr[1], acc[mt][d].v[3] *= corr[1];
+                    }
                 }
             }
             vf = vf_new;
@@ -331,8 +340,8 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                     tl_frag_ldsm_b_bf16_x2(&b0, &b1, Vt + 16 * kk * LDV + 16 * dp, LDV);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
-                        tl_mma_bf16(&acc[mt][2 * dp], &pa[mt], &b0);
-                        tl_mma_bf16(&acc[mt][2 * dp + 1], &pa[mt], &b1);
+                        pf_mma<FP8>(&acc[mt][2 * dp], &pa[mt], &b0);
+                        pf_mma<FP8>(&acc[mt][2 * dp + 1], &pa[mt], &b1);
                     }
                 }
             }
