@@ -78,7 +78,7 @@ if [[ " $parts " == *" bench "* ]]; then
     timeout 60 "$T" bench prefill --shape mistral-7b --seq 16384 --tile "$tile" --hw h200 --format csv 2>>"$err" \
       | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
   done
-  cut -d, -f1,8,10-15 "$OUT/prefill_bench.csv"
+  cut -d, -f1,8,11-16 "$OUT/prefill_bench.csv"
 fi
 if [[ " $parts " == *" torch "* ]]; then
   echo "== torch SDPA"

@@ -65,7 +65,7 @@ static const tl_op_input pf_inputs[] = {
 };
 
 static const tl_op_target pf_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 (bench/journal/runs.md)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (runs 50-51: checks pass; timed beside SDPA)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
@@ -673,6 +673,7 @@ static int pf_bench(void *vp, int c, tl_table *t)
     tl_table_int(t, p->shape.dqk);
     tl_table_str(t, p->tile.block_m ? ts : "contract");
     tl_table_numf(t, "%.0f", w.flops);
+    tl_table_numf(t, "%.0f", w.hbm_bytes);
     tl_table_numf(t, "%.2f", us);
     tl_table_numf(t, "%.1f", w.flops / (us * 1e6));
     tl_table_numf(t, "%.0f", mhz);
@@ -735,7 +736,7 @@ const tl_op tl_op_prefill = {
     .sim_header = "hw,shape,dtype,seq,heads,kv_heads,dqk,dv,tile,instr,blocks,waves,tiles_computed,tiles_skipped,flops,"
                   "hbm_bytes,mma_us,exp_us,hbm_us,fixed_us,time_us,tflops,limiter",
     .bench = pf_bench,
-    .bench_header = "name,shape,dtype,seq,heads,kv_heads,dqk,tile,flops,time_us,tflops,sm_mhz,sim_us,sim_err_pct,"
+    .bench_header = "name,shape,dtype,seq,heads,kv_heads,dqk,tile,flops,hbm_bytes,time_us,tflops,sm_mhz,sim_us,sim_err_pct,"
                     "sim_limiter,p10_us,p90_us,source",
     .figures = tl_prefill_figures,
     .test_args = pf_test_args,
