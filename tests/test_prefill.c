@@ -177,6 +177,44 @@ static void test_quantized_inputs(void **state)
     drop(&in);
 }
 
+/* The reference on row ranges (what a check of a long sequence compares): the ranges' rows equal
+ * the full reference's bit for bit, the rows outside stay untouched, bad ranges are refused. */
+static void test_reference_rows(void **state)
+{
+    (void)state;
+    tl_prefill_shape s = shape(4, 2, 32, 16, 333, 1);
+    inputs in = make(&s, TL_PREFILL_DIST_NORMAL, 21);
+    const size_t nq = tl_prefill_q_elems(&s), nk = tl_prefill_k_elems(&s), nv = tl_prefill_v_elems(&s);
+    uint16_t *bq = malloc(nq * 2), *bk = malloc(nk * 2), *bv = malloc(nv * 2);
+    assert_true(bq && bk && bv);
+    tl_encode_array16(TL_NF_BF16, in.q, nq, 1, bq);
+    tl_encode_array16(TL_NF_BF16, in.k, nk, 1, bk);
+    tl_encode_array16(TL_NF_BF16, in.v, nv, 1, bv);
+    tl_prefill_inputs pin = {.q = bq, .k = bk, .v = bv};
+    outputs full = alloc_out(&s), part = alloc_out(&s);
+    assert_int_equal(tl_prefill_reference(&s, &pin, full.o, full.lse), 0);
+    const long lo[3] = {0, 100, 250}, hi[3] = {5, 230, 333}; /* ranges of 5, 130 (over two blocks) and 83 rows */
+    assert_int_equal(tl_prefill_reference_rows(&s, &pin, 3, lo, hi, part.o, part.lse), 0);
+    for (long i = 0; i < s.seq; i++) {
+        int in_range = 0;
+        for (int r = 0; r < 3; r++) in_range |= i >= lo[r] && i < hi[r];
+        for (int h = 0; h < s.heads; h++) {
+            const size_t o = ((size_t)i * s.heads + h) * s.dv, l = (size_t)h * s.seq + i;
+            if (in_range) {
+                assert_memory_equal(part.o + o, full.o + o, s.dv * sizeof(float));
+                assert_memory_equal(&part.lse[l], &full.lse[l], sizeof(float));
+            } else {
+                assert_true(isnan(part.o[o]) && isnan(part.lse[l]));
+            }
+        }
+    }
+    const long blo = 300, bhi = 334;
+    assert_int_equal(tl_prefill_reference_rows(&s, &pin, 1, &blo, &bhi, part.o, part.lse), TL_EUSAGE);
+    free(bq), free(bk), free(bv);
+    free_out(&full), free_out(&part);
+    drop(&in);
+}
+
 /* A change to key/value row t changes nothing in the output rows before t. */
 static void test_causality(void **state)
 {
@@ -626,7 +664,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_vs_naive), cmocka_unit_test(test_seq1),
-        cmocka_unit_test(test_quantized_inputs),   cmocka_unit_test(test_causality),
+        cmocka_unit_test(test_quantized_inputs),   cmocka_unit_test(test_reference_rows),
+        cmocka_unit_test(test_causality),
         cmocka_unit_test(test_fp8_roundtrip),      cmocka_unit_test(test_p_rule),
         cmocka_unit_test(test_rotation_invariance),
         cmocka_unit_test(test_error_study),        cmocka_unit_test(test_presets),
