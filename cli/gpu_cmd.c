@@ -59,7 +59,8 @@ static const char HW_USAGE[] =
     "hw show prints the preset's fields and its matrix instructions. --format json gives one object\n"
     "of the preset file's shape (a file `hw show` reads back), each ceiling {datasheet, measured,\n"
     "unit} in numbers; --format csv gives the fields as field,value,datasheet,measured,unit rows.\n"
-    "--instructions prints only the matrix instructions (name, shape, inputs, cycles, peak TFLOP/s).\n"
+    "--instructions prints only the matrix instructions (name, shape, inputs, cycles, peak TFLOP/s, and\n"
+    "a loop's measured TFLOP/s where the preset has one).\n"
     "An unknown, absent or malformed preset is one error line and exit status 2.\n";
 
 /* A preset's scalar fields, in the order of its file: key, unit ("" for none) and type, which must
@@ -97,6 +98,8 @@ static const hw_field HW_FIELDS[] = {
     FIELD(flush_dirty_mb, FIELD_REAL, "MB"),
     FIELD(link_gbps, FIELD_REAL, "GB/s"),
     FIELD(link_peer_gbps, FIELD_REAL, "GB/s"),
+    FIELD(transcendental_per_cu_clk, FIELD_REAL, "results/clock"),
+    FIELD(lds_bytes_per_cu_clk, FIELD_REAL, "B/clock"),
     FIELD(device, FIELD_TEXT, ""),
     FIELD(date, FIELD_TEXT, ""),
     FIELD(source, FIELD_TEXT, ""),
@@ -186,7 +189,7 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
 
 static tl_table *hw_instruction_table(const tl_hw *hw)
 {
-    tl_table *t = tl_table_new("name,m,n,k,a,b,cycles,peak_tflops");
+    tl_table *t = tl_table_new("name,m,n,k,a,b,cycles,peak_tflops,measured_tflops");
     for (int i = 0; i < hw->n_instr; i++) {
         const tl_instr *x = &hw->instr[i];
         tl_table_row(t);
@@ -198,6 +201,8 @@ static tl_table *hw_instruction_table(const tl_hw *hw)
         tl_table_str(t, x->b);
         tl_table_int(t, x->cycles);
         tl_table_numf(t, "%.1f", tl_hw_instr_tflops(hw, x));
+        if (x->measured_tflops > 0) tl_table_numf(t, "%.1f", x->measured_tflops);
+        else tl_table_none(t);
     }
     return t;
 }

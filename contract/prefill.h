@@ -92,6 +92,15 @@ static inline size_t tl_prefill_o_elems(const tl_prefill_shape *s) { return (siz
 static inline size_t tl_prefill_lse_elems(const tl_prefill_shape *s) { return (size_t)s->heads * s->seq; }
 /* Keys query row i sees: [0, tl_prefill_keys(s, i)). */
 static inline long tl_prefill_keys(int causal, long seq, long i) { return causal ? i + 1 : seq; }
+/* The scores the function defines: sum over query rows of the keys each sees, times H (causal:
+ * H seq (seq + 1) / 2, else H seq^2). As a double: exact up to 2^53. */
+static inline double tl_prefill_scores(const tl_prefill_shape *s)
+{
+    const double n = (double)s->seq;
+    return (double)s->heads * (s->causal ? n * (n + 1) / 2 : n * n);
+}
+/* The counted FLOPs: 2 (dqk + dv) per score (the Q.K and P.V multiply-adds; causal work only). */
+static inline double tl_prefill_flops(const tl_prefill_shape *s) { return 2.0 * (s->dqk + s->dv) * tl_prefill_scores(s); }
 
 /* The FP8 kernel's P rule (above), host and device: the E4M3FN code of p in [0, 1], and the value a
  * code stands for. A few instructions each. */

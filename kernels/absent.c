@@ -5,6 +5,7 @@
 #include "decode.h"
 #include "indexer.h"
 #include "moe.h"
+#include "prefill.h"
 #include "quant.h"
 #include "topk.h"
 
@@ -12,5 +13,6 @@ const tl_gpu_api *const tl_gpu_kernels = NULL;
 const tl_decode_gpu_api *const tl_decode_gpu_kernels = NULL;
 const tl_indexer_gpu_api *const tl_indexer_gpu_kernels = NULL;
 const tl_moe_gpu_api *const tl_moe_gpu_kernels = NULL;
+const tl_prefill_gpu_api *const tl_prefill_gpu_kernels = NULL;
 const tl_quant_gpu_api *const tl_quant_gpu_kernels = NULL;
 const tl_topk_gpu_api *const tl_topk_gpu_kernels = NULL;

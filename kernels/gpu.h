@@ -394,6 +394,20 @@ static inline hipError_t tl_launch(void (*k)(KArgs...), dim3 grid, dim3 block, s
 #endif
 }
 
+/* Asks for the largest shared-memory carveout for kernel k (host code), so that as many of its
+ * work-groups as their shared memory allows fit on an SM (NVIDIA: the L1/shared split is otherwise
+ * the driver's guess); a no-op on AMD (LDS is fixed). Returns the call's error. */
+template <typename... KArgs>
+static inline hipError_t tl_prefer_shared(void (*k)(KArgs...))
+{
+#if defined(TL_GPU_NVIDIA)
+    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+#else
+    (void)k;
+    return hipSuccess;
+#endif
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Checked calls (host code)
  * ------------------------------------------------------------------------------------------- */

@@ -253,6 +253,15 @@ TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_
         : "+f"(c->v[0]), "+f"(c->v[1]), "+f"(c->v[2]), "+f"(c->v[3])
         : "r"(a->r[0]), "r"(a->r[1]), "r"(a->r[2]), "r"(a->r[3]), "r"(b->r[0]), "r"(b->r[1]));
 }
+/* The same fragments holding IEEE f16 bits (same layout and rate as bf16): every E4M3 value is
+ * exact in f16 and decodes to it in one instruction (cvt.rn.f16x2.e4m3x2) where bf16 takes several. */
+TL_MMA_FN void tl_mma_f16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_b_bf16 *b)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c->v[0]), "+f"(c->v[1]), "+f"(c->v[2]), "+f"(c->v[3])
+        : "r"(a->r[0]), "r"(a->r[1]), "r"(a->r[2]), "r"(a->r[3]), "r"(b->r[0]), "r"(b->r[1]));
+}
 #if TL_MMA_HAS_FP8
 TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_fp8 *b)
 {
@@ -315,6 +324,46 @@ TL_MMA_FN void tl_frag_load_bt_fp8(tl_frag_b_fp8 *b, const uint8_t *Bt, int ldb)
 }
 TL_MMA_FN int tl_frag_c_row(int lane, int r) { return lane / 4 + 8 * (r / 2); }
 TL_MMA_FN int tl_frag_c_col(int lane, int r) { return 2 * (lane % 4) + (r % 2); }
+
+/* SM80 extras for tiles in shared memory (one ldmatrix.x4 each; rows 16-byte aligned; a row
+ * stride of 8 (mod 64) elements keeps the 8 rows of a matrix in distinct banks):
+ *   tl_frag_ldsm_a_bf16(&a, A, lda)           the A fragment of a row-major [16][16] tile
+ *   tl_frag_ldsm_bt_bf16_x2(&b0, &b1, Bt, ldb) the B fragments of n 0..7 and 8..15 from a [n][k] tile
+ *   tl_frag_ldsm_b_bf16_x2(&b0, &b1, B, ldb)   the same from a row-major [k][n] tile (.trans)
+ *   tl_frag_a_from_c(&a, c0, c1, pack)         the A fragment (k = columns 0..15) that accumulator
+ *       tiles c0 (columns 0..7) and c1 (8..15) of the same 16 rows become, two values at a time
+ *       through pack(lo, hi) -> a 16-bit pair (low half first): registers only, because the
+ *       m16n8k16 C layout is half of the A layout (FlashAttention-2's P in registers). */
+TL_MMA_FN uint32_t tl_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+TL_MMA_FN void tl_frag_ldsm_a_bf16(tl_frag_a_bf16 *a, const uint16_t *A, int lda)
+{
+    const int l = tl_lane();
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(a->r[0]), "=r"(a->r[1]), "=r"(a->r[2]), "=r"(a->r[3])
+                 : "r"(tl_smem_addr(A + (l & 15) * lda + 8 * (l >> 4))));
+}
+TL_MMA_FN void tl_frag_ldsm_bt_bf16_x2(tl_frag_b_bf16 *b0, tl_frag_b_bf16 *b1, const uint16_t *Bt, int ldb)
+{
+    const int l = tl_lane();
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(b0->r[0]), "=r"(b0->r[1]), "=r"(b1->r[0]), "=r"(b1->r[1])
+                 : "r"(tl_smem_addr(Bt + ((l & 7) + 8 * (l >> 4)) * ldb + 8 * ((l >> 3) & 1))));
+}
+TL_MMA_FN void tl_frag_ldsm_b_bf16_x2(tl_frag_b_bf16 *b0, tl_frag_b_bf16 *b1, const uint16_t *B, int ldb)
+{
+    const int l = tl_lane();
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(b0->r[0]), "=r"(b0->r[1]), "=r"(b1->r[0]), "=r"(b1->r[1])
+                 : "r"(tl_smem_addr(B + ((l & 7) + 8 * ((l >> 3) & 1)) * ldb + 8 * (l >> 4))));
+}
+template <typename Pack>
+TL_MMA_FN void tl_frag_a_from_c(tl_frag_a_bf16 *a, const tl_frag_c &c0, const tl_frag_c &c1, Pack pack)
+{
+    a->r[0] = pack(c0.v[0], c0.v[1]);
+    a->r[1] = pack(c0.v[2], c0.v[3]);
+    a->r[2] = pack(c1.v[0], c1.v[1]);
+    a->r[3] = pack(c1.v[2], c1.v[3]);
+}
 
 /* =============================================================================================
  * GENERIC: one thread holds a whole tile

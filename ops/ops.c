@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const tl_op *const tl_ops[] = {&tl_op_moe, &tl_op_topk, &tl_op_indexer, &tl_op_decode, &tl_op_quant, NULL};
+const tl_op *const tl_ops[] = {&tl_op_moe, &tl_op_topk, &tl_op_indexer, &tl_op_decode, &tl_op_quant, &tl_op_prefill, NULL};
 
 const tl_op *tl_op_find(const char *name)
 {

@@ -61,11 +61,13 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
 extern const tl_op tl_op_decode;
 extern const tl_op tl_op_indexer;
 extern const tl_op tl_op_moe;
+extern const tl_op tl_op_prefill;
 extern const tl_op tl_op_quant;
 extern const tl_op tl_op_topk;
 extern const tl_op_figure tl_decode_figures[];
 extern const tl_op_figure tl_indexer_figures[];
 extern const tl_op_figure tl_moe_figures[];
+extern const tl_op_figure tl_prefill_figures[];
 extern const tl_op_figure tl_quant_figures[];
 extern const tl_op_figure tl_topk_figures[];
 

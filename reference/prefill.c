@@ -104,32 +104,54 @@ int tl_prefill_reference_f64(const tl_prefill_shape *s, const double *q, const d
     return tl_prefill_reference_f64_p(s, q, k, v, 0, o, lse);
 }
 
-int tl_prefill_reference_f64_p(const tl_prefill_shape *s, const double *q, const double *k, const double *v,
-                               int round_p, float *o, float *lse)
+/* The engine on the query rows of [lo[r], hi[r]) (r < nr), in blocks of ROW_BLOCK rows per head. */
+static int engine(const tl_prefill_shape *s, const double *q, const double *k, const double *v, int round_p, int nr,
+                  const long *lo, const long *hi, float *o, float *lse)
 {
     int rc = tl_prefill_shape_check(s);
     if (rc) return rc;
     if (!q || !k || !v || !o || !lse) return tl_error(TL_EUSAGE, "prefill reference", "a NULL array");
+    long nrb = 0;
+    for (int r = 0; r < nr; r++) {
+        if (lo[r] < 0 || hi[r] > s->seq || lo[r] > hi[r])
+            return tl_error(TL_EUSAGE, "prefill reference", "rows [%ld, %ld) outside [0, %ld)", lo[r], hi[r], s->seq);
+        nrb += (hi[r] - lo[r] + ROW_BLOCK - 1) / ROW_BLOCK;
+    }
+    long *b0 = malloc((size_t)(nrb > 0 ? nrb : 1) * sizeof *b0);
+    if (!b0) return tl_error(TL_EFAIL, "prefill reference", "out of memory");
+    long nb = 0;
+    for (int r = 0; r < nr; r++)
+        for (long i = lo[r]; i < hi[r]; i += ROW_BLOCK) b0[nb++] = i;
     const double scale = tl_prefill_scale(s);
-    const long nrb = (s->seq + ROW_BLOCK - 1) / ROW_BLOCK, items = nrb * s->heads;
+    const long items = nrb * s->heads;
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
         double *acc = malloc((size_t)s->dv * sizeof *acc), *sc = malloc(KEY_BLOCK * sizeof *sc);
         if (!acc || !sc) fail = 1;
-        /* the last row blocks see the most keys: hand them out first */
+        /* the blocks listed last (the latest rows of the last range) see the most keys: hand them out first */
 #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < items; it++) {
             if (!acc || !sc) continue;
-            const long rb = nrb - 1 - it / s->heads;
+            const long blk = nrb - 1 - it / s->heads;
             const int h = (int)(it % s->heads);
-            const long hi = (rb + 1) * ROW_BLOCK < s->seq ? (rb + 1) * ROW_BLOCK : s->seq;
-            for (long i = rb * ROW_BLOCK; i < hi; i++) row_online(s, scale, q, k, v, round_p, h, i, acc, sc, o, lse);
+            long end = b0[blk] + ROW_BLOCK;
+            for (int r = 0; r < nr; r++)
+                if (b0[blk] >= lo[r] && b0[blk] < hi[r] && end > hi[r]) end = hi[r];
+            for (long i = b0[blk]; i < end; i++) row_online(s, scale, q, k, v, round_p, h, i, acc, sc, o, lse);
         }
         free(acc);
         free(sc);
     }
+    free(b0);
     return fail ? tl_error(TL_EFAIL, "prefill reference", "out of memory") : TL_OK;
+}
+
+int tl_prefill_reference_f64_p(const tl_prefill_shape *s, const double *q, const double *k, const double *v,
+                               int round_p, float *o, float *lse)
+{
+    const long lo = 0, hi = s->seq;
+    return engine(s, q, k, v, round_p, 1, &lo, &hi, o, lse);
 }
 
 int tl_prefill_naive(const tl_prefill_shape *s, const double *q, const double *k, const double *v, float *o,
@@ -189,27 +211,36 @@ static double *widen_fp8(const uint8_t *c, const float *scales, long seq, int he
     return y;
 }
 
-static int run_f64(const tl_prefill_shape *s, double *q, double *k, double *v, float *o, float *lse)
+/* The engine on rows [lo[r], hi[r]) of the widened inputs, which it frees. */
+static int run_f64(const tl_prefill_shape *s, double *q, double *k, double *v, int nr, const long *lo, const long *hi,
+                   float *o, float *lse)
 {
     int rc = (!q || !k || !v) ? tl_error(TL_EFAIL, "prefill reference", "out of memory")
-                              : tl_prefill_reference_f64(s, q, k, v, o, lse);
+                              : engine(s, q, k, v, 0, nr, lo, hi, o, lse);
     free(q), free(k), free(v);
     return rc;
 }
 
-int tl_prefill_reference(const tl_prefill_shape *s, const tl_prefill_inputs *in, float *o, float *lse)
+int tl_prefill_reference_rows(const tl_prefill_shape *s, const tl_prefill_inputs *in, int nr, const long *lo,
+                              const long *hi, float *o, float *lse)
 {
     int rc = tl_prefill_shape_check(s);
     if (rc) return rc;
     if (!in || !in->q || !in->k || !in->v) return tl_error(TL_EUSAGE, "prefill reference", "missing Q, K or V");
     if (s->dtype == TL_PREFILL_BF16)
         return run_f64(s, widen_bf16(in->q, tl_prefill_q_elems(s)), widen_bf16(in->k, tl_prefill_k_elems(s)),
-                       widen_bf16(in->v, tl_prefill_v_elems(s)), o, lse);
+                       widen_bf16(in->v, tl_prefill_v_elems(s)), nr, lo, hi, o, lse);
     if (!in->q_scale || !in->k_scale || !in->v_scale)
         return tl_error(TL_EUSAGE, "prefill reference", "fp8 inputs need q, k and v scales");
     return run_f64(s, widen_fp8(in->q, in->q_scale, s->seq, s->heads, s->dqk),
                    widen_fp8(in->k, in->k_scale, s->seq, s->kv_heads, s->dqk),
-                   widen_fp8(in->v, in->v_scale, s->seq, s->kv_heads, s->dv), o, lse);
+                   widen_fp8(in->v, in->v_scale, s->seq, s->kv_heads, s->dv), nr, lo, hi, o, lse);
+}
+
+int tl_prefill_reference(const tl_prefill_shape *s, const tl_prefill_inputs *in, float *o, float *lse)
+{
+    const long lo = 0, hi = s->seq;
+    return tl_prefill_reference_rows(s, in, 1, &lo, &hi, o, lse);
 }
 
 int tl_prefill_reference_f32(const tl_prefill_shape *s, const float *q, const float *k, const float *v, float *o,
@@ -218,8 +249,9 @@ int tl_prefill_reference_f32(const tl_prefill_shape *s, const float *q, const fl
     int rc = tl_prefill_shape_check(s);
     if (rc) return rc;
     if (!q || !k || !v) return tl_error(TL_EUSAGE, "prefill reference", "missing Q, K or V");
+    const long lo = 0, hi = s->seq;
     return run_f64(s, widen_f32(q, tl_prefill_q_elems(s)), widen_f32(k, tl_prefill_k_elems(s)),
-                   widen_f32(v, tl_prefill_v_elems(s)), o, lse);
+                   widen_f32(v, tl_prefill_v_elems(s)), 1, &lo, &hi, o, lse);
 }
 
 /* ---- rotation ---- */

@@ -55,6 +55,11 @@ typedef struct {
 /* The reference on the kernel's inputs: o [seq][H][dv], lse [H][seq] (float32, both written in
  * full). TL_EUSAGE for a bad shape or a missing pointer; TL_EFAIL out of memory. */
 int tl_prefill_reference(const tl_prefill_shape *s, const tl_prefill_inputs *in, float *o, float *lse);
+/* The same on the query rows of the ranges [lo[r], hi[r]) (r < nr; within [0, seq)) only: o and lse
+ * are the full arrays, the other rows are not written. Cost: the rows' keys x H x (dqk + dv)
+ * multiply-adds (a causal row i has i + 1 keys), plus decoding all of Q, K, V. */
+int tl_prefill_reference_rows(const tl_prefill_shape *s, const tl_prefill_inputs *in, int nr, const long *lo,
+                              const long *hi, float *o, float *lse);
 /* The same on unquantized float32 inputs (no rounding of Q, K, V). */
 int tl_prefill_reference_f32(const tl_prefill_shape *s, const float *q, const float *k, const float *v, float *o,
                              float *lse);

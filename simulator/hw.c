@@ -56,8 +56,11 @@ static int read_instructions(json_t *arr, const char *label, tl_hw *hw)
             tl_json_get_int(it, "k", what, 1, 1, 1024, &in->k) ||
             tl_json_get_str(it, "a", what, 1, in->a, sizeof in->a) ||
             tl_json_get_str(it, "b", what, 1, in->b, sizeof in->b) ||
-            tl_json_get_int(it, "cycles", what, 1, 1, 4096, &in->cycles))
+            tl_json_get_int(it, "cycles", what, 1, 1, 4096, &in->cycles) ||
+            tl_json_get_num(it, "measured_tflops", what, 0, 0, 1e9, &in->measured_tflops))
             return TL_EUSAGE;
+        if (in->measured_tflops > 0 && in->measured_tflops < 1e-3)
+            return tl_error(TL_EUSAGE, what, "measured_tflops must be 0 (absent) or at least 0.001");
         if (!known_dtype(in->a) || !known_dtype(in->b))
             return tl_error(TL_EUSAGE, what, "unknown input dtype '%s' x '%s' (bf16, f16, fp8, fp6, fp4, f32, f64)",
                             in->a, in->b);
@@ -89,7 +92,8 @@ static const hw_field hw_fields[] = {
     NUM(hbm_per_cu_gbps, 1, 1e-3, 1e7), NUM(l2_per_cu_gbps, 0, 1e-3, 1e7), NUM(async_copy_per_cu_gbps, 0, 0, 1e7),
     NUM(hbm_latency_us, 0, 0, 1e3),
     NUM(load_chain_us, 0, 0, 1e3), NUM(next_kernel_us, 0, 0, 1e6), NUM(flush_dirty_mb, 0, 0, 1e6),
-    NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6),
+    NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6), NUM(transcendental_per_cu_clk, 0, 0, 1e5),
+    NUM(lds_bytes_per_cu_clk, 0, 0, 1e6),
     STR(device, 0), STR(date, 0), STR(source, 0),
 };
 #undef STR
@@ -100,12 +104,14 @@ static const hw_field hw_fields[] = {
 /* Keys a preset or overlay may carry that the model does not read: a note beside a value, and what
  * `tilelab bench roofline --save` records about its run (so that its result file is an overlay). */
 static const char *const recorded_keys[] = {"clock_note", "clocks", "label", "mma", "memcpy_gbps",
-                                            "configurations", "link_note", "async_copy_note", NULL};
+                                            "configurations", "link_note", "async_copy_note", "rates_note",
+                                            NULL};
 static const char *const ceiling_keys[] = {"hbm_read_gbps", "hbm_copy_gbps", "bf16_tflops", "fp8_tflops",
                                            "fp6_tflops", "fp4_tflops", NULL};
 static const char *const ceiling_value_keys[] = {"datasheet", "measured", "unit", NULL};
 /* peak_tflops: derived, not read (`hw show --format json` writes it, so that its output loads back) */
-static const char *const instr_keys[] = {"name", "m", "n", "k", "a", "b", "cycles", "peak_tflops", NULL};
+static const char *const instr_keys[] = {"name", "m", "n", "k", "a", "b", "cycles", "peak_tflops", "measured_tflops",
+                                         NULL};
 
 static int listed(const char *key, const char *const *keys)
 {

@@ -9,7 +9,8 @@
  *   matrix_cores_per_cu, lds_kib, l2_mib_per_xcd, llc_mib, hbm_gb, launch_us, item_fixed_us,
  *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), async_copy_per_cu_gbps (optional),
  *   hbm_latency_us, load_chain_us, next_kernel_us,
- *   flush_dirty_mb (optional), description (optional),
+ *   flush_dirty_mb (optional), transcendental_per_cu_clk (optional), lds_bytes_per_cu_clk
+ *   (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -17,11 +18,13 @@
  *     is 0 = absent, or in [0.001, 1e9]),
  *   "matrix_instructions": [ {"name": "v_mfma_f32_16x16x32_bf16", "m": 16, "n": 16, "k": 32,
  *                             "a": "bf16", "b": "bf16", "cycles": 16}, ... ]
+ *     (an instruction may carry "measured_tflops": what a loop of it alone reached on the device,
+ *     where that differs from the format's ceiling, e.g. sm_90's mma.sync against cuBLAS's wgmma)
  *     dtype names: "bf16", "f16", "fp8", "fp6", "fp4", "f32", "f64" ("fp8" covers e4m3/e5m2 and
  *     their FNUZ forms on gfx942); "cycles" = cycles one matrix core is busy per instruction.
  *   Overlay files (written by `tilelab bench roofline --save`) also carry "device", "date",
- *   "source"; they may hold only "ceilings". Kept but not read: "clock_note" (a note), and what
- *   bench roofline records of its run ("clocks", "label", "mma", "memcpy_gbps", "configurations");
+ *   "source"; they may hold only "ceilings". Kept but not read: "clock_note", "link_note" and
+ *   "rates_note" (notes), and what bench roofline records of its run ("clocks", "label", "mma", "memcpy_gbps", "configurations");
  *   a ceiling may carry "unit" and an instruction "peak_tflops" (as `hw show --format json`
  *   writes them, so that its output loads back).
  *
@@ -57,6 +60,7 @@ typedef struct {
     int m, n, k;
     char a[8], b[8]; /* input dtypes, see above */
     int cycles;      /* matrix-core cycles per instruction */
+    double measured_tflops; /* a loop of this instruction alone, whole GPU (0 = not measured) */
 } tl_instr;
 
 typedef struct {
@@ -98,6 +102,11 @@ typedef struct {
                                    together (GB/s; optional, 0 = unknown): xGMI / NVLink */
     double link_peer_gbps;      /* the same to one peer (a full mesh: one link's; through a switch:
                                    link_gbps); optional, 0 = link_gbps */
+    double transcendental_per_cu_clk; /* float32 exp2 (and the other transcendentals) one CU / SM
+                                   returns per clock (optional, 0 = unknown): NVIDIA's SFU
+                                   (MUFU), AMD's quarter-rate VALU transcendentals */
+    double lds_bytes_per_cu_clk; /* bytes the LDS / shared memory of one CU / SM reads per clock
+                                   (optional, 0 = unknown) */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/tl.h"
+#include "slots.h"
 
 static double or_default(double v, double d) { return v > 0 ? v : d; }
 
@@ -190,29 +191,6 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
 
 /* ---- the schedule ---- */
 
-typedef struct {
-    double free_us;
-    long k; /* the slot's dealing order */
-} slot_free;
-
-static int slot_before(const slot_free *a, const slot_free *b)
-{
-    return a->free_us < b->free_us || (a->free_us == b->free_us && a->k < b->k);
-}
-
-static void heap_down(slot_free *h, long n, long i)
-{
-    for (;;) {
-        long l = 2 * i + 1, m = i;
-        if (l < n && slot_before(&h[l], &h[m])) m = l;
-        if (l + 1 < n && slot_before(&h[l + 1], &h[m])) m = l + 1;
-        if (m == i) return;
-        slot_free t = h[i];
-        h[i] = h[m], h[m] = t;
-        i = m;
-    }
-}
-
 int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long cap, tl_indexer_result *r,
                         double *end_us)
 {
@@ -229,28 +207,22 @@ int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long
     const double body = fmax(fmax(r->mma_us, r->epi_us), fmax(r->kv_us, r->hbm_us));
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     const double tile_us = tiles > 0 ? r->resident * (double)active * body / tiles : 0;
-    const int xcds = hw->xcds > 0 ? hw->xcds : 1, per_xcd = hw->cus / xcds > 0 ? hw->cus / xcds : 1;
     long slots = (long)hw->cus * r->cu_slots;
     if (slots > r->blocks) slots = r->blocks;
-    slot_free *h = malloc((size_t)slots * sizeof *h);
-    if (!h) return tl_error(TL_EFAIL, "indexer schedule", "out of memory for %ld slots", slots);
-    for (long k = 0; k < slots; k++) h[k] = (slot_free){r->fixed_us, k}; /* a heap already: keys ascend */
+    tl_slots sl;
+    if (tl_slots_open(&sl, hw, slots, r->fixed_us)) return TL_EFAIL;
     double end = r->fixed_us;
     for (long x = 0; x < r->blocks; x++) {
         const long b = is_sm(hw) ? r->blocks - 1 - x : x; /* sm_90: the last (longest) block first */
-        const long k = h[0].k;
         tl_indexer_span *sp = &span[b];
+        tl_slots_place(&sl, tl_slots_first(&sl, &sp->start_us), &sp->cu, &sp->slot);
         sp->block = b;
-        sp->cu = (int)((k % xcds) * per_xcd + (k / xcds) % per_xcd);
-        sp->slot = (int)(k / hw->cus);
         sp->tiles = tl_indexer_block_tiles(s, r->block_q, b, r->tile);
-        sp->start_us = h[0].free_us;
         sp->end_us = sp->start_us + sp->tiles * tile_us;
         if (sp->end_us > end) end = sp->end_us;
-        h[0].free_us = sp->end_us;
-        heap_down(h, slots, 0);
+        tl_slots_fill_first(&sl, sp->end_us);
     }
-    free(h);
+    tl_slots_close(&sl);
     if (end_us) *end_us = end;
     return TL_OK;
 }

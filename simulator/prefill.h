@@ -2,8 +2,61 @@
  * preset, for the kernel kernels/prefill.hip runs (tiling: tl_prefill_tiling_for).
  *
  * API shared by the op row (ops/prefill.c: sim, bench's model columns) and the figures
- * (ops/prefill_figs.c). The fields below are the ones the op row reads; the model may add more.
- * (The terms it charges are documented at tl_prefill_model in this header once it is written.)
+ * (ops/prefill_figs.c).
+ *
+ * The kernel (FA2-style): one work-group (CTA) per (block_m query rows, query head), `warps` waves
+ * of block_m / warps rows each; it walks its rows' keys in tiles of block_n, K and V tiles staged
+ * through LDS / shared memory (TL_PREFILL_STAGES buffers), S = Q.K^T on the matrix cores, the online
+ * softmax in registers, O += P.V on the matrix cores; causal tiles above the diagonal are skipped,
+ * the diagonal ones computed whole and masked; the grid runs the longest blocks (the last query
+ * rows) first. Operands: sm_90 bf16 mma.sync for both dtypes (FP8 decoded to bf16 once per tile:
+ * its e4m3 mma.sync is not native there, kernels/mma.h); gfx950 v_mfma_f32_16x16x32_bf16 or the
+ * FP8 v_mfma_scale_f32_16x16x128_f8f6f4; gfx942 16x16x16 bf16 or 16x16x32 FP8 (FNUZ).
+ *
+ * What the model charges (times in microseconds, over the CUs that hold a block):
+ *   - matrix: every computed tile whole, 2 block_m block_n (dqk' + dv) FLOPs where dqk' is dqk
+ *     rounded up to the instruction's K-depth (S) and block_n likewise for P.V (its contraction is
+ *     over the tile's keys), at the instruction's rate (tl_hw_pick_instr for 16-row fragments): on
+ *     AMD its datasheet rate capped by the preset's ceiling of that format, on sm_90 the
+ *     instruction's measured loop rate (the preset's measured_tflops of the mma.sync), times
+ *     TL_PREFILL_MMA_EFF.
+ *   - exp: one exponential per computed score (masked ones included) and one per row and tile (the
+ *     running max's correction), at the preset's transcendental_per_cu_clk.
+ *   - vector: per computed score TL_PREFILL_SCORE_OPS lane-operations (scale and max subtraction in
+ *     one FMA, the running max, the row sum), the conversion of P (TL_PREFILL_P_OPS_*), the masking
+ *     of diagonal tiles (TL_PREFILL_MASK_OPS), the rescale of O (dv / block_n per score: one multiply
+ *     per O element per tile; twice that for FP8, whose P.V is scaled by v_scale / 448 into O), the
+ *     row reductions (TL_PREFILL_ROW_OPS per row and tile); FP8 K and V decoded to bf16 on sm_90
+ *     (TL_PREFILL_DECODE_OPS per value, once per block and tile), or their bytes fixed to FNUZ on
+ *     gfx942 (a quarter op per value); on sm_90 every warp instruction takes an issue slot: the
+ *     mma.sync (one per instruction, 32 lane slots) and ldmatrix (one per 512 bytes) issues count.
+ *     At the preset's vector lanes per CU and clock.
+ *   - softmax = max(exp, vector) on sm_90 (MUFU is its own pipe beside the FMA pipe; the issue is
+ *     in vector) and exp + vector on AMD (the transcendentals run on the VALU at quarter rate).
+ *   - compute = max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave the
+ *     loop is serial (S, then its softmax, then P.V); only another wave on the same scheduler /
+ *     SIMD can fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a
+ *     scheduler holds): 0 with one wave (nothing to overlap with), 1/2 with two.
+ *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
+ *     operand's bytes a tile and block) and the tile is written once, at lds_bytes_per_cu_clk.
+ *   - l2: every block reads its computed tiles' K and V (and scales) from L2; a CU streams at most
+ *     min(its cap, bytes in flight / latency): (TL_PREFILL_STAGES - 1) tiles a resident block; of
+ *     those bytes the HBM term's K/V passes miss and the rest hit (the blocks running at once walk
+ *     the same keys from the first), the latency and the cap's time per byte weighted by the two.
+ *   - hbm: Q read, O (bf16) and LSE written once; K and V (and FP8 scales) read once when all of
+ *     K and V fit 0.8 of the L2s and last-level cache together, else once per wave of blocks over
+ *     the part a wave reads (waves x computed / total tiles), at the measured HBM read rate.
+ *   - body = max(compute, lds, l2, hbm).
+ *   - tail: the blocks laid over the block slots (CUs x resident blocks) by the list schedule
+ *     (tl_prefill_schedule: longest first, each to the slot that frees first), a tile of any
+ *     block taking body x slots in use / computed tiles; tail = the schedule's end - body.
+ *   - fixed: launch_us + item_fixed_us (the first loads, the last epilogue).
+ * time = fixed + body + tail; the limiter names the largest of body (by its largest part:
+ * "matrix", "exp", "vector", "lds", "l2", "hbm"), "tail" and "fixed".
+ * Constants: guesses, stated below; none fitted (no measurement of this kernel yet).
+ * Ignored: bank conflicts, barriers between tiles, register spills, a CU's blocks finishing at
+ * different times (a block alone on a CU gets no more than its share), clock changes under load
+ * (the seed's data-dependent MI355X clock).
  */
 #ifndef TL_SIM_PREFILL_H
 #define TL_SIM_PREFILL_H
@@ -11,25 +64,84 @@
 #include "../contract/prefill.h"
 #include "hw.h"
 
+#define TL_PREFILL_MMA_EFF 0.90      /* share of the instruction's rate the inner loop keeps (guess:
+                                      * the waits for the next tile and the barriers) */
+#define TL_PREFILL_STAGES 2          /* K/V tile buffers in LDS (double buffering; guess) */
+#define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
+#define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */
+#define TL_PREFILL_P_OPS_FP8 1.0     /* AMD: x 448 and a pack-convert per two (contract's P rule) */
+#define TL_PREFILL_P_OPS_FP8_SM90 2.0 /* sm_90: encode to E4M3 (P rule) and back to bf16 for the mma.sync */
+#define TL_PREFILL_MASK_OPS 2.0      /* lane-ops per score of a diagonal tile: compare, select */
+#define TL_PREFILL_ROW_OPS 8.0       /* lane-ops per row and tile: the max and sum reductions
+                                      * across the lanes sharing a row (shuffles and ops), the
+                                      * correction factor */
+#define TL_PREFILL_DECODE_OPS 2.5    /* sm_90 FP8: lane-ops per K/V value decoded to bf16 (as the
+                                      * indexer's TL_INDEXER_DECODE_OPS) */
+#define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: its O, S and Q fragments
+                                      * take up to 255 registers a thread, 8 warps of the 64K (guess) */
+#define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
+#define TL_PREFILL_MISS_US 1.0       /* a miss's latency when the preset has none (guess) */
+#define TL_PREFILL_L2_SHARE 0.8      /* the share of the caches K and V may take (Q, O pass through) */
+
 typedef struct {
     tl_prefill_tiling tile;          /* the kernel's, on hw->arch */
     char instr[TL_HW_NAME_LEN];      /* the matrix instruction charged for Q.K and P.V */
     int instr_k;                     /* its K-depth */
+    const char *operand;             /* "bf16" or "fp8": the matrix cores' inputs */
+    double mma_tflops;               /* the rate charged (before TL_PREFILL_MMA_EFF) */
     long blocks;                     /* work-groups: ceil(seq / block_m) x heads */
+    long qblocks;                    /* ceil(seq / block_m) */
+    int resident;                    /* blocks a CU holds at once (waves, LDS) */
+    long slots;                      /* block slots in use: min(blocks, CUs x resident) */
     double waves;                    /* blocks / (CUs x resident blocks a CU) */
+    double overlap;                  /* the share of min(matrix, softmax) hidden (see above) */
     long tiles_total;                /* (query block, key tile, head) tiles without causal skipping */
     long tiles_computed;             /* those the kernel computes (causal ones skipped) */
+    long tiles_masked;               /* computed tiles that cross the diagonal (masked) */
+    long tiles_skipped;              /* tiles_total - tiles_computed */
     double flops;                    /* counted: causal FLOPs only, 2 (dqk + dv) per (row, key, head) */
     double flops_computed;           /* what the matrix cores run (whole tiles, the diagonal's included) */
-    double exps;                     /* exponentials computed (one per computed score) */
+    double flops_matrix;             /* flops_computed with K-depths rounded up to the instruction's */
+    double exps;                     /* exponentials computed (one per computed score, one per row and tile) */
+    double vector_ops;               /* lane-operations of the vector term */
+    double lds_bytes, l2_bytes;      /* LDS reads and writes; K/V read from L2 by all blocks */
+    int kv_fits;                     /* K and V fit the caches (read once from HBM) */
+    double kv_passes;                /* passes over K and V from HBM */
     double hbm_bytes;                /* Q, K, V (and scales) read, O and LSE written */
-    double mma_us, exp_us, hbm_us, fixed_us, time_us;
+    double mma_us, exp_us, vec_us, soft_us, compute_us, lds_us, l2_us, hbm_us;
+    double body_us, tail_us, fixed_us, time_us;
+    double tile_us;                  /* one tile of one block in the schedule */
     double tflops;                   /* counted FLOPs / time */
-    const char *limiter;             /* "matrix", "exp", "hbm", "tail" or "fixed" */
+    const char *limiter;             /* "matrix", "exp", "vector", "lds", "l2", "hbm", "tail" or "fixed" */
 } tl_prefill_model_result;
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,
- * or a preset without the instruction the kernel uses for s->dtype. */
+ * a preset without the instruction the kernel uses for s->dtype, or one without the rates the
+ * model needs (transcendental_per_cu_clk, lds_bytes_per_cu_clk; on sm_90 the mma.sync's
+ * measured_tflops). Cost: O(blocks log slots) (the list schedule), no allocation beyond a heap of
+ * slots. */
 int tl_prefill_model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_result *r);
+
+/* The key tiles block qb computes (causal: up to its last row's key; else all), and how many of
+ * them cross the diagonal (masked), for tiling t. */
+long tl_prefill_block_tiles(const tl_prefill_shape *s, tl_prefill_tiling t, long qb, long *masked);
+
+/* ---- the schedule of the blocks (draw prefill-tiles) ---- */
+typedef struct {
+    long qblock;              /* query rows [qblock x block_m, + block_m) */
+    int head;
+    int cu, slot;             /* its CU and block slot there */
+    long tiles;               /* key tiles it computes */
+    double start_us, end_us;  /* from the launch */
+} tl_prefill_span;
+
+/* The model (into *r) and its list schedule: blocks in the grid's order (causal: the last query
+ * block first, its heads in order; then the one before), over r->slots block slots
+ * (simulator/slots.h: the first blocks dealt over every XCD and CU alike, each later one to the
+ * slot that frees first); a block starts at r->fixed_us at the earliest and takes tiles x
+ * r->tile_us. span[qb x heads + head] is written for every block (cap: at least
+ * r->blocks, else TL_EUSAGE). Cost: O(blocks log slots). */
+int tl_prefill_schedule(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_span *span, long cap,
+                        tl_prefill_model_result *r);
 
 #endif

@@ -125,5 +125,28 @@ ok "tiles with one shared expert" "$tmp/tl1.png" -- "$tl" draw moe-tiles --share
 bad "--shared 17" -- "$tl" draw timeline --shared 17 -o "$tmp/out/x.png"
 bad "--shared with --trace" -- "$tl" draw timeline --trace "$d/no.csv" --shared 1 -o "$tmp/out/x.png"
 
+# prefill's figures (ops/prefill_figs.c), reached through the prefill op row (ops/prefill.c): a build
+# without the row has no such subcommands, which this says rather than failing
+if "$tl" draw prefill-tiles --help >/dev/null 2>&1; then
+  ok "prefill-tiles h200" "$tmp/pt.png" -- "$tl" draw prefill-tiles -o "$tmp/pt.png"
+  ok "prefill-tiles mi355x fp8 16K" "$tmp/pt.svg" -- "$tl" draw prefill-tiles --hw mi355x --dtype fp8 --seq 16384 -o "$tmp/pt.svg"
+  ok "prefill-tiles mi300x MLA, not causal" "$tmp/pt.pdf" -- "$tl" draw prefill-tiles --hw mi300x --shape deepseek-v2-lite --seq 1000 --no-causal -o "$tmp/pt.pdf"
+  ok "prefill-error" "$tmp/pe.png" -- "$tl" draw prefill-error --seq 128 -o "$tmp/pe.png"
+  ok "prefill-roofline" "$tmp/pr.png" -- "$tl" draw prefill-roofline -o "$tmp/pr.png"
+  ok "prefill-roofline with a points file" "$tmp/pr.svg" -- "$tl" draw prefill-roofline --hw h200 --shape all \
+    --points "$src/bench/results/h200_prefill_sim.csv" -o "$tmp/pr.svg"
+  bad "prefill-tiles without -o" -- "$tl" draw prefill-tiles
+  bad "prefill-tiles seq too long" -- "$tl" draw prefill-tiles --seq 100000 -o "$tmp/out/pt.png"
+  bad "prefill-tiles unknown shape" -- "$tl" draw prefill-tiles --shape llama -o "$tmp/out/pt.png"
+  bad "prefill-tiles bad dtype" -- "$tl" draw prefill-tiles --dtype fp4 -o "$tmp/out/pt.png"
+  bad "prefill-error too much work" -- "$tl" draw prefill-error --seq 4096 --kv-heads 8 -o "$tmp/out/pe.png"
+  bad "prefill-error more KV heads than the shape" -- "$tl" draw prefill-error --kv-heads 9 -o "$tmp/out/pe.png"
+  bad "prefill-roofline bad seq" -- "$tl" draw prefill-roofline --seq 1024,x -o "$tmp/out/pr.png"
+  bad "prefill-roofline bad extension" -- "$tl" draw prefill-roofline -o "$tmp/out/pr.bmp"
+  bad "prefill-roofline missing points file" -- "$tl" draw prefill-roofline --points "$tmp/none.csv" -o "$tmp/out/pr.png"
+else
+  echo "SKIP: prefill figures: this build has no prefill op row (ops/prefill.c)"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -206,6 +206,9 @@ fi
 # heads) runs one tile of 32 slots a loop body: per wave 2 n-tiles x its share of the 576 q.k dims
 # (gfx942 DS = 4 / MT waves share K-depth 16 steps: 36 / DS; gfx950 K-depth 32: 18 / DS, unrolled
 # to the ceiling) and 2 (P hi + lo) x its 512 / DS value dims x the tile's k-steps.
+# Prefill (kernels/prefill.hip, template <ARCH, DQK, DV, BM, BN, WARPS, FP8>; ARCH 1 gfx942, 2
+# gfx950, each arch's instances empty on the other): gfx942 multiplies bf16 in both dtypes (its FP8
+# is FNUZ: codes decoded), gfx950 bf16 for bf16 and the f8f6f4 MFMA on the E4M3FN codes for fp8.
 rules_gfx942='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x16_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x16_bf16            2
@@ -216,7 +219,8 @@ indexer_kernelILi32E                 v_mfma_f32_16x16x32_fp8_fp8         8
 indexer_kernelILi64E                 v_mfma_f32_16x16x32_fp8_fp8         16
 dec_paged_kernelI                    v_mfma_f32_16x16x16_bf16            24
 dec_mla_kernelILi2E                  v_mfma_f32_16x16x16_bf16            100
-dec_mla_kernelILi1E                  v_mfma_f32_16x16x16_bf16            50'
+dec_mla_kernelILi1E                  v_mfma_f32_16x16x16_bf16            50
+pf_kernelILi1E                       v_mfma_f32_16x16x16_bf16            +'
 rules_gfx950='
 tl_roofline_mma_bf16I                v_mfma_f32_16x16x32_bf16            acc
 tl_roofline_check_mma_bf16           v_mfma_f32_16x16x32_bf16            2
@@ -229,7 +233,9 @@ indexer_kernelILi32E                 v_mfma_scale_f32_16x16x128_f8f6f4   2
 indexer_kernelILi64E                 v_mfma_scale_f32_16x16x128_f8f6f4   4
 dec_paged_kernelI                    v_mfma_f32_16x16x16_bf16            24
 dec_mla_kernelILi2E                  v_mfma_f32_16x16x32_bf16            50
-dec_mla_kernelILi1E                  v_mfma_f32_16x16x32_bf16            26'
+dec_mla_kernelILi1E                  v_mfma_f32_16x16x32_bf16            26
+pf_kernelILi2E.*Lb0E                 v_mfma_f32_16x16x32_bf16            +
+pf_kernelILi2E.*Lb1E                 v_mfma_scale_f32_16x16x128_f8f6f4   +'
 
 # "KERNEL INSTRUCTION COUNT" for every MFMA mnemonic of every function in the assembly files given
 mfma_counts() {

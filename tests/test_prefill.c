@@ -1,21 +1,26 @@
 /* Causal prefill attention (contract/prefill.h, reference/prefill.h): the reference against the naive
  * loop (GQA, MLA dims, lengths not multiples of 128, seq 1, non-causal), the quantized-input entries,
  * causality, the FP8 block-scale round trip, the error study on a tiny shape, rotation invariance of
- * the exact attention, presets and bad shapes. */
+ * the exact attention, presets and bad shapes; the model (simulator/prefill.h): its counts against
+ * the contract's and an independent tile walk, its limiters, its schedule; the figures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "contract/prefill.h"
 #include "core/tl.h"
 #include "numerics/formats.h"
+#include "ops/ops.h"
 #include "reference/prefill.h"
 #include "simulator/model.h"
+#include "simulator/prefill.h"
 
 static tl_prefill_shape shape(int H, int Hkv, int dqk, int dv, long seq, int causal)
 {
@@ -169,6 +174,44 @@ static void test_quantized_inputs(void **state)
     assert_int_equal(tl_prefill_reference(&s, &fin, a.o, a.lse), TL_EUSAGE);
     free(bq), free(bk), free(bv), free(cq), free(ck), free(cv), free(sq), free(sk), free(sv);
     free_out(&a), free_out(&b);
+    drop(&in);
+}
+
+/* The reference on row ranges (what a check of a long sequence compares): the ranges' rows equal
+ * the full reference's bit for bit, the rows outside stay untouched, bad ranges are refused. */
+static void test_reference_rows(void **state)
+{
+    (void)state;
+    tl_prefill_shape s = shape(4, 2, 32, 16, 333, 1);
+    inputs in = make(&s, TL_PREFILL_DIST_NORMAL, 21);
+    const size_t nq = tl_prefill_q_elems(&s), nk = tl_prefill_k_elems(&s), nv = tl_prefill_v_elems(&s);
+    uint16_t *bq = malloc(nq * 2), *bk = malloc(nk * 2), *bv = malloc(nv * 2);
+    assert_true(bq && bk && bv);
+    tl_encode_array16(TL_NF_BF16, in.q, nq, 1, bq);
+    tl_encode_array16(TL_NF_BF16, in.k, nk, 1, bk);
+    tl_encode_array16(TL_NF_BF16, in.v, nv, 1, bv);
+    tl_prefill_inputs pin = {.q = bq, .k = bk, .v = bv};
+    outputs full = alloc_out(&s), part = alloc_out(&s);
+    assert_int_equal(tl_prefill_reference(&s, &pin, full.o, full.lse), 0);
+    const long lo[3] = {0, 100, 250}, hi[3] = {5, 230, 333}; /* ranges of 5, 130 (over two blocks) and 83 rows */
+    assert_int_equal(tl_prefill_reference_rows(&s, &pin, 3, lo, hi, part.o, part.lse), 0);
+    for (long i = 0; i < s.seq; i++) {
+        int in_range = 0;
+        for (int r = 0; r < 3; r++) in_range |= i >= lo[r] && i < hi[r];
+        for (int h = 0; h < s.heads; h++) {
+            const size_t o = ((size_t)i * s.heads + h) * s.dv, l = (size_t)h * s.seq + i;
+            if (in_range) {
+                assert_memory_equal(part.o + o, full.o + o, s.dv * sizeof(float));
+                assert_memory_equal(&part.lse[l], &full.lse[l], sizeof(float));
+            } else {
+                assert_true(isnan(part.o[o]) && isnan(part.lse[l]));
+            }
+        }
+    }
+    const long blo = 300, bhi = 334;
+    assert_int_equal(tl_prefill_reference_rows(&s, &pin, 1, &blo, &bhi, part.o, part.lse), TL_EUSAGE);
+    free(bq), free(bk), free(bv);
+    free_out(&full), free_out(&part);
     drop(&in);
 }
 
@@ -393,17 +436,267 @@ static void test_bad_shapes(void **state)
     assert_int_equal(tl_prefill_dist_parse("laplace", &dist), TL_EUSAGE);
 }
 
+/* ---- the model (simulator/prefill.h) ---- */
+
+static tl_hw load_hw(const char *name)
+{
+    tl_hw hw;
+    assert_int_equal(tl_hw_load(name, &hw), 0);
+    return hw;
+}
+
+static tl_prefill_shape preset_shape(const char *name, long seq, tl_prefill_dtype d)
+{
+    tl_prefill_shape s;
+    assert_int_equal(tl_prefill_shape_parse(name, &s), 0);
+    s.seq = seq, s.dtype = d;
+    assert_int_equal(tl_prefill_shape_check(&s), 0);
+    return s;
+}
+
+/* The counts against the contract's causal count and a walk over every (query block, key tile):
+ * a tile is skipped when its first key lies beyond the block's last row (the upper triangle),
+ * masked when it is computed and holds a key beyond the block's first row. */
+static void test_model_counts(void **state)
+{
+    (void)state;
+    const char *hws[] = {"h200", "mi355x", "mi300x"};
+    const char *shapes[] = {"mistral-7b", "deepseek-v2-lite", "4x2x64"};
+    const long seqs[] = {1, 100, 1000, 4097, 16384};
+    for (size_t a = 0; a < 3; a++) {
+        tl_hw hw = load_hw(hws[a]);
+        for (size_t b = 0; b < 3; b++)
+            for (size_t c = 0; c < sizeof seqs / sizeof seqs[0]; c++)
+                for (int d = 0; d < 2; d++)
+                    for (int causal = 0; causal < 2; causal++) {
+                        tl_prefill_shape s = preset_shape(shapes[b], seqs[c], d);
+                        s.causal = causal;
+                        tl_prefill_model_result r;
+                        assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
+                        const double n = (double)s.seq, keys = causal ? n * (n + 1) / 2 : n * n;
+                        assert_true(r.flops == 2.0 * (s.dqk + s.dv) * s.heads * keys);
+                        assert_true(r.flops == tl_prefill_flops(&s));
+                        const tl_prefill_tiling t = tl_prefill_tiling_for(hw.arch, &s);
+                        assert_memory_equal(&t, &r.tile, sizeof t);
+                        long skipped = 0, masked = 0, total = 0;
+                        const long nq = (s.seq + t.block_m - 1) / t.block_m, nk = (s.seq + t.block_n - 1) / t.block_n;
+                        for (long qb = 0; qb < nq; qb++) {
+                            const long first = qb * t.block_m, last = (qb + 1) * t.block_m < s.seq ? (qb + 1) * t.block_m - 1 : s.seq - 1;
+                            for (long j = 0; j < nk; j++) {
+                                const long k0 = j * t.block_n, k1 = (j + 1) * t.block_n - 1; /* past seq: padding */
+                                total++;
+                                if (causal && k0 > last) skipped++;
+                                else if ((causal && k1 > first) || k1 >= s.seq) masked++;
+                            }
+                        }
+                        assert_int_equal(r.tiles_total, total * s.heads);
+                        assert_int_equal(r.tiles_skipped, skipped * s.heads);
+                        assert_int_equal(r.tiles_masked, masked * s.heads);
+                        assert_int_equal(r.tiles_computed + r.tiles_skipped, r.tiles_total);
+                        if (!causal) assert_int_equal(r.tiles_skipped, 0);
+                        /* whole tiles: never fewer FLOPs than counted; exps one per computed score and row */
+                        assert_true(r.flops_computed >= r.flops && r.flops_matrix >= r.flops_computed);
+                        assert_true(r.exps == (double)r.tiles_computed * t.block_m * (t.block_n + 1.0));
+                        assert_int_equal(r.blocks, nq * s.heads);
+                    }
+    }
+}
+
+static int known_limiter(const char *l)
+{
+    const char *const names[] = {"matrix", "exp", "vector", "lds", "l2", "hbm", "tail", "fixed"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (l && strcmp(l, names[i]) == 0) return 1;
+    return 0;
+}
+
+/* At 16K the body, not the launch or the tail, bounds it, on the compute side; the time holds
+ * every term; the counted rate stays under the instruction's; the instruction is the kernel's. */
+static void test_model_limiters(void **state)
+{
+    (void)state;
+    const char *hws[] = {"h200", "mi355x"};
+    for (int a = 0; a < 2; a++) {
+        tl_hw hw = load_hw(hws[a]);
+        for (int d = 0; d < 2; d++) {
+            tl_prefill_shape s = preset_shape("mistral-7b", 16384, d);
+            tl_prefill_model_result r;
+            assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
+            assert_true(known_limiter(r.limiter));
+            assert_true(strcmp(r.limiter, "matrix") == 0 || strcmp(r.limiter, "exp") == 0 ||
+                        strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "lds") == 0);
+            const double terms[] = {r.mma_us, r.exp_us, r.vec_us, r.soft_us, r.compute_us, r.lds_us, r.l2_us, r.hbm_us, r.fixed_us};
+            for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) assert_true(terms[i] > 0 && terms[i] <= r.time_us);
+            assert_true(r.tail_us < 0.05 * r.time_us && r.fixed_us < 0.01 * r.time_us);
+            assert_true(fabs(r.time_us - (r.fixed_us + r.body_us + r.tail_us)) < 1e-9 * r.time_us);
+            assert_true(r.tflops > 0 && r.tflops < r.mma_tflops);
+            if (a == 0) {
+                assert_string_equal(r.operand, "bf16"); /* FP8 decoded: no native e4m3 mma.sync on sm_90 */
+                assert_non_null(strstr(r.instr, "mma.sync"));
+                assert_true(r.mma_tflops == 645.7);
+            } else {
+                assert_string_equal(r.instr, d ? "v_mfma_scale_f32_16x16x128_f8f6f4" : "v_mfma_f32_16x16x32_bf16");
+            }
+        }
+        /* a handful of tokens: the launch bounds it */
+        tl_prefill_shape s = preset_shape("mistral-7b", 16, TL_PREFILL_BF16);
+        tl_prefill_model_result r;
+        assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
+        assert_string_equal(r.limiter, "fixed");
+    }
+}
+
+/* The schedule deals every block once, in the grid's order, each slot's blocks one after another,
+ * and ends at the model's time. */
+static void test_schedule(void **state)
+{
+    (void)state;
+    const char *hws[] = {"h200", "mi355x"};
+    const long seqs[] = {1000, 4096};
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 2; c++) {
+            tl_hw hw = load_hw(hws[a]);
+            tl_prefill_shape s = preset_shape("qwen3-8b", seqs[c], TL_PREFILL_BF16);
+            tl_prefill_model_result r;
+            assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
+            tl_prefill_span *sp = malloc((size_t)r.blocks * sizeof *sp);
+            assert_non_null(sp);
+            assert_int_equal(tl_prefill_schedule(&hw, &s, sp, r.blocks - 1, &r), TL_EUSAGE);
+            memset(sp, 0xff, (size_t)r.blocks * sizeof *sp);
+            assert_int_equal(tl_prefill_schedule(&hw, &s, sp, r.blocks, &r), 0);
+            double end = 0, busy = 0;
+            long computed = 0;
+            for (long i = 0; i < r.blocks; i++) {
+                assert_int_equal(sp[i].qblock * s.heads + sp[i].head, i); /* every block, once */
+                assert_int_equal(sp[i].tiles, tl_prefill_block_tiles(&s, r.tile, sp[i].qblock, NULL));
+                assert_true(sp[i].cu >= 0 && sp[i].cu < hw.cus && sp[i].slot >= 0 && sp[i].slot < r.resident);
+                assert_true(sp[i].start_us >= r.fixed_us - 1e-9 && sp[i].end_us > sp[i].start_us);
+                end = fmax(end, sp[i].end_us), busy += sp[i].end_us - sp[i].start_us;
+                computed += sp[i].tiles;
+            }
+            assert_int_equal(computed, r.tiles_computed);
+            assert_true(fabs(end - r.time_us) < 1e-9 * r.time_us);
+            /* the slots' work is the body's: tiles x tile_us over the slots in use */
+            assert_true(fabs(busy / r.slots - r.body_us) < 1e-6 * r.body_us);
+            /* longest first: the last query block's heads start at the launch */
+            for (long i = (r.qblocks - 1) * s.heads; i < r.blocks; i++) assert_true(sp[i].start_us == r.fixed_us);
+            /* no two blocks overlap on a slot */
+            for (long i = 0; i < r.blocks; i++)
+                for (long j = i + 1; j < r.blocks; j++)
+                    if (sp[i].cu == sp[j].cu && sp[i].slot == sp[j].slot)
+                        assert_true(sp[i].end_us <= sp[j].start_us + 1e-9 || sp[j].end_us <= sp[i].start_us + 1e-9);
+            free(sp);
+        }
+}
+
+static void test_model_bad(void **state)
+{
+    (void)state;
+    tl_hw hw = load_hw("h200");
+    tl_prefill_shape s = preset_shape("mistral-7b", 1024, TL_PREFILL_BF16);
+    tl_prefill_model_result r;
+    assert_int_equal(tl_prefill_model(NULL, &s, &r), TL_EUSAGE);
+    tl_prefill_shape bad = s;
+    bad.seq = 0;
+    assert_int_equal(tl_prefill_model(&hw, &bad, &r), TL_EUSAGE);
+    tl_hw no_exp = hw;
+    no_exp.transcendental_per_cu_clk = 0;
+    assert_int_equal(tl_prefill_model(&no_exp, &s, &r), TL_EUSAGE);
+    tl_hw no_loop = hw;
+    for (int i = 0; i < no_loop.n_instr; i++) no_loop.instr[i].measured_tflops = 0;
+    assert_int_equal(tl_prefill_model(&no_loop, &s, &r), TL_EUSAGE);
+    tl_hw no_bf16 = load_hw("mi355x");
+    no_bf16.n_instr = 0;
+    assert_int_equal(tl_prefill_model(&no_bf16, &s, &r), TL_EUSAGE);
+    assert_int_equal(tl_prefill_schedule(&hw, &s, NULL, 0, &r), TL_EUSAGE);
+    tl_clear_error();
+}
+
+/* ---- the figures (ops/prefill_figs.c) ---- */
+
+static int draw(const char *name, int argc, const char **argv)
+{
+    for (int i = 0; tl_prefill_figures[i].name; i++)
+        if (strcmp(tl_prefill_figures[i].name, name) == 0) {
+            const int rc = tl_prefill_figures[i].draw(argc, (char **)argv);
+            tl_clear_error();
+            return rc;
+        }
+    fail_msg("no figure %s", name);
+    return -1;
+}
+
+static int is_png(const char *path)
+{
+    unsigned char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    const size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return n == 8 && memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+static void test_figures(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tl_prefill_figsXXXXXX", png[64], svg[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(png, sizeof png, "%s/f.png", dir);
+    snprintf(svg, sizeof svg, "%s/f.svg", dir);
+    const char *tiles[] = {"prefill-tiles", "--hw", "mi355x", "--seq", "3000", "--dtype", "fp8", "-o", png};
+    assert_int_equal(draw("prefill-tiles", 9, tiles), 0);
+    assert_true(is_png(png));
+    remove(png);
+    const char *tiles2[] = {"prefill-tiles", "--shape", "deepseek-v2-lite", "--no-causal", "-o", svg};
+    assert_int_equal(draw("prefill-tiles", 6, tiles2), 0);
+    remove(svg);
+    const char *err[] = {"prefill-error", "--seq", "64", "--seed", "3", "-o", png};
+    assert_int_equal(draw("prefill-error", 7, err), 0);
+    assert_true(is_png(png));
+    remove(png);
+    const char *roof[] = {"prefill-roofline", "--hw", "mi300x", "--shape", "all", "--seq", "2048,8192", "-o", png};
+    assert_int_equal(draw("prefill-roofline", 9, roof), 0);
+    assert_true(is_png(png));
+    remove(png);
+    /* refused: no -o, bad numbers, unknown options and shapes; nothing written */
+    const char *no_out[] = {"prefill-tiles"};
+    const char *long_seq[] = {"prefill-tiles", "--seq", "100000", "-o", png};
+    const char *bad_hw[] = {"prefill-tiles", "--hw", "nosuch", "-o", png};
+    const char *bad_opt[] = {"prefill-error", "--rotate", "x", "-o", png};
+    const char *big_err[] = {"prefill-error", "--seq", "4096", "--kv-heads", "8", "-o", png};
+    const char *bad_kv[] = {"prefill-error", "--kv-heads", "9", "-o", png};
+    const char *bad_shape[] = {"prefill-roofline", "--shape", "llama", "-o", png};
+    const char *bad_seq[] = {"prefill-roofline", "--seq", "0", "-o", png};
+    const char *bad_ext[] = {"prefill-roofline", "-o", "/tmp/x.gif"};
+    assert_int_equal(draw("prefill-tiles", 1, no_out), TL_EUSAGE);
+    assert_int_equal(draw("prefill-tiles", 5, long_seq), TL_EUSAGE);
+    assert_int_equal(draw("prefill-tiles", 5, bad_hw), TL_EUSAGE);
+    assert_int_equal(draw("prefill-error", 5, bad_opt), TL_EUSAGE);
+    assert_int_equal(draw("prefill-error", 7, big_err), TL_EUSAGE);
+    assert_int_equal(draw("prefill-error", 5, bad_kv), TL_EUSAGE);
+    assert_int_equal(draw("prefill-roofline", 5, bad_shape), TL_EUSAGE);
+    assert_int_equal(draw("prefill-roofline", 5, bad_seq), TL_EUSAGE);
+    assert_int_equal(draw("prefill-roofline", 3, bad_ext), TL_EUSAGE);
+    FILE *f = fopen(png, "rb");
+    assert_null(f);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_vs_naive), cmocka_unit_test(test_seq1),
-        cmocka_unit_test(test_quantized_inputs),   cmocka_unit_test(test_causality),
+        cmocka_unit_test(test_quantized_inputs),   cmocka_unit_test(test_reference_rows),
+        cmocka_unit_test(test_causality),
         cmocka_unit_test(test_fp8_roundtrip),      cmocka_unit_test(test_p_rule),
         cmocka_unit_test(test_rotation_invariance),
         cmocka_unit_test(test_error_study),
         cmocka_unit_test(test_rotation_pays_on_qk_outliers),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_model_counts),       cmocka_unit_test(test_model_limiters),
+        cmocka_unit_test(test_schedule),           cmocka_unit_test(test_model_bad),
+        cmocka_unit_test(test_figures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

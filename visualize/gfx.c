@@ -473,11 +473,28 @@ void tl_plot_init(tl_plot *pl, double x, double y, double w, double h, double xl
     pl->xa = (tl_axis){xlo, xhi, xlog, x, x + w};
     pl->ya = (tl_axis){ylo, yhi, ylog, y + h, y};
     pl->y_ticks_off = 0;
+    pl->x_ticks_off = 0;
 }
 
 double tl_plot_x(const tl_plot *pl, double v) { return tl_axis_map(&pl->xa, v); }
 double tl_plot_y(const tl_plot *pl, double v) { return tl_axis_map(&pl->ya, v); }
 void tl_plot_clip(tl_gfx *g, const tl_plot *pl) { tl_gfx_clip(g, pl->x, pl->y, pl->w, pl->h); }
+
+void tl_plot_share_strip(tl_gfx *g, double x, double y, double w, double h, double xmax, const double *share, int n,
+                         const char *ytitle)
+{
+    tl_plot sp;
+    tl_plot_init(&sp, x, y, w, h, 0, xmax, 0, 0, 100, 0);
+    tl_plot_axes(g, &sp, "time from the launch (us)", ytitle);
+    double *bx = malloc((size_t)(n > 0 ? n : 1) * sizeof *bx), *by = malloc((size_t)(n > 0 ? n : 1) * sizeof *by);
+    if (bx && by && n > 0) {
+        for (int b = 0; b < n; b++) bx[b] = tl_plot_x(&sp, (b + 0.5) * xmax / n), by[b] = tl_plot_y(&sp, share[b]);
+        tl_plot_clip(g, &sp);
+        tl_gfx_polyline(g, bx, by, n, 1.5, tl_gfx_palette(5), 0);
+        tl_gfx_unclip(g);
+    }
+    free(bx), free(by);
+}
 
 /* Step of about (hi - lo) / 6 rounded to 1, 2 or 5 times a power of ten. */
 static double nice_step(double span)
@@ -555,7 +572,7 @@ static void axis_ticks(tl_gfx *g, const tl_plot *pl, const tl_axis *a, int xaxis
 
 void tl_plot_axes(tl_gfx *g, const tl_plot *pl, const char *xtitle, const char *ytitle)
 {
-    axis_ticks(g, pl, &pl->xa, 1);
+    if (!pl->x_ticks_off) axis_ticks(g, pl, &pl->xa, 1);
     if (!pl->y_ticks_off) axis_ticks(g, pl, &pl->ya, 0);
     tl_gfx_rect(g, pl->x, pl->y, pl->w, pl->h, (tl_rgba){0, 0, 0, 0}, 0.8,
                 tl_gfx_rgb(0.2, 0.2, 0.2));

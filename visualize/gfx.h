@@ -106,6 +106,7 @@ typedef struct {
     double x, y, w, h;
     tl_axis xa, ya;
     int y_ticks_off; /* 1: no y ticks, labels or grid (the caller labels the rows itself) */
+    int x_ticks_off; /* 1: no x ticks, labels or grid (the caller labels categories itself) */
 } tl_plot;
 /* Sets up pl->xa / pl->ya from the ranges and the frame. */
 void tl_plot_init(tl_plot *pl, double x, double y, double w, double h, double xlo, double xhi,
@@ -115,6 +116,11 @@ double tl_plot_x(const tl_plot *pl, double v);
 double tl_plot_y(const tl_plot *pl, double v);
 /* Clips further drawing to the plot frame. */
 void tl_plot_clip(tl_gfx *g, const tl_plot *pl);
+/* A share-over-time strip under a timeline: a plot at (x, y, w, h), x from 0 to xmax titled "time
+ * from the launch (us)", y from 0 to 100 titled ytitle (a share in %), and share[0 .. n) at the
+ * centres of n equal bins of [0, xmax] as one line. */
+void tl_plot_share_strip(tl_gfx *g, double x, double y, double w, double h, double xmax, const double *share, int n,
+                         const char *ytitle);
 
 /* ---- legend ---- */
 typedef enum { TL_KEY_LINE, TL_KEY_BOX, TL_KEY_MARKER } tl_key_kind;

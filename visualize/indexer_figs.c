@@ -123,15 +123,9 @@ static void draw_tiles_panel(tl_gfx *g, const tl_hw *hw, const tl_indexer_tiles_
     tl_gfx_unclip(g);
     /* the busy share of every CU's wave slots */
     const double sy = y + lanes_h + 18;
-    double share[BINS], bx[BINS], by[BINS];
+    double share[BINS];
     busy_share(hw, p, xmax, share);
-    tl_plot sp;
-    tl_plot_init(&sp, x, sy, w, strip_h, 0, xmax, 0, 0, 100, 0);
-    tl_plot_axes(g, &sp, "time from the launch (us)", "busy (%)");
-    tl_plot_clip(g, &sp);
-    for (int b = 0; b < BINS; b++) bx[b] = tl_plot_x(&sp, (b + 0.5) * xmax / BINS), by[b] = tl_plot_y(&sp, share[b]);
-    tl_gfx_polyline(g, bx, by, BINS, 1.5, tl_gfx_palette(5), 0);
-    tl_gfx_unclip(g);
+    tl_plot_share_strip(g, x, sy, w, strip_h, xmax, share, BINS, "busy (%)");
 }
 
 int tl_fig_indexer_tiles(const char *out, const tl_hw *hw, const tl_indexer_tiles_panel *p, int np, const char *about)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Causal prefill attention (issue 21) on the lent NVIDIA H200 in one device call: the checks (bf16
+# and fp8; 1K, 4K, 16K, 32K and lengths that are not tile multiples; mistral-7b, qwen3-8b,
+# deepseek-v2-lite; rotation and outlier inputs), then the bench with the model beside every row and
+# the SM clock, then torch's SDPA (bf16, causal) on the same shapes.
+#   here:    bash scripts/device_bundle.sh build-pf-bundle build-pf-cuda
+#            cp bench/prefill_h200.sh bench/torch_prefill.py bench/torch_timing.py build-pf-bundle/
+#   device:  run(command="bash build-pf-bundle/prefill_h200.sh", carry=["build-pf-bundle"])
+# Writes under $OUT: prefill_check.txt, prefill_bench.csv, prefill_sim.csv, prefill_torch.csv,
+# prefill_env.txt, prefill_err.txt. PREFILL_PARTS (default "check bench torch") picks what runs,
+# PREFILL_QUICK=1 a short list of checks;
+# PREFILL_SEQS (default "1024 4096 16384 32768") the bench lengths; PREFILL_TILES extra --tile
+# values benched at 16K (kernel experiments).
+set -uo pipefail
+[ -n "${OUT:-}" ] || { echo "prefill_h200.sh: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+B=$here
+. "$B/env.sh"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+T=$B/tilelab
+parts=${PREFILL_PARTS:-check bench torch}
+seqs=${PREFILL_SEQS:-1024 4096 16384 32768}
+err=$OUT/prefill_err.txt
+: >"$err"
+{ date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv; } \
+  >"$OUT/prefill_env.txt" 2>&1
+rc=0
+# time limits: checks until PREFILL_CHECK_S, benches until PREFILL_BENCH_S, torch until PREFILL_END_S
+chk() {
+  [ $SECONDS -lt ${PREFILL_CHECK_S:-150} ] || { echo "-- skipped (time): check prefill $*"; return; }
+  echo "-- check prefill $*"; timeout 60 "$T" check prefill "$@" 2>&1 | tail -n 12 || rc=1
+}
+if [[ " $parts " == *" check "* ]] && [ "${PREFILL_QUICK:-0}" = 1 ]; then
+  {
+    for dt in bf16 fp8; do
+      chk --shape mistral-7b --dtype $dt --seq 1000,4097 --seed 11
+      chk --shape deepseek-v2-lite --dtype $dt --seq 1000,4096 --seed 14
+      chk --shape 4x2x128 --dtype $dt --seq 300 --dist outliers --rotate hadamard --seed 16
+    done
+  } >"$OUT/prefill_check.txt" 2>&1
+  grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
+elif [[ " $parts " == *" check "* ]]; then
+  {
+    for dt in bf16 fp8; do
+      chk --shape mistral-7b --dtype $dt --seq 1000,1024,4096,4097 --seed 11
+      chk --shape mistral-7b --dtype $dt --seq 16384,32768 --seed 12
+      chk --shape qwen3-8b --dtype $dt --seq 1,77,4097 --seed 13
+      chk --shape deepseek-v2-lite --dtype $dt --seq 1000,1024,4096,4097 --seed 14
+      chk --shape deepseek-v2-lite --dtype $dt --seq 16384,32768 --seed 15
+      chk --shape 4x2x128 --dtype $dt --seq 300 --dist outliers --rotate hadamard --seed 16
+      chk --shape deepseek-v2-lite --dtype $dt --seq 1500 --rotate random --seed 17
+    done
+  } >"$OUT/prefill_check.txt" 2>&1
+  grep -cE "FAIL|error" "$OUT/prefill_check.txt" | sed 's/^/check failures or errors: /'
+  grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
+fi
+if [[ " $parts " == *" bench "* ]]; then
+  echo "== bench prefill"
+  list=$(echo $seqs | tr ' ' ',')
+  first=1
+  for sh in mistral-7b deepseek-v2-lite qwen3-8b; do
+    for dt in bf16 fp8; do
+      [ $SECONDS -lt ${PREFILL_BENCH_S:-330} ] || { echo "skipped (time): bench $sh $dt" >>"$err"; continue; }
+      s=$list
+      [ $sh = qwen3-8b ] && s=16384
+      args=(--shape $sh --dtype $dt --seq "$s" --hw h200 --format csv)
+      if [ $first -eq 1 ]; then
+        timeout 150 "$T" bench prefill "${args[@]}" >"$OUT/prefill_bench.csv" 2>>"$err" || rc=1
+        "$T" sim prefill "${args[@]}" >"$OUT/prefill_sim.csv" 2>>"$err" || rc=1
+        first=0
+      else
+        timeout 150 "$T" bench prefill "${args[@]}" 2>>"$err" | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
+        "$T" sim prefill "${args[@]}" 2>>"$err" | tail -n +2 >>"$OUT/prefill_sim.csv" || rc=1
+      fi
+    done
+  done
+  for tile in ${PREFILL_TILES:-}; do
+    timeout 60 "$T" bench prefill --shape mistral-7b --seq 16384 --tile "$tile" --hw h200 --format csv 2>>"$err" \
+      | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
+  done
+  cut -d, -f1,8,11-16 "$OUT/prefill_bench.csv"
+fi
+if [[ " $parts " == *" torch "* ]]; then
+  echo "== torch SDPA"
+  shapes=""
+  for s in $seqs; do shapes="$shapes,mistral-7b:32:8:128:128:$s,deepseek-v2-lite:16:16:192:128:$s"; done
+  shapes="${shapes#,},qwen3-8b:32:8:128:128:16384"
+  PYTHONUNBUFFERED=1 PYTHONPATH=$B timeout $((${PREFILL_END_S:-420} - SECONDS)) python3 "$B/torch_prefill.py" \
+    --shapes "$shapes" >"$OUT/prefill_torch.csv" 2>>"$err" || rc=1
+  cut -d, -f1,8-10 "$OUT/prefill_torch.csv"
+fi
+exit $rc

@@ -1,0 +1,784 @@
+/* kernels/prefill.hip: causal prefill attention forward (contract/prefill.h; the launcher's API:
+ * kernels/prefill.h), a FlashAttention-2 style kernel.
+ *
+ * Work-group: block_m query rows of one head (tl_prefill_tiling_for), grid ceil(seq / block_m) x H
+ * with the head fastest (the heads of one KV head run side by side and share its K/V in L2) and the
+ * query blocks that see the most keys first. Its warps (waves) own 16 x MT rows each and walk the
+ * keys in tiles of block_n: tiles above the diagonal are never loaded (the loop ends at the
+ * diagonal), a warp skips a tile whose first key lies after its last row, and tiles that cross the
+ * diagonal or the end of the sequence are masked (-inf). Keys and rows past seq are zero-filled.
+ * Online softmax in float32 in the log2 domain (the softmax scale times log2 e folded into the
+ * score scale, exp2); the row sum l keeps the unrounded P; LSE = m ln 2 + ln l.
+ *
+ * Formats per target:
+ *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
+ *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
+ *           f16 mma.sync m16n8k16 runs at bf16's rate, while sm_90's e4m3 mma.sync is emulated:
+ *           391 against 645.7 TFLOP/s, kernels/mma.h); Q.K^T runs on the codes'
+ *           values and the score is multiplied by q_scale x k_scale x scale x log2 e; P follows the
+ *           contract's rule: the hardware's RNE saturating E4M3 conversion of P x 448 (the rounding
+ *           of tl_prefill_p_code), its value (0..448, exact in f16) enters P.V, and 1/448 times
+ *           the value scale multiplies the accumulator (kept in units of the current 128-key
+ *           block's v_scale / 448: each rescale folds the ratio of two blocks' scales in). BF16: P
+ *           rounded to bf16 (RNE). S stays in registers and becomes P's A fragments in registers
+ *           (tl_frag_a_from_c); Q, K and V fragments come from shared memory by ldmatrix (V with
+ *           .trans), K/V tiles double-buffered by cp.async (bf16; fp8: one staging buffer of codes
+ *           in flight while the decoded tile is computed).
+ *   gfx950  bf16: v_mfma_f32_16x16x32_bf16. fp8: v_mfma_scale_f32_16x16x128_f8f6f4 (unit scales)
+ *           on the E4M3FN codes for both products: dqk padded with zero codes to 256 (192) or kept
+ *           (128); P as codes tl_prefill_p_code (contract), V staged transposed as codes.
+ *   gfx942  bf16 v_mfma_f32_16x16x16_bf16 for both dtypes: gfx942's FP8 is FNUZ (bias 8), so the
+ *           E4M3FN codes are decoded (v_cvt_pk_f32_fp8 reads them as FNUZ: every value halved, 0x80
+ *           made 0, times 2 again: exact) into bf16 while being staged, and P is rounded by the
+ *           contract's rule and carried as its bf16 value, as on sm_90.
+ *   The AMD bodies are plain: S and P go through LDS, V is staged transposed, one buffer, loads
+ *   without async copies (compiled, never run: no AMD GPU here; not tuned).
+ * Cost per work-group and computed tile: block_m x block_n x (dqk + dv) x 2 FLOP on the matrix
+ * cores, block_m x block_n exp2; K/V tiles read from L2/HBM once per work-group.
+ */
+#include "prefill.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <type_traits>
+
+#include "mma.h"
+
+struct PfArgs {
+    const void *q, *k, *v;
+    const float *qs, *ks, *vs;
+    uint16_t *o;
+    float *lse;
+    unsigned long long *clk; /* work-group 0: SM cycles and global ns at its start and end */
+    long seq, nblk;
+    int heads, kv_heads, nqb, causal;
+    float scale_log2;
+};
+
+enum { PF_SM90 = 0, PF_GFX942 = 1, PF_GFX950 = 2 };
+
+/* Shared memory of one instance (bytes), host and device. */
+template <int ARCH, int DQK, int DV, int BM, int BN, bool FP8>
+struct PfSmem {
+    /* sm_90: Q [BM][DQK+8], K [KB][BN][DQK+8], V [KB][BN][DV+8] bf16 (KB 2 for bf16, 1 for fp8), and
+     * fp8's staging of codes [BN][DQK] + [BN][DV] */
+    static constexpr int LDQ = DQK + 8, LDV = DV + 8, KB = FP8 ? 1 : 2;
+    static constexpr size_t SM90 = (size_t)2 * (BM * LDQ + KB * BN * (LDQ + LDV)) + (FP8 ? (size_t)BN * (DQK + DV) : 0);
+    /* AMD: element E (bf16, or codes on gfx950 fp8), DQKP = dqk padded to the K-depth;
+     * Q [BM][DQKP], K [BN][DQKP], V^T [DV][BN], P [BM][BN] of E, S [BM][BN] float32 */
+    static constexpr bool NATIVE = FP8 && ARCH == PF_GFX950;
+    static constexpr int ESZ = NATIVE ? 1 : 2, DQKP = NATIVE ? (DQK + 127) / 128 * 128 : DQK;
+    static constexpr size_t AMD = (size_t)ESZ * (BM * DQKP + BN * DQKP + DV * BN + BM * BN) + (size_t)4 * BM * BN;
+    static constexpr size_t BYTES = ARCH == PF_SM90 ? SM90 : AMD;
+};
+
+static __device__ __forceinline__ float pf_exp2(float x)
+{
+#if defined(TL_GPU_AMD)
+    return __builtin_amdgcn_exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
+/* =============================================================================================
+ * sm_90
+ * =========================================================================================== */
+#if defined(TL_MMA_TARGET_SM80)
+static __device__ __forceinline__ void pf_cp16(void *dst, const void *src, bool live)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)), "l"(src),
+                 "r"(live ? 16 : 0));
+}
+static __device__ __forceinline__ void pf_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+static __device__ __forceinline__ void pf_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+/* ROWS rows of ROWB bytes from global rows r0.. (stride gs bytes; rows >= seq zero-filled) into
+ * shared memory rows of stride ld bytes, 16 bytes a copy, THREADS threads */
+template <int ROWS, int ROWB, int THREADS>
+static __device__ __forceinline__ void pf_copy(uint8_t *dst, int ld, const uint8_t *src, size_t gs, long r0, long seq, int tid)
+{
+    constexpr int CPR = ROWB / 16;
+#pragma unroll
+    for (int i = tid; i < ROWS * CPR; i += THREADS) {
+        const int r = i / CPR, c = i % CPR;
+        const bool live = r0 + r < seq;
+        pf_cp16(dst + r * ld + 16 * c, live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live);
+    }
+}
+
+/* two E4M3 codes (low byte first) as their exact f16 values (low half first): one instruction */
+static __device__ __forceinline__ uint32_t pf_e4m3x2_f16(uint32_t h)
+{
+    uint32_t y;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(y) : "h"((unsigned short)h));
+    return y;
+}
+/* ROWS rows of DIM codes (dense in src, or global rows of stride gs from r0 when gs > 0) decoded
+ * into f16 rows of stride ld elements; rows >= seq become zeros */
+template <int ROWS, int DIM, int THREADS>
+static __device__ __forceinline__ void pf_decode(uint16_t *dst, int ld, const uint8_t *src, size_t gs, long r0, long seq, int tid)
+{
+    constexpr int CPR = DIM / 8;
+#pragma unroll 4
+    for (int i = tid; i < ROWS * CPR; i += THREADS) {
+        const int r = i / CPR, c = i % CPR;
+        uint2 w = make_uint2(0, 0);
+        if (gs == 0) w = *(const uint2 *)(src + r * DIM + 8 * c);
+        else if (r0 + r < seq) w = *(const uint2 *)(src + (size_t)(r0 + r) * gs + 8 * c);
+        uint4 o = make_uint4(pf_e4m3x2_f16(w.x & 0xFFFFu), pf_e4m3x2_f16(w.x >> 16), pf_e4m3x2_f16(w.y & 0xFFFFu),
+                             pf_e4m3x2_f16(w.y >> 16));
+        *(uint4 *)(dst + r * ld + 8 * c) = o;
+    }
+}
+
+static __device__ __forceinline__ uint32_t pf_pack_bf16(float lo, float hi)
+{
+    uint32_t y;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(y) : "f"(hi), "f"(lo));
+    return y;
+}
+struct PfPackBf16 {
+    __device__ __forceinline__ uint32_t operator()(float lo, float hi) const { return pf_pack_bf16(lo, hi); }
+};
+/* the contract's P rule: E4M3 codes of lo x 448 and hi x 448 (RNE, saturating), as f16 values */
+struct PfPackP8 {
+    __device__ __forceinline__ uint32_t operator()(float lo, float hi) const
+    {
+        unsigned short c;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(c) : "f"(hi * TL_PREFILL_P_MULT), "f"(lo * TL_PREFILL_P_MULT));
+        return pf_e4m3x2_f16(c);
+    }
+};
+/* c += a b: bf16 fragments, or (FP8 inputs) f16 ones */
+template <bool F16>
+static __device__ __forceinline__ void pf_mma(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_b_bf16 *b)
+{
+    if (F16) tl_mma_f16(c, a, b);
+    else tl_mma_bf16(c, a, b);
+}
+
+template <int DQK, int DV, int BM, int BN, int WARPS, bool FP8>
+static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
+{
+    using L = PfSmem<PF_SM90, DQK, DV, BM, BN, FP8>;
+    constexpr int MT = BM / (16 * WARPS), THREADS = 32 * WARPS, LDQ = L::LDQ, LDV = L::LDV;
+    constexpr int NT = BN / 8, DT = DV / 8, BPE = FP8 ? 1 : 2;
+    static_assert(BM % (16 * WARPS) == 0 && BN % 16 == 0 && DQK % 16 == 0 && DV % 16 == 0, "tiling");
+    static_assert(!FP8 || (TL_PREFILL_BLOCK % BM == 0 || BM % TL_PREFILL_BLOCK == 0) && TL_PREFILL_BLOCK % BN == 0,
+                  "an fp8 tile lies in one scale block");
+    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    uint16_t *Qs = (uint16_t *)pf_smem;
+    uint16_t *Ks = Qs + BM * LDQ;
+    uint16_t *Vs = Ks + L::KB * BN * LDQ;
+    uint8_t *raw = (uint8_t *)(Vs + L::KB * BN * LDV);
+
+    const int tid = (int)tl_thread_x(), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
+    const int kvh = h / (a.heads / a.kv_heads);
+    const long q0 = (long)qb * BM, seq = a.seq;
+    const int wrow = warp * 16 * MT;
+    const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
+    const int ntiles = (int)((kend + BN - 1) / BN);
+    unsigned long long c0 = 0, n0 = 0;
+    if (b == 0 && tid == 0) c0 = clock64(), n0 = tl_gpu_clock();
+
+    const size_t qgs = (size_t)a.heads * DQK * BPE, kgs = (size_t)a.kv_heads * DQK * BPE, vgs = (size_t)a.kv_heads * DV * BPE;
+    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK * BPE;
+    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK * BPE;
+    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV * BPE;
+
+    /* prologue: Q and the first K/V tile */
+    if (FP8) {
+        pf_copy<BN, DQK, THREADS>(raw, DQK, kg, kgs, 0, seq, tid);
+        pf_copy<BN, DV, THREADS>(raw + BN * DQK, DV, vg, vgs, 0, seq, tid);
+        pf_commit();
+        pf_decode<BM, DQK, THREADS>(Qs, LDQ, qg, qgs, q0, seq, tid);
+    } else {
+        pf_copy<BM, DQK * 2, THREADS>((uint8_t *)Qs, LDQ * 2, qg, qgs, q0, seq, tid);
+        pf_copy<BN, DQK * 2, THREADS>((uint8_t *)Ks, LDQ * 2, kg, kgs, 0, seq, tid);
+        pf_copy<BN, DV * 2, THREADS>((uint8_t *)Vs, LDV * 2, vg, vgs, 0, seq, tid);
+        pf_commit();
+    }
+
+    float qsc = 1.0f, vf = 1.0f;
+    if (FP8) {
+        qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
+        vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
+    }
+    float m[MT][2], l[MT][2];
+    tl_frag_c acc[MT][DT];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DT; d++) tl_frag_zero(&acc[mt][d]);
+    }
+
+    for (int kt = 0; kt < ntiles; kt++) {
+        const long k0 = (long)kt * BN;
+        const uint16_t *Kt = Ks, *Vt = Vs;
+        if (FP8) {
+            pf_wait<0>();
+            tl_block_sync(); /* codes of tile kt landed; every warp is done with tile kt - 1 */
+            pf_decode<BN, DQK, THREADS>(Ks, LDQ, raw, 0, 0, seq, tid);
+            pf_decode<BN, DV, THREADS>(Vs, LDV, raw + BN * DQK, 0, 0, seq, tid);
+            tl_block_sync();
+            if (kt + 1 < ntiles) {
+                pf_copy<BN, DQK, THREADS>(raw, DQK, kg, kgs, k0 + BN, seq, tid);
+                pf_copy<BN, DV, THREADS>(raw + BN * DQK, DV, vg, vgs, k0 + BN, seq, tid);
+            }
+            pf_commit();
+        } else {
+            const int nb = (kt + 1) & 1;
+            if (kt + 1 < ntiles) {
+                pf_copy<BN, DQK * 2, THREADS>((uint8_t *)(Ks + nb * BN * LDQ), LDQ * 2, kg, kgs, k0 + BN, seq, tid);
+                pf_copy<BN, DV * 2, THREADS>((uint8_t *)(Vs + nb * BN * LDV), LDV * 2, vg, vgs, k0 + BN, seq, tid);
+            }
+            pf_commit();
+            pf_wait<1>();
+            tl_block_sync();
+            Kt = Ks + (kt & 1) * BN * LDQ;
+            Vt = Vs + (kt & 1) * BN * LDV;
+        }
+        const bool active = !a.causal || k0 <= q0 + wrow + 16 * MT - 1;
+        if (active) {
+            /* S = Q K^T */
+            tl_frag_c S[MT][NT];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < NT; n++) tl_frag_zero(&S[mt][n]);
+#pragma unroll
+            for (int ks = 0; ks < DQK / 16; ks++) {
+                tl_frag_a_bf16 qa[MT];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) tl_frag_ldsm_a_bf16(&qa[mt], Qs + (wrow + 16 * mt) * LDQ + 16 * ks, LDQ);
+#pragma unroll
+                for (int np = 0; np < NT / 2; np++) {
+                    tl_frag_b_bf16 b0, b1;
+                    tl_frag_ldsm_bt_bf16_x2(&b0, &b1, Kt + 16 * np * LDQ + 16 * ks, LDQ);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        pf_mma<FP8>(&S[mt][2 * np], &qa[mt], &b0);
+                        pf_mma<FP8>(&S[mt][2 * np + 1], &qa[mt], &b1);
+                    }
+                }
+            }
+            /* scale, mask, online softmax */
+            float sc = a.scale_log2, vf_new = vf;
+            if (FP8) {
+                sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+                vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+            }
+            const bool mask = (a.causal && k0 + BN - 1 > q0 + wrow) || k0 + BN > seq;
+            /* key index minus row index at (mt, n, r) is dk + 8 n + (r & 1) - 16 mt - 8 (r / 2) */
+            const int dk = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+                for (int n = 0; n < NT; n++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        float x = S[mt][n].v[r];
+                        if (mask) {
+                            const int c = 8 * n + (r & 1);
+                            if ((a.causal && dk + c - 16 * mt - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
+                        }
+                        S[mt][n].v[r] = x;
+                        mx[r / 2] = fmaxf(mx[r / 2], x);
+                    }
+                float corr[2];
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
+                    mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 2));
+                    const float mn = fmaxf(m[mt][hr], mx[hr] * sc), mu = mn == -INFINITY ? 0.0f : mn;
+                    corr[hr] = pf_exp2(m[mt][hr] - mu);
+                    m[mt][hr] = mn;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int n = 0; n < NT; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const float p = pf_exp2(fmaf(S[mt][n].v[2 * hr + e], sc, -mu));
+                            S[mt][n].v[2 * hr + e] = p;
+                            sum += p;
+                        }
+                    l[mt][hr] = l[mt][hr] * corr[hr] + sum;
+                    if (FP8) corr[hr] *= vf / vf_new;
+                }
+                /* the rescale, unless no row of the warp needs it (the max settled; bf16 only: an fp8
+                 * tile brings its own value scale) */
+                if (FP8 || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+                    for (int d = 0; d < DT; d++) {
+                        acc[mt][d].v[0] *= corr[0], acc[mt][d].v[1] *= corr[0];
+                        acc[mt][d].v[2] *= corr[1], acc[mt][d].v[3] *= corr[1];
+                    }
+                }
+            }
+            vf = vf_new;
+            /* O += P V, P from the S registers */
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                tl_frag_a_bf16 pa[MT];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    if (FP8) tl_frag_a_from_c(&pa[mt], S[mt][2 * kk], S[mt][2 * kk + 1], PfPackP8());
+                    else tl_frag_a_from_c(&pa[mt], S[mt][2 * kk], S[mt][2 * kk + 1], PfPackBf16());
+                }
+#pragma unroll
+                for (int dp = 0; dp < DV / 16; dp++) {
+                    tl_frag_b_bf16 b0, b1;
+                    tl_frag_ldsm_b_bf16_x2(&b0, &b1, Vt + 16 * kk * LDV + 16 * dp, LDV);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        pf_mma<FP8>(&acc[mt][2 * dp], &pa[mt], &b0);
+                        pf_mma<FP8>(&acc[mt][2 * dp + 1], &pa[mt], &b1);
+                    }
+                }
+            }
+        }
+        if (!FP8) tl_block_sync(); /* buffer kt & 1 is refilled with tile kt + 2 next */
+    }
+    pf_wait<0>();
+
+    /* O = acc x vf / l (bf16), LSE = m ln 2 + ln l */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            float s = l[mt][hr];
+            s += tl_shfl_xor(s, 1);
+            s += tl_shfl_xor(s, 2);
+            const long row = q0 + wrow + 16 * mt + g + 8 * hr;
+            if (row >= seq) continue;
+            const float f = vf / s;
+            uint16_t *orow = a.o + ((size_t)row * a.heads + h) * DV + 2 * t;
+#pragma unroll
+            for (int d = 0; d < DT; d++)
+                *(uint32_t *)(orow + 8 * d) = pf_pack_bf16(acc[mt][d].v[2 * hr] * f, acc[mt][d].v[2 * hr + 1] * f);
+            if (t == 0) a.lse[(size_t)h * seq + row] = m[mt][hr] * 0.69314718055994531f + logf(s);
+        }
+    if (b == 0 && tid == 0) {
+        a.clk[0] = c0, a.clk[1] = n0;
+        a.clk[2] = clock64(), a.clk[3] = tl_gpu_clock();
+    }
+}
+#endif
+
+/* =============================================================================================
+ * gfx942 / gfx950
+ * =========================================================================================== */
+#if defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+#if defined(TL_MMA_TARGET_GFX942)
+/* E4M3FN codes read by the FNUZ converter come out halved; 0x80 (FN's -0, FNUZ's NaN) first made 0 */
+#define PF_FP8_UNSCALE 2.0f
+static __device__ __forceinline__ uint32_t pf_fnuz_fix(uint32_t x)
+{
+    uint32_t r = x;
+    for (int i = 0; i < 4; i++)
+        if (((x >> (8 * i)) & 0xFFu) == 0x80u) r &= ~(0xFFu << (8 * i));
+    return r;
+}
+#else
+#define PF_FP8_UNSCALE 1.0f
+static __device__ __forceinline__ uint32_t pf_fnuz_fix(uint32_t x) { return x; }
+#endif
+/* four codes (low byte first) as four exact bf16 */
+static __device__ __forceinline__ void pf_e4m3x4_bf16(uint32_t w, uint16_t out[4])
+{
+    const uint32_t x = pf_fnuz_fix(w);
+    const auto lo = __builtin_amdgcn_cvt_pk_f32_fp8((int)x, false), hi = __builtin_amdgcn_cvt_pk_f32_fp8((int)x, true);
+    out[0] = (uint16_t)(tl_code_f32_bits(lo[0] * PF_FP8_UNSCALE) >> 16);
+    out[1] = (uint16_t)(tl_code_f32_bits(lo[1] * PF_FP8_UNSCALE) >> 16);
+    out[2] = (uint16_t)(tl_code_f32_bits(hi[0] * PF_FP8_UNSCALE) >> 16);
+    out[3] = (uint16_t)(tl_code_f32_bits(hi[1] * PF_FP8_UNSCALE) >> 16);
+}
+
+/* ROWS rows x DIM elements of a [seq][heads][DIM] tensor (row stride gs elements, from row r0) into
+ * shared memory as E: rows of ld elements (dst[r * ld + d]) or, transposed, dst[d * ld + r]; rows
+ * >= seq and dims DIM..ld-1 (non-transposed padding) become zeros */
+template <typename E, bool NATIVE, bool FP8, int ROWS, int DIM, int PAD, bool TRANS, int THREADS>
+static __device__ __forceinline__ void pf_stage(E *dst, int ld, const void *src, size_t gs, long r0, long seq, int tid)
+{
+    constexpr int CPR = PAD / 4;
+    for (int i = tid; i < ROWS * CPR; i += THREADS) {
+        const int r = i / CPR, d = 4 * (i % CPR);
+        const bool live = r0 + r < seq && d < DIM;
+        E v[4] = {0, 0, 0, 0};
+        if (live) {
+            const size_t at = (size_t)(r0 + r) * gs + d;
+            if (NATIVE) {
+                const uint32_t w = *(const uint32_t *)((const uint8_t *)src + at);
+                for (int e = 0; e < 4; e++) v[e] = (E)((w >> (8 * e)) & 0xFFu);
+            } else if (FP8) {
+                uint16_t x[4];
+                pf_e4m3x4_bf16(*(const uint32_t *)((const uint8_t *)src + at), x);
+                for (int e = 0; e < 4; e++) v[e] = (E)x[e];
+            } else {
+                const uint2 w = *(const uint2 *)((const uint16_t *)src + at);
+                v[0] = (E)(w.x & 0xFFFFu), v[1] = (E)(w.x >> 16), v[2] = (E)(w.y & 0xFFFFu), v[3] = (E)(w.y >> 16);
+            }
+        }
+        for (int e = 0; e < 4; e++) {
+            if (TRANS) dst[(d + e) * ld + r] = v[e];
+            else dst[r * ld + d + e] = v[e];
+        }
+    }
+}
+
+template <int ARCH, int DQK, int DV, int BM, int BN, int WARPS, bool FP8>
+static __device__ __forceinline__ void pf_body_amd(const PfArgs &a)
+{
+    using L = PfSmem<ARCH, DQK, DV, BM, BN, FP8>;
+    constexpr bool NATIVE = L::NATIVE;
+    typedef typename std::conditional<NATIVE, uint8_t, uint16_t>::type E;
+    constexpr int DQKP = L::DQKP, THREADS = TL_WAVE * WARPS;
+    constexpr int KD = NATIVE ? TL_MMA_FP8_K : TL_MMA_BF16_K;
+    static_assert(BM == 16 * WARPS && BN % KD == 0 && DQKP % KD == 0 && DV % 16 == 0 && BN % 4 == 0, "tiling");
+    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    E *Qs = (E *)pf_smem;
+    E *Ks = Qs + BM * DQKP;
+    E *Vt = Ks + BN * DQKP;
+    E *Ps = Vt + DV * BN;
+    float *Sf = (float *)(Ps + BM * BN);
+
+    const int tid = (int)tl_thread_x(), wave = tid / TL_WAVE, lane = tid % TL_WAVE;
+    const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
+    const int kvh = h / (a.heads / a.kv_heads);
+    const long q0 = (long)qb * BM, seq = a.seq;
+    const int wrow = wave * 16;
+    const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
+    const int ntiles = (int)((kend + BN - 1) / BN);
+    unsigned long long n0 = 0;
+    if (b == 0 && tid == 0) n0 = tl_gpu_clock();
+    const size_t qgs = (size_t)a.heads * DQK, kgs = (size_t)a.kv_heads * DQK, vgs = (size_t)a.kv_heads * DV;
+    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK * (FP8 ? 1 : 2);
+    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK * (FP8 ? 1 : 2);
+    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV * (FP8 ? 1 : 2);
+    pf_stage<E, NATIVE, FP8, BM, DQK, DQKP, false, THREADS>(Qs, DQKP, qg, qgs, q0, seq, tid);
+
+    /* the softmax: lane (R = lane % 16, quarter = lane / 16) of the wave's 16 rows */
+    const int R = lane % 16, qt = lane / 16;
+    constexpr int QC = BN / 4;
+    float m = -INFINITY, l = 0.0f, qsc = 1.0f, vf = 1.0f;
+    if (FP8) {
+        qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
+        vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
+    }
+    tl_frag_c acc[DV / 16];
+    for (int d = 0; d < DV / 16; d++) tl_frag_zero(&acc[d]);
+
+    for (int kt = 0; kt < ntiles; kt++) {
+        const long k0 = (long)kt * BN;
+        tl_block_sync(); /* every wave is done with the previous tile */
+        pf_stage<E, NATIVE, FP8, BN, DQK, DQKP, false, THREADS>(Ks, DQKP, kg, kgs, k0, seq, tid);
+        pf_stage<E, NATIVE, FP8, BN, DV, DV, true, THREADS>(Vt, BN, vg, vgs, k0, seq, tid);
+        tl_block_sync();
+        for (int n = 0; n < BN / 16; n++) {
+            tl_frag_c c;
+            tl_frag_zero(&c);
+            for (int ks = 0; ks < DQKP / KD; ks++) {
+                if (NATIVE) {
+                    tl_frag_a_fp8 qa;
+                    tl_frag_b_fp8 kb;
+                    tl_frag_load_a_fp8(&qa, (const uint8_t *)(Qs + wrow * DQKP + ks * KD), DQKP);
+                    tl_frag_load_bt_fp8(&kb, (const uint8_t *)(Ks + 16 * n * DQKP + ks * KD), DQKP);
+                    tl_mma_fp8(&c, &qa, &kb);
+                } else {
+                    tl_frag_a_bf16 qa;
+                    tl_frag_b_bf16 kb;
+                    tl_frag_load_a_bf16(&qa, (const uint16_t *)(Qs + wrow * DQKP + ks * KD), DQKP);
+                    tl_frag_load_bt_bf16(&kb, (const uint16_t *)(Ks + 16 * n * DQKP + ks * KD), DQKP);
+                    tl_mma_bf16(&c, &qa, &kb);
+                }
+            }
+            tl_frag_store_c(&c, Sf + wrow * BN + 16 * n, BN);
+        }
+        tl_block_sync();
+        float sc = a.scale_log2, vf_new = vf;
+        if (FP8) {
+            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+        }
+        const long row = q0 + wrow + R;
+        float mx = -INFINITY;
+        for (int j = qt * QC; j < (qt + 1) * QC; j++) {
+            const long col = k0 + j;
+            float x = Sf[(wrow + R) * BN + j] * sc;
+            if ((a.causal && col > row) || col >= seq) x = -INFINITY;
+            Sf[(wrow + R) * BN + j] = x;
+            mx = tl_fmaxf(mx, x);
+        }
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 16));
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 32));
+        const float mn = tl_fmaxf(m, mx), mu = mn == -INFINITY ? 0.0f : mn;
+        float corr = pf_exp2(m - mu), sum = 0.0f;
+        m = mn;
+        for (int j = qt * QC; j < (qt + 1) * QC; j++) {
+            const float p = pf_exp2(Sf[(wrow + R) * BN + j] - mu);
+            sum += p;
+            E pe;
+            if (NATIVE) pe = (E)tl_prefill_p_code(p);
+            else if (FP8) pe = (E)tl_code_bf16_from_exact_f32(tl_code_e4m3_to_f32(tl_prefill_p_code(p)));
+            else pe = (E)tl_code_bf16_from_f32(p);
+            Ps[(wrow + R) * BN + j] = pe;
+        }
+        l = l * corr + sum;
+        if (FP8) corr *= vf / vf_new;
+        vf = vf_new;
+        for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+            const float cr = tl_shfl(corr, tl_frag_c_row(lane, r));
+            for (int d = 0; d < DV / 16; d++) acc[d].v[r] *= cr;
+        }
+        tl_block_sync();
+        constexpr int KD2 = NATIVE ? TL_MMA_FP8_K : TL_MMA_BF16_K;
+        for (int d = 0; d < DV / 16; d++)
+            for (int ks = 0; ks < BN / KD2; ks++) {
+                if (NATIVE) {
+                    tl_frag_a_fp8 pa;
+                    tl_frag_b_fp8 vb;
+                    tl_frag_load_a_fp8(&pa, (const uint8_t *)(Ps + wrow * BN + ks * KD2), BN);
+                    tl_frag_load_bt_fp8(&vb, (const uint8_t *)(Vt + 16 * d * BN + ks * KD2), BN);
+                    tl_mma_fp8(&acc[d], &pa, &vb);
+                } else {
+                    tl_frag_a_bf16 pa;
+                    tl_frag_b_bf16 vb;
+                    tl_frag_load_a_bf16(&pa, (const uint16_t *)(Ps + wrow * BN + ks * KD2), BN);
+                    tl_frag_load_bt_bf16(&vb, (const uint16_t *)(Vt + 16 * d * BN + ks * KD2), BN);
+                    tl_mma_bf16(&acc[d], &pa, &vb);
+                }
+            }
+    }
+    l += tl_shfl_xor(l, 16);
+    l += tl_shfl_xor(l, 32);
+    for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+        const int rr = tl_frag_c_row(lane, r);
+        const float lr = tl_shfl(l, rr), f = vf / lr;
+        const long row = q0 + wrow + rr;
+        if (row >= seq) continue;
+        for (int d = 0; d < DV / 16; d++)
+            a.o[((size_t)row * a.heads + h) * DV + 16 * d + tl_frag_c_col(lane, r)] =
+                (uint16_t)tl_code_bf16_from_f32(acc[d].v[r] * f);
+    }
+    if (qt == 0 && q0 + wrow + R < seq)
+        a.lse[(size_t)h * seq + q0 + wrow + R] = (m + __builtin_amdgcn_logf(l)) * 0.69314718055994531f;
+    if (b == 0 && tid == 0) a.clk[0] = 0, a.clk[1] = n0, a.clk[2] = 0, a.clk[3] = tl_gpu_clock();
+}
+#endif
+
+template <int ARCH, int DQK, int DV, int BM, int BN, int WARPS, bool FP8>
+__global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 4 && ARCH == PF_SM90 ? 2 : 1))
+    pf_kernel(PfArgs a)
+{
+#if defined(TL_MMA_TARGET_SM80)
+    if constexpr (ARCH == PF_SM90) pf_body_sm90<DQK, DV, BM, BN, WARPS, FP8>(a);
+#elif defined(TL_MMA_TARGET_GFX942)
+    if constexpr (ARCH == PF_GFX942) pf_body_amd<ARCH, DQK, DV, BM, BN, WARPS, FP8>(a);
+#elif defined(TL_MMA_TARGET_GFX950)
+    if constexpr (ARCH == PF_GFX950) pf_body_amd<ARCH, DQK, DV, BM, BN, WARPS, FP8>(a);
+#endif
+}
+
+/* ---- the launcher ----------------------------------------------------------------------------- */
+struct tl_prefill_gpu {
+    tl_prefill_shape s;
+    tl_prefill_tiling tile;
+    int arch; /* PF_* */
+    void (*kern)(PfArgs);
+    size_t smem;
+    void *q, *k, *v;
+    float *qs, *ks, *vs, *lse;
+    uint16_t *o;
+    unsigned long long *clk;
+};
+
+extern "C" int tl_prefill_gpu_dims_ok(int dqk, int dv) { return (dqk == 128 || dqk == 192) && dv == 128; }
+
+/* the instance of (arch, tiling, dqk, dtype): only those tl_prefill_tiling_for names are built */
+static int pick(tl_prefill_gpu *g)
+{
+    const tl_prefill_tiling t = g->tile;
+    const bool fp8 = g->s.dtype == TL_PREFILL_FP8;
+    const int d = g->s.dqk;
+    g->kern = NULL;
+#define PF_TRY(A, DQK, F, BM, BN, W)                                                                \
+    if (g->arch == A && d == DQK && fp8 == F && t.block_m == BM && t.block_n == BN && t.warps == W) \
+        g->kern = pf_kernel<A, DQK, 128, BM, BN, W, F>, g->smem = PfSmem<A, DQK, 128, BM, BN, F>::BYTES;
+#if defined(TL_GPU_AMD)
+    PF_TRY(PF_GFX942, 128, false, 64, 32, 4);
+    PF_TRY(PF_GFX942, 192, false, 64, 32, 4);
+    PF_TRY(PF_GFX942, 128, true, 64, 32, 4);
+    PF_TRY(PF_GFX942, 192, true, 64, 32, 4);
+    PF_TRY(PF_GFX950, 128, false, 64, 64, 4);
+    PF_TRY(PF_GFX950, 192, false, 64, 64, 4);
+    PF_TRY(PF_GFX950, 128, true, 64, 128, 4);
+    PF_TRY(PF_GFX950, 192, true, 64, 128, 4);
+#else
+    PF_TRY(PF_SM90, 128, false, 128, 64, 4);
+    PF_TRY(PF_SM90, 128, false, 128, 64, 8); /* for tiling experiments (bench prefill --tile) */
+    PF_TRY(PF_SM90, 192, false, 128, 64, 8);
+    PF_TRY(PF_SM90, 128, true, 128, 128, 8);
+    PF_TRY(PF_SM90, 192, true, 128, 128, 8);
+#endif
+#undef PF_TRY
+    if (!g->kern)
+        return tl_error(TL_EUSAGE, "prefill gpu", "no kernel for block_m %d, block_n %d, %d warps, dqk %d, %s", t.block_m,
+                        t.block_n, t.warps, d, tl_prefill_dtype_name(g->s.dtype));
+    return 0;
+}
+
+static int gpu_alloc(void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    hipError_t e = hipMalloc(p, bytes ? bytes : 16);
+    if (e != hipSuccess) {
+        *p = NULL;
+        (void)hipGetLastError();
+        return tl_error(TL_EFAIL, "prefill gpu", "cannot allocate %.3f GB for %s: %s", bytes / 1e9, what,
+                        hipGetErrorString(e));
+    }
+    return 0;
+}
+#define GALLOC(ptr, bytes, what) gpu_alloc((void **)&(ptr), (bytes), (what))
+
+extern "C" void tl_prefill_gpu_close(tl_prefill_gpu *g)
+{
+    if (!g) return;
+    void *ptrs[] = {g->q, g->k, g->v, g->qs, g->ks, g->vs, g->o, g->lse, g->clk};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) (void)hipFree(ptrs[i]);
+    free(g);
+}
+
+extern "C" int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_tiling *tile, tl_prefill_gpu **out)
+{
+    *out = NULL;
+    int rc = tl_prefill_shape_check(s);
+    if (rc) return rc;
+    if (!tl_prefill_gpu_dims_ok(s->dqk, s->dv))
+        return tl_error(TL_EUSAGE, "prefill gpu", "the kernel serves dqk 128 or 192 with dv 128, not %d / %d", s->dqk,
+                        s->dv);
+    tl_gpu_info info;
+    if (tl_gpu_query(0, &info)) return TL_EFAIL;
+    tl_prefill_gpu *g = (tl_prefill_gpu *)calloc(1, sizeof *g);
+    if (!g) return tl_error(TL_EFAIL, "prefill gpu", "out of memory");
+    g->s = *s;
+    g->arch = strncmp(info.arch, "gfx942", 6) == 0 ? PF_GFX942 : strncmp(info.arch, "gfx950", 6) == 0 ? PF_GFX950 : PF_SM90;
+    g->tile = tile ? *tile : tl_prefill_tiling_for(info.arch, s);
+    rc = pick(g);
+    if (!rc && info.smem_per_block && g->smem > info.smem_per_block)
+        rc = tl_error(TL_EUSAGE, "prefill gpu", "the kernel needs %zu bytes of shared memory a group; the device allows %zu",
+                      g->smem, info.smem_per_block);
+    if (!rc && hipFuncSetAttribute((const void *)g->kern, hipFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem) != hipSuccess) {
+        (void)hipGetLastError();
+        rc = tl_error(TL_EFAIL, "prefill gpu", "cannot allow %zu bytes of shared memory", g->smem);
+    }
+    if (!rc && tl_prefer_shared(g->kern) != hipSuccess) {
+        (void)hipGetLastError();
+        rc = tl_error(TL_EFAIL, "prefill gpu", "cannot set the shared-memory carveout");
+    }
+    const size_t bpe = s->dtype == TL_PREFILL_FP8 ? 1 : 2, nb = (size_t)tl_prefill_nblk(s->seq);
+    if (!rc) rc = GALLOC(g->q, tl_prefill_q_elems(s) * bpe, "Q");
+    if (!rc) rc = GALLOC(g->k, tl_prefill_k_elems(s) * bpe, "K");
+    if (!rc) rc = GALLOC(g->v, tl_prefill_v_elems(s) * bpe, "V");
+    if (!rc && bpe == 1) rc = GALLOC(g->qs, (size_t)s->heads * nb * sizeof(float), "the Q scales");
+    if (!rc && bpe == 1) rc = GALLOC(g->ks, (size_t)s->kv_heads * nb * sizeof(float), "the K scales");
+    if (!rc && bpe == 1) rc = GALLOC(g->vs, (size_t)s->kv_heads * nb * sizeof(float), "the V scales");
+    if (!rc) rc = GALLOC(g->o, tl_prefill_o_elems(s) * sizeof(uint16_t), "O");
+    if (!rc) rc = GALLOC(g->lse, tl_prefill_lse_elems(s) * sizeof(float), "LSE");
+    if (!rc) rc = GALLOC(g->clk, 4 * sizeof(unsigned long long), "the clock marks");
+    if (rc) {
+        tl_prefill_gpu_close(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+extern "C" int tl_prefill_gpu_upload(tl_prefill_gpu *g, const void *q, const void *k, const void *v, const float *q_scale,
+                                     const float *k_scale, const float *v_scale)
+{
+    const tl_prefill_shape *s = &g->s;
+    const size_t bpe = s->dtype == TL_PREFILL_FP8 ? 1 : 2, nb = (size_t)tl_prefill_nblk(s->seq);
+    TL_GPU_CHECK(hipMemcpy(g->q, q, tl_prefill_q_elems(s) * bpe, hipMemcpyHostToDevice));
+    TL_GPU_CHECK(hipMemcpy(g->k, k, tl_prefill_k_elems(s) * bpe, hipMemcpyHostToDevice));
+    TL_GPU_CHECK(hipMemcpy(g->v, v, tl_prefill_v_elems(s) * bpe, hipMemcpyHostToDevice));
+    if (bpe == 1) {
+        TL_GPU_CHECK(hipMemcpy(g->qs, q_scale, (size_t)s->heads * nb * sizeof(float), hipMemcpyHostToDevice));
+        TL_GPU_CHECK(hipMemcpy(g->ks, k_scale, (size_t)s->kv_heads * nb * sizeof(float), hipMemcpyHostToDevice));
+        TL_GPU_CHECK(hipMemcpy(g->vs, v_scale, (size_t)s->kv_heads * nb * sizeof(float), hipMemcpyHostToDevice));
+    }
+    return 0;
+}
+
+extern "C" int tl_prefill_gpu_poison(tl_prefill_gpu *g)
+{
+    TL_GPU_CHECK(hipMemset(g->o, 0xFF, tl_prefill_o_elems(&g->s) * sizeof(uint16_t))); /* NaN */
+    TL_GPU_CHECK(hipMemset(g->lse, 0xFF, tl_prefill_lse_elems(&g->s) * sizeof(float)));
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+static int enqueue(tl_prefill_gpu *g, hipStream_t st)
+{
+    const tl_prefill_shape *s = &g->s;
+    PfArgs a;
+    a.q = g->q, a.k = g->k, a.v = g->v, a.qs = g->qs, a.ks = g->ks, a.vs = g->vs;
+    a.o = g->o, a.lse = g->lse, a.clk = g->clk;
+    a.seq = s->seq, a.nblk = tl_prefill_nblk(s->seq);
+    a.heads = s->heads, a.kv_heads = s->kv_heads, a.causal = s->causal;
+    a.nqb = (int)((s->seq + g->tile.block_m - 1) / g->tile.block_m);
+    a.scale_log2 = tl_prefill_scale(s) * 1.4426950408889634f;
+    const int wave = g->arch == PF_SM90 ? 32 : 64;
+    const dim3 grid((unsigned)((long)a.nqb * s->heads)), block((unsigned)(wave * g->tile.warps));
+    const hipError_t e = tl_launch(g->kern, grid, block, g->smem, st, false, a);
+    if (e != hipSuccess) return tl_gpu_fail("pf_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+    return 0;
+}
+
+extern "C" int tl_prefill_gpu_run(tl_prefill_gpu *g)
+{
+    int rc = enqueue(g, 0);
+    if (rc) return rc;
+    TL_GPU_CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+extern "C" int tl_prefill_gpu_read(tl_prefill_gpu *g, uint16_t *o, float *lse)
+{
+    TL_GPU_CHECK(hipMemcpy(o, g->o, tl_prefill_o_elems(&g->s) * sizeof(uint16_t), hipMemcpyDeviceToHost));
+    TL_GPU_CHECK(hipMemcpy(lse, g->lse, tl_prefill_lse_elems(&g->s) * sizeof(float), hipMemcpyDeviceToHost));
+    return 0;
+}
+
+static int pf_time_fn(void *ctx, void *stream) { return enqueue((tl_prefill_gpu *)ctx, (hipStream_t)stream); }
+
+extern "C" int tl_prefill_gpu_time(tl_prefill_gpu *g, const tl_bench_opts *o, tl_bench_result *r, double *sm_mhz)
+{
+    int rc = tl_bench_run(o, pf_time_fn, g, r);
+    if (rc) return rc;
+    unsigned long long c[4];
+    TL_GPU_CHECK(hipMemcpy(c, g->clk, sizeof c, hipMemcpyDeviceToHost));
+    /* cycles over ns is GHz: x 1000 for MHz (AMD has no per-CU cycle mark here: 0) */
+    *sm_mhz = c[3] > c[1] && c[2] > c[0] ? 1000.0 * (double)(c[2] - c[0]) / (double)(c[3] - c[1]) : 0.0;
+    return 0;
+}
+
+/* the exported table: host code only (the device pass of a HIP build has no host functions) */
+#if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+extern "C" {
+static const tl_prefill_gpu_api prefill_gpu_api = {tl_prefill_gpu_dims_ok, tl_prefill_gpu_open, tl_prefill_gpu_upload,
+                                                   tl_prefill_gpu_poison,  tl_prefill_gpu_run,  tl_prefill_gpu_read,
+                                                   tl_prefill_gpu_time,    tl_prefill_gpu_close};
+extern const tl_prefill_gpu_api *const tl_prefill_gpu_kernels = &prefill_gpu_api;
+}
+#endif
