@@ -207,6 +207,8 @@ static const tour_entry tour_steps[] = {
      "check decode --kind dual-scope --batch 2 --seq 300 --heads 16 --topk 64 --seed 1", NULL},
     {tl_cmd_sim, "The MoE dispatch payload: bytes a token crosses the fabric, GLM-5 over 8 GPUs",
      "sim dispatch --model glm-5 --ep 8 --tokens 1,4096", NULL},
+    {tl_cmd_sim, "FP8 causal prefill attention on MI355X: matrix work against the exponentials (simulated)",
+     "sim prefill --hw mi355x --shape mistral-7b --seq 4096,16384 --dtype fp8", NULL},
     /* 6. pictures */
     {tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
      "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png", NULL},
@@ -226,6 +228,8 @@ static const tour_entry tour_steps[] = {
      "draw decode-shards --hw h200 -o {out}/decode-shards.png", NULL},
     {tl_cmd_draw, "Bytes a token crosses the fabric in a MoE dispatch, by format",
      "draw dispatch-bytes -o {out}/dispatch-bytes.png", NULL},
+    {tl_cmd_draw, "Causal prefill: the tiles skipped above the diagonal and the blocks over CUs (simulated)",
+     "draw prefill-tiles --hw mi355x --shape mistral-7b --seq 4096 -o {out}/prefill-tiles.png", NULL},
 };
 
 static const char tour_usage[] =

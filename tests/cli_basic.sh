@@ -20,7 +20,7 @@ check "tour: no step failed" -- grep -Eq '^tilelab tour: [0-9]+ steps, 0 failed'
 check "tour: the FP8 table cut, naming its command" -- grep -Eq '^ +\.\.\. [0-9]+ more lines; all of them: tilelab numerics table e4m3fn$' <<<"$LAST_OUT"
 check "tour: its first and last codes shown" -- grep -Eq '^ +255 +0xFF .* nan$' <<<"$LAST_OUT"
 check "tour: under 260 lines" -- test "$(wc -l <<<"$LAST_OUT")" -lt 260
-for pic in moe-tiles padding timeline roofline mfma topk-split decode-shards dispatch-bytes; do
+for pic in moe-tiles padding timeline roofline mfma topk-split decode-shards dispatch-bytes prefill-tiles; do
   check "tour wrote $pic.png" -- test "$(head -c 4 "$tmp/tour/$pic.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = "89504e47"
 done
 finish
