@@ -806,7 +806,6 @@ static int dec_work(void *vp, int c, int part, tl_op_work *w)
 {
     dec_problem *p = vp;
     memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "decode");
     tl_decode_shape s;
     int32_t *lens;
     int rc = case_shape_new(p, c, &s, &lens);
@@ -814,15 +813,10 @@ static int dec_work(void *vp, int c, int part, tl_op_work *w)
     const int32_t *topk = p->cur_case == c && s.kind == TL_DECODE_DUAL_SCOPE ? p->in.topk : NULL;
     tl_decode_model_result r;
     rc = dec_model(p, &s, topk, &r);
-    if (!rc) {
-        w->flops = tl_decode_flops(&s, topk);
-        w->hbm_bytes = tl_decode_bytes(&s, topk);
-        w->model_flops = r.flops;
-        /* both launches: the merge writes O and LSE (the partials are in r.hbm_bytes when they leave the caches) */
-        w->model_hbm_bytes = r.hbm_bytes + (r.shards > 1 ? 4.0 * (tl_decode_o_elems(&s) + tl_decode_lse_elems(&s)) : 0);
-        w->model_us = r.time_us;
-        snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
-    }
+    if (!rc) /* both launches: the merge writes O and LSE (the partials are in r.hbm_bytes when they leave the caches) */
+        tl_ops_work_set(w, "decode", tl_decode_flops(&s, topk), tl_decode_bytes(&s, topk), r.flops,
+                        r.hbm_bytes + (r.shards > 1 ? 4.0 * (tl_decode_o_elems(&s) + tl_decode_lse_elems(&s)) : 0),
+                        r.time_us, r.limiter);
     free(lens);
     return rc;
 }

@@ -363,18 +363,11 @@ static int idx_n_parts(const void *vp) { return 1; }
 static int idx_work(void *vp, int c, int part, tl_op_work *w)
 {
     idx_problem *p = vp;
-    memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "logits");
     tl_indexer_shape s = case_shape(p, c);
     tl_indexer_result r;
     int rc = idx_model(p, &s, &r);
     if (rc) return rc;
-    w->flops = tl_indexer_flops(&s);
-    w->hbm_bytes = tl_indexer_bytes(&s);
-    w->model_flops = r.flops;
-    w->model_hbm_bytes = r.hbm_bytes;
-    w->model_us = r.time_us;
-    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    tl_ops_work_set(w, "logits", tl_indexer_flops(&s), tl_indexer_bytes(&s), r.flops, r.hbm_bytes, r.time_us, r.limiter);
     return 0;
 }
 

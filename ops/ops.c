@@ -41,6 +41,16 @@ int tl_ops_add_routed_rows(long tokens, int k, int passes, long long *total)
     return TL_OK;
 }
 
+void tl_ops_work_set(tl_op_work *w, const char *part, double flops, double hbm_bytes, double model_flops,
+                     double model_hbm_bytes, double model_us, const char *limiter)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->part, sizeof w->part, "%s", part);
+    w->flops = flops, w->hbm_bytes = hbm_bytes;
+    w->model_flops = model_flops, w->model_hbm_bytes = model_hbm_bytes, w->model_us = model_us;
+    snprintf(w->limiter, sizeof w->limiter, "%s", limiter);
+}
+
 int tl_ops_need_output(const char *out, const char *cmd)
 {
     if (!out) return tl_error(TL_EUSAGE, cmd, "missing -o FILE.png|svg|pdf");

@@ -41,6 +41,10 @@ void tl_ops_trace_abort(tl_ops_trace *t);
 /* Where and when a bench row is measured: "<device name> <UTC date>" of GPU 0, commas turned to
  * spaces (it is one CSV field). Needs a GPU build (tl_gpu_kernels); the query's status otherwise. */
 int tl_ops_measured_where(char *where, size_t n);
+/* Fills *w (cleared first) with a case's part: the work the op counts (useful FLOPs, the fewest bytes)
+ * and the model's (its FLOPs, bytes, time and limiter). */
+void tl_ops_work_set(tl_op_work *w, const char *part, double flops, double hbm_bytes, double model_flops,
+                     double model_hbm_bytes, double model_us, const char *limiter);
 /* The bench's read floor: a plain read of `bytes` timed with opts (kernels/roofline.h), in us;
  * NAN (the error cleared) when it cannot be timed. */
 double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts);

@@ -590,18 +590,11 @@ static double pf_bytes(const tl_prefill_shape *s)
 static int pf_work(void *vp, int c, int part, tl_op_work *w)
 {
     pf_problem *p = vp;
-    memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "prefill");
     tl_prefill_shape s = case_shape(p, c);
     tl_prefill_model_result r;
     int rc = pf_model(p, &s, &r);
     if (rc) return rc;
-    w->flops = tl_prefill_flops(&s);
-    w->hbm_bytes = pf_bytes(&s);
-    w->model_flops = r.flops;
-    w->model_hbm_bytes = r.hbm_bytes;
-    w->model_us = r.time_us;
-    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    tl_ops_work_set(w, "prefill", tl_prefill_flops(&s), pf_bytes(&s), r.flops, r.hbm_bytes, r.time_us, r.limiter);
     return 0;
 }
 

@@ -491,17 +491,12 @@ static int quant_model(const quant_problem *p, const tl_quant_shape *s, tl_quant
 static int quant_work(void *vp, int c, int part, tl_op_work *w)
 {
     quant_problem *p = vp;
-    memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "quantize");
     tl_quant_shape s = case_shape(p, c);
     tl_quant_result r;
     int rc = quant_model(p, &s, &r);
     if (rc) return rc;
-    w->flops = w->model_flops = r.flops;
-    w->hbm_bytes = tl_quant_read_bytes(&s) + tl_quant_write_bytes(&s);
-    w->model_hbm_bytes = r.bytes;
-    w->model_us = r.time_us;
-    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    tl_ops_work_set(w, "quantize", r.flops, tl_quant_read_bytes(&s) + tl_quant_write_bytes(&s), r.flops, r.bytes,
+                    r.time_us, r.limiter);
     return 0;
 }
 

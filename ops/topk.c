@@ -425,8 +425,6 @@ static int topk_model(const topk_problem *p, const tl_topk_shape *s, tl_topk_res
 static int topk_work(void *vp, int c, int part, tl_op_work *w)
 {
     topk_problem *p = vp;
-    memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "select");
     tl_topk_shape s = case_shape(p, c);
     tl_topk_result r;
     int rc = topk_model(p, &s, &r);
@@ -434,10 +432,8 @@ static int topk_work(void *vp, int c, int part, tl_op_work *w)
     double valid = 0;
     for (int b = 0; b < s.batch; b++) valid += (double)tl_topk_row_len(&s, b);
     const double outs = ((double)s.batch * s.k + s.batch) * 4.0;
-    w->hbm_bytes = valid * (double)tl_topk_score_bytes(s.dtype) + outs;
-    w->model_hbm_bytes = r.scores_bytes + outs;
-    w->model_us = r.time_us;
-    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    tl_ops_work_set(w, "select", 0, valid * (double)tl_topk_score_bytes(s.dtype) + outs, 0, r.scores_bytes + outs,
+                    r.time_us, r.limiter);
     return 0;
 }
 
