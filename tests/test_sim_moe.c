@@ -324,9 +324,25 @@ static void test_tilelab_kernel_terms(void **state)
     p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2); /* 8 rows per expert: no pairs, layout 2 */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 16 && p.inflight_kib == 32.0);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 384, 2); /* 12 rows per expert: layout 0 */
+    assert_true(p.narrow_rows == 8 && p.inflight_kib_wide == 16.0); /* fuller tiles: layout 0 */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 384, 2); /* 12 rows per expert: every tile layout 0 */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_m == 16 && p.inflight_kib == 16.0);
+    assert_true(p.tile_m == 16 && p.inflight_kib == 32.0 && p.inflight_kib_wide == 16.0 && p.narrow_rows == 8);
+    tl_moe_problem one = p; /* the same as one layout-0 stream for every tile */
+    one.inflight_kib = 16.0;
+    one.narrow_rows = 0;
+    tl_moe_result r384 = run(p), q384 = run(one);
+    assert_true(fabs(r384.time_us - q384.time_us) < 1e-9);
+    /* uneven loads: under random routing at M = 256 (8 rows per expert on average) the busier
+     * experts' tiles (more than 8 rows) stream at layout 0's rate: slower than if every tile were
+     * layout 2, as all of balanced routing's are (by little here: HBM-bound waves hide most of it) */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2);
+    tl_routing_parse("random", &p.routing);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    one = p;
+    one.narrow_rows = 16; /* every tile layout 2 */
+    tl_moe_result rr = run(p), rq = run(one);
+    assert_true(rr.time_us > rq.time_us);
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
     p = problem(&hw200, &ds, TL_MOE_BF16, 8, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
