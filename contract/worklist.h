@@ -40,10 +40,11 @@ int tl_routing_parse(const char *spec, tl_routing *out);
 /* Writes the spec back ("zipf:1.2") into buf. */
 void tl_routing_describe(const tl_routing *r, char *buf, size_t len);
 
-/* A routing trace file (--routing trace:FILE), text:
- *     # DeepSeek-V3 layer 3, prompt 17          <- '#' lines and blank lines are skipped
- *     12 201 7 88 140 3 66 250                  <- k expert ids: weights 1/k each
- *     12,201,7,88,140,3,66,250, 0.31,0.2,0.12,0.1,0.09,0.08,0.06,0.04   <- or k ids then k weights
+/* A routing trace file (--routing trace:FILE), text, e.g. for top-8:
+ *     # DeepSeek-V3 layer 3, prompt 17          ('#' lines and blank lines are skipped)
+ *     12 201 7 88 140 3 66 250  0.31 0.2 0.12 0.1 0.09 0.08 0.06 0.04
+ *     5,17,230,88,9,41,102,64,0.4,0.2,0.1,0.1,0.05,0.05,0.05,0.05
+ * or the k ids alone on every line (weights 1/k each).
  * One token a line, in token order; fields separated by spaces, tabs or commas. Ids are integers
  * in [0, E), distinct within a line; weights are finite numbers > 0, scaled to sum to 1 on each
  * line (the combine's contract, contract/moe.h); either every line has weights or none does.
