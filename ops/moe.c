@@ -917,12 +917,16 @@ static int moe_bench(void *vp, int c, tl_table *t)
 {
     moe_problem *p = vp;
     const tl_gpu_api *D = tl_gpu_kernels;
-    char where[300], label[1500];
+    char where[300], label[2600], routing[1100];
     int rc = moe_gpu_open(p);
     if (!rc) rc = moe_bench_where(p, where, sizeof where);
     if (rc) return rc;
-    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
-    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %s", where, p->hw);
+    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated;
+     * and it names its routing (a CSV row is read without the description) */
+    tl_routing_describe(&p->routing, routing, sizeof routing);
+    if (p->user_x) snprintf(routing, sizeof routing, "from the --input files");
+    snprintf(label, sizeof label, "measured on %s; routing %s; seed %llu; sim_us simulated on preset %s", where, routing,
+             (unsigned long long)p->seed, p->hw);
     if ((rc = tl_moe_gpu_kernels->set_tokens(p->g, &p->in))) return rc;
     if ((rc = tl_moe_gpu_kernels->run(p->g, TL_MOE_PART_ALL))) return rc;
     const tl_moe_shape *s = &p->shape;
