@@ -506,7 +506,9 @@ static void moe_describe(const void *vp, FILE *f)
                    "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
                 p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
-                p->tilelab_kernel ? "tilelab" : "generic");
+                p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for sm_90, "
+                                    "dequantization included)"
+                                  : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
         char unused[700];
         if (tl_model_unused(&p->model, unused, sizeof unused) > 0 || p->model.quant_method[0])
             fprintf(f, "moe (model): from the config, not modelled: %s\n", unused);
