@@ -6,7 +6,9 @@
 #            gathers it and the shared libraries it needs into build-moe-bundle/.
 #   device:  run(command="bash bench/moe_h200.sh run", carry=["build-moe-bundle"])
 #            writes logs and CSVs under $OUT: moe_check.txt, moe_bench_<dtype>.csv, moe_torch.csv,
-#            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench torch";
+#            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench benchrandom
+#            torch"; "bench" runs balanced routing, as bench/torch_grouped_mm.py routes its peer, and
+#            "benchrandom" tilelab's default random routing, seed 1: moe_bench_<dtype>_random.csv;
 #            "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
 #            run of M = 1 and 8 block by block: moe_trace_<dtype>.csv) picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
@@ -32,7 +34,7 @@ fi
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
 T=$B/tilelab
-parts=${MOE_PARTS:-quick check bench torch}
+parts=${MOE_PARTS:-quick check bench benchrandom torch}
 tokens=${MOE_TOKENS:-1,8,64,256,1024}
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv; nproc; } \
   >"$OUT/moe_env.txt" 2>&1
@@ -61,16 +63,24 @@ if [[ " $parts " == *" check "* ]]; then
 fi
 if [[ " $parts " == *" bench "* ]]; then
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
-    echo "== bench $d"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --format csv \
+    echo "== bench $d (balanced routing, as the torch peer)"
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing balanced --format csv \
       >"$OUT/moe_bench_$d.csv" 2>"$OUT/moe_bench_$d.err" || rc=1
     cut -d, -f1,7,10,12,13 "$OUT/moe_bench_$d.csv"
+  done
+fi
+if [[ " $parts " == *" benchrandom "* ]]; then # the default routing: k distinct experts a token, uniform
+  for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
+    echo "== bench $d (random routing, seed 1)"
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing random --seed 1 \
+      --format csv >"$OUT/moe_bench_${d}_random.csv" 2>"$OUT/moe_bench_${d}_random.err" || rc=1
+    cut -d, -f1,7,10,12,13,18 "$OUT/moe_bench_${d}_random.csv"
   done
 fi
 if [[ " $parts " == *" benchwrite "* ]]; then # the same with a write flush (dirty L2 lines; runs 1-11)
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== bench $d --flush write"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --flush write --format csv \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing balanced --flush write --format csv \
       >"$OUT/moe_bench_${d}_write.csv" 2>"$OUT/moe_bench_${d}_write.err" || rc=1
     cut -d, -f1,7,10,12,13 "$OUT/moe_bench_${d}_write.csv"
   done
@@ -78,7 +88,7 @@ fi
 if [[ " $parts " == *" trace "* ]]; then # where the time of small M goes, block by block
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== trace $d"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw h200 --trace "$OUT/moe_trace_$d.csv" \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw h200 --routing balanced --trace "$OUT/moe_trace_$d.csv" \
       --format csv >/dev/null 2>"$OUT/moe_trace_$d.err" || rc=1
   done
 fi

@@ -17,5 +17,5 @@ f="$OUT/moe_ncu_$1_M$2_s$3.txt"
 "$ncu" --clock-control none -k "regex:${4:-moe_gemm}" --launch-skip 2 -c 1 \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
   --section LaunchStats --section Occupancy \
-  "$B/tilelab" bench moe --model deepseek-v3.2 --dtype "$1" --tokens "$2" --stage "$3" >"$f" 2>&1
+  "$B/tilelab" bench moe --model deepseek-v3.2 --dtype "$1" --tokens "$2" --stage "$3" --routing balanced >"$f" 2>&1
 echo "moe_ncu.sh: $f ($?)"

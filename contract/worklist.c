@@ -180,84 +180,165 @@ static int route_zipf(int tokens, int E, int k, double s, tl_rng *rng, int32_t *
     return 0;
 }
 
-/* Parses the next integer on a trace line; returns 0 at end of line, -1 on garbage. */
-static int next_id(char **p, long *v)
+/* The trace format (worklist.h): one token a line, k expert ids, then optionally k weights. */
+#define TRACE_LINE_MAX 65536
+
+static int is_sep(char c) { return c == ' ' || c == '\t' || c == ',' || c == '\r'; }
+
+/* Splits a trace line into at most `max` fields (separators: spaces, tabs, commas); returns the
+ * field count, or max + 1 when there are more. The line is cut in place. */
+static int trace_fields(char *line, char **field, int max)
 {
-    char *s = *p;
-    while (*s == ' ' || *s == '\t' || *s == ',' || *s == '\r') s++;
-    if (*s == '\0' || *s == '\n') return 0;
-    if (!isdigit((unsigned char)*s)) return -1;
-    errno = 0;
-    char *end;
-    *v = strtol(s, &end, 10);
-    if (errno || (*end != '\0' && *end != '\n' && *end != ',' && *end != ' ' && *end != '\t' && *end != '\r'))
-        return -1;
-    *p = end;
-    return 1;
+    int n = 0;
+    for (char *s = line;;) {
+        while (is_sep(*s)) s++;
+        if (*s == '\0' || *s == '\n') return n;
+        if (n == max) return max + 1;
+        field[n++] = s;
+        while (*s && *s != '\n' && !is_sep(*s)) s++;
+        if (*s == '\0') return n;
+        *s++ = '\0';
+    }
 }
 
-static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids)
+typedef struct {
+    const char *path;
+    int n_experts, k;
+    int want;        /* rows to store (into ids / w) */
+    int32_t *ids;    /* want x k, or NULL */
+    float *w;        /* want x k (weights scaled to sum 1; 1/k without weights), or NULL */
+    int tokens;      /* out: the file's token count */
+    int has_weights; /* out: 1 when its lines carry weights */
+} trace_read;
+
+/* One line's fields into row ids / weights; TL_EUSAGE naming file:line otherwise. */
+static int trace_line(trace_read *t, int lineno, char **field, int n, int32_t *ids, double *w)
+{
+    const int k = t->k;
+    if (n != k && n != 2 * k)
+        return tl_error(TL_EUSAGE, "--routing", "%s:%d: %s%d fields, expected k = %d expert ids, or %d ids then "
+                        "%d weights", t->path, lineno, n > 2 * k ? "more than " : "", n > 2 * k ? 2 * k : n, k, k, k);
+    const int weighted = n == 2 * k;
+    if (t->tokens == 0) t->has_weights = weighted;
+    else if (weighted != t->has_weights)
+        return tl_error(TL_EUSAGE, "--routing", "%s:%d: %s weights, the lines before %s", t->path, lineno,
+                        weighted ? "has" : "has no", weighted ? "have none" : "have them");
+    for (int s = 0; s < k; s++) {
+        char *end;
+        errno = 0;
+        long v = isdigit((unsigned char)field[s][0]) ? strtol(field[s], &end, 10) : -1;
+        if (v < 0 || errno || *end != '\0') {
+            if (field[s][0] == '-' && isdigit((unsigned char)field[s][1]))
+                return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %s outside [0, %d)", t->path, lineno,
+                                field[s], t->n_experts);
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id '%.40s' is not an integer", t->path, lineno,
+                            field[s]);
+        }
+        if (v >= t->n_experts)
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %ld outside [0, %d)", t->path, lineno, v,
+                            t->n_experts);
+        if (already(ids, s, (int32_t)v))
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert %ld appears twice", t->path, lineno, v);
+        ids[s] = (int32_t)v;
+    }
+    double sum = 0;
+    for (int s = 0; s < k; s++) {
+        if (!weighted) {
+            w[s] = 1.0;
+            sum += 1.0;
+            continue;
+        }
+        char *end, *f = field[k + s];
+        errno = 0;
+        double v = strtod(f, &end);
+        if (end == f || *end != '\0')
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: weight '%.40s' is not a number", t->path, lineno, f);
+        if (!isfinite(v) || v <= 0)
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: weight %.40s of expert %d: weights must be finite and "
+                            "> 0", t->path, lineno, f, (int)ids[s]);
+        w[s] = v;
+        sum += v;
+    }
+    for (int s = 0; s < k; s++) { /* the combine's weights: each row's scaled to sum 1, all > 0 */
+        w[s] /= sum;
+        if (!isfinite(sum) || !((float)w[s] > 0))
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: weight of expert %d is %g of its row's sum, which "
+                            "float32 cannot hold", t->path, lineno, (int)ids[s], w[s]);
+    }
+    return 0;
+}
+
+/* Reads and checks every line of the trace; stores its first t->want rows. */
+static int trace_read_file(trace_read *t)
 {
     /* a regular file only: a named pipe would block until a writer came, a device such as
      * /dev/zero would be one endless line */
     FILE *f;
-    if (tl_open_regular(path, "the --routing trace", &f)) return TL_EUSAGE;
-    char *line = NULL;
+    if (tl_open_regular(t->path, "the --routing trace", &f)) return TL_EUSAGE;
+    const int k = t->k;
+    char *line = NULL, **field = malloc((size_t)(2 * k + 1) * sizeof *field);
+    int32_t *row = malloc((size_t)k * sizeof *row);
+    double *w = malloc((size_t)k * sizeof *w);
     size_t cap = 0;
     ssize_t got;
-    int lineno = 0, have = 0;
-    while (have < tokens && (got = getline(&line, &cap, f)) >= 0) {
+    int lineno = 0, rc = field && row && w ? 0 : tl_error(TL_EFAIL, "route", "out of memory");
+    t->tokens = 0;
+    t->has_weights = 0;
+    while (!rc && (got = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        if (got > 65536 || memchr(line, '\0', (size_t)got)) { /* a NUL would hide the rest of the line */
-            free(line);
-            fclose(f);
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: %s", path, lineno,
-                            got > 65536 ? "line too long" : "not text (a NUL byte)");
+        if (got > TRACE_LINE_MAX || memchr(line, '\0', (size_t)got)) { /* a NUL would hide the rest */
+            rc = tl_error(TL_EUSAGE, "--routing", "%s:%d: %s", t->path, lineno,
+                          got > TRACE_LINE_MAX ? "line too long" : "not text (a NUL byte)");
+            break;
         }
         char *p = line;
         while (*p == ' ' || *p == '\t') p++;
         if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0') continue;
-        int32_t *row = ids + (int64_t)have * k;
-        int n = 0, st;
-        long v;
-        while ((st = next_id(&p, &v)) == 1) {
-            if (n >= k) {
-                free(line);
-                fclose(f);
-                return tl_error(TL_EUSAGE, "--routing", "%s:%d: more than k = %d expert ids", path, lineno, k);
-            }
-            if (v < 0 || v >= E) {
-                free(line);
-                fclose(f);
-                return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %ld outside [0, %d)", path, lineno, v, E);
-            }
-            if (already(row, n, (int32_t)v)) {
-                free(line);
-                fclose(f);
-                return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert %ld appears twice", path, lineno, v);
-            }
-            row[n++] = (int32_t)v;
+        if (t->tokens == TL_ROUTE_TRACE_MAX_TOKENS) {
+            rc = tl_error(TL_EUSAGE, "--routing", "%s:%d: more than %d tokens in the trace", t->path, lineno,
+                          TL_ROUTE_TRACE_MAX_TOKENS);
+            break;
         }
-        if (st < 0) {
-            free(line);
-            fclose(f);
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: not a list of expert ids", path, lineno);
+        int n = trace_fields(p, field, 2 * k);
+        rc = trace_line(t, lineno, field, n, row, w);
+        if (!rc && t->tokens < t->want) {
+            if (t->ids) memcpy(t->ids + (int64_t)t->tokens * k, row, (size_t)k * sizeof *row);
+            if (t->w)
+                for (int s = 0; s < k; s++) t->w[(int64_t)t->tokens * k + s] = (float)w[s];
         }
-        if (n != k) {
-            free(line);
-            fclose(f);
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: %d expert ids, expected k = %d", path, lineno, n, k);
-        }
-        have++;
+        t->tokens++;
     }
-    int unreadable = ferror(f); /* an I/O error */
+    if (!rc && ferror(f)) rc = tl_error(TL_EUSAGE, "--routing", "cannot read trace '%s'", t->path);
+    if (!rc && t->tokens == 0)
+        rc = tl_error(TL_EUSAGE, "--routing", "%s: no tokens in the trace (only blank or '#' lines)", t->path);
     free(line);
+    free(field);
+    free(row);
+    free(w);
     fclose(f);
-    if (unreadable) return tl_error(TL_EUSAGE, "--routing", "cannot read trace '%s'", path);
-    if (have == 0) return tl_error(TL_EUSAGE, "--routing", "%s: no tokens in the trace", path);
-    for (int t = have; t < tokens; t++) /* repeat the trace */
-        memcpy(ids + (int64_t)t * k, ids + (int64_t)(t % have) * k, (size_t)k * sizeof *ids);
-    return 0;
+    return rc;
+}
+
+int tl_routing_trace_tokens(const tl_routing *r, int n_experts, int k, int *tokens)
+{
+    *tokens = 0;
+    if (r->kind != TL_ROUTE_TRACE) return tl_error(TL_EUSAGE, "--routing", "not a trace");
+    if (n_experts < 1 || k < 1 || k > n_experts)
+        return tl_error(TL_EUSAGE, "--routing", "E = %d and k = %d: need 1 <= k <= E", n_experts, k);
+    trace_read t = {.path = r->path, .n_experts = n_experts, .k = k};
+    int rc = trace_read_file(&t);
+    if (!rc) *tokens = t.tokens;
+    return rc;
+}
+
+static int route_trace(const char *path, int tokens, int E, int k, int32_t *ids, float *w)
+{
+    trace_read t = {.path = path, .n_experts = E, .k = k, .want = tokens, .ids = ids, .w = w};
+    int rc = trace_read_file(&t);
+    if (!rc && t.tokens < tokens)
+        rc = tl_error(TL_EUSAGE, "--routing", "%s holds %d token%s, fewer than the %d asked (--tokens at most the "
+                      "trace's count; a trace is not repeated)", path, t.tokens, t.tokens == 1 ? "" : "s", tokens);
+    return rc;
 }
 
 static int check_shape(int tokens, int E, int k, const char *what)
@@ -282,10 +363,10 @@ int tl_route(const tl_routing *r, int tokens, int n_experts, int k, uint64_t see
     case TL_ROUTE_BALANCED: route_balanced(tokens, n_experts, k, topk_ids); break;
     case TL_ROUTE_RANDOM: rc = route_random(tokens, n_experts, k, &rng, topk_ids); break;
     case TL_ROUTE_ZIPF: rc = route_zipf(tokens, n_experts, k, r->zipf_s, &rng, topk_ids); break;
-    case TL_ROUTE_TRACE: rc = route_trace(r->path, tokens, n_experts, k, topk_ids); break;
+    case TL_ROUTE_TRACE: rc = route_trace(r->path, tokens, n_experts, k, topk_ids, topk_weights); break;
     default: return tl_error(TL_EUSAGE, "route", "unknown routing kind");
     }
-    if (rc || !topk_weights) return rc;
+    if (rc || !topk_weights || r->kind == TL_ROUTE_TRACE) return rc; /* a trace's weights are its own */
     int random_weights = r->kind == TL_ROUTE_RANDOM || r->kind == TL_ROUTE_ZIPF;
     for (int t = 0; t < tokens; t++) {
         float *w = topk_weights + (int64_t)t * k;

@@ -25,7 +25,7 @@ typedef enum {
     TL_ROUTE_RANDOM,   /* k distinct experts per token, uniform, seeded */
     TL_ROUTE_ZIPF,     /* k distinct experts per token, expert e drawn with weight 1/(rank+1)^s over a
                           seeded random permutation of ranks; s = 0 is uniform */
-    TL_ROUTE_TRACE     /* read from a CSV file: one token per line, its k expert ids */
+    TL_ROUTE_TRACE     /* read from a text file: one token a line, its k expert ids [and k weights] */
 } tl_route_kind;
 
 typedef struct {
@@ -40,14 +40,35 @@ int tl_routing_parse(const char *spec, tl_routing *out);
 /* Writes the spec back ("zipf:1.2") into buf. */
 void tl_routing_describe(const tl_routing *r, char *buf, size_t len);
 
+/* A routing trace file (--routing trace:FILE), text, e.g. for top-8:
+ *     # DeepSeek-V3 layer 3, prompt 17          ('#' lines and blank lines are skipped)
+ *     12 201 7 88 140 3 66 250  0.31 0.2 0.12 0.1 0.09 0.08 0.06 0.04
+ *     5,17,230,88,9,41,102,64,0.4,0.2,0.1,0.1,0.05,0.05,0.05,0.05
+ * or the k ids alone on every line (weights 1/k each).
+ * One token a line, in token order; fields separated by spaces, tabs or commas. Ids are integers
+ * in [0, E), distinct within a line; weights are finite numbers > 0, scaled to sum to 1 on each
+ * line (the combine's contract, contract/moe.h); either every line has weights or none does.
+ * At most TL_ROUTE_TRACE_MAX_TOKENS tokens; lines of at most 64 KiB. The trace's token count is
+ * the problem's: M tokens route as its first M lines, M above its count is an error (a trace is
+ * not repeated or invented). */
+#define TL_ROUTE_TRACE_MAX_TOKENS (1 << 20)
+
+/* Reads and checks the whole trace r (TL_ROUTE_TRACE) for E experts and top-k, and gives its token
+ * count. TL_EUSAGE naming file:line on the first malformed line (field count, an id not an integer,
+ * outside [0, E) or twice on a line, a weight not a finite number > 0, weights on some lines only,
+ * more than TL_ROUTE_TRACE_MAX_TOKENS tokens, a NUL byte, a line over 64 KiB), on an empty trace,
+ * a file that is not a readable regular file, or k outside [1, E]. Cost: O(file). */
+int tl_routing_trace_tokens(const tl_routing *r, int n_experts, int k, int *tokens);
+
 /* Routes tokens to experts: topk_ids[t*k + s] = expert of token t's slot s. The k experts of one
  * token are distinct (balanced needs k <= E, which is required anyway). topk_weights, if not NULL,
- * gets each token's combine weights (positive, summing to 1 per token; 1/k for balanced and trace).
- * Trace: the file's lines are tokens; a line holds exactly k comma- (or space-) separated ids in
- * [0, E), distinct; blank lines and lines starting with '#' are skipped; when tokens exceed the
- * trace's length the trace repeats from its start.
- * Errors (TL_EUSAGE): tokens < 1, E < 1, k < 1, k > E, unreadable or malformed trace (file:line).
- * Deterministic for a seed. Cost: O(tokens * k) (zipf: O(tokens * k * log E) expected, plus O(E)). */
+ * gets each token's combine weights (positive, summing to 1 per token): 1/k for balanced, random
+ * and seeded for random and zipf, the file's (or 1/k) for a trace.
+ * Trace: the first `tokens` tokens of the file (format above), every line of which is checked.
+ * Errors (TL_EUSAGE): tokens < 1, E < 1, k < 1, k > E, an unreadable or malformed trace (file:line,
+ * as tl_routing_trace_tokens), a trace of fewer than `tokens` tokens.
+ * Deterministic for a seed. Cost: O(tokens * k) (zipf: O(tokens * k * log E) expected, plus O(E);
+ * trace: O(file)). */
 int tl_route(const tl_routing *r, int tokens, int n_experts, int k, uint64_t seed,
              int32_t *topk_ids, float *topk_weights);
 

@@ -27,7 +27,9 @@ copy_gbps=$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="measured") k=i} $1=="hbm_c
 
 bytes_per_layer() { # bytes_per_layer DTYPE SHARED: expert weight bytes one token reads, both stages
   local csv
-  csv=$("$tl" sim moe --hw mi355x --model glm-5 --dtype "$1" --shared "$2" --tokens 1 --stage both --format csv 2>/dev/null)
+  # the generic kernel: it counts the shared expert's weights too (tilelab's own kernel fuses none)
+  csv=$("$tl" sim moe --hw mi355x --model glm-5 --dtype "$1" --shared "$2" --tokens 1 --stage both --kernel generic \
+        --format csv 2>/dev/null)
   awk -v a="$(field "$csv" weight_bytes 1)" -v b="$(field "$csv" weight_bytes 2)" 'BEGIN{printf "%.0f", a + b}' 
 }
 

@@ -26,6 +26,7 @@ typedef struct {
     int n_tokens;
     int tp;
     tl_routing routing;
+    int trace_tokens;        /* a trace routing: the file's token count */
     uint64_t seed;
     int n_shared;
     int stage;               /* bench and sim: 0 = both, 1, 2 */
@@ -63,6 +64,15 @@ static const tl_op_target moe_targets[] = {
     {NULL, NULL, NULL},
 };
 
+/* The routing paragraph of check, bench and sim's help (contract/worklist.h has the format). */
+#define MOE_ROUTING_HELP                                                                                  \
+    "--routing: random (default: k distinct experts a token, uniform, seeded by --seed), balanced (round\n" \
+    "robin: the easy case), zipf:S (skewed by a Zipf law of exponent S), or trace:FILE, a text file of\n"  \
+    "one token a line: its k expert ids in [0, E), distinct, then optionally k weights > 0 (scaled to\n"  \
+    "sum 1; without them 1/k each; every line or none), separated by spaces, tabs or commas; '#' lines\n" \
+    "and blank lines skipped; at most 2^20 tokens. A trace sets the token count (one case); --tokens\n"  \
+    "M routes its first M tokens and may not exceed its count.\n"
+
 static const char moe_check_usage[] =
     "usage: tilelab check moe [--model NAME|config.json] [--dtype bf16|fp8|a16w4|mxfp4|mxfp8]\n"
     "                         [--tokens LIST] [--tp N] [--routing balanced|random|zipf:S|trace:FILE]\n"
@@ -80,6 +90,7 @@ static const char moe_check_usage[] =
     "small shape (and on the requested one when cheap) and names the requested cases not checked.\n"
     "--input: your own activations and routing (.npy; all three together) replace the random ones:\n"
     "one case of their token count; the weights stay seeded random codes of --dtype.\n"
+    MOE_ROUTING_HELP
     "Defaults: deepseek-v3.2, bf16, tokens 1,16,256, tp 1, random routing, a fresh seed (printed),\n"
     "no shared experts (--shared N adds N shared experts to the reference checks; not fused on GPU).\n"
     "Exit status: 0 all passed, 1 a check failed, 2 bad input.\n";
@@ -112,29 +123,34 @@ static const char moe_bench_usage[] =
     "with the same method (kernels/roofline.h), which no kernel that must read them beats by much;\n"
     "x_floor = time_us / floor_us. The preset defaults to h200. --format csv gives the columns\n"
     "`tilelab draw roofline --points` reads (name,flops,hbm_bytes,time_us,intensity,tflops,source).\n"
-    "Defaults: deepseek-v3.2, fp8, tokens 1,8,64,256,1024, both stages, balanced routing, seed 1.\n";
+    MOE_ROUTING_HELP
+    "Defaults: deepseek-v3.2, fp8, tokens 1,8,64,256,1024, both stages, random routing, seed 1 (both\n"
+    "printed with the table).\n";
 
 static const char moe_sim_usage[] =
     "usage: tilelab sim moe [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
-    "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing balanced]\n"
-    "         [--tile-m 16] [--tile-n 128] [--tp 1] [--shared N] [--seed S] [--cu-gbps G]\n"
-    "         [--kernel generic|tilelab]\n"
+    "         [--tokens 1,8,32,64,256,512,1024] [--stage 1|2|both] [--routing random]\n"
+    "         [--tp 1] [--shared N] [--seed S] [--kernel tilelab|generic]\n"
+    "         [--kernel generic --tile-m 16 --tile-n 128 --cu-gbps G]\n"
     "         [--format table|csv|json]\n"
     "The fused MoE kernel's tile schedule on a hardware preset: one row per token count and stage.\n"
     "  --hw       preset, JSON file, or base,overlay.json,... (measured ceilings)\n"
     "  --model    preset or a model's config.json\n"
     "  --dtype    bf16 | fp8 (block-scaled) | a16w4 | mxfp4 | mxfp8\n"
-    "  --routing  balanced | random | zipf:S | trace:FILE (CSV, one token per line, its k experts)\n"
-    "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M)\n"
+    "  --routing  random (default) | balanced | zipf:S | trace:FILE (below)\n"
     "  --tp       tensor-parallel split of the expert width\n"
     "  --shared   shared experts every token also routes to (default: the model's n_shared_experts;\n"
-    "             the tilelab kernel fuses none)\n"
+    "             the tilelab kernel fuses none, so it models none)\n"
     "  --seed     routing seed for random and zipf (default 1)\n"
+    "  --kernel   tilelab (default): the kernels tilelab ships (kernels/moe*.hip as built for sm_90:\n"
+    "             their tiles, bytes in flight, extra kernels and the weights' dequantization), timed\n"
+    "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
+    "             generic: the kernel simulator/moe.h describes, with these knobs:\n"
+    "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M; generic only)\n"
+    "  --tile-n   output columns per work item (generic only)\n"
     "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
-    "             default: the preset's hbm_per_cu_gbps)\n"
-    "  --kernel   generic (default): the kernel simulator/moe.h describes, with --tile-n and --cu-gbps;\n"
-    "             tilelab: this project's kernels with their own geometry, timed as `tilelab bench\n"
-    "             moe` times them by default (after a read flush): the bench's sim_us column\n"
+    "             default: the preset's hbm_per_cu_gbps; generic only)\n"
+    MOE_ROUTING_HELP
     "Columns: geometry = --kernel; padding = rows computed / real rows; k_padding = K rounded to the\n"
     "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
@@ -224,20 +240,21 @@ static int parse_stage(const char *s, int *stage)
     return 0;
 }
 
-/* Defaults per verb: check bf16, a fresh seed, random routing; bench fp8, seed 1, balanced; sim
- * fp8 on mi355x with the generic kernel, balanced, seed 1; run bf16, seed 1. */
+/* Defaults per verb: every verb routes at random (k distinct experts a token, uniform, seeded; the
+ * realistic case, DESIGN.md), balanced and zipf:S are options; check bf16 with a fresh seed; bench
+ * fp8, seed 1; sim fp8 on mi355x, seed 1, modelling the kernel tilelab ships (--kernel tilelab);
+ * run bf16, seed 1. The routing and seed are printed with every figure (describe, and sim's and
+ * bench's rows). */
 static void moe_defaults(tl_op_mode mode, moe_args *a, moe_problem *p)
 {
     a->model = "deepseek-v3.2";
-    a->tokens = mode == TL_OP_CHECK ? "1,16,256" : mode == TL_OP_BENCH ? "1,8,64,256,1024" : mode == TL_OP_SIM
-                ? "1,8,32,64,256,512,1024" : "1";
-    a->routing = mode == TL_OP_CHECK ? "random" : "balanced";
+    a->routing = "random";
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     p->dtype = mode == TL_OP_CHECK || mode == TL_OP_RUN ? TL_MOE_BF16 : TL_MOE_FP8;
     a->hw = mode == TL_OP_SIM ? "mi355x" : "h200";
     p->tile_m = TL_MOE_TILE_M;
     p->tile_n = 128;
-    p->tilelab_kernel = mode != TL_OP_SIM;
+    p->tilelab_kernel = 1;
 }
 
 static int moe_parse_sim(const moe_args *a, moe_problem *p)
@@ -253,8 +270,13 @@ static int moe_parse_sim(const moe_args *a, moe_problem *p)
     if (!rc && a->kernel) {
         p->tilelab_kernel = strcmp(a->kernel, "tilelab") == 0;
         if (!p->tilelab_kernel && strcmp(a->kernel, "generic") != 0)
-            rc = tl_error(TL_EUSAGE, "--kernel", "'%s' is not generic or tilelab", a->kernel);
+            rc = tl_error(TL_EUSAGE, "--kernel", "'%s' is not tilelab or generic", a->kernel);
     }
+    /* the shipped kernel has its own tile and stream: the generic kernel's knobs would be ignored */
+    const char *generic_only = a->tile_m ? "--tile-m" : a->tile_n ? "--tile-n" : a->cu ? "--cu-gbps" : NULL;
+    if (!rc && p->tilelab_kernel && generic_only)
+        rc = tl_error(TL_EUSAGE, generic_only, "sets the generic kernel's geometry; the default kernel (tilelab's "
+                      "own) has its own: add --kernel generic");
     if (rc) return rc;
     int E, k, width;
     tl_model_moe_shape(&p->model, &E, &k, &width); /* dense models: one expert every token uses */
@@ -296,6 +318,42 @@ static int moe_parse_shape(const moe_args *a, moe_problem *p)
     return rc;
 }
 
+/* --tokens, or the verb's default list (a trace without --tokens: its own count, moe_trace_tokens). */
+static int moe_parse_tokens(const moe_args *a, tl_op_mode mode, moe_problem *p)
+{
+    const char *list = a->tokens ? a->tokens : mode == TL_OP_CHECK ? "1,16,256" : mode == TL_OP_BENCH ?
+                       "1,8,64,256,1024" : mode == TL_OP_SIM ? "1,8,32,64,256,512,1024" : "1";
+    int rc = tl_parse_long_list(list, 1, mode == TL_OP_SIM ? 2147483647L : 1 << 20, "--tokens", p->tokens,
+                                MOE_MAX_CASES, &p->n_tokens);
+    if (!rc && p->n_tokens < 1) rc = tl_error(TL_EUSAGE, "--tokens", "no token counts given");
+    return rc;
+}
+
+/* A trace routing: reads and checks the whole file now (not after minutes of work) for the shape's E
+ * and k; its token count is the one case unless --tokens was given, whose counts must not exceed it
+ * (M tokens route as the trace's first M lines). */
+static int moe_trace_tokens(moe_problem *p, int from_trace)
+{
+    int E, k, width, n;
+    if (p->mode == TL_OP_SIM) tl_model_moe_shape(&p->model, &E, &k, &width);
+    else E = p->shape.n_experts, k = p->shape.top_k;
+    int rc = tl_routing_trace_tokens(&p->routing, E, k, &n);
+    if (rc) return rc;
+    p->trace_tokens = n;
+    if (from_trace) {
+        p->tokens[0] = n;
+        p->n_tokens = 1;
+        p->shape.tokens = n;
+        return 0;
+    }
+    for (int c = 0; c < p->n_tokens; c++)
+        if (p->tokens[c] > n)
+            return tl_error(TL_EUSAGE, "--tokens", "%ld tokens, but the trace %s holds %d (M tokens route as its "
+                            "first M lines; leave --tokens out to use the whole trace)", p->tokens[c],
+                            p->routing.path, n);
+    return 0;
+}
+
 static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
 {
     *out = NULL;
@@ -327,11 +385,9 @@ static int moe_parse(int argc, char **argv, tl_op_mode mode, void **out)
     }
     if (!rc) rc = tl_model_load(a.model, &p->model);
     if (!rc) rc = tl_routing_parse(a.routing, &p->routing);
-    if (!rc)
-        rc = tl_parse_long_list(a.tokens, 1, mode == TL_OP_SIM ? 2147483647L : 1 << 20, "--tokens", p->tokens,
-                                MOE_MAX_CASES, &p->n_tokens);
-    if (!rc && p->n_tokens < 1) rc = tl_error(TL_EUSAGE, "--tokens", "no token counts given");
+    if (!rc) rc = moe_parse_tokens(&a, mode, p);
     if (!rc) rc = mode == TL_OP_SIM ? moe_parse_sim(&a, p) : moe_parse_shape(&a, p);
+    if (!rc && p->routing.kind == TL_ROUTE_TRACE) rc = moe_trace_tokens(p, !a.tokens);
     if (!rc && p->trace.path) /* now, not after minutes of timing */
         rc = tl_ops_trace_open(&p->trace, "tokens,stage,dtype,block,tile,nblock,sm,start_us,end_us,source");
     if (rc) {
@@ -450,7 +506,9 @@ static void moe_describe(const void *vp, FILE *f)
                    "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
                 p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
-                p->tilelab_kernel ? "tilelab" : "generic");
+                p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for sm_90, "
+                                    "dequantization included)"
+                                  : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
         char unused[700];
         if (tl_model_unused(&p->model, unused, sizeof unused) > 0 || p->model.quant_method[0])
             fprintf(f, "moe (model): from the config, not modelled: %s\n", unused);
@@ -570,8 +628,9 @@ static int moe_small(const void *vp, void **out)
     q->model.top_k = trace ? p->model.top_k : 2;
     q->dtype = p->dtype;
     q->tokens[0] = 1;
-    q->tokens[1] = 7;
-    q->n_tokens = 2;
+    q->tokens[1] = trace && p->trace_tokens < 7 ? p->trace_tokens : 7;
+    q->n_tokens = q->tokens[1] > 1 ? 2 : 1;
+    q->trace_tokens = p->trace_tokens;
     q->tp = 1;
     q->routing = p->routing;
     q->seed = p->seed;
@@ -860,12 +919,16 @@ static int moe_bench(void *vp, int c, tl_table *t)
 {
     moe_problem *p = vp;
     const tl_gpu_api *D = tl_gpu_kernels;
-    char where[300], label[1500];
+    char where[300], label[2600], routing[1100];
     int rc = moe_gpu_open(p);
     if (!rc) rc = moe_bench_where(p, where, sizeof where);
     if (rc) return rc;
-    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated */
-    snprintf(label, sizeof label, "measured on %s; sim_us simulated on preset %s", where, p->hw);
+    /* the row mixes both kinds: time_us and the rates are measured, sim_us and sim_limiter simulated;
+     * and it names its routing (a CSV row is read without the description) */
+    tl_routing_describe(&p->routing, routing, sizeof routing);
+    if (p->user_x) snprintf(routing, sizeof routing, "from the --input files");
+    snprintf(label, sizeof label, "measured on %s; routing %s; seed %llu; sim_us simulated on preset %s", where, routing,
+             (unsigned long long)p->seed, p->hw);
     if ((rc = tl_moe_gpu_kernels->set_tokens(p->g, &p->in))) return rc;
     if ((rc = tl_moe_gpu_kernels->run(p->g, TL_MOE_PART_ALL))) return rc;
     const tl_moe_shape *s = &p->shape;

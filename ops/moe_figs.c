@@ -15,12 +15,14 @@
 
 static const char moe_tiles_usage[] =
     "usage: tilelab draw moe-tiles [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8]\n"
-    "                              [--tokens 1,32,512] [--tile-m 16] [--routing balanced]\n"
+    "                              [--tokens 1,32,512] [--tile-m 16] [--routing random]\n"
     "                              [--shared N] [--seed N] -o FILE\n"
     "  Seed Figure 6 as a still: experts as columns, tiles of tile-m rows as stacked boxes,\n"
     "  real rows and padding rows in two colours; one panel per token count (at most 8).\n"
     "  --shared N: N shared experts every token also routes to, as the last columns (default 0: the\n"
-    "  routed experts alone, as the seed's figure; a shared expert's M rows dwarf the routed tiles).\n";
+    "  routed experts alone, as the seed's figure; a shared expert's M rows dwarf the routed tiles).\n"
+    "  --routing random (default; seeded by --seed, default 1), balanced, zipf:S or trace:FILE (as in\n"
+    "  `tilelab sim moe --help`); the footer names the routing and seed.\n";
 
 static int load_hw_model(const char *hw_s, const char *model_s, tl_hw *hw, tl_model *model)
 {
@@ -89,7 +91,7 @@ static int draw_moe_tiles(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, moe_tiles_usage)) return 0;
     const char *hw_s = "mi355x", *model_s = "deepseek-v3.2", *dtype_s = "fp8", *tokens_s = "1,32,512",
-               *tile_m_s = "16", *routing_s = "balanced", *seed_s = NULL, *shared_s = NULL, *out = NULL;
+               *tile_m_s = "16", *routing_s = "random", *seed_s = NULL, *shared_s = NULL, *out = NULL;
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
                      TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--tile-m", &tile_m_s),
                      TL_OPT_V("--routing", &routing_s), TL_OPT_V("--seed", &seed_s), TL_OPT_V("--shared", &shared_s),
@@ -231,7 +233,7 @@ static int draw_padding(int argc, char **argv)
 
 static const char timeline_usage[] =
     "usage: tilelab draw timeline [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8] [--tokens 64]\n"
-    "                             [--stage 1] [--tile-m 16] [--routing balanced] [--tp 1]\n"
+    "                             [--stage 1] [--tile-m 16] [--routing random] [--tp 1]\n"
     "                             [--shared N] [--seed N] -o FILE\n"
     "       tilelab draw timeline --trace FILE.csv [--tokens M] [--stage 1] -o FILE\n"
     "  Work items of one fused-MoE stage over compute units (rows, grouped per XCD) in time (us):\n"
@@ -240,7 +242,9 @@ static const char timeline_usage[] =
     "  on each SM, in the slots of the blocks that ran there at once (--tokens: which case of the\n"
     "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp, --shared and --seed\n"
     "  are the simulated timeline's and are refused with --trace). --shared: the shared experts every\n"
-    "  token also routes to (default: the model's, as `sim moe`).\n";
+    "  token also routes to (default: the model's, as `sim moe`). The simulated timeline is the\n"
+    "  generic kernel's (simulator/moe.h) under random routing by default (--seed, default 1; the\n"
+    "  footer names routing and seed).\n";
 
 /* The timeline's data: the model's schedule of p (tl_moe_sim with want_schedule). On success the
  * caller frees r with tl_moe_result_free. */
@@ -276,7 +280,7 @@ static int draw_timeline(int argc, char **argv)
     /* the simulated timeline's defaults */
     hw_s = hw_s ? hw_s : "mi355x", model_s = model_s ? model_s : "deepseek-v3.2", dtype_s = dtype_s ? dtype_s : "fp8";
     tokens_s = tokens_s ? tokens_s : "64", tile_m_s = tile_m_s ? tile_m_s : "16";
-    routing_s = routing_s ? routing_s : "balanced", tp_s = tp_s ? tp_s : "1";
+    routing_s = routing_s ? routing_s : "random", tp_s = tp_s ? tp_s : "1";
     tl_moe_problem p = {0};
     p.seed = 1;
     if ((rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &p.tokens)) ||

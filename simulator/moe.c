@@ -41,6 +41,9 @@ static int validate(const tl_moe_problem *p)
         return tl_error(TL_EUSAGE, "sim moe", "blocks per CU %d outside [0, 1024]", p->blocks_per_cu);
     if (!(p->inflight_kib >= 0 && p->inflight_kib <= 1e6))
         return tl_error(TL_EUSAGE, "sim moe", "bytes in flight %g KiB outside [0, 1e6]", p->inflight_kib);
+    if (!(p->inflight_kib_wide >= 0 && p->inflight_kib_wide <= 1e6) || p->narrow_rows < 0 || p->narrow_rows > 4096)
+        return tl_error(TL_EUSAGE, "sim moe", "wide tiles' bytes in flight %g KiB or narrow rows %d out of range",
+                        p->inflight_kib_wide, p->narrow_rows);
     if (p->prologue_loads < 0 || p->prologue_loads > 64)
         return tl_error(TL_EUSAGE, "sim moe", "prologue loads %d outside [0, 64]", p->prologue_loads);
     if (p->n_shared < 0 || p->n_shared > 16)
@@ -185,15 +188,17 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
     /* Fmt<DT, layout>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and
      * fp8 read 32 bytes, 128 bytes of a row over 4 lanes; layout 2, used for tiles of at most 8 rows:
-     * bf16 64 bytes, fp8 in stage 1 two 32-byte chunks). The kernel picks the layout per tile; the
-     * model takes the one of the average tile (balanced routing: every tile). */
+     * bf16 64 bytes, fp8 in stage 1 two 32-byte chunks). The kernel picks the layout per tile
+     * (tile_rows <= TL_MOE_TILE_M / 2), and so does the model: inflight_kib is layout 2's and
+     * inflight_kib_wide layout 0's for the tiles of more rows (under random routing, the busier
+     * experts' tiles), unpaired only. */
     int has_half = p->dtype == TL_MOE_BF16 || (p->dtype == TL_MOE_FP8 && p->stage == 1);
-    int half = has_half && !pair && (long long)p->tokens * k <= 8LL * (E > 0 ? E : 1);
-    int u = 1, vec = 1;
+    int half = has_half && !pair;
+    int u = 1, vec = 1, u0 = 1, vec0 = 1; /* layout 2 (when half), layout 0 */
     switch (p->dtype) {
-    case TL_MOE_BF16: vec = half ? 4 : 2; break;
-    case TL_MOE_FP8: vec = 2, u = half ? 2 : 1; break;
-    case TL_MOE_MXFP8: u = 2; break;
+    case TL_MOE_BF16: vec = half ? 4 : 2, vec0 = 2; break;
+    case TL_MOE_FP8: vec = vec0 = 2, u = half ? 2 : 1; break;
+    case TL_MOE_MXFP8: u = u0 = 2; break;
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
     }
     int waves = p->stage == 1 ? KERNEL_S1_WAVES : KERNEL_S2_WAVES;
@@ -217,12 +222,16 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
         p->weights_per_tile = 0;
         p->vector_rows = 1;
         p->dequant_instr = 0;
+        p->inflight_kib_wide = 0;
+        p->narrow_rows = 0;
         return 0;
     }
     p->tile_m = pair ? 2 * KERNEL_TILE_M : KERNEL_TILE_M;
     p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
     p->blocks_per_cu = p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
     p->inflight_kib = (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec * u / 1024.0;
+    p->narrow_rows = half ? KERNEL_TILE_M / 2 : 0;
+    p->inflight_kib_wide = half ? (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec0 * u0 / 1024.0 : 0;
     /* the first weight loads wait for one dependent round trip (the tile's expert; fp8 and mxfp8:
      * then the sorted ids and the activation scales that go to shared memory before the first chunk) */
     p->prologue_loads = p->dtype == TL_MOE_FP8 ? 2 : 1;
@@ -340,6 +349,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double cu_hbm = p->cu_gbps > 0 ? p->cu_gbps : hw->hbm_per_cu_gbps;
     double item_hbm = p->inflight_kib > 0 && lat > 0 ? p->inflight_kib * 1024.0 / lat / 1e3 : cu_hbm / bpc;
     double item_l2 = hw->l2_per_cu_gbps * item_hbm / hw->hbm_per_cu_gbps;
+    /* the tiles of more than narrow_rows rows: their layout's bytes in flight (inflight_kib_wide) */
+    const int narrow = p->narrow_rows > 0 && p->inflight_kib_wide > 0 && p->inflight_kib > 0 && lat > 0 ? p->narrow_rows : 0;
+    double wide_hbm = narrow ? p->inflight_kib_wide * 1024.0 / lat / 1e3 : item_hbm;
+    double wide_l2 = hw->l2_per_cu_gbps * wide_hbm / hw->hbm_per_cu_gbps;
     r->bw_gbps = bw;
     int requant = p->stage == 2 && p->requant_kernel && p->dtype == TL_MOE_FP8;
     int combine = p->stage == 2 && p->combine_kernel;
@@ -372,22 +385,28 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         int a = (int)(last - first);
         int on_cu = (a + cus - 1) / cus; /* items of the wave on the busiest CU share its matrix cores */
         double compute_w = on_cu * item_compute_us;
-        /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall */
-        double wave_bytes = 0, wave_streamed = 0;
+        /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall; each
+         * run's own stream time at its tile's rates (misses at the per-item HBM rate, cache hits at the
+         * per-item L2 rate; a tile of more than narrow rows at its wider layout's) */
+        double wave_bytes = 0, stream_sum = 0, stream_max = 0;
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
-            wave_bytes += b.w + b.w_again + b.a + b.o + b.m;
-            wave_streamed += b.streamed;
+            const double miss = b.w + b.w_again + b.a + b.o + b.m;
+            const int wide = narrow && wl.tile_rows[tile] > narrow;
+            const double run_us = (miss / (wide ? wide_hbm : item_hbm) + (b.streamed - miss) / (wide ? wide_l2 : item_l2)) / 1e3;
+            wave_bytes += miss;
+            stream_sum += run_us;
+            if (run_us / take > stream_max) stream_max = run_us / take;
             left -= take;
             nb += take;
             if (nb == n_blocks) nb = 0, tile++;
         }
-        /* HBM ceiling on first touches; each CU's own stream on everything its item loads: misses at
-         * the per-CU HBM rate, cache hits at the per-CU L2 rate */
+        /* HBM ceiling on first touches; each CU's own stream on everything its item loads. A full wave
+         * charges its items' mean (a CU whose item ends early takes the next one); the last wave, with
+         * nothing left to take, its slowest tile's items: the tail of the busiest tile */
         double hbm_us = wave_bytes / (bw * 1e3);
-        double stream_us = (wave_bytes / item_hbm + (wave_streamed - wave_bytes) / item_l2) /
-                           ((double)a * 1e3);
+        double stream_us = w == waves - 1 ? stream_max : stream_sum / (double)a;
         double mem_us = hbm_us > stream_us ? hbm_us : stream_us;
         double fixed_w, wave_us;
         if (p->prologue_loads > 0) { /* no cross-item prefetch: nothing hides the wave's gap */
@@ -428,7 +447,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
                 byte_parts b = chunk_bytes(&c, it->tile, it->n_block, it->n_block + 1);
                 double miss = b.w + b.a + b.o + b.m;
                 double own = miss / per_item_hbm;
-                double stream = (miss / item_hbm + (b.streamed - miss) / item_l2) / 1e3;
+                const int wide = narrow && it->rows > narrow;
+                double stream = (miss / (wide ? wide_hbm : item_hbm) + (b.streamed - miss) / (wide ? wide_l2 : item_l2)) / 1e3;
                 if (stream > own) own = stream;
                 double dur = (own > compute_w ? own : compute_w) + fixed_w;
                 it->start_us = t;

@@ -57,7 +57,9 @@
  *      a loaded round trip: 16, 32 and 64 KiB in flight per SM stream 19, 38 and 76 GB/s).
  *      kernels/moe.hip keeps 32 KiB in flight per stage-1 block (8 warps x 32 lanes x 4 weight rows
  *      x 16-byte loads x 2 chunks; fp8: 32-byte loads x 1 chunk) and 16 KiB per stage-2 block
- *      (4 warps), so 64 KiB per SM in both stages.
+ *      (4 warps), so 64 KiB per SM in both stages. bf16 (both stages) and fp8 stage 1 switch lane
+ *      layout per tile: a tile of at most 8 real rows (narrow_rows) loads more per lane than a
+ *      fuller one (inflight_kib_wide), and the model charges each tile its own layout's stream.
  *    * prologue_loads > 0 (no cross-item prefetch): every wave pays prologue_loads x load_chain_us
  *      (its dependent loads: the sorted ids, and for fp8 then the activation scales staged in
  *      shared memory) + hbm_latency_us (the ramp-up: the first weight bytes arrive one loaded round
@@ -94,6 +96,14 @@
  *      min(its bytes read, flush_dirty_mb) to HBM first, at the read ceiling (writeback_us).
  *      flush_dirty_mb: on the H200 42.5 MB (a 470 MiB read after a store pass against one after a
  *      read pass).
+ *    * Uneven expert loads (random, zipf or traced routing): the model charges the routing's own
+ *      worklist, tile by tile, never an average expert: the busiest expert's extra tiles are work
+ *      items of their own (with weights_per_tile each pays its weights' read time again), each tile
+ *      streams at its own layout's rate (above), and the stage's last wave, where no item is left
+ *      to take a freed slot, lasts as long as its slowest tile's items (a full wave charges its
+ *      items' mean stream). Under balanced routing every tile is alike and these are the average.
+ *      What it does not see: the kernel deals items n-block-major, so which tiles share the last
+ *      wave differs from the model's tile-major walk.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 256 (every committed bench file); at M = 1024 the prediction is 10-35% off (next
  *    paragraph).
@@ -146,6 +156,9 @@ typedef struct {
     int blocks_per_cu;   /* work items resident on one CU at once (0 = 1): a wave holds cus x this */
     double inflight_kib; /* KiB of loads one work item keeps in flight; with the preset's
                             hbm_latency_us it sets the per-item stream (overrides cu_gbps) */
+    int narrow_rows;     /* > 0 (with inflight_kib_wide): inflight_kib is that of the items of tiles
+                            of at most this many real rows, and the items of fuller tiles keep */
+    double inflight_kib_wide; /* this many KiB in flight (the kernel's other lane layout) */
     int prologue_loads;  /* > 0: the items do not prefetch across items, and each item's weight stream
                             starts after this many dependent DRAM round trips (ids -> rows / scales);
                             every wave pays (prologue_loads + 1) x hbm_latency_us + item_fixed_us */

@@ -62,4 +62,38 @@ expect 2 "check has no --flush" -- "$tl" check moe --flush read
 expect 2 "bench: empty trace file name" -- "$tl" bench moe --trace ""
 expect 2 "check has no --trace" -- "$tl" check moe --trace t.csv
 
+# ---- a routing trace (--routing trace:FILE; tests/data/routing) ----
+rt="$src/tests/data/routing"
+small=(--experts 8 --topk 2 --hidden 256 --width 256)
+if [ $gpu_build -eq 0 ]; then
+  expect 0 "check moe on a trace with weights" -- "$tl" check moe "${small[@]}" --routing "trace:$rt/good_e8k2.txt" --seed 5
+  check "the trace's 5 tokens are the one case" -- grep -q "^ *M=5 *reference vs naive" <<<"$LAST_OUT"
+  check "and no other requested case" -- test "$(grep -c "^ *M=" <<<"$LAST_OUT")" -eq 1
+  check "every row passes" -- bash -c '! grep -q FAIL <<<"$0"' "$LAST_OUT"
+  check "the description names the trace" -- grep -q "routing trace:.*good_e8k2.txt" <<<"$LAST_OUT$LAST_ERR"
+  expect 0 "check moe on the first 3 tokens of an ids-only trace" -- "$tl" check moe "${small[@]}" --routing "trace:$rt/ids_e8k2.txt" --tokens 3 --seed 5
+fi
+printf '{"hidden_size": 256, "num_hidden_layers": 2, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 256}\n' >"$tmp/e8k2.json"
+expect 0 "sim moe takes the token count from the trace" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/good_e8k2.txt" --format csv
+check "one case of 5 tokens, both stages" -- test "$(tail -n +2 <<<"$LAST_OUT" | cut -d, -f5 | tr '\n' ' ')" = "5 5 "
+expect 0 "sim moe --tokens within the trace" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/good_e8k2.txt" --tokens 1,5 --format csv
+expect 2 "sim moe --tokens beyond the trace" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/good_e8k2.txt" --tokens 6
+check "says how many it holds" -- grep -q "holds 5" <<<"$LAST_ERR"
+# every malformation: exit 2, one 'tilelab: error:' line naming the file (and line)
+for c in "count:2: 3 fields" "range:2: expert id 8 outside" "duplicate:2: expert 5 appears twice" \
+         "nan_weight:2: weight nan" "negative_weight:2: weight -1" "mixed:2: has no weights" "empty: no tokens"; do
+  name=${c%%:*}; says=${c#*:}
+  expect 2 "trace bad_$name" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/bad_$name.txt"
+  check "trace bad_$name: says '$says'" -- grep -q "bad_$name.txt:$says" <<<"$LAST_ERR"
+  check "trace bad_$name: one line" -- test "$(wc -l <<<"$LAST_ERR")" -eq 1
+  expect 2 "check moe, trace bad_$name" -- "$tl" check moe "${small[@]}" --routing "trace:$rt/bad_$name.txt" --seed 1
+  expect 2 "bench moe, trace bad_$name (before needing a GPU)" -- "$tl" bench moe "${small[@]}" --routing "trace:$rt/bad_$name.txt"
+done
+expect 2 "trace of the wrong k (a top-2 trace for DeepSeek's top-8)" -- "$tl" sim moe --routing "trace:$rt/good_e8k2.txt"
+expect 2 "trace missing" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/none.txt"
+expect 2 "trace a folder" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt"
+awk 'BEGIN{for(i=0;i<=1048576;i++) print "0 1"}' >"$tmp/long.txt"
+expect 2 "trace of 2^20 + 1 tokens" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$tmp/long.txt"
+check "says too many" -- grep -q "more than 1048576 tokens" <<<"$LAST_ERR"
+
 finish

@@ -35,6 +35,7 @@ check "missing field is named" -- grep -q "intermediate_size" <<<"$LAST_ERR"
 # ---- sim moe ----
 expect 0 "sim moe defaults csv (routed experts only)" -- "$tl" sim moe --shared 0 --format csv
 hdr=$(echo "$LAST_OUT" | head -1)
+check "routes at random by default, seed 1, with the kernel tilelab ships" -- test "$(echo "$LAST_OUT" | awk -F, 'NR==2{print $7","$8","$9}')" = "random,1,tilelab"
 for col in tokens active_experts tiles padding k_padding flops_useful flops_issued hbm_bytes intensity time_us limiter; do
   check "csv column $col" -- grep -Eq "(^|,)$col(,|$)" <<<"$hdr"
 done
@@ -42,10 +43,10 @@ check "14 rows (7 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -
 col() { echo "$hdr" | tr ',' '\n' | grep -nx "$1" | cut -d: -f1; }
 row1=$(echo "$LAST_OUT" | awk -F, 'NR==2')
 check "M=1: 8 tiles, padding 16" -- test "$(echo "$row1" | cut -d, -f"$(col tiles)"),$(echo "$row1" | cut -d, -f"$(col padding)")" = "8,16"
-expect 0 "sim moe M=32,512" -- "$tl" sim moe --tokens 32,512 --stage 1 --shared 0 --format csv
-check "M=32 all 256 experts, M=512 padding 1" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f"$(col active_experts)",$(col padding) | tr '\n' ' ')" = "256,16 256,1 "
-expect 0 "kimi fills at 768" -- "$tl" sim moe --model kimi-k2.6 --dtype a16w4 --tokens 768 --stage 2 --format csv
-check "kimi padding 1 at 768" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col padding)")" = "1"
+expect 0 "sim moe M=32,512" -- "$tl" sim moe --tokens 32,512 --stage 1 --shared 0 --routing balanced --format csv
+check "balanced: M=32 all 256 experts, M=512 padding 1" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f"$(col active_experts)",$(col padding) | tr '\n' ' ')" = "256,16 256,1 "
+expect 0 "kimi fills at 768" -- "$tl" sim moe --model kimi-k2.6 --dtype a16w4 --tokens 768 --stage 2 --routing balanced --format csv
+check "balanced: kimi padding 1 at 768" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col padding)")" = "1"
 expect 0 "sim moe json" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1,64 --tp 8 --format json
 check "json parses, numbers are numbers" -- python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==4 and isinstance(d[0]["time_us"], (int,float))' <<<"$LAST_OUT"
 expect 0 "sim moe table" -- "$tl" sim moe --routing zipf:1.1 --seed 3 --tokens 16
@@ -70,19 +71,22 @@ expect 2 "unknown routing" -- "$tl" sim moe --routing hot
 expect 2 "bad zipf" -- "$tl" sim moe --routing zipf:-1
 expect 2 "missing trace" -- "$tl" sim moe --routing "trace:$tmp/none.csv"
 expect 2 "stage 3" -- "$tl" sim moe --stage 3
-expect 2 "tile height 8" -- "$tl" sim moe --tile-m 8
+expect 2 "tile height 8" -- "$tl" sim moe --kernel generic --tile-m 8
 check "tile height message" -- grep -q "tile height 8" <<<"$LAST_ERR"
-expect 2 "tile height 24" -- "$tl" sim moe --tile-m 24
+expect 2 "tile height 24" -- "$tl" sim moe --kernel generic --tile-m 24
+expect 2 "--tile-m without --kernel generic" -- "$tl" sim moe --tile-m 32
+check "says the option is the generic kernel's" -- grep -q "add --kernel generic" <<<"$LAST_ERR"
+expect 2 "--cu-gbps with --kernel tilelab" -- "$tl" sim moe --kernel tilelab --cu-gbps 40
 expect 2 "tp 3" -- "$tl" sim moe --tp 3
 expect 2 "tp 0" -- "$tl" sim moe --tp 0
 expect 2 "unknown option" -- "$tl" sim moe --frob 1
 expect 2 "option without value" -- "$tl" sim moe --tokens
 expect 2 "bad format" -- "$tl" sim moe --format xml
-expect 2 "cu-gbps 0" -- "$tl" sim moe --cu-gbps 0
-expect 2 "cu-gbps nan" -- "$tl" sim moe --cu-gbps nan
-expect 0 "cu-gbps 36" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --cu-gbps 36 --tokens 1 --stage 1 --format csv
+expect 2 "cu-gbps 0" -- "$tl" sim moe --kernel generic --cu-gbps 0
+expect 2 "cu-gbps nan" -- "$tl" sim moe --kernel generic --cu-gbps nan
+expect 0 "cu-gbps 36" -- "$tl" sim moe --hw h200 --dtype bf16 --kernel generic --tile-n 32 --cu-gbps 36 --tokens 1 --stage 1 --format csv
 slow_t=$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col time_us)")
-expect 0 "cu-gbps default" -- "$tl" sim moe --hw h200 --dtype bf16 --tile-n 32 --tokens 1 --stage 1 --format csv
+expect 0 "cu-gbps default" -- "$tl" sim moe --hw h200 --dtype bf16 --kernel generic --tile-n 32 --tokens 1 --stage 1 --format csv
 base_t=$(echo "$LAST_OUT" | tail -1 | cut -d, -f"$(col time_us)")
 check "a slower per-CU stream (36 < the preset's 55 GB/s) takes longer" -- awk -v a="$slow_t" -v b="$base_t" 'BEGIN{exit !(a > b)}'
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 0, "moe_intermediate_size": 32}\n' >"$tmp/k0.json"
@@ -113,17 +117,22 @@ check "bench sim ran every combination" -- test "$(echo "$LAST_OUT" | tail -1 | 
 expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
 check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"
 check "MXFP4 about halves it" -- awk '$1=="fp8"{f=$4} $1=="mxfp4"{m=$4} END{exit !(m/f > 0.5 && m/f < 0.56)}' <<<"$LAST_OUT"
-# ---- --kernel tilelab: the bench's prediction (this project's kernel, after an L2 flush) ----
-expect 0 "sim moe --kernel tilelab" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --kernel tilelab --format csv
+# ---- --kernel tilelab (the default): the bench's prediction (this project's kernel, after an L2 flush) ----
+expect 0 "sim moe --kernel tilelab" -- "$tl" sim moe --hw h200 --dtype a16w4 --tokens 1 --stage 1 --kernel tilelab --format csv
 hdr=$(head -1 <<<"$LAST_OUT")
 k_t=$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col time_us)")
-expect 0 "sim moe --kernel generic" -- "$tl" sim moe --hw h200 --dtype bf16 --tokens 1 --stage 1 --format csv
+expect 0 "sim moe by default" -- "$tl" sim moe --hw h200 --dtype a16w4 --tokens 1 --stage 1 --format csv
+check "the default is the kernel tilelab ships, named in the row" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col geometry)","$(col time_us)")" = "tilelab,$k_t"
+check "it charges a16w4's dequantization" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col limiter)")" = "dequant"
+expect 0 "sim moe --kernel generic" -- "$tl" sim moe --hw h200 --dtype a16w4 --tokens 1 --stage 1 --kernel generic --format csv
 k_g=$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col time_us)")
 check "the tilelab kernel's geometry changes the prediction" -- test "$k_t" != "$k_g"
+expect 0 "sim moe names its kernel" -- "$tl" sim moe --hw h200 --tokens 1 --stage 1
+check "describe line says kernel tilelab" -- grep -q "kernel tilelab" <<<"$LAST_ERR$LAST_OUT"
 expect 2 "sim moe --kernel bogus" -- "$tl" sim moe --kernel bogus
 
 # ---- the row's columns: what was simulated, and exact counts ----
-expect 0 "sim moe names its problem in every row" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --tp 2 --routing random --seed 9 --format csv
+expect 0 "sim moe names its problem in every row" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --tp 2 --routing random --seed 9 --kernel generic --format csv
 hdr=$(head -1 <<<"$LAST_OUT")
 row=$(tail -1 <<<"$LAST_OUT")
 for c in tp routing seed geometry tile_m tile_n; do
@@ -135,7 +144,7 @@ hdr=$(head -1 <<<"$LAST_OUT")
 check "weight bytes are exact: 8 experts x 4096 x 7168 x 2 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col weight_bytes)")" = "469762048"
 check "FLOPs are exact: 2 x 8 x 4096 x 7168 = 469762048" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col flops_useful)")" = "469762048"
 check "bandwidth is in TB/s" -- test -n "$(col hbm_tbps)"
-expect 0 "sim moe bf16 M=1 with the config's shared expert" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --format csv
+expect 0 "sim moe bf16 M=1 with the config's shared expert" -- "$tl" sim moe --dtype bf16 --tokens 1 --stage 1 --kernel generic --format csv
 check "the shared expert is a ninth expert: 9 x 4096 x 7168 x 2 weight bytes, shared 1" -- \
   test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col shared)","$(col tiles)","$(col weight_bytes)")" = "1,9,528482304"
 expect 0 "sim moe names what of the config it does not model" -- "$tl" sim moe --tokens 1 --stage 1

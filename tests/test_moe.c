@@ -109,7 +109,9 @@ static void test_worklist_every_routing(void **state)
     snprintf(trace, sizeof trace, "%s/test_moe_trace.csv", TL_BINARY_DIR);
     FILE *f = fopen(trace, "w");
     assert_non_null(f);
-    fprintf(f, "# token's experts\n0,3\n5,1\n\n2,7\n");
+    /* 9 tokens (the shape's): k = 2 expert ids, then their weights (scaled to sum 1) */
+    fprintf(f, "# token's experts and weights\n0,3,1,1\n5,1,0.7,0.3\n\n2,7,2,1\n4 6 1 3\n1 0 .5 .5\n7 2 3 1\n"
+               "3 5 1 1\n6 4 .9 .1\n0 7 .25 .75\n");
     fclose(f);
     char trace_spec[300];
     snprintf(trace_spec, sizeof trace_spec, "trace:%s", trace);

@@ -204,10 +204,12 @@ static void test_measured_ceilings_matter(void **state)
     ds_only.ceilings.hbm_read_gbps.measured = 0; /* datasheet only: faster memory */
     tl_moe_result a = run(problem(&hw200, &ds, TL_MOE_BF16, 256, 1));
     tl_moe_result b = run(problem(&ds_only, &ds, TL_MOE_BF16, 256, 1));
-    assert_true(a.bw_gbps == 4398 && b.bw_gbps == 4800);
+    /* the measured read ceiling (tilelab bench roofline's, presets/hw/h200.json) below the datasheet's */
+    const double hbm = hw200.ceilings.hbm_read_gbps.measured;
+    assert_true(hbm > 4000 && hbm < 4800 && a.bw_gbps == hbm && b.bw_gbps == 4800);
     assert_true(b.time_us < a.time_us);
     /* full waves scale with the ceiling; the small last wave is held by the per-SM limit */
-    assert_true(a.memory_us / b.memory_us > 1.05 && a.memory_us / b.memory_us <= 4800.0 / 4398.0 + 1e-9);
+    assert_true(a.memory_us / b.memory_us > 1.02 && a.memory_us / b.memory_us <= 4800.0 / hbm + 1e-9);
     /* a small grid cannot pull the full bandwidth: 8 tiles x 4 n-blocks = 32 items at tp 8 */
     tl_moe_problem p = problem(&hw355, &ds, TL_MOE_FP8, 1, 1);
     p.tp = 8;
@@ -310,7 +312,7 @@ static void test_tilelab_kernel_terms(void **state)
     p.after_flush = 1;
     tl_moe_result b = run(p);
     assert_true(b.writeback_bytes == hw200.flush_dirty_mb * 1e6);
-    assert_true(fabs(b.time_us - a.time_us - hw200.flush_dirty_mb * 1e6 / (4398.0 * 1e3)) < 1e-9);
+    assert_true(fabs(b.time_us - a.time_us - hw200.flush_dirty_mb * 1e6 / (hw200.ceilings.hbm_read_gbps.measured * 1e3)) < 1e-9);
     /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, layout 0 (32 B) */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
@@ -322,9 +324,25 @@ static void test_tilelab_kernel_terms(void **state)
     p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2); /* 8 rows per expert: no pairs, layout 2 */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.tile_m == 16 && p.inflight_kib == 32.0);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 384, 2); /* 12 rows per expert: layout 0 */
+    assert_true(p.narrow_rows == 8 && p.inflight_kib_wide == 16.0); /* fuller tiles: layout 0 */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 384, 2); /* 12 rows per expert: every tile layout 0 */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_true(p.tile_m == 16 && p.inflight_kib == 16.0);
+    assert_true(p.tile_m == 16 && p.inflight_kib == 32.0 && p.inflight_kib_wide == 16.0 && p.narrow_rows == 8);
+    tl_moe_problem one = p; /* the same as one layout-0 stream for every tile */
+    one.inflight_kib = 16.0;
+    one.narrow_rows = 0;
+    tl_moe_result r384 = run(p), q384 = run(one);
+    assert_true(fabs(r384.time_us - q384.time_us) < 1e-9);
+    /* uneven loads: under random routing at M = 256 (8 rows per expert on average) the busier
+     * experts' tiles (more than 8 rows) stream at layout 0's rate: slower than if every tile were
+     * layout 2, as all of balanced routing's are (by little here: HBM-bound waves hide most of it) */
+    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2);
+    tl_routing_parse("random", &p.routing);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    one = p;
+    one.narrow_rows = 16; /* every tile layout 2 */
+    tl_moe_result rr = run(p), rq = run(one);
+    assert_true(rr.time_us > rq.time_us);
     /* stage 2: 128 columns per item, 4 blocks per SM, the combine kernel; fp8 also re-quantizes */
     p = problem(&hw200, &ds, TL_MOE_BF16, 8, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
@@ -384,7 +402,7 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(g.gs == 8 && g.threads == 256 && g.tasks_per_tile == 10 && g.tasks == 2);
     assert_int_equal(c.kernels, 2);
     double comb_bytes = 8.0 * 7168 * 4 + 7168.0 * 4; /* fp32 partials in, the token's sum out */
-    assert_true(fabs(c.extra_us - (hw200.next_kernel_us + 8 * hw200.load_chain_us + comb_bytes / 4398e3)) < 1e-9);
+    assert_true(fabs(c.extra_us - (hw200.next_kernel_us + 8 * hw200.load_chain_us + comb_bytes / (hw200.ceilings.hbm_read_gbps.measured * 1e3))) < 1e-9);
     p = problem(&hw200, &ds, TL_MOE_FP8, 1, 2);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.requant_kernel && p.prologue_loads == 2);
@@ -392,7 +410,7 @@ static void test_tilelab_kernel_terms(void **state)
     assert_int_equal(d.kernels, 3);
     /* 8 rows fit one round; a row's 2048 values are one load per thread (256 x 8), then shuffles */
     double quant = hw200.next_kernel_us + hw200.load_chain_us +
-                   8.0 * 2048 * (2.0 + 1.0 + 4.0 / 128) / 4398e3;
+                   8.0 * 2048 * (2.0 + 1.0 + 4.0 / 128) / (hw200.ceilings.hbm_read_gbps.measured * 1e3);
     assert_true(fabs(d.extra_us - quant - c.extra_us) < 1e-9);
     /* presets without the keys fall back: no chain longer than a launch, the L2 as the dirty bytes */
     assert_true(hw355.next_kernel_us == hw355.launch_us);

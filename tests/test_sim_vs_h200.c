@@ -3,7 +3,8 @@
  * for every row with the h200 preset and the kernel's own geometry (tl_moe_tilelab_kernel, as
  * `tilelab bench moe` does), prints the table (measured, the prediction recorded at the time, the
  * prediction now) and asserts |error| <= 15% for every row with tokens <= 256 that timed the kernel
- * the model now describes (measured_csvs). Rows above 256 are printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1; the
+ * the model now describes (measured_csvs). Rows above 256 are printed, not asserted. Shape of the runs: DeepSeek-V3.2 full width, balanced routing, seed 1 (a row whose
+ * source names its routing and seed, as bench moe's rows do, is simulated with them); the
  * default read flush and --flush write (whose dirty L2 lines the model writes back first; runs up
  * to 11 said only "(read flush)" on the rows that were not written) (bench/journal/runs.md). */
 #include <setjmp.h>
@@ -128,8 +129,15 @@ static void test_h200_prediction(void **state)
             assert_int_equal(tl_moe_dtype_parse(f[c_dt], &p.dtype), 0);
             p.stage = atoi(f[c_stage]);
             p.tokens = atoi(f[c_tok]);
-            assert_int_equal(tl_routing_parse("balanced", &p.routing), 0);
-            p.seed = 1;
+            /* the row's routing and seed when its source names them (bench moe's rows do); the
+             * files before that were all balanced routing, seed 1 */
+            char routing[256] = "balanced";
+            unsigned long long seed = 1;
+            const char *rs = strstr(f[c_src], "; routing "), *ss = strstr(f[c_src], "; seed ");
+            if (rs) snprintf(routing, sizeof routing, "%.*s", (int)strcspn(rs + 10, ";"), rs + 10);
+            if (ss) seed = strtoull(ss + 7, NULL, 10);
+            assert_int_equal(tl_routing_parse(routing, &p.routing), 0);
+            p.seed = seed;
             p.tp = 1;
             assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
             /* timed after the bench's 256 MiB L2 flush: a write flush leaves dirty lines */

@@ -217,36 +217,84 @@ static void test_zipf_is_skewed(void **state)
     free(ids);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 static void test_trace(void **state)
 {
     (void)state;
-    const char *path = TL_BINARY_DIR "/test_worklist_trace.csv";
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("# token experts\n3,1\n\n0, 2\n1 3\n", f);
-    fclose(f);
+    const char *path = TL_BINARY_DIR "/test_worklist_trace.txt";
+    write_text(path, "# token experts\n3,1\n\n0, 2\n1 3\n");
     char spec[1200];
     snprintf(spec, sizeof spec, "trace:%s", path);
     tl_routing r;
     assert_int_equal(tl_routing_parse(spec, &r), 0);
+    int n = 0;
+    assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), 0);
+    assert_int_equal(n, 3);
     int32_t ids[10];
     float w[10];
-    assert_int_equal(tl_route(&r, 5, 4, 2, 0, ids, w), 0);
-    const int32_t want[] = {3, 1, 0, 2, 1, 3, 3, 1, 0, 2}; /* repeats after 3 tokens */
+    assert_int_equal(tl_route(&r, 3, 4, 2, 0, ids, w), 0);
+    const int32_t want[] = {3, 1, 0, 2, 1, 3};
     assert_memory_equal(ids, want, sizeof want);
-    assert_true(w[0] == 0.5f);
-    /* wrong k, id out of range, duplicate, garbage: errors that name file and line */
-    const char *bad[] = {"1,2,3\n", "1,9\n", "2,2\n", "1,x\n"};
-    for (int i = 0; i < 4; i++) {
-        f = fopen(path, "w");
-        fputs("0,1\n", f);
-        fputs(bad[i], f);
-        fclose(f);
-        assert_int_equal(tl_route(&r, 4, 4, 2, 0, ids, NULL), TL_EUSAGE);
-        assert_non_null(strstr(tl_last_error(), ":2:"));
+    for (int i = 0; i < 6; i++) assert_true(w[i] == 0.5f); /* no weights in the file: 1/k */
+    assert_int_equal(tl_route(&r, 2, 4, 2, 0, ids, NULL), 0); /* the first 2 tokens */
+    assert_memory_equal(ids, want, 4 * sizeof *ids);
+    assert_int_equal(tl_route(&r, 5, 4, 2, 0, ids, w), TL_EUSAGE); /* more than the trace holds: not repeated */
+    assert_non_null(strstr(tl_last_error(), "holds 3 tokens"));
+    /* weights: scaled to sum 1 per token */
+    write_text(path, "3 1 0.75 0.25\n0,2,2,6\n");
+    assert_int_equal(tl_route(&r, 2, 4, 2, 0, ids, w), 0);
+    assert_true(w[0] == 0.75f && w[1] == 0.25f && w[2] == 0.25f && w[3] == 0.75f);
+    /* every malformation: TL_EUSAGE naming the file's line 2 and what is wrong */
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"0,1\n1,2,3\n", "3 fields"},                      /* k + 1 fields */
+        {"0,1\n1\n", "1 fields"},                          /* k - 1 */
+        {"0 1 .5 .5\n1 2 0.5 0.5 0.5\n", "more than 4"},   /* more than 2k */
+        {"0,1\n1,9\n", "outside [0, 4)"},                  /* id out of range */
+        {"0,1\n1,-1\n", "outside [0, 4)"},                 /* negative id */
+        {"0,1\n2,2\n", "appears twice"},                   /* duplicate */
+        {"0,1\n1,x\n", "not an integer"},                  /* not an id */
+        {"0,1\n1.5 2\n", "not an integer"},
+        {"0 1 .5 .5\n1 2 nan 1\n", "finite and > 0"},      /* NaN weight */
+        {"0 1 .5 .5\n1 2 -0.5 1\n", "finite and > 0"},     /* negative weight */
+        {"0 1 .5 .5\n1 2 0 1\n", "finite and > 0"},        /* zero weight */
+        {"0 1 .5 .5\n1 2 inf 1\n", "finite and > 0"},      /* infinite weight */
+        {"0 1 .5 .5\n1 2 1e-300 1e300\n", "float32"},      /* a weight float32 cannot hold against its row */
+        {"0 1 .5 .5\n1 2 0.5 w\n", "not a number"},
+        {"0 1 .5 .5\n2 3\n", "has no weights"},            /* weights on some lines only */
+        {"0 1\n2 3 .5 .5\n", "has weights"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_text(path, bad[i].text);
+        assert_int_equal(tl_route(&r, 2, 4, 2, 0, ids, w), TL_EUSAGE);
+        if (!strstr(tl_last_error(), ":2:") || !strstr(tl_last_error(), bad[i].says))
+            fail_msg("case %zu: %s", i, tl_last_error());
+        assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), TL_EUSAGE); /* the whole file is checked */
+        assert_int_equal(tl_route(&r, 1, 4, 2, 0, ids, w), TL_EUSAGE);     /* whatever M is asked */
     }
+    write_text(path, "# only a comment\n\n");
+    assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "no tokens"));
+    FILE *f = fopen(path, "w"); /* one token more than the limit */
+    assert_non_null(f);
+    for (int t = 0; t <= TL_ROUTE_TRACE_MAX_TOKENS; t++) fputs("0 1\n", f);
+    fclose(f);
+    assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), TL_EUSAGE);
+    assert_non_null(strstr(tl_last_error(), "more than"));
     remove(path);
-    assert_int_equal(tl_route(&r, 4, 4, 2, 0, ids, NULL), TL_EUSAGE); /* missing file */
+    assert_int_equal(tl_route(&r, 1, 4, 2, 0, ids, NULL), TL_EUSAGE); /* missing file */
+    assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), TL_EUSAGE);
+    snprintf(spec, sizeof spec, "trace:%s", TL_BINARY_DIR); /* a folder */
+    assert_int_equal(tl_routing_parse(spec, &r), 0);
+    assert_int_equal(tl_routing_trace_tokens(&r, 4, 2, &n), TL_EUSAGE);
 }
 
 static void test_bad_input(void **state)

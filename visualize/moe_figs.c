@@ -397,10 +397,12 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
         if (tail_partial)
             le[nle++] = (tl_legend_entry){"tail wave (partly filled)", tl_gfx_palette(6), TL_KEY_BOX, 0, 0};
         tl_gfx_legend(g, W - 12, 4, le, nle, 1);
-        char foot[300];
+        char foot[1600], routing[1100];
+        tl_routing_describe(&p->routing, routing, sizeof routing);
         snprintf(foot, sizeof foot,
-                 "simulated on preset %s: tl_moe_sim schedule (items dealt round robin over %s; launch %.1f us included in the total)",
-                 hw->name, nx > 1 ? "XCDs" : units, hw->launch_us);
+                 "simulated on preset %s: tl_moe_sim schedule of the generic kernel, %s routing, seed %llu (items dealt "
+                 "round robin over %s; launch %.1f us included in the total)",
+                 hw->name, routing, (unsigned long long)p->seed, nx > 1 ? "XCDs" : units, hw->launch_us);
         tl_gfx_footer(g, foot);
         rc = tl_gfx_close(g);
     }
