@@ -707,20 +707,16 @@ static int moe_work(void *vp, int c, int part, tl_op_work *w)
 {
     moe_problem *p = vp;
     const int stage = part + 1;
-    memset(w, 0, sizeof *w);
-    snprintf(w->part, sizeof w->part, "stage %d", stage);
     tl_hw hw;
     int rc = tl_hw_load(p->hw, &hw);
     tl_moe_result r;
     if (!rc) rc = moe_model(p, &hw, (int)p->tokens[c], stage, 0, &r);
     if (rc) return rc;
-    double wbytes, io;
-    moe_counted(p, c, stage, r.active_experts, &w->flops, &wbytes, &io);
-    w->hbm_bytes = wbytes + io;
-    w->model_flops = r.flops_useful;
-    w->model_hbm_bytes = r.hbm_bytes;
-    w->model_us = r.time_us;
-    snprintf(w->limiter, sizeof w->limiter, "%s", r.limiter);
+    double flops, wbytes, io;
+    char part_name[16];
+    moe_counted(p, c, stage, r.active_experts, &flops, &wbytes, &io);
+    snprintf(part_name, sizeof part_name, "stage %d", stage);
+    tl_ops_work_set(w, part_name, flops, wbytes + io, r.flops_useful, r.hbm_bytes, r.time_us, r.limiter);
     tl_moe_result_free(&r);
     return 0;
 }
