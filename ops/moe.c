@@ -713,7 +713,7 @@ static int moe_work(void *vp, int c, int part, tl_op_work *w)
     if (!rc) rc = moe_model(p, &hw, (int)p->tokens[c], stage, 0, &r);
     if (rc) return rc;
     double flops, wbytes, io;
-    char part_name[16];
+    char part_name[32]; /* tl_op_work.part's size */
     moe_counted(p, c, stage, r.active_experts, &flops, &wbytes, &io);
     snprintf(part_name, sizeof part_name, "stage %d", stage);
     tl_ops_work_set(w, part_name, flops, wbytes + io, r.flops_useful, r.hbm_bytes, r.time_us, r.limiter);
