@@ -55,13 +55,14 @@ static __device__ __forceinline__ void write_routing(const QuantOut &o, long lon
     }
 }
 
-/* Whether any of the eight is NaN or Inf. */
-static __device__ __forceinline__ bool any_special8(const float *f)
+/* The largest |x| bits of the eight, NaN included (NaN above Inf): >= 0x7F800000 when any is NaN or
+ * Inf. */
+static __device__ __forceinline__ uint32_t max_abs_bits8(const float *f)
 {
     uint32_t m = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) m = max(m, tl_code_f32_bits(f[i]) & 0x7FFFFFFFu);
-    return m >= 0x7F800000u;
+    for (int i = 0; i < 8; i++) m = max(m, tl_quant_abs_bits(f[i]));
+    return m;
 }
 
 /* Eight FP8 codes (two words, the first value in the low byte) of f under one group's scale:
@@ -128,9 +129,7 @@ static __device__ __forceinline__ void convert_tile(const uint4 *q, long long ba
         const long long at = base + (long long)v * TL_QUANT_THREADS * 8 + 8LL * t;
         float f[8];
         unpack_bf16x8(q[v], f);
-        uint32_t m = 0;
-#pragma unroll
-        for (int i = 0; i < 8; i++) m = max(m, tl_quant_abs_bits(f[i]));
+        uint32_t m = max_abs_bits8(f);
         const bool special = m >= 0x7F800000u; /* a NaN or Inf among this lane's eight */
         if (!MX && m > 0x7F800000u) { /* FP8's amax skips NaN */
             m = 0;
@@ -221,7 +220,7 @@ __global__ void __launch_bounds__(TL_QUANT_QUERY_THREADS)
                 float *__restrict__ scales)
 {
     constexpr int TEAMS = TL_QUANT_QUERY_THREADS / 16, R = TL_QUANT_QUERY_ROWS / TEAMS; /* 4 rows a thread */
-    __shared__ uint32_t red[TL_QUANT_QUERY_THREADS / 16];
+    __shared__ uint32_t red[TEAMS];
     const int heads = k / TL_QUANT_HEAD_DIM, b = (int)blockIdx.x / heads, h = (int)blockIdx.x % heads;
     const int t = (int)tl_thread_x(), team = t / 16, lane = t % 16;
     float f[R][8];
@@ -266,14 +265,14 @@ __global__ void __launch_bounds__(TL_QUANT_QUERY_THREADS)
     if (lane == 0) red[team] = m;
     tl_block_sync();
 #pragma unroll
-    for (int j = 0; j < TL_QUANT_QUERY_THREADS / 16; j++) m = red[j] > m ? red[j] : m;
+    for (int j = 0; j < TEAMS; j++) m = red[j] > m ? red[j] : m;
     const float scale = tl_quant_fp8_scale(tl_code_bits_f32(m), 0, ue8m0);
 #pragma unroll
     for (int i = 0; i < R; i++) {
         const long long r = (long long)b * TL_QUANT_QUERY_ROWS + team + TEAMS * i;
         if (r >= rows) continue;
         *(uint2 *)(codes + r * k + h * TL_QUANT_HEAD_DIM + 8 * lane) =
-            fp8_codes8<0, HADAMARD>(f[i], scale, any_special8(f[i]));
+            fp8_codes8<0, HADAMARD>(f[i], scale, max_abs_bits8(f[i]) >= 0x7F800000u);
     }
     if (t == 0) scales[(long long)b * heads + h] = scale;
 }
