@@ -2,7 +2,9 @@
 # CMakeLists.txt, which links the target tilelab_gpu into `tilelab` and defines
 # TILELAB_HAVE_GPU=1 for the cli sources when the target exists.
 #   -DTILELAB_GPU=off   nothing (the default; CI)
-#   -DTILELAB_GPU=cuda  nvcc compiles kernels/*.hip as CUDA; CMAKE_CUDA_ARCHITECTURES default 90
+#   -DTILELAB_GPU=cuda  nvcc compiles kernels/*.hip as CUDA; CMAKE_CUDA_ARCHITECTURES default 90a
+#                       (Hopper with its wgmma, kernels/wgmma.h; TL_HAVE_WGMMA=1 tells the host
+#                       code that those kernels exist). Plain 90 or 80/89 build the mma.sync paths.
 #   -DTILELAB_GPU=hip   hipcc / clang compiles them as HIP; CMAKE_HIP_ARCHITECTURES default
 #                       gfx950;gfx942 (needs ROCm 6.4+ or LLVM 20 for gfx950). On Debian 12
 #                       packages (clang-19, HIP 5.2) only gfx942 compiles: pass
@@ -17,7 +19,7 @@ elseif(TL_GPU_MODE STREQUAL "cuda")
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES 90a)
   endif()
   enable_language(CUDA)
   set(CMAKE_CUDA_STANDARD 17)
@@ -25,6 +27,9 @@ elseif(TL_GPU_MODE STREQUAL "cuda")
   set_source_files_properties(${TL_GPU_SOURCES} PROPERTIES LANGUAGE CUDA)
   add_library(tilelab_gpu STATIC ${TL_GPU_SOURCES})
   target_compile_options(tilelab_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-x cu -lineinfo -Xptxas=-warn-spills>)
+  if("90a" IN_LIST CMAKE_CUDA_ARCHITECTURES)
+    target_compile_definitions(tilelab_gpu PRIVATE TL_HAVE_WGMMA=1)
+  endif()
   find_package(CUDAToolkit REQUIRED)
   target_link_libraries(tilelab_gpu PUBLIC CUDA::cudart_static)
 elseif(TL_GPU_MODE STREQUAL "hip")

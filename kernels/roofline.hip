@@ -11,10 +11,16 @@
  *   tl_roofline_check_mma         one tile through tl_frag_load / tl_mma / tl_frag_store,
  *                                 compared with a host product: the fragment layouts of mma.h are
  *                                 right on the device that reports the ceiling.
+ *   tl_roofline_wgmma_bf16 / _fp8 sm_90a only (kernels/wgmma.h): each warpgroup issues
+ *                                 m64n256 products from one swizzled shared-memory tile, groups of
+ *                                 four (one 128-byte K row) committed, at most two in flight.
+ *   tl_roofline_check_wgmma       one 64 x 64 x 128-byte product through the descriptors, the
+ *                                 swizzle and (BF16) the register-A form, against a host product.
  */
 #include "gpu.h"
 #include "mma.h"
 #include "roofline.h"
+#include "wgmma.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -175,6 +181,111 @@ __global__ void tl_roofline_check_mma_fp8(const uint8_t *A, const uint8_t *Bt, f
         tl_mma_fp8(&c, &a, &b);
     }
     if (threadIdx.x < TL_WAVE) tl_frag_store_c(&c, C, TL_MMA_FP8_N);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Warpgroup matrix loops (sm_90a)
+ * ------------------------------------------------------------------------------------------- */
+#define WG_A_BYTES (64 * 128)
+#define WG_B_BYTES (256 * 128)
+
+/* Copies `rows` rows of 128 bytes into the 128-byte swizzle, row r from row r % src_rows of the
+ * row-major global tile g. */
+static __device__ void wg_stage_sw128(uint8_t *smem, const uint8_t *g, int rows, int src_rows)
+{
+    for (int i = threadIdx.x; i < rows * 8; i += blockDim.x) {
+        int r = i / 8, c = i % 8;
+        *(uint4 *)(smem + tl_wgmma_sw128_offset(r, c * 16)) = *(const uint4 *)(g + (r % src_rows) * 128 + c * 16);
+    }
+}
+
+template <int FP8>
+__global__ void __launch_bounds__(384, 1) tl_roofline_wgmma(const uint8_t *tile, float *out, int iters)
+{
+#if TL_WGMMA_AVAILABLE
+    __shared__ __align__(1024) uint8_t sa[WG_A_BYTES];
+    __shared__ __align__(1024) uint8_t sb[WG_B_BYTES];
+    wg_stage_sw128(sa, tile, 64, 64);
+    wg_stage_sw128(sb, tile, 256, TILE_BYTES / 2 / 128);
+    tl_fence_proxy_async();
+    __syncthreads();
+    const uint64_t da = tl_wgmma_desc_sw128(sa), db = tl_wgmma_desc_sw128(sb);
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; i++) d[i] = 0.0f;
+    for (int it = 0; it < iters; it++) {
+        tl_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            if (FP8) tl_wgmma_m64n256k32_e4m3(d, tl_wgmma_desc_advance(da, 32 * ks), tl_wgmma_desc_advance(db, 32 * ks), 1);
+            else tl_wgmma_m64n256k16_bf16(d, tl_wgmma_desc_advance(da, 32 * ks), tl_wgmma_desc_advance(db, 32 * ks), 1);
+        }
+        tl_wgmma_commit();
+        tl_wgmma_wait<1>();
+    }
+    tl_wgmma_wait<0>();
+    tl_wgmma_hold(d);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 128; i++) s += d[i];
+    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = s;
+#else
+    (void)tile;
+    (void)out;
+    (void)iters;
+#endif
+}
+
+/* C = A * Bt^T for A [64][128 bytes], Bt [64][128 bytes] (64 BF16 or 128 E4M3 a row), one
+ * warpgroup: C[64][64] from the shared-memory form; for BF16 also C2 from the register-A form. */
+template <int FP8>
+__global__ void tl_roofline_check_wgmma(const uint8_t *A, const uint8_t *Bt, float *C, float *C2)
+{
+#if TL_WGMMA_AVAILABLE
+    __shared__ __align__(1024) uint8_t sa[64 * 128];
+    __shared__ __align__(1024) uint8_t sb[64 * 128];
+    wg_stage_sw128(sa, A, 64, 64);
+    wg_stage_sw128(sb, Bt, 64, 64);
+    tl_fence_proxy_async();
+    __syncthreads();
+    const uint64_t da = tl_wgmma_desc_sw128(sa), db = tl_wgmma_desc_sw128(sb);
+    const int w = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+    float d[32];
+    tl_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++) {
+        if (FP8) tl_wgmma_m64n64k32_e4m3(d, tl_wgmma_desc_advance(da, 32 * ks), tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+        else tl_wgmma_m64n64k16_bf16(d, tl_wgmma_desc_advance(da, 32 * ks), tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+    }
+    tl_wgmma_commit();
+    tl_wgmma_wait<0>();
+    tl_wgmma_hold(d);
+    for (int j = 0; j < 8; j++)
+        for (int h = 0; h < 4; h++)
+            C[(16 * w + g + 8 * (h / 2)) * 64 + 8 * j + 2 * t + h % 2] = d[4 * j + h];
+    if (!FP8) {
+        const uint32_t *A32 = (const uint32_t *)A; /* 32 words a row */
+        tl_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const int r0 = 16 * w + g, k0 = ks * 8 + t; /* word index: elements 2 (8 ks + t) */
+            uint32_t a[4] = {A32[r0 * 32 + k0], A32[(r0 + 8) * 32 + k0], A32[r0 * 32 + k0 + 4],
+                             A32[(r0 + 8) * 32 + k0 + 4]};
+            tl_wgmma_m64n64k16_bf16_rs(d, a, tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+        }
+        tl_wgmma_commit();
+        tl_wgmma_wait<0>();
+        tl_wgmma_hold(d);
+        for (int j = 0; j < 8; j++)
+            for (int h = 0; h < 4; h++)
+                C2[(16 * w + g + 8 * (h / 2)) * 64 + 8 * j + 2 * t + h % 2] = d[4 * j + h];
+    }
+#else
+    (void)A;
+    (void)Bt;
+    (void)C;
+    (void)C2;
+#endif
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -395,7 +506,19 @@ typedef struct {
     int iters;
 } launch_desc;
 
-enum { K_BF16, K_FP8, K_F8F6F4, K_READ, K_COPY, K_MEMCPY };
+enum { K_BF16, K_FP8, K_F8F6F4, K_READ, K_COPY, K_MEMCPY, K_WGMMA_BF16, K_WGMMA_FP8 };
+
+/* 1 when this build holds the sm_90a kernels and the device runs them (Hopper). */
+static int wgmma_runs(const roofline_ctx *c)
+{
+#if defined(TL_HAVE_WGMMA)
+    return c->arch == ARCH_NVIDIA && strncmp(c->rep->gpu.arch, "sm_90", 5) == 0;
+#else
+    (void)c;
+    return 0;
+#endif
+}
+
 
 template <int NACC>
 static void launch_mma(const launch_desc *d, hipStream_t s)
@@ -442,6 +565,8 @@ static const char *kernel_name(int which)
     case K_F8F6F4: return "tl_roofline_mma_f8f6f4";
     case K_READ: return "tl_roofline_hbm_read";
     case K_MEMCPY: return "hipMemcpyAsync";
+    case K_WGMMA_BF16: return "tl_roofline_wgmma_bf16";
+    case K_WGMMA_FP8: return "tl_roofline_wgmma_fp8";
     default: return "tl_roofline_hbm_copy";
     }
 }
@@ -455,7 +580,11 @@ static int launch_one(void *ctx, void *stream)
         TL_GPU_CHECK(hipMemcpyAsync(d->c->dst, d->c->hbm, d->c->n16 / 2 * 16, hipMemcpyDeviceToDevice, s));
         return 0;
     }
-    if (d->which == K_READ || d->which == K_COPY) {
+    if (d->which == K_WGMMA_BF16)
+        tl_roofline_wgmma<0><<<d->blocks, d->threads, 0, s>>>((const uint8_t *)d->c->mma_tile, d->c->mma_out, d->iters);
+    else if (d->which == K_WGMMA_FP8)
+        tl_roofline_wgmma<1><<<d->blocks, d->threads, 0, s>>>((const uint8_t *)d->c->mma_tile + TILE_BYTES / 2, d->c->mma_out, d->iters);
+    else if (d->which == K_READ || d->which == K_COPY) {
         if (d->unroll == 1) launch_hbm_layout<1>(d, s);
         else if (d->unroll == 4) launch_hbm_layout<4>(d, s);
         else if (d->unroll == 8) launch_hbm_layout<8>(d, s);
@@ -502,6 +631,13 @@ static int time_config(roofline_ctx *c, launch_desc *d, const char *ceiling)
         snprintf(p->config, sizeof p->config, "grid %d x %d, unroll %d, %s, %s, %.2f GiB", d->blocks,
                  d->threads, d->unroll, mode_name(d->which, d->mode),
                  d->layout ? "chunk per block" : "grid-stride", bytes / 1073741824.0);
+    } else if (d->which == K_WGMMA_BF16 || d->which == K_WGMMA_FP8) {
+        int k = d->which == K_WGMMA_FP8 ? 32 : 16;
+        double warpgroups = (double)d->blocks * d->threads / 128.0;
+        p->flops = warpgroups * d->iters * 4 * 2.0 * 64 * 256 * k;
+        p->value = p->flops / (r.median_ms * 1e-3) / 1e12;
+        snprintf(p->config, sizeof p->config, "grid %d x %d, %d iters, wgmma m64n256k%d, 2 groups in flight",
+                 d->blocks, d->threads, d->iters, k);
     } else {
         int m, n, k;
         mma_shape(c->arch, d->which != K_BF16, &m, &n, &k);
@@ -632,6 +768,85 @@ done:
     return st;
 }
 
+/* The wgmma descriptors, swizzle and accumulator layout (kernels/wgmma.h) against a host product:
+ * one 64 x 64 x 128-byte tile in E4M3 and in BF16 (shared-memory and register A). */
+static int check_wgmma_tiles(roofline_ctx *c)
+{
+    if (!wgmma_runs(c)) return 0;
+    int st = 0;
+    uint8_t *hA = (uint8_t *)malloc(8192), *hB = (uint8_t *)malloc(8192);
+    float *hC = (float *)malloc(sizeof(float) * 4096 * 2);
+    uint8_t *dA = NULL, *dB = NULL;
+    float *dC = NULL;
+    tl_rng rng;
+    tl_rng_seed(&rng, 0x3e11a5edULL);
+    if (!hA || !hB || !hC) {
+        st = tl_error(TL_EFAIL, "roofline", "out of host memory");
+        goto done;
+    }
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dA, 8192), st, done);
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dB, 8192), st, done);
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dC, sizeof(float) * 4096 * 2), st, done);
+    for (int fp8 = 0; fp8 < 2; fp8++) {
+        const char *name = fp8 ? "tl_roofline_check_wgmma<fp8>" : "tl_roofline_check_wgmma<bf16>";
+        for (int i = 0; i < 8192; i += 1 + !fp8) {
+            if (fp8) {
+                hA[i] = random_fp8(&rng);
+                hB[i] = random_fp8(&rng);
+            } else {
+                uint16_t a = (uint16_t)tl_code_bf16_from_f32((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
+                uint16_t b = (uint16_t)tl_code_bf16_from_f32((float)(2.0 * tl_rng_uniform(&rng) - 1.0));
+                memcpy(hA + i, &a, 2);
+                memcpy(hB + i, &b, 2);
+            }
+        }
+        for (int i = 0; i < 8192; i++) hC[i] = NAN;
+        TL_GPU_CHECK_GOTO(hipMemcpy(dC, hC, sizeof(float) * 8192, hipMemcpyHostToDevice), st, done);
+        TL_GPU_CHECK_GOTO(hipMemcpy(dA, hA, 8192, hipMemcpyHostToDevice), st, done);
+        TL_GPU_CHECK_GOTO(hipMemcpy(dB, hB, 8192, hipMemcpyHostToDevice), st, done);
+        if (fp8) tl_roofline_check_wgmma<1><<<1, 128>>>(dA, dB, dC, dC + 4096);
+        else tl_roofline_check_wgmma<0><<<1, 128>>>(dA, dB, dC, dC + 4096);
+        TL_GPU_CHECK_LAUNCH_GOTO(name, st, done);
+        TL_GPU_CHECK_GOTO(hipMemcpy(hC, dC, sizeof(float) * 8192, hipMemcpyDeviceToHost), st, done);
+        int k = fp8 ? 128 : 64;
+        for (int form = 0; form < 2 - fp8; form++)
+            for (int i = 0; i < 64; i++)
+                for (int j = 0; j < 64; j++) {
+                    double ref = 0.0, mag = 0.0;
+                    for (int kk = 0; kk < k; kk++) {
+                        double x, y;
+                        if (fp8) {
+                            x = fp8_value(hA[i * 128 + kk], 0);
+                            y = fp8_value(hB[j * 128 + kk], 0);
+                        } else {
+                            uint16_t a, b;
+                            memcpy(&a, hA + i * 128 + 2 * kk, 2);
+                            memcpy(&b, hB + j * 128 + 2 * kk, 2);
+                            x = tl_code_bf16_to_f32(a);
+                            y = tl_code_bf16_to_f32(b);
+                        }
+                        ref += x * y;
+                        mag += fabs(x * y);
+                    }
+                    double got = hC[form * 4096 + i * 64 + j];
+                    /* exact products summed in at least 22 bits of mantissa (Hopper's FP8 accumulator) */
+                    if (!(fabs(got - ref) <= 1e-5 * mag + 1e-30)) {
+                        st = tl_error(TL_EFAIL, name, "%sC[%d][%d] = %.9g, host product %.9g: the descriptor, swizzle or layout is wrong",
+                                      form ? "register-A form: " : "", i, j, got, ref);
+                        goto done;
+                    }
+                }
+    }
+done:
+    if (dA) (void)hipFree(dA);
+    if (dB) (void)hipFree(dB);
+    if (dC) (void)hipFree(dC);
+    free(hA);
+    free(hB);
+    free(hC);
+    return st;
+}
+
 static int check_read_sum(roofline_ctx *c, int blocks)
 {
     unsigned *h = (unsigned *)malloc(sizeof(unsigned) * (size_t)blocks);
@@ -687,6 +902,7 @@ static int run_all(roofline_ctx *c)
     int st;
 
     if ((st = check_mma_tiles(c))) return st;
+    if ((st = check_wgmma_tiles(c))) return st;
 
     /* matrix-core loops */
     int threads = 256;
@@ -714,6 +930,23 @@ static int run_all(roofline_ctx *c)
                 if ((st = time_config(c, &d, ceil_name))) return st;
             }
         }
+    }
+
+    /* warpgroup loops: 1-3 warpgroups a block, one block an SM */
+    if (wgmma_runs(c)) {
+        static const int wg_threads[] = {256, 384, 128};
+        int nw = o->quick ? 1 : 3;
+        for (int fp8 = 0; fp8 < 2; fp8++)
+            for (int i = 0; i < nw; i++) {
+                launch_desc d;
+                memset(&d, 0, sizeof d);
+                d.c = c;
+                d.which = fp8 ? K_WGMMA_FP8 : K_WGMMA_BF16;
+                d.blocks = cus;
+                d.threads = wg_threads[i];
+                d.iters = 2048;
+                if ((st = time_config(c, &d, fp8 ? "fp8_tflops" : "bf16_tflops"))) return st;
+            }
     }
 
     /* HBM read-only reduction (rcfg, above) and copy (hbm_desc says what per_cu means); the
@@ -777,7 +1010,9 @@ extern "C" int tl_roofline_run(int device, const tl_roofline_opts *opts, tl_roof
     c.bopts.iters = o.iters;
     c.arch = arch_of(&rep->gpu);
     switch (c.arch) {
-    case ARCH_NVIDIA: snprintf(rep->mma_target, sizeof rep->mma_target, "mma.sync m16n8k16/m16n8k32"); break;
+    case ARCH_NVIDIA:
+        snprintf(rep->mma_target, sizeof rep->mma_target, "%s", wgmma_runs(&c) ? "mma.sync and wgmma" : "mma.sync m16n8k16/m16n8k32");
+        break;
     case ARCH_GFX950: snprintf(rep->mma_target, sizeof rep->mma_target, "mfma 16x16x32/16x16x128"); break;
     case ARCH_GFX942: snprintf(rep->mma_target, sizeof rep->mma_target, "mfma 16x16x16/16x16x32"); break;
     default: snprintf(rep->mma_target, sizeof rep->mma_target, "plain loop"); break;

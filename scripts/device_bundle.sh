@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tilelab with the CUDA GPU layer (nvcc, sm_90) and gathers it with the shared libraries it
+# Builds tilelab with the CUDA GPU layer (nvcc, sm_90a: wgmma) and gathers it with the shared libraries it
 # needs into one folder that runs on the lent H200 machine, which has no Cairo or Pango and no
 # package registry:
 #
@@ -24,7 +24,7 @@ jobs=${JOBS:-2}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 [ -x "$nvcc" ] || { echo "device_bundle: nvcc not found at $nvcc" >&2; exit 1; }
 
-echo "device_bundle: building $build (TILELAB_GPU=cuda, sm_90)"
+echo "device_bundle: building $build (TILELAB_GPU=cuda, sm_90a)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTILELAB_GPU=cuda \
       -DCMAKE_CUDA_COMPILER="$nvcc" -DTILELAB_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target tilelab >/dev/null

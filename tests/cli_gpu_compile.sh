@@ -2,7 +2,7 @@
 # GPU checks that need no GPU (ctest runs them everywhere; usage: cli_gpu_compile.sh TILELAB SRC):
 #   1. the command: `bench roofline` without a GPU says so in one line and exits 1; `mfma list`
 #      and `mfma layout` print what they promise and refuse bad input with exit 2;
-#   2. every kernels/ .hip file compiles with nvcc for sm_90 (skipped, saying so, without nvcc);
+#   2. every kernels/ .hip file compiles with nvcc for sm_90a (wgmma included; skipped, saying so, without nvcc);
 #   3. every kernels/ .hip file's device code compiles with clang-19 for gfx942 and clang-22 for
 #      gfx950 (FACTS.md's toolchain lines; each skipped, saying so, without its compiler); in both
 #      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
@@ -98,18 +98,18 @@ for bad in "--arch gfx90a --instr v_mfma_f32_16x16x16_bf16 --matrix A" \
   [ -s "$tmp/out" ] && fail "mfma layout $bad printed rows"
 done
 
-# ---- 2. nvcc, sm_90 --------------------------------------------------------------------------
+# ---- 2. nvcc, sm_90a -------------------------------------------------------------------------
 nvcc=$(command -v nvcc || true)
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
 if [ -z "$nvcc" ]; then
   echo "SKIPPED: nvcc not found"
 else
   for f in "$src"/kernels/*.hip; do
-    if ! "$nvcc" -std=c++17 -x cu -arch=sm_90 -O3 -I"$src" -c "$f" -o "$tmp/$(basename "$f").o" 2>"$tmp/nvcc.err"; then
-      fail "nvcc sm_90: $(basename "$f")"; head -20 "$tmp/nvcc.err"
+    if ! "$nvcc" -std=c++17 -x cu -arch=sm_90a -O3 -I"$src" -c "$f" -o "$tmp/$(basename "$f").o" 2>"$tmp/nvcc.err"; then
+      fail "nvcc sm_90a: $(basename "$f")"; head -20 "$tmp/nvcc.err"
     fi
   done
-  echo "nvcc sm_90: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
+  echo "nvcc sm_90a: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
   # the plain-loop target of kernels/mma.h (what every host pass sees) computes a two-step tile
   # product with the same load/store conventions as the matrix-core targets, and decodes E4M3
   cat >"$tmp/generic.cu" <<'EOF'
