@@ -62,6 +62,9 @@ int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q);
 int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits);
 /* Times one run with kernels/bench.h's method. */
 int tl_indexer_gpu_time(tl_indexer_gpu *g, int block_q, const tl_bench_opts *o, tl_bench_result *r);
+/* Mantissa bits the running kernel's dot-product accumulator keeps: 13 for the sm_90a E4M3 wgmma
+ * kernel (Hopper's FP8 accumulator, measured by bench roofline's check), 23 (float32) otherwise. */
+int tl_indexer_gpu_acc_bits(const tl_indexer_gpu *g);
 void tl_indexer_gpu_close(tl_indexer_gpu *g);
 
 /* The launcher as a table (NULL without a GPU: kernels/absent.c). */
@@ -72,6 +75,7 @@ typedef struct {
     int (*run)(tl_indexer_gpu *g, int block_q);
     int (*read)(tl_indexer_gpu *g, float *logits);
     int (*time)(tl_indexer_gpu *g, int block_q, const tl_bench_opts *o, tl_bench_result *r);
+    int (*acc_bits)(const tl_indexer_gpu *g);
     void (*close)(tl_indexer_gpu *g);
 } tl_indexer_gpu_api;
 extern const tl_indexer_gpu_api *const tl_indexer_gpu_kernels;

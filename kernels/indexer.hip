@@ -22,6 +22,7 @@
 #define IDX_BID ((long)tl_block_x())
 #define IDX_SYNC() tl_block_sync()
 #include "mma.h"
+#include "wgmma.h"
 
 #if defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
 #define IDX_TILE TL_INDEXER_TILE_AMD
@@ -405,6 +406,230 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
 }
 #endif
 
+/* ---- sm_90a: E4M3 warpgroup products straight from the copied codes --------------------------
+ * Block: WGS = min(BLOCK_Q, 2) warpgroups, warpgroup v scoring rows v R .. v R + R - 1 of the block
+ * (R = BLOCK_Q / WGS) against every tile of the block's union window. Shared memory
+ * (TL_INDEXER_SMEM_WGMMA(H, BLOCK_Q) bytes, 1024-aligned pieces):
+ *   Q     [BLOCK_Q][H][128 bytes], the 128-byte swizzle (kernels/wgmma.h): row r's B operand
+ *   K     TL_INDEXER_STAGES_WGMMA stages of [64][128 bytes] in the swizzle, filled by cp.async
+ *         straight into place (positions >= kv read as zero), and their k_scale [64]
+ *   w     [BLOCK_Q][H] float32
+ * A row's scores of a tile are one 64 x H x 128 product: 4 wgmma m64nHk32 E4M3 (A = the K tile,
+ * B = the row's Q), accumulators 64 positions x H heads (H / 2 a thread). A warpgroup issues row
+ * r + 1's product before the epilogue of row r (two accumulator sets), so the tensor cores work
+ * while the epilogue runs. Rows whose k_scale is negative are negated in place (the sign bit of
+ * their 128 codes) once per tile by 64 threads, so that relu(x s) = |s| relu(x') and the epilogue
+ * is max and FMA per score and head, two shuffles, one multiply by |s| a position.
+ * Iteration t: wait for tile t + 1's copy, barrier (tile t negated and visible; every warpgroup
+ * done with tile t - 1), issue tile t + STAGES - 1 into tile t - 1's stage, negate tile t + 1,
+ * score tile t. One cp.async group is committed per iteration, empty or not, so the wait count is
+ * fixed. */
+#if TL_WGMMA_AVAILABLE
+#define IDXW_STAGES TL_INDEXER_STAGES_WGMMA
+#define IDXW_KBYTES (IDX_TILE * IDX_D)
+
+static __device__ __forceinline__ void idxw_issue(const IdxArgs &a, long j0, uint8_t *kst, float *sc, int nthreads)
+{
+    for (int c = IDX_TID; c < IDX_TILE * 8; c += nthreads) {
+        const int row = c / 8, col = 16 * (c % 8);
+        const long j = j0 + row;
+        const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(kst + tl_wgmma_sw128_offset(row, col))),
+                     "l"(src), "r"(j < a.kv ? 16 : 0));
+    }
+    if (IDX_TID < IDX_TILE / 4) {
+        const long j = j0 + 4 * IDX_TID;
+        const long left = a.kv - j;
+        const int bytes = left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0;
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(sc + 4 * IDX_TID)),
+                     "l"(a.k_scale + (bytes ? j : 0)), "r"(bytes));
+    }
+}
+
+/* Negates, in place, the codes of the tile's positions whose k_scale is negative. */
+static __device__ __forceinline__ void idxw_fold_sign(uint8_t *kst, const float *sc)
+{
+    if (IDX_TID < IDX_TILE && sc[IDX_TID] < 0.0f) {
+        uint4 *r = (uint4 *)(kst + IDX_TID * 128);
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            uint4 v = r[c];
+            v.x ^= 0x80808080u, v.y ^= 0x80808080u, v.z ^= 0x80808080u, v.w ^= 0x80808080u;
+            r[c] = v;
+        }
+    }
+}
+
+template <int H>
+static __device__ __forceinline__ void idxw_product(float (&d)[H / 2], uint64_t ka, uint64_t qb)
+{
+    tl_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < IDX_D / 32; ks++) {
+        if constexpr (H == 64)
+            tl_wgmma_m64n64k32_e4m3(d, tl_wgmma_desc_advance(ka, 32 * ks), tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
+        else
+            tl_wgmma_m64n32k32_e4m3(d, tl_wgmma_desc_advance(ka, 32 * ks), tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
+    }
+    tl_wgmma_commit();
+}
+
+/* Row `row`'s logits of tile j0 from its accumulators: positions 16 (warp % 4) + g and + 8 of the
+ * tile; w: the row's weights in shared memory, sc: the tile's k_scale. */
+template <int H>
+static __device__ __forceinline__ void idxw_epilogue(const float (&d)[H / 2], const float *w, const float *sc, long j0,
+                                                     long lo, long hi, long kv, float *out)
+{
+    const int l = tl_lane(), g = l / 4, t = l % 4, p0 = 16 * (tl_wave_id() % 4) + g;
+    float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < H / 8; j++) {
+        const float2 wj = *(const float2 *)(w + 8 * j + 2 * t);
+        s0 = fmaf(wj.x, fmaxf(d[4 * j + 0], 0.0f), s0);
+        s0 = fmaf(wj.y, fmaxf(d[4 * j + 1], 0.0f), s0);
+        s1 = fmaf(wj.x, fmaxf(d[4 * j + 2], 0.0f), s1);
+        s1 = fmaf(wj.y, fmaxf(d[4 * j + 3], 0.0f), s1);
+    }
+    s0 += tl_shfl_xor(s0, 1), s1 += tl_shfl_xor(s1, 1);
+    s0 += tl_shfl_xor(s0, 2), s1 += tl_shfl_xor(s1, 2);
+    if (t < 2) {
+        const int pos = p0 + 8 * t;
+        const long j = j0 + pos;
+        const float v = (t ? s1 : s0) * fabsf(sc[pos]);
+        if (j < kv) out[j] = j >= lo && j < hi ? v : -__builtin_inff();
+    }
+}
+
+template <int H, int BQ>
+static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
+{
+    constexpr int WGS = BQ >= 2 ? 2 : 1, R = BQ / WGS;
+    extern __shared__ __attribute__((aligned(1024))) uint8_t idxw_smem[];
+    /* the swizzled tiles need 1024-byte alignment in the shared window */
+    uint8_t *qs = idxw_smem + ((1024u - (idx_smem_addr(idxw_smem) & 1023u)) & 1023u); /* [BQ][H][128] */
+    uint8_t *ks = qs + BQ * H * IDX_D;                         /* [STAGES][64][128] */
+    float *scs = (float *)(ks + IDXW_STAGES * IDXW_KBYTES);   /* [STAGES][64] */
+    float *ws = scs + IDXW_STAGES * IDX_TILE;                  /* [BQ][H] */
+    const int nthreads = WGS * 128;
+    const int wg = IDX_TID / 128;
+    const long blk = (long)tl_grid_x() - 1 - IDX_BID;
+    long ulo = a.kv, uhi = 0;
+    for (int r = 0; r < BQ; r++) {
+        const long i = blk * BQ + r;
+        if (i >= a.rows || a.starts[i] >= a.ends[i]) continue;
+        ulo = a.starts[i] < ulo ? a.starts[i] : ulo;
+        uhi = a.ends[i] > uhi ? a.ends[i] : uhi;
+    }
+    if (uhi <= ulo) ulo = uhi = 0;
+    const long t0 = ulo / IDX_TILE, t1 = (uhi + IDX_TILE - 1) / IDX_TILE;
+    /* the first tiles' copies, one group each (empty past t1) */
+#pragma unroll
+    for (int k = 0; k < IDXW_STAGES - 1; k++) {
+        if (t0 + k < t1) idxw_issue(a, (t0 + k) * IDX_TILE, ks + k * IDXW_KBYTES, scs + k * IDX_TILE, nthreads);
+        asm volatile("cp.async.commit_group;");
+    }
+    /* Q and w of the block's rows (rows past the last: zeros) */
+    for (int c = IDX_TID; c < BQ * H * 8; c += nthreads) {
+        const int rh = c / 8, col = 16 * (c % 8);
+        const long i = blk * BQ + rh / H;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (i < a.rows) v = *(const uint4 *)(a.q + ((size_t)i * H + rh % H) * IDX_D + col);
+        *(uint4 *)(qs + tl_wgmma_sw128_offset(rh, col)) = v;
+    }
+    for (int c = IDX_TID; c < BQ * H; c += nthreads) {
+        const long i = blk * BQ + c / H;
+        ws[c] = i < a.rows ? a.w[(size_t)i * H + c % H] : 0.0f;
+    }
+    /* -inf outside the tiles the block walks, every row of the block, all threads */
+    {
+        const long a0 = t0 * IDX_TILE, a1 = t1 * IDX_TILE < a.kv ? t1 * IDX_TILE : a.kv;
+        for (int r = 0; r < BQ; r++) {
+            const long i = blk * BQ + r;
+            if (i >= a.rows) break;
+            float *o = a.logits + (size_t)i * a.kv;
+            for (long j = IDX_TID; j < a0; j += nthreads) o[j] = -__builtin_inff();
+            for (long j = a1 + IDX_TID; j < a.kv; j += nthreads) o[j] = -__builtin_inff();
+        }
+    }
+    if (t1 <= t0) return;
+    asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 2));
+    tl_fence_proxy_async();
+    IDX_SYNC();
+    idxw_fold_sign(ks, scs);
+    tl_fence_proxy_async();
+    /* this warpgroup's rows */
+    long lo[R], hi[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const long i = blk * BQ + wg * R + r;
+        lo[r] = i < a.rows ? a.starts[i] : 0;
+        hi[r] = i < a.rows ? a.ends[i] : 0;
+    }
+    const uint64_t qdesc0 = tl_wgmma_desc_sw128(qs + wg * R * H * IDX_D);
+    float acc[2][H / 2];
+    for (long t = t0; t < t1; t++) {
+        const int k = (int)((t - t0) % IDXW_STAGES);
+        asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 3));
+        tl_fence_proxy_async();
+        IDX_SYNC();
+        {
+            const long tn = t + IDXW_STAGES - 1;
+            const int kn = (int)((tn - t0) % IDXW_STAGES);
+            if (tn < t1) idxw_issue(a, tn * IDX_TILE, ks + kn * IDXW_KBYTES, scs + kn * IDX_TILE, nthreads);
+            asm volatile("cp.async.commit_group;");
+        }
+        if (t + 1 < t1) {
+            const int k1 = (int)((t + 1 - t0) % IDXW_STAGES);
+            idxw_fold_sign(ks + k1 * IDXW_KBYTES, scs + k1 * IDX_TILE);
+            tl_fence_proxy_async();
+        }
+        const long j0 = t * IDX_TILE;
+        const uint64_t kdesc = tl_wgmma_desc_sw128(ks + k * IDXW_KBYTES);
+        const float *sc = scs + k * IDX_TILE;
+        /* a tile none of this warpgroup's rows sees is -inf for all of them; otherwise every row is
+         * scored and its epilogue writes -inf where the tile leaves its window */
+        bool any = false;
+#pragma unroll
+        for (int r = 0; r < R; r++) any |= !(j0 >= hi[r] || j0 + IDX_TILE <= lo[r]);
+        if (!any) {
+            for (int r = 0; r < R; r++) {
+                const long i = blk * BQ + wg * R + r;
+                if (i >= a.rows) break;
+                float *o = a.logits + (size_t)i * a.kv;
+                for (long j = j0 + (IDX_TID % 128); j < j0 + IDX_TILE && j < a.kv; j += 128) o[j] = -__builtin_inff();
+            }
+            continue;
+        }
+        /* row r's product issued before row r - 1's epilogue (accumulator sets r % 2) */
+#pragma unroll
+        for (int r = 0; r <= R; r++) {
+            if (r < R) idxw_product<H>(acc[r & 1], kdesc, tl_wgmma_desc_advance(qdesc0, r * H * IDX_D));
+            if (r == 0) continue;
+            if (r < R) tl_wgmma_wait<1>();
+            else tl_wgmma_wait<0>();
+            const int p = r - 1;
+            tl_wgmma_hold(acc[p & 1]);
+            const long i = blk * BQ + wg * R + p;
+            if (i < a.rows)
+                idxw_epilogue<H>(acc[p & 1], ws + (wg * R + p) * H, sc, j0, lo[p], hi[p], a.kv, a.logits + (size_t)i * a.kv);
+        }
+    }
+}
+
+#endif
+
+#if defined(TL_HAVE_WGMMA)
+template <int H, int BQ>
+__global__ void __launch_bounds__((BQ >= 2 ? 2 : 1) * 128) indexer_wgmma_kernel(IdxArgs a)
+{
+#if TL_WGMMA_AVAILABLE
+    idx_body_wgmma<H, BQ>(a);
+#else
+    (void)a;
+#endif
+}
+#endif
+
 /* On sm_90 a block has BLOCK_Q x H / 32 warps (a warp scores 32 heads of its row) and a thread may
  * take 128 registers, so that an SM holds 16 warps (Q 64, w 8, accumulators 32, A fragments 8). */
 #if defined(TL_MMA_TARGET_SM80)
@@ -487,6 +712,7 @@ struct tl_indexer_gpu {
     float *k_scale, *w, *logits;
     int32_t *starts, *ends;
     int wave;
+    int wgmma; /* 1: the sm_90a kernel (this build has it and the device is a Hopper) */
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -531,6 +757,14 @@ extern "C" int tl_indexer_gpu_open(const tl_indexer_shape *s, tl_indexer_gpu **o
         tl_indexer_gpu_close(g);
         return TL_EFAIL;
     }
+#if defined(TL_HAVE_WGMMA)
+    {
+        int dev = 0;
+        hipDeviceProp_t prop;
+        if (hipGetDevice(&dev) == hipSuccess && hipGetDeviceProperties(&prop, dev) == hipSuccess)
+            g->wgmma = prop.major == 9 && prop.minor == 0;
+    }
+#endif
     const size_t rows = (size_t)s->rows;
     g->starts_host = (int32_t *)malloc(rows * sizeof(int32_t));
     g->ends_host = (int32_t *)malloc(rows * sizeof(int32_t));
@@ -589,8 +823,16 @@ extern "C" int tl_indexer_gpu_poison(tl_indexer_gpu *g)
 #define IDX_SMEM(h, bq) 0
 #endif
 template <int H, int BQ>
-static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, hipStream_t st)
+static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, int wgmma, hipStream_t st)
 {
+#if defined(TL_HAVE_WGMMA)
+    if (wgmma) {
+        indexer_wgmma_kernel<H, BQ><<<blocks, (BQ >= 2 ? 2 : 1) * 128, TL_INDEXER_SMEM_WGMMA(H, BQ), st>>>(a);
+        return 0;
+    }
+#else
+    (void)wgmma;
+#endif
     indexer_kernel<H, BQ><<<blocks, IDX_HOST_WARPS(H, BQ) * wave, IDX_SMEM(H, BQ), st>>>(a);
     return 0;
 }
@@ -603,6 +845,12 @@ static int raise_smem_hq()
         const void *f = (const void *)indexer_kernel<H, BQ>;
         TL_GPU_CHECK(hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize, (int)IDX_SMEM(H, BQ)));
     }
+#if defined(TL_HAVE_WGMMA)
+    if (TL_INDEXER_SMEM_WGMMA(H, BQ) > 48 * 1024) {
+        const void *f = (const void *)indexer_wgmma_kernel<H, BQ>;
+        TL_GPU_CHECK(hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize, (int)TL_INDEXER_SMEM_WGMMA(H, BQ)));
+    }
+#endif
     return 0;
 }
 static int raise_smem()
@@ -618,15 +866,15 @@ static int raise_smem()
     return rc;
 }
 template <int H>
-static int launch_h(const IdxArgs &a, int bq, int wave, hipStream_t st)
+static int launch_h(const IdxArgs &a, int bq, int wave, int wgmma, hipStream_t st)
 {
     const unsigned blocks = (unsigned)((a.rows + bq - 1) / bq);
     int rc;
     switch (bq) {
-    case 1: rc = launch_hq<H, 1>(a, blocks, wave, st); break;
-    case 2: rc = launch_hq<H, 2>(a, blocks, wave, st); break;
-    case 4: rc = launch_hq<H, 4>(a, blocks, wave, st); break;
-    case 8: rc = launch_hq<H, 8>(a, blocks, wave, st); break;
+    case 1: rc = launch_hq<H, 1>(a, blocks, wave, wgmma, st); break;
+    case 2: rc = launch_hq<H, 2>(a, blocks, wave, wgmma, st); break;
+    case 4: rc = launch_hq<H, 4>(a, blocks, wave, wgmma, st); break;
+    case 8: rc = launch_hq<H, 8>(a, blocks, wave, wgmma, st); break;
     default: return tl_error(TL_EUSAGE, "indexer gpu", "block_q %d: the kernel is built for 1, 2, 4 and 8", bq);
     }
     if (rc) return rc;
@@ -640,7 +888,7 @@ static int enqueue(tl_indexer_gpu *g, int bq, hipStream_t st)
     a.q = g->q, a.k = g->k, a.k_scale = g->k_scale, a.w = g->w;
     a.starts = g->starts, a.ends = g->ends, a.logits = g->logits;
     a.rows = g->s.rows, a.kv = g->s.kv;
-    return g->s.heads == 32 ? launch_h<32>(a, bq, g->wave, st) : launch_h<64>(a, bq, g->wave, st);
+    return g->s.heads == 32 ? launch_h<32>(a, bq, g->wave, g->wgmma, st) : launch_h<64>(a, bq, g->wave, g->wgmma, st);
 }
 
 extern "C" int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q)
@@ -650,6 +898,8 @@ extern "C" int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q)
     TL_GPU_CHECK(hipDeviceSynchronize());
     return 0;
 }
+
+extern "C" int tl_indexer_gpu_acc_bits(const tl_indexer_gpu *g) { return g->wgmma ? 13 : 23; }
 
 extern "C" int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits)
 {
@@ -676,9 +926,9 @@ extern "C" int tl_indexer_gpu_time(tl_indexer_gpu *g, int block_q, const tl_benc
 /* the exported table: host code only (the device pass of a HIP build has no host functions) */
 #if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
-static const tl_indexer_gpu_api indexer_gpu_api = {tl_indexer_gpu_open, tl_indexer_gpu_upload, tl_indexer_gpu_poison,
-                                                   tl_indexer_gpu_run,  tl_indexer_gpu_read,   tl_indexer_gpu_time,
-                                                   tl_indexer_gpu_close};
+static const tl_indexer_gpu_api indexer_gpu_api = {tl_indexer_gpu_open,    tl_indexer_gpu_upload, tl_indexer_gpu_poison,
+                                                   tl_indexer_gpu_run,     tl_indexer_gpu_read,   tl_indexer_gpu_time,
+                                                   tl_indexer_gpu_acc_bits, tl_indexer_gpu_close};
 extern const tl_indexer_gpu_api *const tl_indexer_gpu_kernels = &indexer_gpu_api;
 }
 #endif

@@ -317,11 +317,17 @@ static int idx_small(const void *vp, void **out)
     return 0;
 }
 
-/* Every target accumulates the dot products in float32 (sm_90: bf16 mma.sync; AMD: FP8 MFMA). */
+/* The accumulator of the kernel that ran: float32 on AMD's FP8 MFMA and sm_90's bf16 mma.sync,
+ * 13 mantissa bits on Hopper's E4M3 wgmma; float32 when no GPU ran (reference against naive). */
+static int idx_acc_bits(const idx_problem *p)
+{
+    return p->g && tl_indexer_gpu_kernels ? tl_indexer_gpu_kernels->acc_bits(p->g) : TL_INDEXER_ACC_FP32;
+}
+
 static int idx_tolerance(const void *vp, int o, tl_tolerance *t)
 {
     const idx_problem *p = vp;
-    return tl_indexer_tolerance(&p->shape, TL_INDEXER_ACC_FP32, t);
+    return tl_indexer_tolerance(&p->shape, idx_acc_bits(p), t);
 }
 
 static int idx_gpu_built(void) { return tl_indexer_gpu_kernels != NULL && tl_gpu_kernels != NULL; }
@@ -353,7 +359,9 @@ static int idx_gpu(void *vp, tl_op_outputs *out)
     if (!rc) rc = G->run(p->g, bq);
     if (!rc) rc = G->read(p->g, p->other);
     char note[96];
-    snprintf(note, sizeof note, "BLOCK_Q %d, float32 accumulation", bq);
+    const int bits = idx_acc_bits(p);
+    snprintf(note, sizeof note, "BLOCK_Q %d, %s accumulation", bq,
+             bits == TL_INDEXER_ACC_FP32 ? "float32" : "E4M3 wgmma (13-bit mantissa)");
     set_output(p, p->other, out, note);
     return rc;
 }

@@ -83,7 +83,7 @@ int tl_indexer_naive(const tl_indexer_shape *s, const tl_indexer_inputs *in, flo
 
 /* Accumulators of the derivation above: mantissa bits kept (truncating). */
 #define TL_INDEXER_ACC_FP32 23
-#define TL_INDEXER_ACC_HOPPER_FP8 22
+#define TL_INDEXER_ACC_HOPPER_FP8 13 /* Hopper's E4M3 wgmma accumulator ("FP22": 13 mantissa bits) */
 /* The tolerance of logits computed with an accumulator of acc_bits mantissa bits (derivation
  * above) for D = s->dim and H = s->heads. TL_EUSAGE for acc_bits outside [8, 52]. */
 int tl_indexer_tolerance(const tl_indexer_shape *s, int acc_bits, tl_tolerance *t);

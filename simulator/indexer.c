@@ -12,9 +12,13 @@ static double or_default(double v, double d) { return v > 0 ? v : d; }
 
 int tl_indexer_tile(const char *arch) { return strncmp(arch, "sm_", 3) == 0 ? TL_INDEXER_TILE_SM90 : TL_INDEXER_TILE_AMD; }
 
-/* The kernel's operand format per arch: sm_90 decodes FP8 to bf16 (its bf16 mma.sync outruns its
- * FP8 one); the AMD targets feed the FP8 codes (gfx942 as FNUZ). */
-static const char *operand_of(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0 ? "bf16" : "fp8"; }
+/* The kernel's operand format: the FP8 codes on every target (sm_90a's E4M3 wgmma, gfx950's f8f6f4
+ * MFMA, gfx942's FNUZ MFMA). */
+static const char *operand_of(const tl_hw *hw)
+{
+    (void)hw;
+    return "fp8";
+}
 
 static double ceiling_of(const tl_hw *hw, const char *operand)
 {
@@ -27,17 +31,19 @@ static int is_sm(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0; }
  * TL_INDEXER_WAVES_AMD. */
 static int cu_waves_of(const tl_hw *hw) { return is_sm(hw) ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD; }
 
-/* Warps (waves) a block has: BLOCK_Q on AMD, BLOCK_Q x H / 32 on sm_90 (a warp scores 32 heads). */
+/* Warps (waves) a block has: BLOCK_Q on AMD; on sm_90a one warpgroup (4 warps) for BLOCK_Q 1, two
+ * otherwise. */
 static int block_waves_of(const tl_hw *hw, int q, int heads)
 {
-    return is_sm(hw) ? q * ((heads + TL_INDEXER_HEADS_PER_WARP_SM90 - 1) / TL_INDEXER_HEADS_PER_WARP_SM90) : q;
+    (void)heads;
+    return is_sm(hw) ? (q >= 2 ? 8 : 4) : q;
 }
 
 /* Blocks one CU holds: the waves it holds over the block's, and what its LDS holds (AMD: two tiles
- * of codes; sm_90: TL_INDEXER_SMEM_SM90). */
+ * of codes; sm_90a: TL_INDEXER_SMEM_WGMMA). */
 static int resident_limit(const tl_hw *hw, int q, int heads, int tile)
 {
-    const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_SM90(heads, q) : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
+    const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_WGMMA(heads, q) : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
     int by_lds = (int)(hw->lds_kib * 1024.0 / lds);
     int by_waves = cu_waves_of(hw) / block_waves_of(hw, q, heads);
     int n = by_lds < by_waves ? by_lds : by_waves;
@@ -63,9 +69,9 @@ static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long fu
     const tl_hw *hw = p->hw;
     double cap, latency;
     r->fits_l2 = stream_of(hw, furthest, &cap, &latency);
-    /* tiles in flight a block: the one being copied while another is scored (AMD); on sm_90 the
-     * raw stages but the one being decoded */
-    const double ahead = is_sm(hw) ? TL_INDEXER_STAGES_SM90 - 1 : 1;
+    /* tiles in flight a block: the one being copied while another is scored (AMD); on sm_90a the
+     * stages but the one being scored and the next (waited for, its sign folded) */
+    const double ahead = is_sm(hw) ? TL_INDEXER_STAGES_WGMMA - 2 : 1;
     const double in_flight = (double)r->resident * ahead * r->tile * (TL_INDEXER_DIM + 4.0);
     r->cu_gbps = fmin(cap, in_flight / (latency * 1e3)); /* bytes / ns = GB/s */
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
@@ -77,26 +83,14 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
     const tl_hw *hw = p->hw;
     const tl_indexer_shape *s = &p->shape;
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
-    r->mma_tflops = peak * TL_INDEXER_MMA_EFF * (double)active / hw->cus;
-    if (is_sm(hw)) {
-        /* mma.sync: the share of the measured loop ceiling that the independent accumulators on
-         * each scheduler sustain (resident warps / 4 x TL_INDEXER_CHAINS_WARP_SM90, over
-         * TL_INDEXER_CHAINS_FULL_SM90), times TL_INDEXER_MMA_EFF_SM90 */
-        const double warps = (double)r->resident * block_waves_of(hw, r->block_q, s->heads);
-        const double chains = warps / hw->matrix_cores_per_cu * TL_INDEXER_CHAINS_WARP_SM90;
-        r->mma_tflops = peak * TL_INDEXER_MMA_EFF_SM90 * fmin(1.0, chains / TL_INDEXER_CHAINS_FULL_SM90) * (double)active / hw->cus;
-    }
+    r->mma_tflops = peak * (is_sm(hw) ? TL_INDEXER_MMA_EFF_WGMMA : TL_INDEXER_MMA_EFF) * (double)active / hw->cus;
     r->mma_us = r->matrix_flops / (r->mma_tflops * 1e6);
     const double k_values = r->kv_bytes / (TL_INDEXER_DIM + 4.0) * TL_INDEXER_DIM; /* per block, once */
     double ops;
     if (is_sm(hw)) {
-        /* every instruction the warps issue, in lane-operations per score: max and FMA per head,
-         * the mma.sync issues (2 per head: H per 16 positions), per 32 heads the ldmatrix loads
-         * (2 per 8 mma.sync: 16) and the rest of the epilogue (TL_INDEXER_POS_OPS_SM90); each K
-         * value decoded once per block */
-        const double halves = ceil(s->heads / (double)TL_INDEXER_HEADS_PER_WARP_SM90);
-        ops = r->computed * (s->heads * (TL_INDEXER_EPI_OPS_SM90 + 2.0) + halves * (TL_INDEXER_POS_OPS_SM90 + 16.0)) +
-              k_values * TL_INDEXER_DECODE_OPS;
+        /* every lane-operation of the epilogue a score costs (the wgmma issues are a few a row and
+         * tile: not counted) */
+        ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS_WGMMA + TL_INDEXER_POS_OPS_WGMMA);
     } else {
         /* lanes sharing a score's row: 16 on AMD (16x16): log2 16 shuffle-adds */
         ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS + 4.0);
@@ -123,7 +117,18 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     const tl_indexer_shape *s = &p->shape;
     r->operand = operand_of(hw);
     tl_instr in;
-    if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
+    double peak;
+    if (is_sm(hw)) {
+        /* wgmma m64nHk32 E4M3: its rate is the preset's FP8 ceiling (no per-instruction entry) */
+        memset(&in, 0, sizeof in);
+        snprintf(in.name, sizeof in.name, "wgmma.m64n%dk32.f32.e4m3.e4m3", s->heads);
+        in.k = 32;
+        peak = ceiling_of(hw, "fp8");
+        if (!(peak > 0)) return tl_error(TL_EUSAGE, "sim indexer", "preset %s has no fp8 ceiling", hw->name);
+    } else {
+        if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
+        peak = fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, r->operand), INFINITY));
+    }
     snprintf(r->instr, sizeof r->instr, "%s", in.name);
     r->instr_k = in.k;
     r->k_steps = (s->dim + in.k - 1) / in.k;
@@ -157,7 +162,7 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     }
     if (!s->starts) furthest = s->prefix + s->rows;
     charge_kv(p, r, furthest);
-    charge_compute(p, r, fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, r->operand), INFINITY)));
+    charge_compute(p, r, peak);
     r->fixed_us = or_default(hw->launch_us, 5.0) + or_default(hw->item_fixed_us, 0.0);
     pick_limiter(r);
     r->tflops = r->flops / (r->time_us * 1e6);
@@ -252,7 +257,7 @@ int tl_indexer_pipeline(const tl_indexer_problem *p, long positions, tl_indexer_
     if (q != 1 && q != 2 && q != 4 && q != 8) return tl_error(TL_EUSAGE, "indexer pipeline", "BLOCK_Q %d: 1, 2, 4 or 8", q);
     const char *operand = operand_of(hw);
     tl_instr in;
-    if (tl_hw_pick_instr(hw, operand, operand, 16, &in)) return TL_EUSAGE;
+    if (!is_sm(hw) && tl_hw_pick_instr(hw, operand, operand, 16, &in)) return TL_EUSAGE;
     const double d = TL_INDEXER_DIM, h = s->heads;
     const int cores = hw->matrix_cores_per_cu > 0 ? hw->matrix_cores_per_cu : 4;
     const double lanes_cu = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * cores);
@@ -264,12 +269,12 @@ int tl_indexer_pipeline(const tl_indexer_problem *p, long positions, tl_indexer_
     /* tiled: bytes / (GB/s x 1e3) = us */
     c->load_us = latency + c->tile * (d + 4.0) / (cap_gbps * 1e3);
     c->q_us = latency + q * h * (d + 4.0) / (cap_gbps * 1e3);
-    const double peak = fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, operand), INFINITY));
+    const double peak = is_sm(hw) ? ceiling_of(hw, operand)
+                                  : fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, operand), INFINITY));
     const double core_tflops = peak * TL_INDEXER_MMA_EFF / ((double)hw->cus * cores);
     c->mma_us = 2.0 * d * h * c->tile / (core_tflops * 1e6); /* a row a wave, a wave a core: rows in parallel */
     const double shuffles = strncmp(hw->arch, "sm_", 3) == 0 ? 2.0 : 4.0;
     double ops = c->tile * (h * TL_INDEXER_EPI_OPS + shuffles);
-    if (strncmp(hw->arch, "sm_", 3) == 0) ops += c->tile * d * TL_INDEXER_DECODE_OPS / q; /* shared by the rows */
     c->epi_us = ops / (lanes_simd * hw->clock_mhz);
     const double q_end = c->q_us;
     double epi_end = 0, issue[2] = {0, 0};

@@ -59,21 +59,17 @@
 #include "hw.h"
 
 #define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
-#define TL_INDEXER_MMA_EFF_SM90 0.48 /* sm_90: share of the mma.sync loop ceiling the kernel reaches with enough
-                                      * accumulators (fitted to the H200 bench of this kernel,
-                                      * h200_indexer_bench_run43.csv: 0.46-0.49 on squares of 16K and more,
-                                      * at H = 32 and 64, with 16 or 32 accumulators a scheduler) */
-#define TL_INDEXER_CHAINS_WARP_SM90 8.0  /* independent accumulators a warp keeps: 2 x 16 positions x 4 x 8 heads */
-#define TL_INDEXER_CHAINS_FULL_SM90 16.0 /* accumulators a scheduler needs for that share (fitted: BLOCK_Q 4
-                                          * at H = 32, 12 warps of 4, reached 0.81 of BLOCK_Q 8's on the H200) */
+/* sm_90 is modelled as the kernel that runs there: E4M3 wgmma (sm_90a) on the codes as copied. */
+#define TL_INDEXER_MMA_EFF_WGMMA 0.80 /* sm_90a: share of the preset's FP8 ceiling the products keep between
+                                       * the per-tile barrier and the 4-k-step product per row (an a-priori
+                                       * estimate, not fitted to any measurement of this kernel) */
 #define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
-#define TL_INDEXER_EPI_OPS_SM90 2.0 /* sm_90: max 0 and FMA with w (the scale's sign is in K, |scale| after the sum) */
-#define TL_INDEXER_POS_OPS_SM90 28.0 /* sm_90, per 32 heads: lane-ops per score for the rest of its epilogue:
-                                      * 28 warp instructions per 32 positions (8 shuffles, 8 adds, x |scale|,
-                                      * bounds, stores or the H = 64 halves' sum) */
-#define TL_INDEXER_DECODE_OPS 2.5  /* sm_90: lane-ops per K value decoded E4M3 -> bf16 once per block
-                                    * (2 prmt, 2 shifts, 2 ands, 2 FMAs per 4 codes, a load and a store per 8) */
-#define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: 128 registers a thread (Q of 32 heads: 64) */
+#define TL_INDEXER_EPI_OPS_WGMMA 2.25 /* sm_90a: max 0 and FMA with w per score and head (the scale's sign
+                                       * is folded into K) and a shared-memory load of two weights per 8 */
+#define TL_INDEXER_POS_OPS_WGMMA 20.0 /* sm_90a: lane-ops per score for the rest of its epilogue: the
+                                       * 4 lanes holding a position's heads, 5 each (2 shuffles, 2 adds,
+                                       * x |scale|, the bound, the store, shared by the lane's 2 positions) */
+#define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: up to 128 registers a thread (2 blocks of 8 warps) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
 
