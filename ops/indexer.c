@@ -39,7 +39,7 @@ static const tl_op_input idx_inputs[] = {
 };
 
 static const tl_op_target idx_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (checked to 8K x 8K and 2048 x 16K; 255-315 TFLOP/s, half the mma.sync ceiling)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on awkward sizes and 2048 x 16K/32K; 376-710 TFLOP/s, 22-42% of the E4M3 wgmma ceiling)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
