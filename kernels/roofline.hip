@@ -189,6 +189,7 @@ __global__ void tl_roofline_check_mma_fp8(const uint8_t *A, const uint8_t *Bt, f
 #define WG_A_BYTES (64 * 128)
 #define WG_B_BYTES (256 * 128)
 
+#if TL_WGMMA_AVAILABLE
 /* Copies `rows` rows of 128 bytes into the 128-byte swizzle, row r from row r % src_rows of the
  * row-major global tile g. */
 static __device__ void wg_stage_sw128(uint8_t *smem, const uint8_t *g, int rows, int src_rows)
@@ -198,6 +199,7 @@ static __device__ void wg_stage_sw128(uint8_t *smem, const uint8_t *g, int rows,
         *(uint4 *)(smem + tl_wgmma_sw128_offset(r, c * 16)) = *(const uint4 *)(g + (r % src_rows) * 128 + c * 16);
     }
 }
+#endif
 
 template <int FP8>
 __global__ void __launch_bounds__(384, 1) tl_roofline_wgmma(const uint8_t *tile, float *out, int iters)
