@@ -20,6 +20,7 @@ typedef struct {
     int nr, nk, nh;
     long prefix;              /* -1: kv - rows (the query rows are the sequence's last) */
     int block_q;              /* 0: the model's choice */
+    long sample;              /* check: compare this many rows, evenly spaced, first and last (0: all) */
     uint64_t seed;
     char hw[1100];
     tl_indexer_inputs user;   /* --input files (q == NULL: random inputs) */
@@ -55,10 +56,13 @@ static const tl_op_target idx_targets[] = {
 static const char idx_check_usage[] =
     "usage: tilelab check indexer [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P] [--block-q N]\n"
     "                             [--seed S] [--input q=Q.npy --input k=K.npy --input kscale=S.npy\n"
-    "                             --input w=W.npy] [--format table|csv|json]\n"
+    "                             --input w=W.npy] [--sample-rows N] [--format table|csv|json]\n"
     "The GPU kernel against the CPU reference (exact dot products, double epilogue) under the tolerance\n"
-    "derived from E4M3 inputs, D and H and a float32 accumulator; -inf outside the windows must match\n"
-    "exactly, outputs are poisoned first. Without a GPU: the reference against the naive loop.\n" IDX_COMMON_USAGE;
+    "derived from E4M3 inputs, D and H and the kernel's accumulator (float32; 13 mantissa bits on\n"
+    "Hopper's FP8 wgmma); -inf outside the windows must match exactly, outputs are poisoned first.\n"
+    "Without a GPU: the reference against the naive loop. --sample-rows N compares N rows (evenly\n"
+    "spaced, the first and the last among them; the kernel still computes all): the reference of a\n"
+    "64K square takes hours, of 256 of its rows seconds.\n" IDX_COMMON_USAGE;
 
 static const char idx_run_usage[] =
     "usage: tilelab run indexer --input q=Q.npy --input k=K.npy --input kscale=S.npy --input w=W.npy\n"
@@ -130,10 +134,10 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->prefix = -1;
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *rows_s = "4096", *kv_s = "4096", *heads_s = "64", *prefix_s = NULL, *bq_s = NULL, *seed_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200";
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *sample_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--rows", &rows_s),     TL_OPT_V("--kv", &kv_s),   TL_OPT_V("--heads", &heads_s),
                      TL_OPT_V("--prefix", &prefix_s), TL_OPT_V("--block-q", &bq_s), TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("--hw", &hw_s),         TL_OPT_END};
+                     TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--sample-rows", &sample_s), TL_OPT_END};
     static const char *const cmds[] = {"check indexer", "bench indexer", "sim indexer", "run indexer"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = tl_parse_long_list(rows_s, 1, TL_INDEXER_MAX_ROWS, "--rows", p->rows, IDX_MAX_LIST, &p->nr);
@@ -145,6 +149,8 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc && prefix_s) p->prefix = one[0];
     if (!rc && bq_s) rc = tl_parse_int(bq_s, 0, TL_INDEXER_MAX_BLOCK_Q, "--block-q", &p->block_q);
     if (!rc && seed_s) rc = tl_ops_parse_seed(seed_s, &p->seed);
+    if (!rc && sample_s && mode != TL_OP_CHECK) rc = tl_error(TL_EUSAGE, cmds[mode], "--sample-rows is for check only");
+    if (!rc && sample_s) rc = tl_parse_long_list(sample_s, 2, TL_INDEXER_MAX_ROWS, "--sample-rows", &p->sample, 1, &n1);
     if (!rc && (p->nr < 1 || p->nk < 1 || p->nh < 1)) rc = tl_error(TL_EUSAGE, cmds[mode], "an empty list");
     if (!rc && p->nr * p->nk * p->nh > 64) rc = tl_error(TL_EUSAGE, cmds[mode], "more than 64 cases (rows x kv x heads)");
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
@@ -262,6 +268,29 @@ static int idx_make_inputs(void *vp, int c)
     return rc;
 }
 
+/* Rows compared: all, or --sample-rows of them (row k of the sample is k (rows - 1) / (n - 1)). */
+static long compared_rows(const idx_problem *p)
+{
+    return p->sample > 0 && p->sample < p->shape.rows ? p->sample : p->shape.rows;
+}
+
+static long sampled_row(const idx_problem *p, long k)
+{
+    const long n = compared_rows(p);
+    return n == p->shape.rows ? k : (long)((double)k * (p->shape.rows - 1) / (n - 1));
+}
+
+/* Moves the compared rows of full logits [rows][kv] to its first rows, in order (row k of the sample
+ * is never before row k, so each move reads a row not yet overwritten). */
+static void compact_sampled(const idx_problem *p, float *logits)
+{
+    const long n = compared_rows(p), kv = p->shape.kv;
+    for (long k = 0; k < n; k++) {
+        const long i = sampled_row(p, k);
+        if (i != k) memmove(logits + (size_t)k * kv, logits + (size_t)i * kv, (size_t)kv * sizeof(float));
+    }
+}
+
 static void set_output(const idx_problem *p, const float *logits, tl_op_outputs *out, const char *note)
 {
     memset(out, 0, sizeof *out);
@@ -271,25 +300,58 @@ static void set_output(const idx_problem *p, const float *logits, tl_op_outputs 
     o->type = TL_NPY_F32;
     o->data = logits;
     o->ndim = 2;
-    o->shape[0] = (size_t)p->shape.rows;
+    o->shape[0] = (size_t)compared_rows(p);
     o->shape[1] = (size_t)p->shape.kv;
     o->n = o->shape[0] * o->shape[1];
     o->row_len = o->shape[1];
     snprintf(o->note, sizeof o->note, "%s", note);
 }
 
+/* The reference of the compared rows: all rows, or the sampled ones as a problem of their own (their
+ * Q and w rows, their windows as a list, the same K). */
 static int idx_reference(void *vp, tl_op_outputs *out)
 {
     idx_problem *p = vp;
-    set_output(p, p->ref, out, "exact int64 dot products, double epilogue");
-    return tl_indexer_reference(&p->shape, &p->in, p->ref);
+    const long n = compared_rows(p);
+    char note[128];
+    if (n == p->shape.rows) {
+        set_output(p, p->ref, out, "exact int64 dot products, double epilogue");
+        return tl_indexer_reference(&p->shape, &p->in, p->ref);
+    }
+    snprintf(note, sizeof note, "exact int64 dot products, double epilogue; %ld of %ld rows, evenly spaced", n,
+             p->shape.rows);
+    set_output(p, p->ref, out, note);
+    const size_t qrow = (size_t)p->shape.heads * TL_INDEXER_DIM;
+    tl_indexer_shape sub = p->shape;
+    sub.rows = n;
+    int32_t *starts = malloc((size_t)n * sizeof *starts), *ends = malloc((size_t)n * sizeof *ends);
+    uint8_t *q = malloc((size_t)n * qrow);
+    float *w = malloc((size_t)n * p->shape.heads * sizeof *w);
+    int rc = starts && ends && q && w ? 0 : tl_error(TL_EFAIL, "indexer", "out of memory for %ld sampled rows", n);
+    for (long k = 0; !rc && k < n; k++) {
+        const long i = sampled_row(p, k);
+        long a, e;
+        tl_indexer_window(&p->shape, i, &a, &e);
+        starts[k] = (int32_t)a, ends[k] = (int32_t)e;
+        memcpy(q + (size_t)k * qrow, p->in.q + (size_t)i * qrow, qrow);
+        memcpy(w + (size_t)k * p->shape.heads, p->in.w + (size_t)i * p->shape.heads, (size_t)p->shape.heads * sizeof *w);
+    }
+    if (!rc) {
+        sub.starts = starts, sub.ends = ends;
+        tl_indexer_inputs in = {q, p->in.k, p->in.k_scale, w};
+        rc = tl_indexer_reference(&sub, &in, p->ref);
+    }
+    free(starts), free(ends), free(q), free(w);
+    return rc;
 }
 
 static int idx_naive(void *vp, tl_op_outputs *out)
 {
     idx_problem *p = vp;
     set_output(p, p->other, out, "naive loop, double");
-    return tl_indexer_naive(&p->shape, &p->in, p->other);
+    int rc = tl_indexer_naive(&p->shape, &p->in, p->other);
+    if (!rc) compact_sampled(p, p->other);
+    return rc;
 }
 
 /* The naive loop decodes every value through tl_decode: about 2^29 multiply-adds in a few seconds. */
@@ -358,6 +420,7 @@ static int idx_gpu(void *vp, tl_op_outputs *out)
     if (!rc) rc = G->poison(p->g);
     if (!rc) rc = G->run(p->g, bq);
     if (!rc) rc = G->read(p->g, p->other);
+    if (!rc) compact_sampled(p, p->other);
     char note[96];
     const int bits = idx_acc_bits(p);
     snprintf(note, sizeof note, "BLOCK_Q %d, %s accumulation", bq,
@@ -462,8 +525,9 @@ static const char *const idx_bad_prefix[] = {"--rows", "100", "--kv", "200", "--
 static const char *const idx_bad_bq[] = {"--block-q", "3", NULL};
 static const char *const idx_bad_huge[] = {"--rows", "1048576", "--kv", "4194304", NULL};
 static const char *const idx_bad_seed[] = {"--seed", "-1", NULL};
-static const char *const *const idx_bad_args[] = {idx_bad_heads, idx_bad_heads2, idx_bad_rows,  idx_bad_kv,
-                                                  idx_bad_prefix, idx_bad_bq,   idx_bad_huge, idx_bad_seed, NULL};
+static const char *const idx_bad_sample[] = {"--sample-rows", "1", NULL};
+static const char *const *const idx_bad_args[] = {idx_bad_heads,  idx_bad_heads2, idx_bad_rows, idx_bad_kv,    idx_bad_prefix,
+                                                  idx_bad_bq,     idx_bad_huge,   idx_bad_seed, idx_bad_sample, NULL};
 static const char *const idx_bench_args[] = {"--rows", "2048,4096,65536", "--kv", "65536", "--heads", "32,64", NULL};
 
 const tl_op tl_op_indexer = {
