@@ -6,17 +6,18 @@ The formulation (what a model's reference code does): S = Q K^T by torch._scaled
 codes (unit scales, bfloat16 out; a bf16 matmul where _scaled_mm is refused), times k_scale, relu,
 times w, summed over the heads, -inf outside the causal window (start 0, end = prefix + i + 1,
 prefix = kv - rows); rows taken in chunks so that S stays within about 4 GiB. TFLOP/s counts only
-in-window work (2 D H per in-window score), as tilelab's bench does. Method: the 256 MB L2 flush
-before every iteration, CUDA events, the median; 2 warm-up and 5 timed iterations (a 64K square
-takes seconds). Prints CSV on stdout:
+in-window work (2 D H per in-window score), as tilelab's bench does. Method: torch_timing's
+time_eager (the 256 MB L2 flush before every iteration, CUDA events, the median; 2 warm-up and 5
+timed iterations: a 64K square takes seconds). Prints CSV on stdout:
   name,rows,kv,heads,path,time_us,tflops,source
 """
 import argparse
 import datetime
-import statistics
 import sys
 
 import torch
+
+from torch_timing import flush_buffer, time_eager
 
 D = 128
 
@@ -42,21 +43,6 @@ def indexer(q, k, ks, w, prefix, use_scaled, chunk):
     return out
 
 
-def time_it(fn, flush, warmup=2, iters=5):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="4096:4096,2048:65536", help="rows:kv,...")
@@ -67,7 +53,7 @@ def main():
         return 1
     dev = torch.device("cuda")
     torch.manual_seed(1)
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    flush = flush_buffer(dev)
     name = torch.cuda.get_device_name(dev)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = f"measured on {name} {date} (torch {torch.__version__})"
@@ -87,7 +73,7 @@ def main():
             except Exception as ex:  # older torch or an unsupported layout: the bf16 matmul
                 print(f"torch_indexer: _scaled_mm refused ({ex}); bf16 matmul instead", file=sys.stderr)
                 use_scaled = False
-            us = time_it(lambda: indexer(q, k, ks, w, prefix, use_scaled, chunk), flush)
+            us = time_eager(lambda: indexer(q, k, ks, w, prefix, use_scaled, chunk), flush)
             scores = rows * prefix + rows * (rows + 1) / 2
             tflops = 2.0 * D * h * scores / (us * 1e6)
             path = "scaled_mm_fp8" if use_scaled else "bf16_matmul"

@@ -1,6 +1,8 @@
 """The timing method the torch peers of `tilelab bench` share (kernels/bench.h's, the seed's): a
 captured CUDA graph of the call, 20 warm-up replays, then 200 timed ones, each after a 256 MB buffer
 is written (L2 flush) and between CUDA events around the replay alone; the median in microseconds.
+time_eager is the same method for a call that cannot be captured or takes seconds (fewer
+iterations, no graph: its launches are timed too).
 """
 import statistics
 
@@ -39,3 +41,19 @@ def time_graph(graph, flush, warmup=20, iters=200):
         end[i].record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, end))
+
+
+def time_eager(fn, flush, warmup=2, iters=5):
+    """The median microseconds of fn() called eagerly, the L2 flushed before each call."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for i in range(iters):
+        flush.fill_(i & 0xFF)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
