@@ -185,6 +185,14 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
 
     tl_grid_dep_launch();
     const int tid = (int)tl_thread_x(), lane = tl_lane(), w = tl_wave_id();
+    /* --trace: thread 0 notes the cycle counter at each point (a point not reached: the one before) */
+    __shared__ unsigned long long tr_cyc[TL_DECODE_TRACE_POINTS];
+    unsigned long long tr_entry = 0;
+    if (a.trace && tid == 0) {
+        tr_entry = tl_gpu_clock();
+        for (int i = 0; i < TL_DECODE_TRACE_POINTS; i++) tr_cyc[i] = 0;
+        tr_cyc[TL_DECODE_TRACE_ENTRY] = tl_cycles();
+    }
     const int mt = w % MT, dsi = w / MT;
     const long wg = (long)tl_block_x();
     const int s = (int)(wg % a.shards), hb = (int)((wg / a.shards) % a.hblocks);
@@ -276,6 +284,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     tl_block_sync(); /* the hash set is complete */
     if (tid < ML_TK) posb[tid] = slot_pos(lo + tid);
     tl_block_sync();
+    if (a.trace && tid == 0) tr_cyc[TL_DECODE_TRACE_READY] = tl_cycles();
     uint4 raw[PPT];
     float sc_next = 1.0f;
     /* The next tile's loads. A slot that does not count loads row 0 of its request instead (always
@@ -320,6 +329,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
             posb[(cur ^ 1) * ML_TK + tid] = slot_pos(t0 + ML_TK + tid);
         }
         tl_block_sync();
+        if (a.trace && tid == 0 && t0 == lo) tr_cyc[TL_DECODE_TRACE_LANDED] = tl_cycles();
         /* 2. the next tile's loads */
         if (t0 + ML_TK < hi) issue(posb + (cur ^ 1) * ML_TK);
         /* 3. QK: this wave's partial S [16 heads][32 slots] */
@@ -418,6 +428,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
         tl_block_sync(); /* the tile and P are free for the next tile */
     }
+    if (a.trace && tid == 0 && lo < hi) tr_cyc[TL_DECODE_TRACE_TILES] = tl_cycles();
 
     /* ---- epilogue: o = O / l, lse ---- */
     const size_t head0 = (size_t)r * a.heads + (size_t)hb * HB;
@@ -432,6 +443,15 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
     for (int i = tid; i < HB; i += ML_THREADS)
         a.lse[(head0 + i) * a.shards + s] = l_s[i] > 0.0f ? (m_s[i] + ml_log2(l_s[i])) * 0.69314718055994531f : -__builtin_inff();
+    if (a.trace) {
+        tl_block_sync(); /* every thread's o and lse written */
+        if (tid == 0) {
+            unsigned long long *tw = a.trace + (size_t)wg * DEC_TRACE_WORDS;
+            tr_cyc[TL_DECODE_TRACE_END] = tl_cycles();
+            tw[0] = tr_entry, tw[1] = (unsigned long long)tl_gpu_sm_id();
+            for (int i = 0; i < TL_DECODE_TRACE_POINTS; i++) tw[2 + i] = tr_cyc[i] ? tr_cyc[i] : tw[1 + i];
+        }
+    }
 }
 #endif
 
