@@ -359,8 +359,9 @@ double tl_decode_flops(const tl_decode_shape *s, const int32_t *topk);
 double tl_decode_bytes(const tl_decode_shape *s, const int32_t *topk);
 
 /* The points of a dual-scope work-group's life that `bench decode --trace` records (kernels/decode.h,
- * tl_decode_gpu_trace), in order: the group starts; its statistics, top-k list and hash set are in
- * shared memory and its first tile's positions known (READY); its first tile's rows have landed and
+ * tl_decode_gpu_trace), in order: the group starts; its statistics and top-k list are in shared
+ * memory and its first tile's positions settled (READY; the tile's loads were issued before the
+ * settling); its first tile's rows have landed and
  * are decoded into shared memory (LANDED); its last tile is done (TILES); its o and lse are written
  * (END). A merge block records ENTRY, READY = LANDED = TILES when the shard grid has finished (its
  * wait returned), END when its rows are written. */

@@ -4,11 +4,13 @@
  *
  * The merge: one group of dv / 4 threads per row-head (8 row-heads a block at dv = 128, 2 at 512),
  * each thread owns 4 consecutive dims; every thread computes the contract's (m, S) over the shards'
- * lse (tl_decode_merge_stats: shards exps, L1 broadcasts), then sums w_i o_i for its dims with
- * 16-byte loads, eight shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
- * (a select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
- * while the shard grid's last wave runs and waits in griddepcontrol.wait). Cost: reads the
- * partials once (rows x H x shards x (dv + 1) x 4 bytes), writes O and LSE once.
+ * lse (tl_decode_merge_stats: shards exps, L1 broadcasts) and sums w_i o_i for its dims with 16-byte
+ * loads, the partials of up to 32 shards in flight at once (8, 16 or 32 by the shard count), the
+ * first of them issued before the statistics; a shard of weight 0 (empty or -inf) adds nothing (a
+ * select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch
+ * (NVIDIA: it is scheduled while the shard grid's last wave runs and waits in
+ * griddepcontrol.wait). Cost: reads the partials once (rows x H x shards x (dv + 1) x 4 bytes),
+ * writes O and LSE once.
  */
 #include "decode.h"
 
@@ -18,9 +20,56 @@
 
 #define MERGE_THREADS 256
 
+/* The block's row-heads (thread tid serves row-head tid / (dv / 4), dims 4 (tid % (dv / 4)) ..). Every
+ * partial and lse of NB shards at a time is loaded before anything waits on one, so that a merge of
+ * up to NB shards costs one trip to L2 (its statistics then come from the registers). A shard of
+ * weight 0 (empty or -inf) adds nothing (a select, not a product: whatever its o holds). */
+template <int NB>
 static __device__ __forceinline__ void dec_merge_rows(const float *op, const float *lsep, float *o, float *lse, long items,
-                                                      int shards, int dv);
+                                                      int shards, int dv)
+{
+    const int tid = (int)tl_thread_x(), tpi = dv / 4;
+    const long item = (long)tl_block_x() * (MERGE_THREADS / tpi) + tid / tpi;
+    const int d = 4 * (tid % tpi);
+    if (item >= items) return;
+    const float *ls = lsep + item * shards;
+    const float *ob = op + (size_t)item * shards * dv + d;
+    float m = 0.0f, sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = 0; i < shards; i += NB) {
+        float4 v[NB];
+        float lv[NB];
+#pragma unroll
+        for (int k = 0; k < NB; k++)
+            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv), lv[k] = ls[i + k];
+        if (i == 0 && shards <= NB) {
+            /* tl_decode_merge_stats on the registers: the same operations in the same order */
+            m = tl_decode_neg_inf();
+#pragma unroll
+            for (int k = 0; k < NB; k++)
+                if (k < shards && lv[k] > m) m = lv[k];
+            if (m != tl_decode_neg_inf())
+#pragma unroll
+                for (int k = 0; k < NB; k++)
+                    if (k < shards) sum += tl_decode_expf_(lv[k] - m);
+        } else if (i == 0) {
+            tl_decode_merge_stats(shards, ls, 1, &m, &sum);
+        }
+#pragma unroll
+        for (int k = 0; k < NB; k++) {
+            if (i + k >= shards) continue;
+            const float w = tl_decode_merge_weight(lv[k], m, sum);
+            acc.x += w != 0.0f ? w * v[k].x : 0.0f;
+            acc.y += w != 0.0f ? w * v[k].y : 0.0f;
+            acc.z += w != 0.0f ? w * v[k].z : 0.0f;
+            acc.w += w != 0.0f ? w * v[k].w : 0.0f;
+        }
+    }
+    *(float4 *)(o + (size_t)item * dv + d) = acc;
+    if (d == 0) lse[item] = tl_decode_merge_lse(m, sum);
+}
 
+template <int NB>
 __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *op, const float *lsep, float *o,
                                                                     float *lse, long items, int shards, int dv,
                                                                     unsigned long long *trace)
@@ -29,7 +78,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *o
     if (trace && tl_thread_x() == 0) tr[0] = tl_gpu_clock(), tr[1] = tl_cycles();
     tl_grid_dep_wait();
     if (trace && tl_thread_x() == 0) tr[2] = tl_cycles();
-    dec_merge_rows(op, lsep, o, lse, items, shards, dv);
+    dec_merge_rows<NB>(op, lsep, o, lse, items, shards, dv);
     if (trace) {
         tl_block_sync(); /* every thread's rows written */
         if (tl_thread_x() == 0) {
@@ -42,41 +91,6 @@ __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *o
     }
 }
 
-/* The block's row-heads (thread tid serves row-head tid / (dv / 4), dims 4 (tid % (dv / 4)) ..). */
-static __device__ __forceinline__ void dec_merge_rows(const float *op, const float *lsep, float *o, float *lse, long items,
-                                                      int shards, int dv)
-{
-    const int tid = (int)tl_thread_x(), tpi = dv / 4;
-    const long item = (long)tl_block_x() * (MERGE_THREADS / tpi) + tid / tpi;
-    const int d = 4 * (tid % tpi);
-    if (item >= items) return;
-    const float *ls = lsep + item * shards;
-    float m, sum;
-    tl_decode_merge_stats(shards, ls, 1, &m, &sum);
-    /* eight shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
-     * product: whatever its o holds) */
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float *ob = op + (size_t)item * shards * dv + d;
-    for (int i = 0; i < shards; i += 8) {
-        float4 v[8];
-        float w[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv);
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            if (i + k >= shards) continue;
-            w[k] = tl_decode_merge_weight(ls[i + k], m, sum);
-            acc.x += w[k] != 0.0f ? w[k] * v[k].x : 0.0f;
-            acc.y += w[k] != 0.0f ? w[k] * v[k].y : 0.0f;
-            acc.z += w[k] != 0.0f ? w[k] * v[k].z : 0.0f;
-            acc.w += w[k] != 0.0f ? w[k] * v[k].w : 0.0f;
-        }
-    }
-    *(float4 *)(o + (size_t)item * dv + d) = acc;
-    if (d == 0) lse[item] = tl_decode_merge_lse(m, sum);
-}
-
 long dec_merge_blocks(long items, int dv)
 {
     const int per_block = MERGE_THREADS / (dv / 4);
@@ -87,8 +101,12 @@ int dec_merge_launch(const float *op, const float *lsep, float *o, float *lse, l
                      hipStream_t st, bool dependent, unsigned long long *trace)
 {
     const dim3 grid((unsigned)dec_merge_blocks(items, dv)), block(MERGE_THREADS);
+    /* the shards' partials in flight at once: 8, 16 or 32 (registers: 4 a shard) */
     const hipError_t e =
-        tl_launch(dec_merge_kernel, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace);
+        shards <= 8 ? tl_launch(dec_merge_kernel<8>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace)
+        : shards <= 16
+            ? tl_launch(dec_merge_kernel<16>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace)
+            : tl_launch(dec_merge_kernel<32>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace);
     if (e != hipSuccess) return tl_gpu_fail("dec_merge_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;
 }

@@ -48,15 +48,6 @@ struct DecMlaArgs {
 int dec_paged_prepare(int wave);
 /* Launches the paged shard kernel over `groups` work-groups (4 waves each: 4 x wave threads). */
 int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st);
-/* Slots of the dual-scope kernel's top-k hash set (shared memory, one u32 each): the power of two
- * >= 2k, at least 64; 0 without a sparse scope. Host and device agree through this function. */
-static __host__ __device__ inline int dec_mla_hash_slots(int k)
-{
-    if (k <= 0) return 0;
-    int n = 64;
-    while (n < 2 * k) n *= 2;
-    return n;
-}
 /* Dynamic shared memory of the dual-scope kernel (bytes) for H heads, k top-k entries and the
  * device's wave size. */
 size_t dec_mla_smem(int heads, int topk, int wave);

@@ -108,13 +108,15 @@ static double matrix_flops_per_us(const tl_hw *hw, double cus)
     return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
 }
 
-/* One CU's streaming rate for a group's cache reads: the preset's hbm_per_cu_gbps. (The paged
- * kernel on sm_90 brings its K and V rows by bulk copies, not by the 16-byte cp.async copies
- * whose rate the preset's async_copy_per_cu_gbps gives; the dual-scope kernel loads into
- * registers.) */
+/* One CU's streaming rate for a group's cache reads: the preset's hbm_per_cu_gbps; for the paged
+ * kernel with an fp8 cache on a preset that gives async_copy_per_cu_gbps (the sm_90 kernel brings
+ * fp8 K and V by 16-byte cp.async copies into shared memory) the lower of the two. (bf16 rows come
+ * by bulk copies; the dual-scope kernel loads into registers.) */
 static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
 {
-    (void)s;
+    if (s->kind == TL_DECODE_PAGED && s->kv == TL_DECODE_KV_FP8 && hw->async_copy_per_cu_gbps > 0 &&
+        hw->async_copy_per_cu_gbps < hw->hbm_per_cu_gbps)
+        return hw->async_copy_per_cu_gbps;
     return hw->hbm_per_cu_gbps;
 }
 
