@@ -28,7 +28,9 @@
  * shuffles: i / 8 shared loads a thread, no atomics). Slots that do not count load their request's
  * row 0 (nothing waits on a load before its use) and are stored as zero rows with scale 0; they
  * score -inf. The first tile's loads are issued before its repeats are settled, from the list as
- * it is (a repeat is zeroed at the store like any slot that does not count).
+ * it is (a repeat is zeroed at the store like any slot that does not count). One tile's loads are
+ * in flight in registers; the tile after it is prefetched into L2 (sm_90), so that its loads,
+ * issued a tile later, find L2 rather than HBM.
  * Epilogue: O / l through shared memory (one m-tile at a time over the tile's space) as 16-byte
  * stores of whole rows.
  * Shared memory: the tile (32 x 584 bf16), the S partials (waves x 16 x 36 f32), P (HB x 40 bf16),
@@ -264,6 +266,20 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         if (FP8 && tid < ML_TK) sc_next = a.ks[rowbase + (pb[tid] > 0 ? pb[tid] : 0)];
     };
     issue(posb + ML_TK); /* in flight while the positions are settled */
+    /* The rows of tile t0 (its slots' positions as they are: a repeat costs a wasted line) prefetched
+     * into L2, a line a thread: the loads issued a tile later then find them (and their address
+     * translations) warm instead of waiting for HBM with one tile of work to hide behind. */
+    auto prefetch = [&](long t0) {
+        constexpr int RB = ML_QK * BPE, LINES = (RB + 127) / 128 + 1; /* offsets 0, 128, .., and the last byte */
+        for (int c = tid; c < ML_TK * LINES; c += ML_THREADS) {
+            const int32_t p = raw_pos(t0 + c / LINES);
+            if (p < 0) continue;
+            const int off = 128 * (c % LINES) < RB ? 128 * (c % LINES) : RB - 1;
+            tl_prefetch_l2((const uint8_t *)a.kv + (rowbase + p) * RB + off);
+            if (FP8 && c % LINES == 0) tl_prefetch_l2(a.ks + rowbase + p);
+        }
+    };
+    prefetch(lo + ML_TK);
     /* The positions of the 32 slots t0 .. t0 + 31 into pb (-1: does not count), by the whole group:
      * slot tid / 8, thread tid % 8 compares entries tid % 8, + 8, .. before it. */
     static_assert(ML_THREADS == 8 * ML_TK, "tile_pos: 8 threads a slot");
@@ -318,8 +334,9 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         tile_pos(t0 + ML_TK, posb + (cur ^ 1) * ML_TK);
         tl_block_sync();
         if (a.trace && tid == 0 && t0 == lo) tr_cyc[TL_DECODE_TRACE_LANDED] = tl_cycles();
-        /* 2. the next tile's loads */
+        /* 2. the next tile's loads; the one after it prefetched */
         if (t0 + ML_TK < hi) issue(posb + (cur ^ 1) * ML_TK);
+        if (t0 + 2 * ML_TK < hi) prefetch(t0 + 2 * ML_TK);
         /* 3. QK: this wave's partial S [16 heads][32 slots] */
         {
             tl_frag_c c[NT]; /* NT independent accumulator chains */
