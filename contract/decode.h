@@ -358,6 +358,27 @@ double tl_decode_flops(const tl_decode_shape *s, const int32_t *topk);
  * taken to be disjoint). Cost: O(B) paged; dual-scope with topk, a sort of each request's positions. */
 double tl_decode_bytes(const tl_decode_shape *s, const int32_t *topk);
 
+/* The points of a dual-scope work-group's life that `bench decode --trace` records (kernels/decode.h,
+ * tl_decode_gpu_trace), in order: the group starts; its statistics and top-k list are in shared
+ * memory and its first tile's positions settled (READY; the tile's loads were issued before the
+ * settling); its first tile's rows have landed and
+ * are decoded into shared memory (LANDED); its last tile is done (TILES); its o and lse are written
+ * (END). A merge block records ENTRY, READY = LANDED = TILES when the shard grid has finished (its
+ * wait returned), END when its rows are written. */
+enum {
+    TL_DECODE_TRACE_ENTRY,
+    TL_DECODE_TRACE_READY,
+    TL_DECODE_TRACE_LANDED,
+    TL_DECODE_TRACE_TILES,
+    TL_DECODE_TRACE_END,
+    TL_DECODE_TRACE_POINTS
+};
+/* The columns of `bench decode --trace` (one line a block; launch "shard" or "merge"; row, hblock and
+ * shard -1 on merge lines; the times are the points' in order, then the run's end). */
+#define TL_DECODE_TRACE_HEADER                                                                                  \
+    "kind,kv,batch,heads,window,topk,shards,launch,block,row,hblock,shard,sm,entry_us,ready_us,landed_us,tiles_us," \
+    "end_us,run_end_us,source"
+
 #ifdef __cplusplus
 }
 #endif

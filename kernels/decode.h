@@ -55,6 +55,24 @@ int tl_decode_gpu_read(tl_decode_gpu *g, float *o, float *lse);
 /* Times one run (both launches) with kernels/bench.h's method (flush, warm-up, median; graph
  * replay when o->use_graph). shards as for run. */
 int tl_decode_gpu_time(tl_decode_gpu *g, int shards, const tl_bench_opts *o, tl_bench_result *r);
+/* Where the time of one dual-scope run goes, block by block: one run as the bench times it
+ * (tl_bench_run_marked: after one warm-up run, the flush and busy-wait of opts; direct launches, no
+ * graph), the shard groups and the merge's blocks recording the moments they reached
+ * contract/decode.h's TL_DECODE_TRACE_* points. t_us: microseconds from the end of the busy-wait
+ * (the moment the run could start); a block's entry is placed by the device clock (tl_gpu_clock:
+ * about 1 us resolution on NVIDIA), its later points by its SM's cycle counter at the device's
+ * reported clock. *end_us: when the run had ended (plus one launch). *blocks (the groups in launch
+ * order, then the merge's blocks) is the caller's to free. TL_EUSAGE for the paged kind. Cost: two
+ * flushes and two runs. */
+typedef struct {
+    int merge;            /* 0: a shard group; 1: a merge block */
+    long block;           /* its index in its launch */
+    long row;             /* shard groups: (request, query token) row, head block, shard; merge: -1 */
+    int hblock, shard, sm;
+    double t_us[TL_DECODE_TRACE_POINTS];
+} tl_decode_trace_block;
+int tl_decode_gpu_trace(tl_decode_gpu *g, int shards, const tl_bench_opts *opts, tl_decode_trace_block **blocks,
+                        long *n_blocks, double *end_us);
 void tl_decode_gpu_close(tl_decode_gpu *g);
 
 /* The launcher as a table (NULL without a GPU: kernels/absent.c). */
@@ -65,6 +83,8 @@ typedef struct {
     int (*run)(tl_decode_gpu *g, int shards, int *used);
     int (*read)(tl_decode_gpu *g, float *o, float *lse);
     int (*time)(tl_decode_gpu *g, int shards, const tl_bench_opts *o, tl_bench_result *r);
+    int (*trace)(tl_decode_gpu *g, int shards, const tl_bench_opts *opts, tl_decode_trace_block **blocks, long *n_blocks,
+                 double *end_us);
     void (*close)(tl_decode_gpu *g);
 } tl_decode_gpu_api;
 extern const tl_decode_gpu_api *const tl_decode_gpu_kernels;

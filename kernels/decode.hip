@@ -4,11 +4,13 @@
  *
  * The merge: one group of dv / 4 threads per row-head (8 row-heads a block at dv = 128, 2 at 512),
  * each thread owns 4 consecutive dims; every thread computes the contract's (m, S) over the shards'
- * lse (tl_decode_merge_stats: shards exps, L1 broadcasts), then sums w_i o_i for its dims with
- * 16-byte loads, eight shards in flight at a time; a shard of weight 0 (empty or -inf) adds nothing
- * (a select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch (NVIDIA: it is scheduled
- * while the shard grid's last wave runs and waits in griddepcontrol.wait). Cost: reads the
- * partials once (rows x H x shards x (dv + 1) x 4 bytes), writes O and LSE once.
+ * lse (tl_decode_merge_stats: shards exps, L1 broadcasts) and sums w_i o_i for its dims with 16-byte
+ * loads, the partials of up to 32 shards in flight at once (8, 16 or 32 by the shard count), the
+ * first of them issued before the statistics; a shard of weight 0 (empty or -inf) adds nothing (a
+ * select), so no NaN can come in. It is launched as a programmatic dependent of the shard launch
+ * (NVIDIA: it is scheduled while the shard grid's last wave runs and waits in
+ * griddepcontrol.wait). Cost: reads the partials once (rows x H x shards x (dv + 1) x 4 bytes),
+ * writes O and LSE once.
  */
 #include "decode.h"
 
@@ -18,47 +20,93 @@
 
 #define MERGE_THREADS 256
 
-__global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *op, const float *lsep, float *o,
-                                                                    float *lse, long items, int shards, int dv)
+/* The block's row-heads (thread tid serves row-head tid / (dv / 4), dims 4 (tid % (dv / 4)) ..). Every
+ * partial and lse of NB shards at a time is loaded before anything waits on one, so that a merge of
+ * up to NB shards costs one trip to L2 (its statistics then come from the registers). A shard of
+ * weight 0 (empty or -inf) adds nothing (a select, not a product: whatever its o holds). */
+template <int NB>
+static __device__ __forceinline__ void dec_merge_rows(const float *op, const float *lsep, float *o, float *lse, long items,
+                                                      int shards, int dv)
 {
-    tl_grid_dep_wait();
     const int tid = (int)tl_thread_x(), tpi = dv / 4;
     const long item = (long)tl_block_x() * (MERGE_THREADS / tpi) + tid / tpi;
     const int d = 4 * (tid % tpi);
     if (item >= items) return;
     const float *ls = lsep + item * shards;
-    float m, sum;
-    tl_decode_merge_stats(shards, ls, 1, &m, &sum);
-    /* eight shards' loads in flight at a time; a shard of weight 0 adds nothing (a select, not a
-     * product: whatever its o holds) */
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float *ob = op + (size_t)item * shards * dv + d;
-    for (int i = 0; i < shards; i += 8) {
-        float4 v[8];
-        float w[8];
+    float m = 0.0f, sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = 0; i < shards; i += NB) {
+        float4 v[NB];
+        float lv[NB];
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv);
+        for (int k = 0; k < NB; k++)
+            if (i + k < shards) v[k] = *(const float4 *)(ob + (size_t)(i + k) * dv), lv[k] = ls[i + k];
+        if (i == 0 && shards <= NB) {
+            /* tl_decode_merge_stats on the registers: the same operations in the same order */
+            m = tl_decode_neg_inf();
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
+            for (int k = 0; k < NB; k++)
+                if (k < shards && lv[k] > m) m = lv[k];
+            if (m != tl_decode_neg_inf())
+#pragma unroll
+                for (int k = 0; k < NB; k++)
+                    if (k < shards) sum += tl_decode_expf_(lv[k] - m);
+        } else if (i == 0) {
+            tl_decode_merge_stats(shards, ls, 1, &m, &sum);
+        }
+#pragma unroll
+        for (int k = 0; k < NB; k++) {
             if (i + k >= shards) continue;
-            w[k] = tl_decode_merge_weight(ls[i + k], m, sum);
-            acc.x += w[k] != 0.0f ? w[k] * v[k].x : 0.0f;
-            acc.y += w[k] != 0.0f ? w[k] * v[k].y : 0.0f;
-            acc.z += w[k] != 0.0f ? w[k] * v[k].z : 0.0f;
-            acc.w += w[k] != 0.0f ? w[k] * v[k].w : 0.0f;
+            const float w = tl_decode_merge_weight(lv[k], m, sum);
+            acc.x += w != 0.0f ? w * v[k].x : 0.0f;
+            acc.y += w != 0.0f ? w * v[k].y : 0.0f;
+            acc.z += w != 0.0f ? w * v[k].z : 0.0f;
+            acc.w += w != 0.0f ? w * v[k].w : 0.0f;
         }
     }
     *(float4 *)(o + (size_t)item * dv + d) = acc;
     if (d == 0) lse[item] = tl_decode_merge_lse(m, sum);
 }
 
-int dec_merge_launch(const float *op, const float *lsep, float *o, float *lse, long items, int shards, int dv,
-                     hipStream_t st, bool dependent)
+template <int NB>
+__global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *op, const float *lsep, float *o,
+                                                                    float *lse, long items, int shards, int dv,
+                                                                    unsigned long long *trace)
+{
+    __shared__ unsigned long long tr[3]; /* --trace: device clock at entry; cycles at entry, after the wait */
+    if (trace && tl_thread_x() == 0) tr[0] = tl_gpu_clock(), tr[1] = tl_cycles();
+    tl_grid_dep_wait();
+    if (trace && tl_thread_x() == 0) tr[2] = tl_cycles();
+    dec_merge_rows<NB>(op, lsep, o, lse, items, shards, dv);
+    if (trace) {
+        tl_block_sync(); /* every thread's rows written */
+        if (tl_thread_x() == 0) {
+            unsigned long long *w = trace + (size_t)tl_block_x() * DEC_TRACE_WORDS;
+            w[0] = tr[0], w[1] = (unsigned long long)tl_gpu_sm_id();
+            w[2 + TL_DECODE_TRACE_ENTRY] = tr[1];
+            w[2 + TL_DECODE_TRACE_READY] = w[2 + TL_DECODE_TRACE_LANDED] = w[2 + TL_DECODE_TRACE_TILES] = tr[2];
+            w[2 + TL_DECODE_TRACE_END] = tl_cycles();
+        }
+    }
+}
+
+long dec_merge_blocks(long items, int dv)
 {
     const int per_block = MERGE_THREADS / (dv / 4);
-    const dim3 grid((unsigned)((items + per_block - 1) / per_block)), block(MERGE_THREADS);
-    const hipError_t e = tl_launch(dec_merge_kernel, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv);
+    return (items + per_block - 1) / per_block;
+}
+
+int dec_merge_launch(const float *op, const float *lsep, float *o, float *lse, long items, int shards, int dv,
+                     hipStream_t st, bool dependent, unsigned long long *trace)
+{
+    const dim3 grid((unsigned)dec_merge_blocks(items, dv)), block(MERGE_THREADS);
+    /* the shards' partials in flight at once: 8, 16 or 32 (registers: 4 a shard) */
+    const hipError_t e =
+        shards <= 8 ? tl_launch(dec_merge_kernel<8>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace)
+        : shards <= 16
+            ? tl_launch(dec_merge_kernel<16>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace)
+            : tl_launch(dec_merge_kernel<32>, grid, block, 0, st, dependent, op, lsep, o, lse, items, shards, dv, trace);
     if (e != hipSuccess) return tl_gpu_fail("dec_merge_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;
 }
@@ -76,6 +124,7 @@ struct tl_decode_gpu {
     int part_shards;
     int wave, cus;
     size_t mla_smem;
+    unsigned long long *trace; /* while tl_decode_gpu_trace runs: the shard groups' records, then the merge's */
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -255,11 +304,13 @@ static int enqueue(tl_decode_gpu *g, int shards, hipStream_t st)
         a.max_len = t->max_len, a.window = t->window;
         a.heads = t->heads, a.mtp = t->mtp, a.topk_n = t->topk, a.shards = shards, a.hblocks = tl_decode_head_blocks(t);
         a.scale_log2 = scale_log2;
+        a.trace = g->trace;
         rc = dec_mla_launch(a, fp8, tl_decode_groups(t, shards), g->mla_smem, st);
     }
     if (rc || shards == 1) return rc;
+    unsigned long long *mtrace = g->trace ? g->trace + (size_t)DEC_TRACE_WORDS * tl_decode_groups(t, shards) : NULL;
     return dec_merge_launch(g->op, g->lsep, g->o, g->lse, (long)tl_decode_rows(t) * tl_decode_heads(t), shards,
-                            tl_decode_v_dim(t), st, true);
+                            tl_decode_v_dim(t), st, true, mtrace);
 }
 
 extern "C" int tl_decode_gpu_run(tl_decode_gpu *g, int shards, int *used)
@@ -299,12 +350,70 @@ extern "C" int tl_decode_gpu_time(tl_decode_gpu *g, int shards, const tl_bench_o
     return tl_bench_run(o, dec_time_fn, &c, r);
 }
 
+extern "C" int tl_decode_gpu_trace(tl_decode_gpu *g, int shards, const tl_bench_opts *opts, tl_decode_trace_block **blocks,
+                                   long *n_blocks, double *end_us)
+{
+    *blocks = NULL;
+    *n_blocks = 0;
+    *end_us = 0.0;
+    const tl_decode_shape *t = &g->s;
+    if (t->kind != TL_DECODE_DUAL_SCOPE) return tl_error(TL_EUSAGE, "--trace", "records the dual-scope kernel only");
+    int n = 0, rc = resolve_shards(g, shards, &n);
+    if (!rc) rc = ensure_partials(g, n);
+    if (rc) return rc;
+    const long groups = tl_decode_groups(t, n);
+    const long merges = n > 1 ? dec_merge_blocks((long)tl_decode_rows(t) * tl_decode_heads(t), tl_decode_v_dim(t)) : 0;
+    const long total = groups + merges;
+    const size_t words = 2 + (size_t)DEC_TRACE_WORDS * (size_t)total; /* t0, t1, then the blocks' */
+    const double per_us = tl_gpu_clock_per_us();
+    int dev_id = 0, khz = 0;
+    TL_GPU_CHECK(hipGetDevice(&dev_id));
+    TL_GPU_CHECK(hipDeviceGetAttribute(&khz, hipDeviceAttributeClockRate, dev_id));
+    if (per_us <= 0.0) return TL_EFAIL;
+    if (khz <= 0) return tl_error(TL_EFAIL, "decode gpu", "the device does not say its clock");
+    const double cycles_per_us = khz / 1e3;
+    unsigned long long *dev = NULL, *host = (unsigned long long *)malloc(words * sizeof *host);
+    tl_decode_trace_block *b = (tl_decode_trace_block *)calloc((size_t)total, sizeof *b);
+    dec_time_ctx c = {g, n};
+    if (!host || !b) {
+        rc = tl_error(TL_EFAIL, "decode gpu", "out of memory");
+        goto done;
+    }
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dev, words * sizeof *dev), rc, done);
+    TL_GPU_CHECK_GOTO(hipMemset(dev, 0, words * sizeof *dev), rc, done);
+    g->trace = dev + 2;
+    rc = tl_bench_run_marked(opts, dec_time_fn, &c, dev, dev + 1);
+    g->trace = NULL;
+    if (rc) goto done;
+    TL_GPU_CHECK_GOTO(hipMemcpy(host, dev, words * sizeof *host, hipMemcpyDeviceToHost), rc, done);
+    for (long i = 0; i < total; i++) {
+        const unsigned long long *w = host + 2 + (size_t)DEC_TRACE_WORDS * i, *cyc = w + 2;
+        tl_decode_trace_block *e = &b[i];
+        e->merge = i >= groups;
+        e->block = e->merge ? i - groups : i;
+        e->shard = e->merge ? -1 : (int)(i % n);
+        e->hblock = e->merge ? -1 : (int)((i / n) % tl_decode_head_blocks(t));
+        e->row = e->merge ? -1 : i / n / tl_decode_head_blocks(t);
+        e->sm = (int)w[1];
+        const double entry = (double)(long long)(w[0] - host[0]) / per_us;
+        for (int p = 0; p < TL_DECODE_TRACE_POINTS; p++)
+            e->t_us[p] = entry + (double)(long long)(cyc[p] - cyc[0]) / cycles_per_us;
+    }
+    *end_us = (double)(long long)(host[1] - host[0]) / per_us;
+done:
+    if (dev) (void)hipFree(dev);
+    free(host);
+    if (rc) free(b);
+    else *blocks = b, *n_blocks = total;
+    return rc;
+}
+
 /* the exported table: host code only (the device pass of a HIP build has no host functions) */
 #if !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 extern "C" {
 static const tl_decode_gpu_api decode_gpu_api = {tl_decode_gpu_open, tl_decode_gpu_upload, tl_decode_gpu_poison,
                                                  tl_decode_gpu_run,  tl_decode_gpu_read,   tl_decode_gpu_time,
-                                                 tl_decode_gpu_close};
+                                                 tl_decode_gpu_trace, tl_decode_gpu_close};
 extern const tl_decode_gpu_api *const tl_decode_gpu_kernels = &decode_gpu_api;
 }
 #endif

@@ -37,21 +37,17 @@ struct DecMlaArgs {
     long max_len, window;
     int heads, mtp, topk_n, shards, hblocks;
     float scale_log2;
+    unsigned long long *trace; /* NULL, or [groups][DEC_TRACE_WORDS]: where each group's time went */
 };
+
+/* A traced block's record (thread 0 writes it at its end): the device clock (tl_gpu_clock) at entry,
+ * its SM, then its cycle counter at each of contract/decode.h's TL_DECODE_TRACE_* points. */
+#define DEC_TRACE_WORDS (2 + TL_DECODE_TRACE_POINTS)
 
 /* Raises the paged kernel's dynamic shared-memory limit (sm_90: its cp.async rings) at open. */
 int dec_paged_prepare(int wave);
 /* Launches the paged shard kernel over `groups` work-groups (4 waves each: 4 x wave threads). */
 int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st);
-/* Slots of the dual-scope kernel's top-k hash set (shared memory, one u32 each): the power of two
- * >= 2k, at least 64; 0 without a sparse scope. Host and device agree through this function. */
-static __host__ __device__ inline int dec_mla_hash_slots(int k)
-{
-    if (k <= 0) return 0;
-    int n = 64;
-    while (n < 2 * k) n *= 2;
-    return n;
-}
 /* Dynamic shared memory of the dual-scope kernel (bytes) for H heads, k top-k entries and the
  * device's wave size. */
 size_t dec_mla_smem(int heads, int topk, int wave);
@@ -63,8 +59,11 @@ int dec_mla_prepare(int heads, int fp8, size_t smem);
 int dec_mla_launch(const DecMlaArgs &a, int fp8, long groups, size_t smem, hipStream_t st);
 /* Merges items = rows x H row-heads of `shards` partials of dv floats (dv a multiple of 4, at most
  * 512) into o [items][dv] and lse [items]: the contract's tl_decode_merge per row-head. dependent:
- * launched as a programmatic dependent of the shard launch (it waits for it before reading). */
+ * launched as a programmatic dependent of the shard launch (it waits for it before reading).
+ * trace: NULL, or one DEC_TRACE_WORDS record a block (dec_merge_blocks of them). */
 int dec_merge_launch(const float *op, const float *lsep, float *o, float *lse, long items, int shards, int dv,
-                     hipStream_t st, bool dependent);
+                     hipStream_t st, bool dependent, unsigned long long *trace);
+/* The merge launch's blocks for items row-heads of dv dims. */
+long dec_merge_blocks(long items, int dv);
 
 #endif

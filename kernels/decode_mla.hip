@@ -22,15 +22,20 @@
  * (DS N) PV steps (kernels/mma.h: mma.sync m16n8k16 on sm_90, v_mfma 16x16x16 bf16 on gfx942,
  * 16x16x32 on gfx950).
  * The key set: slot i < nwin is window position wlo + i; slot nwin + i is top-k entry i, counted
- * as tl_decode_topk_counts says, found in O(1): the group first puts the entries it needs (those
- * before its last slot) into a shared-memory hash set holding, per position, the lowest entry index
- * (one u32 per slot: position << 12 | index, atomicMin among equal positions); entry i counts when
- * it is a candidate and the set's index for its position is i. Slots that do not count load their
- * request's row 0 (nothing waits on a load before its use) and are stored as zero rows with scale
- * 0; they score -inf.
+ * as tl_decode_topk_counts says: when it is a candidate (in [0, visible), before the window) and no
+ * entry j < i holds its position. A tile's 32 slots are settled by the whole group at once (ml
+ * tile_pos: 8 threads a slot, each comparing a strided eighth of the entries before it, OR-ed by
+ * shuffles: i / 8 shared loads a thread, no atomics). Slots that do not count load their request's
+ * row 0 (nothing waits on a load before its use) and are stored as zero rows with scale 0; they
+ * score -inf. The first tile's loads are issued before its repeats are settled, from the list as
+ * it is (a repeat is zeroed at the store like any slot that does not count). One tile's loads are
+ * in flight in registers; the tile after it is prefetched into L2 (sm_90), so that its loads,
+ * issued a tile later, find L2 rather than HBM.
+ * Epilogue: O / l through shared memory (one m-tile at a time over the tile's space) as 16-byte
+ * stores of whole rows.
  * Shared memory: the tile (32 x 584 bf16), the S partials (waves x 16 x 36 f32), P (HB x 40 bf16),
- * per-head statistics, the positions and scales of the tile, the list and its hash set
- * (dec_mla_smem). Registers (sm_90, HB = 32): O 64, Q 36, next tile 20 (fp8) / 36 (bf16).
+ * per-head statistics, the positions and scales of the tile, the list (dec_mla_smem). Registers
+ * (sm_90, HB = 32): O 64, Q 36, next tile 20 (fp8) / 36 (bf16).
  */
 #include "decode_launch.h"
 #include "mma.h"
@@ -43,7 +48,8 @@
 #define ML_LDK (ML_QK + 8) /* bf16 elements a tile row takes: 1168 bytes, rows on distinct banks */
 #define ML_LDS (ML_TK + 4) /* floats a row of S takes */
 #define ML_LDP (ML_TK + 8) /* bf16 a row of P takes */
-#define ML_EMPTY 0xFFFFFFFFu
+#define ML_LDO (ML_DV + 8) /* floats a row of the epilogue's O stage takes (16 rows fit in the tile) */
+static_assert(16 * ML_LDO * 4 <= ML_TK * ML_LDK * 2, "the epilogue's O stage fits in the tile");
 
 #if defined(TL_GPU_AMD)
 #define ml_exp2 __builtin_exp2f
@@ -55,7 +61,7 @@
 
 /* the shared-memory carve (bytes), in this order; every part 16-byte aligned */
 struct MlLayout {
-    size_t kt, sp, ps, stat, pos, sc, list, hash, total;
+    size_t kt, sp, ps, stat, pos, sc, list, total;
 };
 static __host__ __device__ inline size_t ml_align16(size_t x) { return (x + 15) & ~(size_t)15; }
 static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves)
@@ -69,7 +75,6 @@ static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves
     L.pos = at, at += ml_align16((size_t)2 * ML_TK * 4);
     L.sc = at, at += ml_align16((size_t)ML_TK * 4);
     L.list = at, at += ml_align16((size_t)(topk > 0 ? topk : 0) * 4);
-    L.hash = at, at += ml_align16((size_t)dec_mla_hash_slots(topk) * 4);
     L.total = at;
     return L;
 }
@@ -79,7 +84,6 @@ size_t dec_mla_smem(int heads, int topk, int wave)
     return ml_layout(tl_decode_ds_block_heads(heads), topk, ML_THREADS / wave).total;
 }
 
-static __device__ __forceinline__ uint32_t ml_hash(uint32_t p, int slots) { return (p * 0x9E3779B1u >> 11) & (uint32_t)(slots - 1); }
 
 /* ---- per-target pieces ------------------------------------------------------------------------ */
 #if defined(TL_MMA_TARGET_SM80)
@@ -181,10 +185,17 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     int32_t *posb = (int32_t *)(ml_smem + L.pos); /* [2][TK] */
     float *scb = (float *)(ml_smem + L.sc);
     int32_t *list = (int32_t *)(ml_smem + L.list);
-    uint32_t *hash = (uint32_t *)(ml_smem + L.hash);
 
     tl_grid_dep_launch();
     const int tid = (int)tl_thread_x(), lane = tl_lane(), w = tl_wave_id();
+    /* --trace: thread 0 notes the cycle counter at each point (a point not reached: the one before) */
+    __shared__ unsigned long long tr_cyc[TL_DECODE_TRACE_POINTS];
+    unsigned long long tr_entry = 0;
+    if (a.trace && tid == 0) {
+        tr_entry = tl_gpu_clock();
+        for (int i = 0; i < TL_DECODE_TRACE_POINTS; i++) tr_cyc[i] = 0;
+        tr_cyc[TL_DECODE_TRACE_ENTRY] = tl_cycles();
+    }
     const int mt = w % MT, dsi = w / MT;
     const long wg = (long)tl_block_x();
     const int s = (int)(wg % a.shards), hb = (int)((wg / a.shards) % a.hblocks);
@@ -196,8 +207,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
 
     /* ---- what depends on nothing goes first, all in flight at once: this wave's Q fragments
      * (heads hb HB + 16 mt .. +15, k-steps [kb0, kb1)), the row's whole top-k list (into shared
-     * memory: the hash set takes the entries the shard needs, the lookups any of them) and the
-     * request's length ---- */
+     * memory) and the request's length ---- */
     const int kb0 = dsi * KS / DS, kb1 = (dsi + 1) * KS / DS;
     tl_frag_a_bf16 qa[QKS];
     {
@@ -226,55 +236,19 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     const long nwin = whi - wlo;
     long lo, hi;
     tl_decode_shard_range(nwin + a.topk_n, a.shards, ML_TK, s, &lo, &hi);
-    const int k_end = hi > nwin ? (int)(hi - nwin < a.topk_n ? hi - nwin : a.topk_n) : 0; /* entries used */
-    const int hslots = dec_mla_hash_slots(a.topk_n);
 
-    /* ---- prologue: statistics, the hash set of the entries before the shard's end ---- */
+    /* ---- prologue: statistics; the first tile's loads; its positions settled ---- */
     for (int i = tid; i < HB; i += ML_THREADS) m_s[i] = -__builtin_inff(), l_s[i] = 0.0f, al_s[i] = 1.0f;
-    for (int i = tid; i < hslots; i += ML_THREADS) hash[i] = ML_EMPTY;
     tl_block_sync();
-    for (int i = tid; i < k_end; i += ML_THREADS) {
-        const long p = list[i];
-        if (p < 0 || p >= vis || p >= wlo) continue;
-        const uint32_t key = (uint32_t)p << 12 | (uint32_t)i;
-        if (key == ML_EMPTY) continue; /* position 2^20 - 1, entry 4095: the lookup's "not found" */
-        uint32_t at = ml_hash((uint32_t)p, hslots);
-        for (;;) {
-            uint32_t cur = hash[at];
-            if (cur == ML_EMPTY) {
-                cur = atomicCAS(&hash[at], ML_EMPTY, key);
-                if (cur == ML_EMPTY) break;
-            }
-            if (cur >> 12 == (uint32_t)p) {
-                atomicMin(&hash[at], key);
-                break;
-            }
-            at = (at + 1) & (uint32_t)(hslots - 1);
-        }
-    }
-    /* the position of slot `slot` (-1: does not count) */
-    auto slot_pos = [&](long slot) -> int32_t {
+    /* the position slot `slot` loads before its repeats are settled (-1: none): the window's, or a
+     * top-k candidate's (a repeat of an earlier entry is found by tile_pos) */
+    auto raw_pos = [&](long slot) -> int32_t {
         if (slot >= hi) return -1;
         if (slot < nwin) return (int32_t)(wlo + slot);
-        const int i = (int)(slot - nwin);
-        const long p = list[i];
-        if (p < 0 || p >= vis || p >= wlo) return -1;
-        uint32_t at = ml_hash((uint32_t)p, hslots);
-        for (;;) {
-            const uint32_t cur = hash[at];
-            if (cur == ML_EMPTY) return (int32_t)p; /* not inserted: the one key equal to ML_EMPTY */
-            if (cur >> 12 == (uint32_t)p) return (int)(cur & 0xFFFu) == i ? (int32_t)p : -1;
-            at = (at + 1) & (uint32_t)(hslots - 1);
-        }
+        const long p = list[slot - nwin];
+        return p < 0 || p >= vis || p >= wlo ? -1 : (int32_t)p;
     };
-
-    tl_frag_c o[NF];
-#pragma unroll
-    for (int f = 0; f < NF; f++) tl_frag_zero(&o[f]);
-
-    /* ---- the tile pipeline ---- */
-    tl_block_sync(); /* the hash set is complete */
-    if (tid < ML_TK) posb[tid] = slot_pos(lo + tid);
+    if (tid < ML_TK) posb[ML_TK + tid] = raw_pos(lo + tid);
     tl_block_sync();
     uint4 raw[PPT];
     float sc_next = 1.0f;
@@ -291,7 +265,48 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
         if (FP8 && tid < ML_TK) sc_next = a.ks[rowbase + (pb[tid] > 0 ? pb[tid] : 0)];
     };
-    issue(posb);
+    issue(posb + ML_TK); /* in flight while the positions are settled */
+    /* The rows of tile t0 (its slots' positions as they are: a repeat costs a wasted line) prefetched
+     * into L2, a line a thread: the loads issued a tile later then find them (and their address
+     * translations) warm instead of waiting for HBM with one tile of work to hide behind. */
+    auto prefetch = [&](long t0) {
+        constexpr int RB = ML_QK * BPE, LINES = (RB + 127) / 128 + 1; /* offsets 0, 128, .., and the last byte */
+        for (int c = tid; c < ML_TK * LINES; c += ML_THREADS) {
+            const int32_t p = raw_pos(t0 + c / LINES);
+            if (p < 0) continue;
+            const int off = 128 * (c % LINES) < RB ? 128 * (c % LINES) : RB - 1;
+            tl_prefetch_l2((const uint8_t *)a.kv + (rowbase + p) * RB + off);
+            if (FP8 && c % LINES == 0) tl_prefetch_l2(a.ks + rowbase + p);
+        }
+    };
+    prefetch(lo + ML_TK);
+    /* The positions of the 32 slots t0 .. t0 + 31 into pb (-1: does not count), by the whole group:
+     * slot tid / 8, thread tid % 8 compares entries tid % 8, + 8, .. before it. */
+    static_assert(ML_THREADS == 8 * ML_TK, "tile_pos: 8 threads a slot");
+    auto tile_pos = [&](long t0, int32_t *pb) {
+        const int sl = tid >> 3, c = tid & 7;
+        const long slot = t0 + sl;
+        const int32_t p = raw_pos(slot);
+        int dup = 0;
+        if (p >= 0 && slot >= nwin) {
+            const int i = (int)(slot - nwin);
+#pragma unroll 4
+            for (int j = c; j < i; j += 8) dup |= list[j] == p;
+        }
+        dup |= tl_shfl_xor(dup, 1);
+        dup |= tl_shfl_xor(dup, 2);
+        dup |= tl_shfl_xor(dup, 4);
+        if (c == 0) pb[sl] = dup ? -1 : p;
+    };
+
+    tl_frag_c o[NF];
+#pragma unroll
+    for (int f = 0; f < NF; f++) tl_frag_zero(&o[f]);
+
+    /* ---- the tile pipeline ---- */
+    tile_pos(lo, posb);
+    tl_block_sync();
+    if (a.trace && tid == 0) tr_cyc[TL_DECODE_TRACE_READY] = tl_cycles();
     int cur = 0;
     for (long t0 = lo; t0 < hi; t0 += ML_TK, cur ^= 1) {
         /* 1. this tile into shared memory, decoded (slots that do not count: zeros); the next tile's
@@ -315,13 +330,13 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
                 *(uint4 *)dst = raw[u];
             }
         }
-        if (tid < ML_TK) {
-            scb[tid] = posb[cur * ML_TK + tid] < 0 ? 0.0f : FP8 ? sc_next * ML_DEC_UNSCALE : 1.0f;
-            posb[(cur ^ 1) * ML_TK + tid] = slot_pos(t0 + ML_TK + tid);
-        }
+        if (tid < ML_TK) scb[tid] = posb[cur * ML_TK + tid] < 0 ? 0.0f : FP8 ? sc_next * ML_DEC_UNSCALE : 1.0f;
+        tile_pos(t0 + ML_TK, posb + (cur ^ 1) * ML_TK);
         tl_block_sync();
-        /* 2. the next tile's loads */
+        if (a.trace && tid == 0 && t0 == lo) tr_cyc[TL_DECODE_TRACE_LANDED] = tl_cycles();
+        /* 2. the next tile's loads; the one after it prefetched */
         if (t0 + ML_TK < hi) issue(posb + (cur ^ 1) * ML_TK);
+        if (t0 + 2 * ML_TK < hi) prefetch(t0 + 2 * ML_TK);
         /* 3. QK: this wave's partial S [16 heads][32 slots] */
         {
             tl_frag_c c[NT]; /* NT independent accumulator chains */
@@ -418,20 +433,43 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
         tl_block_sync(); /* the tile and P are free for the next tile */
     }
+    if (a.trace && tid == 0 && lo < hi) tr_cyc[TL_DECODE_TRACE_TILES] = tl_cycles();
 
-    /* ---- epilogue: o = O / l, lse ---- */
+    /* ---- epilogue: o = O / l, lse. O leaves through shared memory one m-tile (16 heads x 512 dims)
+     * at a time, as 16-byte stores of whole 2 KB rows: the fragments' own stores would be 4-byte
+     * writes spread over 8 rows a warp instruction. The stage lies over the tile (the loop is done). ---- */
     const size_t head0 = (size_t)r * a.heads + (size_t)hb * HB;
+    float *stage = (float *)(ml_smem + L.kt);
+    for (int mtp = 0; mtp < MT; mtp++) {
+        if (mt == mtp) {
 #pragma unroll
-    for (int f = 0; f < NF; f++)
+            for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) {
+                const int hrow = tl_frag_c_row(lane, rr);
+                const float lsum = l_s[16 * mt + hrow], inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
 #pragma unroll
-        for (int rr = 0; rr < TL_FRAG_C_COUNT; rr++) {
-            const int hr = 16 * mt + tl_frag_c_row(lane, rr);
-            const int dim = dsi * DVW + f * NN + tl_frag_c_col(lane, rr);
-            const float lsum = l_s[hr];
-            a.o[((head0 + hr) * a.shards + s) * ML_DV + dim] = lsum > 0.0f ? o[f].v[rr] / lsum : 0.0f;
+                for (int f = 0; f < NF; f++)
+                    stage[hrow * ML_LDO + dsi * DVW + f * NN + tl_frag_c_col(lane, rr)] = o[f].v[rr] * inv;
+            }
         }
+        tl_block_sync();
+        for (int i = tid; i < 16 * ML_DV / 4; i += ML_THREADS) {
+            const int hrow = i / (ML_DV / 4), c4 = i % (ML_DV / 4);
+            *(float4 *)(a.o + ((head0 + 16 * mtp + hrow) * a.shards + s) * ML_DV + 4 * c4) =
+                *(const float4 *)(stage + hrow * ML_LDO + 4 * c4);
+        }
+        tl_block_sync();
+    }
     for (int i = tid; i < HB; i += ML_THREADS)
         a.lse[(head0 + i) * a.shards + s] = l_s[i] > 0.0f ? (m_s[i] + ml_log2(l_s[i])) * 0.69314718055994531f : -__builtin_inff();
+    if (a.trace) {
+        tl_block_sync(); /* every thread's o and lse written */
+        if (tid == 0) {
+            unsigned long long *tw = a.trace + (size_t)wg * DEC_TRACE_WORDS;
+            tr_cyc[TL_DECODE_TRACE_END] = tl_cycles();
+            tw[0] = tr_entry, tw[1] = (unsigned long long)tl_gpu_sm_id();
+            for (int i = 0; i < TL_DECODE_TRACE_POINTS; i++) tw[2 + i] = tr_cyc[i] ? tr_cyc[i] : tw[1 + i];
+        }
+    }
 }
 #endif
 

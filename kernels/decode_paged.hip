@@ -18,12 +18,19 @@
  *          reads K rows g and 8 + g, chunks t, t + 4, t + 8, t + 12 (bf16; fp8: two 16-code chunks).
  *          The S accumulators are P's A fragments as they are (FlashAttention-2's register reuse).
  *          O[16 heads][128] += P V as 16 n-tiles of 8 dims; lane (g, t) reads V rows 2t, 2t + 1,
- *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of 3
- *          cp.async stages in shared memory (2 units in flight ahead of the one computed: 8 warps x
- *          16-24 KB per SM against HBM's ~4600-cycle loaded latency). Every copy instruction
- *          brings whole 128-byte lines (K: 2 bf16 or 4 fp8 rows of 32 lanes x 16 bytes; V: 4
- *          rows' 128-byte spans), so the L2 sees one request per line: a copy of the pieces as
- *          lanes read them (K rows g and 8 + g, 64 bytes of each) would ask for every K line twice.
+ *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of
+ *          3 stages in shared memory (2 units in flight ahead of the one computed: 8 warps x 16 KB
+ *          per SM against HBM's ~4600-cycle loaded latency), by one of two copy paths:
+ *          bf16: each 256-byte row by one bulk copy (cp.async.bulk: a page is one instruction of
+ *            the warp, lane r < 16 copying K row r and lane 16 + r V row r) that completes on the
+ *            stage's mbarrier; the rows land at offsets that keep the fragment reads free of bank
+ *            conflicts (pg_krow, pg_vrow);
+ *          fp8: 16-byte cp.async copies (LDGSTS) of whole 128-byte lines (K: 4 rows of 32 lanes x
+ *            16 bytes; V: 4 rows' 128-byte spans), each piece landing where the lane that reads it
+ *            looks (piece-major, lane-contiguous: conflict-free).
+ *          Measured on the H200 at 32 x 16K, kvH 16: bf16 bulk 4.12 TB/s against 3.20 by cp.async;
+ *          fp8 (128-byte rows: twice the copies a byte) bulk 2.0 TB/s against 2.78 by cp.async.
+ *          (bench/journal/runs.md, decode run 53.)
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
@@ -34,25 +41,29 @@
  * packed FMA per pair); the key scale multiplies the score, the value scale multiplies p.
  * P (x value scale) enters P V as bf16 hi + bf16 lo (two MMAs): ~2^-17 relative, where one bf16
  * rounding (2^-9) would be the largest error of the whole kernel.
- * Masking: a key at or past the shard's end is zero-filled (sm_90: by the copy, source size 0) and
- * scores -inf; a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard
- * with no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
- * Cost per page and wave: 16 (AMD 8) pieces of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2;
- * fp8 ~9 integer ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 101 KB of rings) per
- * SM, by registers (<= 255 a thread) and by shared memory (the launcher asks for the largest
- * carveout, 228 KB, where 2 x 102 KB fit). On sm_90 the stream rate is the cp.async path's (the
- * preset's async_copy_per_cu_gbps, which the model charges), below the HBM ceiling: more stages
- * (more bytes in flight) do not raise it; bulk copies or loads into registers would be the way past.
+ * Masking: a key at or past the shard's end scores -inf (sm_90 bf16: its rows are not copied and
+ * its V row is zeroed in shared memory; fp8: the copy zero-fills it, source size 0; so that p = 0
+ * meets 0); a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard with
+ * no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
+ * Cost per page and wave: sm_90 one bulk copy a lane (fp8: 8 cp.async of 16 bytes) and 16 shared
+ * loads of 16 bytes, AMD 8 loads of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2; fp8 ~9 integer
+ * ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 105 KB of rings) per SM, by registers
+ * (<= 255 a thread) and by shared memory (the launcher asks for the largest carveout, 228 KB, where
+ * 2 x 106 KB fit). The model charges the fp8 kind the preset's async_copy_per_cu_gbps (the
+ * cp.async path's rate) and bf16 the HBM rate.
  */
 #include "decode_launch.h"
 #include "mma.h"
 
 #define PG_WAVES 4
 #define PG_D TL_DECODE_PAGED_DIM
-/* sm_90: each warp's ring of cp.async stages, one unit (16 pieces x 32 lanes x 16 bytes, plus 2
- * pages' 32 scales) a stage */
+/* sm_90: each warp's ring of stages, one unit a stage: bf16, its page's K and V rows as the bulk
+ * copies put them (16 K rows of 256 bytes, 16 V rows, 256 bytes of padding); fp8, its 2 pages' 16
+ * pieces a lane (16 x 32 x 16 bytes) and their 32 scales; then one mbarrier a stage and warp */
 #define PG_STAGES 3
-#define PG_STAGE_BYTES (16 * 32 * 16 + 2 * 32 * 4)
+#define PG_PAGE_BYTES(RB) (32 * (RB) + 256)
+#define PG_STAGE_BYTES (2 * PG_PAGE_BYTES(128) + 2 * 32 * 4)
+#define PG_RING_BYTES (PG_WAVES * PG_STAGES * PG_STAGE_BYTES)
 #define PG_PAGE TL_DECODE_PAGE
 
 #if defined(TL_GPU_AMD)
@@ -152,15 +163,58 @@ static __device__ __forceinline__ void pg_cp4(void *dst, const void *src, int by
 static __device__ __forceinline__ void pg_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+static __device__ __forceinline__ unsigned pg_saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+/* the warp's stage barrier: one arrival (lane 0's, with the bytes to expect) a phase */
+static __device__ __forceinline__ void pg_mbar_init(uint64_t *bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(pg_saddr(bar)) : "memory");
+}
+static __device__ __forceinline__ void pg_mbar_expect(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(pg_saddr(bar)), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void pg_mbar_wait(uint64_t *bar, unsigned parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred P1;\n"
+                 "PG_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+                 "@!P1 bra PG_WAIT;\n"
+                 "}\n" ::"r"(pg_saddr(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+/* a bulk copy of `bytes` (a multiple of 16; both ends 16-byte aligned) that completes on bar */
+static __device__ __forceinline__ void pg_bulk(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(pg_saddr(dst)),
+                 "l"(src), "r"(bytes), "r"(pg_saddr(bar))
+                 : "memory");
+}
+/* Where row r of a page's K and V lands in the stage (RB bytes a row): K rows even then odd, the
+ * odd ones 64 bytes further on the banks, so that the two rows a quarter-warp reads (g, g + 1,
+ * chunks t + 4i) hit 8 distinct 16-byte banks; V rows each shifted by 32 bytes a row pair, so that
+ * the four rows a quarter-warp reads (2t + d, chunk g) do. */
+template <int RB>
+static __device__ __forceinline__ int pg_krow(int r)
+{
+    return (r & 1) * (8 * RB + 64) + (r >> 1) * RB;
+}
+template <int RB>
+static __device__ __forceinline__ int pg_vrow(int r)
+{
+    return 16 * RB + 64 + r * RB + 32 * ((r >> 1) & 3) + 96 * (r >> 3);
+}
 
 /* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
  * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
- * of the one it computes: 8 warps x 16-24 KB per SM, more than HBM's latency x bandwidth share
- * (~4600 cycles x 17 B/cycle). A lane reads 16 pieces a unit (piece-major, lane-contiguous:
- * conflict-free); V pieces are copied by the lane that reads them, K pieces and the scales by
- * others (whole rows a copy), so each iteration's __syncwarp after the lane's own wait orders the
- * warp's copies before any lane reads them (and every lane's reads of a stage before it is
- * refilled). Keys past the shard's end are zero-filled by the copy itself (source size 0). */
+ * of the one it computes: 8 warps x 16 KB per SM, more than HBM's latency x bandwidth share
+ * (~4600 cycles x 17 B/cycle). bf16: the rows come by bulk copies on the stage's mbarrier (lane 0
+ * announces the unit's bytes first). fp8: the pieces and the scales come by cp.async (a commit
+ * group a unit); V pieces are copied by the lane that reads them, K pieces and the scales by others
+ * (whole rows a copy). Each iteration waits for its unit, then a __syncwarp orders the warp's
+ * copies (and any zeroed rows) before the reads, and every lane's reads of a stage before it is
+ * refilled. */
 
 template <bool FP8>
 static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
@@ -212,14 +266,24 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
      * entries come 32 units at a time (lane j holds unit j's, handed out by shuffles), the next 32
      * loaded one chunk ahead. */
     constexpr int PPI = FP8 ? 2 : 1;
-    constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane copies and reads */
+    constexpr bool BULK = !FP8;     /* the copy path (see above) */
+    constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane reads */
     constexpr int VL = FP8 ? 4 : 8;
-    constexpr int PP = KL + VL;     /* pieces a page */
+    constexpr int PP = KL + VL;     /* pieces a page (cp.async layout) */
+    constexpr int SCL = 16 * 32 * 16; /* the fp8 scales' offset in a stage */
     const long p_begin = lo / PG_PAGE, p_end = lo < hi ? (hi + PG_PAGE - 1) / PG_PAGE : p_begin;
     const long ustride = PG_WAVES * PPI, first = p_begin + (long)w * PPI;
     const long nunits = first < p_end ? (p_end - first + ustride - 1) / ustride : 0;
     const int32_t *table = a.table + (size_t)b * a.max_blocks;
+    constexpr int RB = FP8 ? 128 : 256, PAGEB = PG_PAGE_BYTES(RB);
     uint8_t *ring = pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
+    uint64_t *bars = (uint64_t *)(pg_smem + PG_RING_BYTES) + w * PG_STAGES;
+    if (BULK && lane == 0) {
+#pragma unroll
+        for (int j = 0; j < PG_STAGES; j++) pg_mbar_init(bars + j);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
     int32_t tb[PPI], tbn[PPI];
     auto table_chunk = [&](long chunk, int32_t (&dst)[PPI]) {
 #pragma unroll
@@ -237,38 +301,60 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 table_chunk((j >> 5) + 1, tbn);
             }
             uint8_t *st = ring + (size_t)(j % PG_STAGES) * PG_STAGE_BYTES;
+            if (BULK) {
+                uint64_t *bar = bars + j % PG_STAGES;
+                /* lane 0 announces the unit's bytes (its live rows', K and V) before any copy lands */
+                unsigned bytes = 0;
+#pragma unroll
+                for (int u = 0; u < PPI; u++) {
+                    const long live = hi - (first + j * ustride + u) * PG_PAGE;
+                    bytes += 2u * RB * (unsigned)(live < 0 ? 0 : live > PG_PAGE ? PG_PAGE : live);
+                }
+                if (lane == 0) pg_mbar_expect(bar, bytes);
+                __syncwarp();
+            }
 #pragma unroll
             for (int u = 0; u < PPI; u++) {
                 const long p = first + j * ustride + u, pos0 = p * PG_PAGE;
                 const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
+                const int key = lane & 15;
+                if (BULK) {
+                    /* lane < 16: K row `lane`; lane >= 16: V row lane - 16, one bulk copy each; rows
+                     * past the shard's end are not copied (their V rows are zeroed when the unit is
+                     * used) */
+                    if (pos0 + key < hi) {
+                        const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
+                        const void *src = lane < 16 ? (const void *)((const uint16_t *)a.k + e)
+                                                    : (const void *)((const uint16_t *)a.v + e);
+                        pg_bulk(st + u * PAGEB + (lane < 16 ? pg_krow<RB>(key) : pg_vrow<RB>(key)), src, RB,
+                                bars + j % PG_STAGES);
+                    }
+                } else {
 #pragma unroll
-                for (int x = 0; x < KL; x++) {
-                    /* K piece x' = C/4 nt + i of lane (g, t) holds key 8 nt + g, chunk t + 4i (bf16: 8
-                     * dims, fp8: 16). The copies take whole rows instead: copy x brings R = 32 / C rows
-                     * of C chunks (a row of 256 or 128 bytes: whole 128-byte lines, one L2 request
-                     * each), and each chunk lands where its reader looks for it. */
-                    constexpr int C = FP8 ? 8 : 16, R = 32 / C;
-                    const int nt = x / (8 / R), key = 8 * nt + R * (x % (8 / R)) + lane / C, ch = lane % C;
-                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
-                    const void *src = FP8 ? (const void *)((const uint8_t *)a.k + e + 16 * ch)
-                                          : (const void *)((const uint16_t *)a.k + e + 8 * ch);
-                    pg_cp16(st + (u * PP + (C / 4) * nt + (ch >> 2)) * 512 + (4 * (key & 7) + (ch & 3)) * 16, src,
-                            pos0 + key < hi ? 16 : 0);
-                }
+                    for (int x = 0; x < KL; x++) {
+                        /* K piece x' = C/4 nt + i of lane (g, t) holds key 8 nt + g, chunk t + 4i (16
+                         * codes). The copies take whole rows instead: copy x brings R = 32 / C rows of C
+                         * chunks (a row of 128 bytes: whole lines, one L2 request each), and each chunk
+                         * lands where its reader looks for it. */
+                        constexpr int C = 8, R = 32 / C;
+                        const int nt = x / (8 / R), kk = 8 * nt + R * (x % (8 / R)) + lane / C, ch = lane % C;
+                        const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D;
+                        pg_cp16(st + (u * PP + (C / 4) * nt + (ch >> 2)) * 512 + (4 * (kk & 7) + (ch & 3)) * 16,
+                                (const uint8_t *)a.k + e + 16 * ch, pos0 + kk < hi ? 16 : 0);
+                    }
 #pragma unroll
-                for (int x = 0; x < VL; x++) {
-                    /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3); bf16 chunk g + 8 (x >> 2), fp8 chunk g: the
-                     * copy's 8 lanes g bring 128 contiguous bytes of a row (whole lines) as they are */
-                    const int kk = x & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
-                    const size_t e = ((slot0 + key) * a.kv_heads + h) * PG_D;
-                    const void *src = FP8 ? (const void *)((const uint8_t *)a.v + e + 16 * g)
-                                          : (const void *)((const uint16_t *)a.v + e + 8 * (g + 8 * (x >> 2)));
-                    pg_cp16(st + (u * PP + KL + x) * 512 + lane * 16, src, pos0 + key < hi ? 16 : 0);
+                    for (int x = 0; x < VL; x++) {
+                        /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (x & 3), chunk g: the copy's 8 lanes g bring
+                         * 128 contiguous bytes of a row (whole lines) as they are */
+                        const int kq = x & 3, kk = 2 * t + (kq & 1) + 8 * (kq >> 1);
+                        const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D;
+                        pg_cp16(st + (u * PP + KL + x) * 512 + lane * 16, (const uint8_t *)a.v + e + 16 * g,
+                                pos0 + kk < hi ? 16 : 0);
+                    }
                 }
                 if (FP8) { /* lane < 16: k_scale of key lane; lane >= 16: v_scale of key lane - 16 */
-                    const int key = lane & 15;
                     const float *src = (lane < 16 ? a.ks : a.vs) + (slot0 + key) * a.kv_heads + h;
-                    pg_cp4(st + 16 * 32 * 16 + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
+                    pg_cp4(st + SCL + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
                 }
             }
         }
@@ -282,18 +368,34 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
     for (int j = 0; j < PG_STAGES - 1; j++) issue(j);
 
     for (long it = 0; it < nunits; it++) {
-        pg_wait<PG_STAGES - 2>(); /* this lane's copies of unit it have landed */
-        __syncwarp();             /* every lane's (K pieces, scales); every lane is done with unit it - 1 */
+        pg_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
+        uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
+        if (BULK) {
+            pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
+            /* a shard's last page: V rows past its end as zeros (p = 0 there) */
+            const long live = hi - (first + it * ustride) * PG_PAGE;
+            if (live < PG_PAGE) {
+                const int from = live < 0 ? 0 : (int)live;
+                for (int c = lane; c < (PG_PAGE - from) * (RB / 16); c += 32)
+                    *(uint4 *)(st + pg_vrow<RB>(from + c / (RB / 16)) + 16 * (c % (RB / 16))) = make_uint4(0, 0, 0, 0);
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later bulk copy */
+            }
+        }
+        __syncwarp(); /* every lane's copies and zeros; every lane is done with unit it - 1 */
         issue(it + PG_STAGES - 1);
-        const uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
-        const float *scl = (const float *)(st + 16 * 32 * 16);
+        const float *scl = (const float *)(st + SCL);
         /* ---- QK of the unit's pages ---- */
         tl_frag_c sc[PPI][2];
 #pragma unroll
         for (int u = 0; u < PPI; u++) {
             uint4 kr[KL];
 #pragma unroll
-            for (int x = 0; x < KL; x++) kr[x] = *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
+            for (int x = 0; x < KL; x++) {
+                /* bf16: x = 4 nt + i, fp8: x = 2 nt + i; key 8 nt + g, chunk t + 4i */
+                const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3;
+                kr[x] = BULK ? *(const uint4 *)(st + pg_krow<RB>(8 * nt + g) + 16 * (t + 4 * i))
+                             : *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
+            }
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
                 tl_frag_zero(&sc[u][nt]);
@@ -377,7 +479,12 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
             }
             uint4 vr[VL];
 #pragma unroll
-            for (int xx = 0; xx < VL; xx++) vr[xx] = *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
+            for (int xx = 0; xx < VL; xx++) {
+                /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (xx & 3); bf16 chunk g + 8 (xx >> 2), fp8 chunk g */
+                const int kk = xx & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
+                vr[xx] = BULK ? *(const uint4 *)(st + pg_vrow<RB>(key) + 16 * (g + 8 * (xx >> 2)))
+                              : *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
+            }
             /* O += P V: n-tile n, column = lane g's chunk; B rows (keys) 2t, 2t + 1 | 2t + 8, 2t + 9 */
 #pragma unroll
             for (int n = 0; n < 16; n++) {
@@ -608,7 +715,7 @@ __global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2)) d
 
 /* Dynamic shared memory of the paged kernel: the sm_90 rings (101 KB: two groups per SM); none on
  * AMD (its epilogue's memory is static). */
-static size_t pg_smem_bytes(int wave) { return wave == 32 ? (size_t)PG_WAVES * PG_STAGES * PG_STAGE_BYTES : 0; }
+static size_t pg_smem_bytes(int wave) { return wave == 32 ? (size_t)PG_RING_BYTES + PG_WAVES * PG_STAGES * 8 : 0; }
 
 template <bool FP8>
 static int pg_allow(size_t smem)

@@ -221,6 +221,17 @@ static __device__ __forceinline__ uint4 tl_load_once(const void *p)
 #endif
 }
 
+/* A hint that the line holding p will be read soon: NVIDIA prefetches it into L2 (prefetch.global.L2,
+ * no register, nothing waits on it; p must be a valid address); AMD: nothing (no prefetch used there). */
+static __device__ __forceinline__ void tl_prefetch_l2(const void *p)
+{
+#if defined(TL_GPU_AMD)
+    (void)p;
+#else
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 /* A clock shared by every SM / CU, for timestamps that compare across blocks (device code).
  * NVIDIA: %globaltimer in ns (its resolution is about 1 us unless a profiler is attached); AMD:
  * s_memrealtime ticks of the constant wall clock (hipDeviceAttributeWallClockRate, 100 MHz on

@@ -50,6 +50,7 @@ typedef struct {
     dec_other other;
     int other_shards;
     tl_decode_gpu *g;
+    tl_ops_trace trace; /* bench: --trace FILE (trace.path NULL: none) */
 } dec_problem;
 
 static const tl_op_input dec_inputs[] = {
@@ -106,7 +107,11 @@ static const char dec_bench_usage[] =
     "Times the kernels (both launches; L2 flushed, 20 warm-up, 200 timed, median, graph replay) and\n"
     "reports TB/s of the contract's bytes (each cache position once) beside floor_us (a plain read of\n"
     "the same bytes) and the model's prediction on the preset (default h200) with its error, both at\n"
-    "the shard count the launcher ran (its shards column).\n" DEC_COMMON_USAGE;
+    "the shard count the launcher ran (its shards column).\n"
+    "--trace FILE.csv (dual-scope) also runs each case once more (direct launches, after the same flush),\n"
+    "every shard group and merge block recording when it started, had its list and first positions\n"
+    "ready, had its first tile in shared memory, finished its tiles and ended (contract/decode.h's\n"
+    "TL_DECODE_TRACE_*).\n" DEC_COMMON_USAGE;
 
 static const char dec_sim_usage[] =
     "usage: tilelab sim decode [--kind paged|dual-scope] [options] [--hw mi355x] [--format table|csv|json]\n"
@@ -129,6 +134,7 @@ static void dec_free(void *vp)
 {
     dec_problem *p = vp;
     if (!p) return;
+    tl_ops_trace_abort(&p->trace); /* the run stopped before the last case: no half-written trace */
     dec_free_case(p);
     tl_decode_buffers_free(&p->user);
     free(p->user_lens);
@@ -216,7 +222,7 @@ static int check_case(const dec_problem *p, int c)
 /* The kind's defaults for the options not given. */
 typedef struct {
     const char *kind, *batch, *seq, *lens, *kv, *kv_heads, *gqa, *heads, *mtp, *window, *topk, *scale, *shards,
-        *dist, *seed, *hw;
+        *dist, *seed, *hw, *trace;
     int mixed;
 } dec_args;
 
@@ -292,7 +298,8 @@ static int dec_parse(int argc, char **argv, tl_op_mode mode, void **out)
                      TL_OPT_V("--kv-heads", &a.kv_heads), TL_OPT_V("--gqa", &a.gqa),     TL_OPT_V("--heads", &a.heads),
                      TL_OPT_V("--mtp", &a.mtp),       TL_OPT_V("--window", &a.window),   TL_OPT_V("--topk", &a.topk),
                      TL_OPT_V("--scale", &a.scale),   TL_OPT_V("--shards", &a.shards),   TL_OPT_V("--dist", &a.dist),
-                     TL_OPT_V("--seed", &a.seed),     TL_OPT_V("--hw", &a.hw),           TL_OPT_END};
+                     TL_OPT_V("--seed", &a.seed),     TL_OPT_V("--hw", &a.hw),           TL_OPT_V("--trace", &a.trace),
+                     TL_OPT_END};
     static const char *const cmds[] = {"check decode", "bench decode", "sim decode", "run decode"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = parse_values(p, &a, cmds[mode]);
@@ -302,6 +309,12 @@ static int dec_parse(int argc, char **argv, tl_op_mode mode, void **out)
     tl_hw hw;
     if (!rc) rc = tl_hw_load(p->hw, &hw);
     for (int c = 0; !rc && c < dec_n_cases(p); c++) rc = check_case(p, c);
+    if (!rc && a.trace && mode != TL_OP_BENCH) rc = tl_error(TL_EUSAGE, "--trace", "only bench decode traces a run");
+    if (!rc && a.trace && !*a.trace) rc = tl_error(TL_EUSAGE, "--trace", "needs a file name");
+    if (!rc && a.trace && p->kind != TL_DECODE_DUAL_SCOPE)
+        rc = tl_error(TL_EUSAGE, "--trace", "records the dual-scope kernel only (--kind dual-scope)");
+    p->trace.path = a.trace;
+    if (!rc && a.trace) rc = tl_ops_trace_open(&p->trace, TL_DECODE_TRACE_HEADER); /* now, not after the timing */
     if (rc) {
         dec_free(p);
         return rc;
@@ -867,6 +880,26 @@ static int dec_sim_rows(void *vp, int c, tl_table *t)
     return rc;
 }
 
+/* One traced run of the current case at `shards`, its blocks appended to the trace file. */
+static int dec_trace_case(dec_problem *p, int shards, const tl_bench_opts *o, const char *source)
+{
+    tl_decode_trace_block *b = NULL;
+    long n = 0;
+    double end_us = 0.0;
+    int rc = tl_decode_gpu_kernels->trace(p->g, shards, o, &b, &n, &end_us);
+    if (rc) return rc;
+    const tl_decode_shape *s = &p->shape;
+    for (long i = 0; i < n; i++) {
+        fprintf(p->trace.f, "%s,%s,%d,%d,%ld,%d,%d,%s,%ld,%ld,%d,%d,%d", tl_decode_kind_name(s->kind),
+                tl_decode_kv_name(s->kv), s->batch, tl_decode_heads(s), s->window, s->topk, shards,
+                b[i].merge ? "merge" : "shard", b[i].block, b[i].row, b[i].hblock, b[i].shard, b[i].sm);
+        for (int k = 0; k < TL_DECODE_TRACE_POINTS; k++) fprintf(p->trace.f, ",%.3f", b[i].t_us[k]);
+        fprintf(p->trace.f, ",%.3f,%s\n", end_us, source);
+    }
+    free(b);
+    return ferror(p->trace.f) ? tl_error(TL_EFAIL, p->trace.path, "write failed") : 0;
+}
+
 static int dec_bench(void *vp, int c, tl_table *t)
 {
     dec_problem *p = vp;
@@ -913,7 +946,10 @@ static int dec_bench(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.p10_ms * 1e3);
     tl_table_numf(t, "%.2f", r.p90_ms * 1e3);
     tl_table_str(t, label);
-    return 0;
+    if (!p->trace.f) return 0;
+    rc = dec_trace_case(p, m.shards, &o, where);
+    if (!rc && c == dec_n_cases(p) - 1) rc = tl_ops_trace_commit(&p->trace);
+    return rc;
 }
 
 static const char *const dec_test_args[] = {"--batch", "3", "--seq", "40", "--gqa", "1,4", "--kv-heads", "2",

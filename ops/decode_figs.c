@@ -1,6 +1,7 @@
 /* ops/decode_figs.c: the decode row's figure (`tilelab draw decode-shards`): one query row's key
  * scopes over its context, cut into the contract's shards, each shard's work-group time and the
- * merge from the model (simulator/decode.h), drawn by visualize/decode_figs.c. */
+ * merge from the model (simulator/decode.h), drawn by visualize/decode_figs.c; with --trace, the
+ * same shards' measured times from `bench decode --trace`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,21 @@ static const char shards_usage[] =
     "usage: tilelab draw decode-shards [--kind dual-scope|paged] [--hw h200] [--seq 65536] [--window 128]\n"
     "                                  [--topk 2048] [--heads 128] [--kv fp8|bf16] [--kv-heads 8] [--gqa 8]\n"
     "                                  [--shards N] [--dist normal|edges] [--seed S] -o FILE\n"
+    "       tilelab draw decode-shards --trace FILE.csv [--batch B] [--topk K] -o FILE\n"
     "  One query row (batch 1) of split-KV decode over its context: dual-scope, the window (the last W\n"
     "  positions) as a band and the top-k selected positions as ticks; paged, the request's positions\n"
     "  as one band. Below, the contract's shards (tl_decode_shard_range over the row's slots; default\n"
     "  the model's pick on the preset, at most 64 lanes), each lane holding its keys, each shard's\n"
     "  work-group time in the model, and the merge tree into O and LSE with the merge launch's time.\n"
-    "  Simulated on the preset (simulator/decode.h).\n";
+    "  Simulated on the preset (simulator/decode.h).\n"
+    "  With --trace (a `tilelab bench decode --trace` file): the measured run of its first case (of batch\n"
+    "  B and k K when given): row 0's shard groups of head block 0 as lanes on one time axis, each\n"
+    "  split into its phases (list and positions ready, first tile's loads, tiles, O and LSE written),\n"
+    "  the merge blocks' span and the run's end, and each phase's median over every group.\n";
 
 typedef struct {
-    const char *kind, *hw, *seq, *window, *topk, *heads, *kv, *kv_heads, *gqa, *shards, *dist, *seed, *out;
+    const char *kind, *hw, *seq, *window, *topk, *heads, *kv, *kv_heads, *gqa, *shards, *dist, *seed, *out, *trace,
+        *batch;
 } shards_args;
 
 static int parse_shape(const shards_args *a, tl_decode_shape *s, int32_t *len, int *shards, tl_decode_dist *dist,
@@ -78,17 +85,42 @@ static int deal(const tl_decode_shape *s, const tl_hw *hw, const int32_t *list, 
     return 0;
 }
 
+/* --trace: the measured run of the file's first (matching) case. */
+static int draw_trace(const shards_args *a)
+{
+    int batch = -1, topk = -1, rc = 0;
+    if (a->batch) rc = tl_parse_int(a->batch, 1, TL_DECODE_MAX_BATCH, "--batch", &batch);
+    if (!rc && a->topk) rc = tl_parse_int(a->topk, 0, TL_DECODE_MAX_TOPK, "--topk", &topk);
+    if (rc) return rc;
+    tl_decode_trace_rec *rec = malloc(sizeof *rec * TL_DECODE_TRACE_MAX_RECORDS);
+    if (!rec) return tl_error(TL_EFAIL, "decode-shards", "out of memory");
+    tl_decode_trace_case tc;
+    int n = 0;
+    rc = tl_decode_trace_read(a->trace, batch, topk, &tc, rec, TL_DECODE_TRACE_MAX_RECORDS, &n);
+    if (!rc) {
+        char foot[400];
+        snprintf(foot, sizeof foot, "measured on %.200s (bench decode --trace %.100s)", tc.source, a->trace);
+        rc = tl_fig_decode_trace(a->out, foot, &tc, rec, n);
+    }
+    free(rec);
+    return rc;
+}
+
 static int draw_shards(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, shards_usage)) return 0;
-    shards_args a = {"dual-scope", "h200", "65536", "128", "2048", "128", NULL, "8", "8", "0", "normal", NULL, NULL};
+    shards_args a = {"dual-scope", "h200", "65536", "128", NULL, "128", NULL, "8", "8", "0", "normal", NULL, NULL, NULL, NULL};
     tl_opt opts[] = {TL_OPT_V("--kind", &a.kind),     TL_OPT_V("--hw", &a.hw),         TL_OPT_V("--seq", &a.seq),
                      TL_OPT_V("--window", &a.window), TL_OPT_V("--topk", &a.topk),     TL_OPT_V("--heads", &a.heads),
                      TL_OPT_V("--kv", &a.kv),         TL_OPT_V("--kv-heads", &a.kv_heads), TL_OPT_V("--gqa", &a.gqa),
                      TL_OPT_V("--shards", &a.shards), TL_OPT_V("--dist", &a.dist),     TL_OPT_V("--seed", &a.seed),
-                     TL_OPT_V("-o", &a.out),          TL_OPT_END};
+                     TL_OPT_V("-o", &a.out),          TL_OPT_V("--trace", &a.trace),   TL_OPT_V("--batch", &a.batch),
+                     TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw decode-shards", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(a.out, "decode-shards"))) return rc;
+    if (a.trace) return draw_trace(&a);
+    if (a.batch) return tl_error(TL_EUSAGE, "--batch", "picks a case of a --trace file (the simulated picture is batch 1)");
+    if (!a.topk) a.topk = "2048";
     tl_decode_shape s;
     int32_t len;
     int shards = 0;
@@ -143,6 +175,7 @@ static int draw_shards(int argc, char **argv)
 }
 
 const tl_op_figure tl_decode_figures[] = {
-    {"decode-shards", "one decode row's scopes over its context, its shards' times and the merge (simulated)", draw_shards},
+    {"decode-shards", "one decode row's scopes over its context, its shards' times and the merge (simulated; or measured, --trace)",
+     draw_shards},
     {NULL, NULL, NULL},
 };

@@ -108,13 +108,14 @@ static double matrix_flops_per_us(const tl_hw *hw, double cus)
     return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
 }
 
-/* One CU's streaming rate for a group's cache reads: the paged kernel on sm_90 streams its K and V
- * through cp.async rings into shared memory, which the preset's async_copy_per_cu_gbps limits
- * (when it gives one); otherwise, and for the dual-scope kernel (its loads go to registers), the
- * preset's hbm_per_cu_gbps. */
+/* One CU's streaming rate for a group's cache reads: the preset's hbm_per_cu_gbps; for the paged
+ * kernel with an fp8 cache on a preset that gives async_copy_per_cu_gbps (the sm_90 kernel brings
+ * fp8 K and V by 16-byte cp.async copies into shared memory) the lower of the two. (bf16 rows come
+ * by bulk copies; the dual-scope kernel loads into registers.) */
 static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
 {
-    if (s->kind == TL_DECODE_PAGED && hw->async_copy_per_cu_gbps > 0 && hw->async_copy_per_cu_gbps < hw->hbm_per_cu_gbps)
+    if (s->kind == TL_DECODE_PAGED && s->kv == TL_DECODE_KV_FP8 && hw->async_copy_per_cu_gbps > 0 &&
+        hw->async_copy_per_cu_gbps < hw->hbm_per_cu_gbps)
         return hw->async_copy_per_cu_gbps;
     return hw->hbm_per_cu_gbps;
 }

@@ -66,9 +66,9 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                               as the longest, each its reads at one CU's streaming rate
  *                               overlapped with its work at one CU's share of the rates, then
  *                               its partial (or rows of O) written at one CU's L2 rate.
- *                 One CU's streaming rate: hbm_per_cu_gbps; for the paged kernel on a preset
- *                 that gives async_copy_per_cu_gbps (the sm_90 kernel's K and V come through
- *                 cp.async rings in shared memory) the lower of the two.
+ *                 One CU's streaming rate: hbm_per_cu_gbps; for the paged kernel with an fp8
+ *                 cache on a preset that gives async_copy_per_cu_gbps (the sm_90 kernel's fp8 K
+ *                 and V come by 16-byte cp.async copies; bf16 by bulk copies) the lower of the two.
  *   merge launch  (shards > 1) reads the partials and writes O and LSE: from L2 when the partials
  *                 fit it (l2_mib_per_xcd x xcds plus the last-level cache), else HBM; rows x H
  *                 groups; one load latency.

@@ -3,7 +3,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "../core/tl.h"
+#include "csv.h"
 #include "gfx.h"
 
 #define W_PT 960.0
@@ -139,5 +143,202 @@ int tl_fig_decode_shards(const char *out, const tl_decode_fig *f)
     tl_gfx_text(g, TREE_X, lanes_y - 6, "the merge", hs);
     draw_merge(g, f, &tp, lanes_y, lane);
     tl_gfx_footer(g, f->footer);
+    return tl_gfx_close(g);
+}
+
+/* ---- a measured run (`bench decode --trace`) ---- */
+
+int tl_decode_trace_read(const char *path, int batch, int topk, tl_decode_trace_case *tc, tl_decode_trace_rec *rec,
+                         int cap, int *n)
+{
+    static const char *const cols[] = {"kind", "kv", "batch", "heads", "window", "topk", "shards", "launch",
+                                       "row", "hblock", "shard", "run_end_us", "source"};
+    enum { C_KIND, C_KV, C_BATCH, C_HEADS, C_WINDOW, C_TOPK, C_SHARDS, C_LAUNCH, C_ROW, C_HBLOCK, C_SHARD, C_END,
+           C_SOURCE, C_N_COLS };
+    static const char *const tnames[TL_DECODE_TRACE_FIG_POINTS] = {"entry_us", "ready_us", "landed_us", "tiles_us",
+                                                                   "end_us"};
+    *n = 0;
+    memset(tc, 0, sizeof *tc);
+    char *text = NULL;
+    int rc = tl_text_file_read(path, "trace", 64u << 20, &text);
+    if (rc) return rc;
+    const char *pp = text;
+    tl_csv_row h = {0}, r = {0};
+    int line = 0, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_DECODE_TRACE_FIG_POINTS];
+    if (got < 0) rc = tl_csv_fail(path, &h, got);
+    else if (got == 0) rc = tl_error(TL_EUSAGE, path, "empty: not a bench decode --trace file");
+    for (int i = 0; !rc && i < C_N_COLS; i++)
+        if ((col[i] = tl_csv_col(&h, cols[i])) < 0)
+            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench decode --trace file", cols[i]);
+    for (int i = 0; !rc && i < TL_DECODE_TRACE_FIG_POINTS; i++)
+        if ((tcol[i] = tl_csv_col(&h, tnames[i])) < 0)
+            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench decode --trace file", tnames[i]);
+    int first = 1;
+    while (!rc && (got = tl_csv_next(&pp, &r, &line)) != 0) {
+        if (got < 0) {
+            rc = tl_csv_fail(path, &r, got);
+            break;
+        }
+        if (tl_csv_blank(&r)) continue;
+        double v[C_N_COLS], t[TL_DECODE_TRACE_FIG_POINTS];
+        for (int i = C_BATCH; !rc && i <= C_END; i++) {
+            if (i == C_LAUNCH) continue;
+            const double lo = i == C_ROW || i == C_HBLOCK || i == C_SHARD ? -1 : 0;
+            if (tl_parse_double(tl_csv_field(&r, col[i]), cols[i], &v[i]) || !isfinite(v[i]) || v[i] < lo ||
+                v[i] > 1e9) {
+                tl_clear_error();
+                rc = tl_error(TL_EUSAGE, path, "line %d: %s '%s' is not a number in range", r.line, cols[i],
+                              tl_csv_field(&r, col[i]));
+            }
+        }
+        for (int i = 0; !rc && i < TL_DECODE_TRACE_FIG_POINTS; i++)
+            if (tl_parse_double(tl_csv_field(&r, tcol[i]), tnames[i], &t[i]) || !isfinite(t[i]) || fabs(t[i]) > 1e9) {
+                tl_clear_error();
+                rc = tl_error(TL_EUSAGE, path, "line %d: %s '%s' is not a number", r.line, tnames[i],
+                              tl_csv_field(&r, tcol[i]));
+            }
+        const char *launch = tl_csv_field(&r, col[C_LAUNCH]);
+        const int merge = strcmp(launch, "merge") == 0;
+        if (!rc && !merge && strcmp(launch, "shard") != 0)
+            rc = tl_error(TL_EUSAGE, path, "line %d: launch '%s': want shard or merge", r.line, launch);
+        if (rc) break;
+        if ((batch >= 0 && (int)v[C_BATCH] != batch) || (topk >= 0 && (int)v[C_TOPK] != topk)) {
+            if (!first) break; /* past the case drawn */
+            continue;
+        }
+        if (first) { /* the file's first matching case is the one drawn */
+            snprintf(tc->kind, sizeof tc->kind, "%s", tl_csv_field(&r, col[C_KIND]));
+            snprintf(tc->kv, sizeof tc->kv, "%s", tl_csv_field(&r, col[C_KV]));
+            snprintf(tc->source, sizeof tc->source, "%s", tl_csv_field(&r, col[C_SOURCE]));
+            tc->batch = (int)v[C_BATCH], tc->heads = (int)v[C_HEADS], tc->topk = (int)v[C_TOPK];
+            tc->shards = (int)v[C_SHARDS], tc->window = (long)v[C_WINDOW], tc->run_end_us = v[C_END];
+            first = 0;
+        }
+        if ((int)v[C_BATCH] != tc->batch || (int)v[C_TOPK] != tc->topk || (int)v[C_SHARDS] != tc->shards ||
+            (int)v[C_HEADS] != tc->heads || (long)v[C_WINDOW] != tc->window || v[C_END] != tc->run_end_us)
+            break; /* the next case */
+        if (*n >= cap) {
+            rc = tl_error(TL_EUSAGE, path, "line %d: more than %d blocks in one case", r.line, cap);
+            break;
+        }
+        tl_decode_trace_rec *e = &rec[(*n)++];
+        e->merge = merge, e->row = (long)v[C_ROW], e->hblock = (int)v[C_HBLOCK], e->shard = (int)v[C_SHARD];
+        for (int i = 0; i < TL_DECODE_TRACE_FIG_POINTS; i++) e->t[i] = t[i];
+    }
+    if (!rc && first)
+        rc = batch >= 0 || topk >= 0 ? tl_error(TL_EUSAGE, path, "no case of batch %d and k %d (-1: any)", batch, topk)
+                                     : tl_error(TL_EUSAGE, path, "no data rows");
+    tl_csv_free(&h);
+    tl_csv_free(&r);
+    free(text);
+    return rc;
+}
+
+/* The median of the differences t[b] - t[a] over the records of one launch (merge 0 or 1); NAN when none. */
+static double phase_median(const tl_decode_trace_rec *rec, int n, int merge, int a, int b)
+{
+    double *d = malloc(sizeof *d * (size_t)(n > 0 ? n : 1));
+    int m = 0;
+    if (!d) return NAN;
+    for (int i = 0; i < n; i++)
+        if (rec[i].merge == merge) d[m++] = rec[i].t[b] - rec[i].t[a];
+    double med = NAN;
+    if (m) {
+        qsort(d, (size_t)m, sizeof *d, tl_cmp_double);
+        med = m % 2 ? d[m / 2] : 0.5 * (d[m / 2 - 1] + d[m / 2]);
+    }
+    free(d);
+    return med;
+}
+
+static const char *const phase_name[4] = {"start to list and first positions ready", "the first tile landed and stored",
+                                          "the tiles (QK, softmax, PV)", "O and LSE written"};
+
+int tl_fig_decode_trace(const char *out, const char *footer, const tl_decode_trace_case *tc, const tl_decode_trace_rec *rec,
+                        int n)
+{
+    int lane_of[TL_DECODE_FIG_MAX_SHARDS], lanes = 0, merges = 0, groups = 0;
+    double t_end = tc->run_end_us, m_entry = INFINITY, m_ready = INFINITY, m_end = 0;
+    for (int i = 0; i < n; i++) {
+        const tl_decode_trace_rec *e = &rec[i];
+        if (e->merge) {
+            merges++;
+            m_entry = fmin(m_entry, e->t[0]), m_ready = fmin(m_ready, e->t[1]), m_end = fmax(m_end, e->t[4]);
+        } else {
+            groups++;
+            if (e->row == 0 && e->hblock == 0 && lanes < TL_DECODE_FIG_MAX_SHARDS) lane_of[lanes++] = i;
+        }
+        t_end = fmax(t_end, e->t[4]);
+    }
+    if (lanes == 0) return tl_error(TL_EUSAGE, "decode-shards", "the trace holds no shard group of row 0, head block 0");
+    const double lane = lanes <= 24 ? 14.0 : lanes <= 40 ? 10.0 : 8.0;
+    const double plot_y = TOP + 30, plot_h = lane * (lanes + (merges ? 1.5 : 0));
+    const double H = plot_y + plot_h + 44 + 16 * 6 + TL_GFX_FOOTER_PT + 8;
+    tl_gfx *g = tl_gfx_open(out, W_PT, H);
+    if (!g) return tl_gfx_open_status();
+    char title[200], sub[400], t[300];
+    snprintf(title, sizeof title, "Dual-scope decode, measured: where each shard's time goes (batch %d, %d shard%s)",
+             tc->batch, tc->shards, tc->shards == 1 ? "" : "s");
+    snprintf(sub, sizeof sub, "%s latent KV, H = %d, window %ld, top-%d; %d shard groups and %d merge blocks traced; "
+             "one run after the L2 flush (direct launches); lanes: row 0, head block 0", tc->kv, tc->heads, tc->window,
+             tc->topk, groups, merges);
+    tl_gfx_heading(g, title, sub);
+    tl_plot pl;
+    tl_plot_init(&pl, LEFT, plot_y, W_PT - LEFT - 40, plot_h, 0, t_end * 1.04, 0, 0, 1, 0);
+    pl.y_ticks_off = 1;
+    tl_text_style ls = tl_gfx_style(lane >= 9 ? 7.5 : 6);
+    ls.ha = TL_RIGHT;
+    ls.va = TL_MIDDLE;
+    for (int k = 0; k < lanes; k++) {
+        const tl_decode_trace_rec *e = &rec[lane_of[k]];
+        const double y = plot_y + k * lane;
+        tl_gfx_line(g, pl.x, y + lane / 2, tl_plot_x(&pl, e->t[0]), y + lane / 2, 0.4, tl_gfx_rgb(0.8, 0.8, 0.8), 2);
+        for (int p = 0; p < 4; p++) {
+            const double x0 = tl_plot_x(&pl, e->t[p]), x1 = tl_plot_x(&pl, e->t[p + 1]);
+            if (x1 > x0) tl_gfx_rect(g, x0, y + lane * 0.15, x1 - x0, lane * 0.7, tl_gfx_palette(p), 0, tl_gfx_rgb(0, 0, 0));
+        }
+        snprintf(t, sizeof t, "shard %d", e->shard);
+        tl_gfx_text(g, pl.x - 6, y + lane / 2, t, ls);
+    }
+    if (merges) {
+        const double y = plot_y + (lanes + 0.25) * lane;
+        tl_gfx_line(g, tl_plot_x(&pl, m_entry), y + lane / 2, tl_plot_x(&pl, m_ready), y + lane / 2, 0.8,
+                    tl_gfx_rgb(0.55, 0.55, 0.55), 2);
+        tl_gfx_rect(g, tl_plot_x(&pl, m_ready), y + lane * 0.15, tl_plot_x(&pl, m_end) - tl_plot_x(&pl, m_ready),
+                    lane * 0.7, tl_gfx_palette(4), 0, tl_gfx_rgb(0, 0, 0));
+        snprintf(t, sizeof t, "merge (%d blocks)", merges);
+        tl_gfx_text(g, pl.x - 6, y + lane / 2, t, ls);
+    }
+    const double xe = tl_plot_x(&pl, tc->run_end_us);
+    tl_gfx_line(g, xe, plot_y, xe, plot_y + plot_h, 1.0, tl_gfx_rgb(0, 0, 0), 3);
+    tl_text_style es = tl_gfx_style(7.5);
+    es.ha = TL_RIGHT;
+    es.va = TL_BOTTOM;
+    snprintf(t, sizeof t, "the run's end (+ one launch): %.2f us", tc->run_end_us);
+    tl_gfx_text(g, xe - 3, plot_y - 2, t, es);
+    tl_plot_axes(g, &pl, "time from the run's start (us; entries by the device clock, ~1 us steps; phases by the SM clock)",
+                 NULL);
+    /* the key and the medians */
+    tl_legend_entry key[5];
+    int nk = 0;
+    for (int p = 0; p < 4; p++) key[nk++] = (tl_legend_entry){phase_name[p], tl_gfx_palette(p), TL_KEY_BOX, 0, 0};
+    if (merges) key[nk++] = (tl_legend_entry){"merge blocks: after their wait (dashed: waiting)", tl_gfx_palette(4), TL_KEY_BOX, 0, 0};
+    const double ky = plot_y + plot_h + 40;
+    tl_gfx_legend(g, LEFT, ky, key, nk, 0);
+    tl_text_style ms = tl_gfx_style(8);
+    ms.va = TL_TOP;
+    double y = ky;
+    snprintf(t, sizeof t, "medians over the %d shard groups:", groups);
+    tl_gfx_text(g, LEFT + 420, y, t, ms), y += 13;
+    for (int p = 0; p < 4; p++) {
+        snprintf(t, sizeof t, "%s: %.2f us", phase_name[p], phase_median(rec, n, 0, p, p + 1));
+        tl_gfx_text(g, LEFT + 430, y, t, ms), y += 12;
+    }
+    if (merges) {
+        snprintf(t, sizeof t, "merge blocks (%d): wait ends %.2f us after entry, rows %.2f us", merges,
+                 phase_median(rec, n, 1, 0, 1), phase_median(rec, n, 1, 1, 4));
+        tl_gfx_text(g, LEFT + 430, y, t, ms);
+    }
+    tl_gfx_footer(g, footer);
     return tl_gfx_close(g);
 }

@@ -38,4 +38,35 @@ typedef struct {
  * TL_EUSAGE for a shard count outside [1, TL_DECODE_FIG_MAX_SHARDS] or an empty context. */
 int tl_fig_decode_shards(const char *out, const tl_decode_fig *f);
 
+/* ---- a measured run (`tilelab bench decode --trace`) ---- */
+#define TL_DECODE_TRACE_FIG_POINTS 5 /* contract/decode.h's TL_DECODE_TRACE_POINTS */
+#define TL_DECODE_TRACE_MAX_RECORDS 8192
+
+/* One traced block: a shard group (row, head block, shard) or a merge block (merge = 1, the rest
+ * -1), its points' times in us from the run's start (entry, ready, landed, tiles, end). */
+typedef struct {
+    int merge, hblock, shard;
+    long row;
+    double t[TL_DECODE_TRACE_FIG_POINTS];
+} tl_decode_trace_rec;
+/* The case a trace file's first matching lines describe. */
+typedef struct {
+    char kind[16], kv[16], source[200];
+    int batch, heads, topk, shards;
+    long window;
+    double run_end_us;
+} tl_decode_trace_case;
+/* Reads the first case of a `bench decode --trace` file whose batch and k are the given ones (-1:
+ * any) and its blocks (at most cap; *n of them). TL_EUSAGE naming the file and line for a file that
+ * is not such a trace, a bad number, or no matching case. */
+int tl_decode_trace_read(const char *path, int batch, int topk, tl_decode_trace_case *tc, tl_decode_trace_rec *rec,
+                         int cap, int *n);
+/* The measured picture of one case: a lane per shard group of row 0's first head block (at most
+ * TL_DECODE_FIG_MAX_SHARDS, in shard order), its phases as segments on one time axis (start to
+ * list and positions ready, the first tile's loads, the tiles, O and LSE written); a lane with the
+ * merge blocks' span (first entry, the end of their wait, the last end); the run's end; below, each
+ * phase's median over every group of the case. footer: the provenance line. */
+int tl_fig_decode_trace(const char *out, const char *footer, const tl_decode_trace_case *tc, const tl_decode_trace_rec *rec,
+                        int n);
+
 #endif
