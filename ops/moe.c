@@ -682,6 +682,8 @@ static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stag
         int rc = tl_moe_tilelab_kernel(&sp);
         if (rc) return rc;
         sp.after_flush = p->mode == TL_OP_BENCH && p->flush_write;
+    } else {
+        tl_moe_generic_kernel(&sp);
     }
     return tl_moe_sim(&sp, r);
 }

@@ -261,6 +261,13 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     return 0;
 }
 
+int tl_moe_generic_kernel(tl_moe_problem *p)
+{
+    if (!p) return tl_error(TL_EUSAGE, "sim moe", "missing problem");
+    p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
+    return 0;
+}
+
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
 {
     memset(r, 0, sizeof *r);

@@ -253,6 +253,12 @@ typedef struct {
  * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
+/* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
+ * re-quantizes its input (the op's Q2, contract/moe.h) in a kernel of its own (requant_kernel), as
+ * the block-scaled two-stage paths do (tilelab's, and seed 000 Table 3's, whose fixed overhead at
+ * low M it names block scaling); nothing else. TL_EUSAGE when p is NULL. */
+int tl_moe_generic_kernel(tl_moe_problem *p);
+
 /* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */
 #define TL_MOE_MAX_WAVES (1LL << 24)
 #define TL_MOE_MAX_SCHEDULE (1LL << 22)
