@@ -9,7 +9,8 @@
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench benchrandom
 #            torch"; "bench" runs balanced routing, as bench/torch_grouped_mm.py routes its peer, and
 #            "benchrandom" tilelab's default random routing, seed 1: moe_bench_<dtype>_random.csv;
-#            "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
+#            "shapes" checks seed 000 Figure 10's Kimi-K2.6 a16w4 and ZAYA1 fp8 (zaya1-e24) shapes at MOE_CHECK_TOKENS:
+#            moe_shapes.txt; "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
 #            run of M = 1 and 8 block by block: moe_trace_<dtype>.csv) picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
 #            MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
@@ -60,6 +61,12 @@ if [[ " $parts " == *" check "* ]]; then
       fi
     done
   done 2>&1 | tee "$OUT/moe_check.txt"
+fi
+if [[ " $parts " == *" shapes "* ]]; then # seed 000 Figure 10's other shapes: Kimi-K2.6 a16w4, ZAYA1 fp8 (E 24, top-1)
+  for md in kimi-k2.6:a16w4 zaya1-e24:fp8; do
+    echo "== check ${md%%:*} ${md##*:}"
+    $T check moe --model "${md%%:*}" --dtype "${md##*:}" --tokens ${MOE_CHECK_TOKENS:-1,16,256} || rc=1
+  done 2>&1 | tee "$OUT/moe_shapes.txt"
 fi
 if [[ " $parts " == *" bench "* ]]; then
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do

@@ -3,8 +3,9 @@
  * A kernel written against this header runs the matrix cores of whatever it is compiled for:
  *   TL_MMA_TARGET_GFX950   __gfx950__ (CDNA4): v_mfma_f32_16x16x32_bf16 and
  *                          v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales for FP8 (OCP E4M3,
- *                          the format of NVIDIA's and the OCP inputs; also FP6 / FP4 via
- *                          tl_mma_f8f6f4_16x16x128). Compiled with clang-22 and its assembly read
+ *                          the format of NVIDIA's and the OCP inputs; also FP6 / FP4, and OCP MX
+ *                          E8M0 block scales fed to the instruction, via tl_mma_f8f6f4_16x16x128).
+ *                          Compiled with clang-22 and its assembly read
  *                          by tests/cli_gpu_compile.sh; never run here (no gfx950 device).
  *   TL_MMA_TARGET_GFX942   __gfx942__ (CDNA3): v_mfma_f32_16x16x16_bf16 (the "_1k" builtin),
  *                          v_mfma_f32_16x16x32_fp8_fp8 - FP8 is E4M3 FNUZ (bias 8, max 240) there.
@@ -148,17 +149,21 @@ TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_
 {
     c->v = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a->v, b->v, c->v, 0, 0, 0);
 }
-/* One 16x16x128 step with A in format FA and B in FB, unit (E8M0 127) scales. */
+/* E8M0 code of the scale 1.0 (2^(127 - 127)): the unit scale of the scaled instructions. */
+#define TL_E8M0_ONE 127
+/* One 16x16x128 step, A in format FA and B in FB (TL_F8F6F4_*), each 32-deep block of K scaled by
+ * an OCP MX E8M0 scale (2^(code - 127); 0xFF is NaN), byte 0 of scale_a / scale_b (op_sel 0):
+ *   lane l gives the scale of A row l % 16 and of B column l % 16 for k in [32 (l / 16),
+ *   32 (l / 16) + 32) (16 rows or columns x 4 blocks = 64 lanes: for FP4 the lane's own 32 values;
+ *   Modular's CDNA4 block-scaled MFMA notes. For FP8, whose lane bytes lie in two blocks of k, no
+ *   second source was found and no gfx950 device is here to run it);
+ * c += (A x 2^(scale_a - 127)) (B x 2^(scale_b - 127)), f32 accumulate. The default scales are 1:
+ * plain FP8/FP6/FP4 at the instruction's full rate. The scale operands live in VGPRs (LLVM's
+ * VOP3PInstructions.td keeps them there: for an inline or SGPR constant the hardware would read
+ * bits 30:23). */
 template <int FA, int FB>
-TL_MMA_FN void tl_mma_f8f6f4_16x16x128(tl_frag_c *c, const tl_i32x8 &a, const tl_i32x8 &b)
-{
-    c->v = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c->v, FA, FB, 0, 127, 0, 127);
-}
-/* The MX form: scale_a / scale_b are E8M0 exponents (127 = 1.0) that the lane passes for its
- * row of A / column of B (one scale per 32 values of K, OCP MX blocks). */
-template <int FA, int FB>
-TL_MMA_FN void tl_mma_f8f6f4_16x16x128_scaled(tl_frag_c *c, const tl_i32x8 &a, const tl_i32x8 &b,
-                                              int scale_a, int scale_b)
+TL_MMA_FN void tl_mma_f8f6f4_16x16x128(tl_frag_c *c, const tl_i32x8 &a, const tl_i32x8 &b,
+                                       int scale_a = TL_E8M0_ONE, int scale_b = TL_E8M0_ONE)
 {
     c->v = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c->v, FA, FB, 0, scale_a, 0, scale_b);
 }

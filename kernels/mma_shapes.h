@@ -30,7 +30,7 @@
 #define TL_MMA_GFX942_FP8_N 16
 #define TL_MMA_GFX942_FP8_K 32
 /* AMD gfx950 (CDNA4): v_mfma_f32_16x16x32_bf16, v_mfma_scale_f32_16x16x128_f8f6f4 and
- * v_mfma_scale_f32_32x32x64_f8f6f4 (issued with unit E8M0 scales) */
+ * v_mfma_scale_f32_32x32x64_f8f6f4 (unit E8M0 scales unless the caller gives its block scales) */
 #define TL_MMA_GFX950_BF16_M 16
 #define TL_MMA_GFX950_BF16_N 16
 #define TL_MMA_GFX950_BF16_K 32

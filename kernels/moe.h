@@ -42,7 +42,10 @@
  * dequantized to bf16 in registers (exact for MX; INT4 multiplies the integer codes and applies
  * the group scale to each 128-deep partial sum). gfx950: fp8 multiplies its E4M3FN codes natively
  * (v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales: CDNA4's FP8 is OCP); gfx942: fp8 is decoded
- * to bf16 (CDNA3's FP8 is FNUZ, not the OCP E4M3FN of these inputs); the rest as on NVIDIA.
+ * to bf16 (CDNA3's FP8 is FNUZ, not the OCP E4M3FN of these inputs); the rest as on NVIDIA. The
+ * MX types stay on the BF16 instruction on gfx950 too: the scaled f8f6f4 MFMA takes both operands
+ * in FP8/FP6/FP4, and this op's activations are BF16 (contract/moe.h), which no E8M0 block scale
+ * makes exact in those formats; feeding the weights' scales to it would change the function.
  */
 #ifndef TL_KERNELS_MOE_H
 #define TL_KERNELS_MOE_H

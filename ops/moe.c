@@ -145,7 +145,10 @@ static const char moe_sim_usage[] =
     "  --kernel   tilelab (default): the kernels tilelab ships (kernels/moe*.hip as built for sm_90:\n"
     "             their tiles, bytes in flight, extra kernels and the weights' dequantization), timed\n"
     "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
-    "             generic: the kernel simulator/moe.h describes, with these knobs:\n"
+    "             MX weights converted to BF16 on every arch (the op's activations are BF16);\n"
+    "             generic: the kernel simulator/moe.h describes (mxfp4 / mxfp8 on the scaled f8f6f4\n"
+    "             instruction where the arch has it, E8M0 scales fed to it: the seed's MX path,\n"
+    "             activations quantized to MX), with these knobs:\n"
     "  --tile-m   rows per tile (16, 32, 64, 128: a multiple of the instruction's M; generic only)\n"
     "  --tile-n   output columns per work item (generic only)\n"
     "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
@@ -679,6 +682,8 @@ static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stag
         int rc = tl_moe_tilelab_kernel(&sp);
         if (rc) return rc;
         sp.after_flush = p->mode == TL_OP_BENCH && p->flush_write;
+    } else {
+        tl_moe_generic_kernel(&sp);
     }
     return tl_moe_sim(&sp, r);
 }

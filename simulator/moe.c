@@ -10,9 +10,22 @@
 
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
 {
-    /* only fp8 has 8-bit activations; the weight-only types dequantize to bf16 in registers */
-    const char *t = (d == TL_MOE_FP8 && tl_hw_has_dtype(hw, "fp8")) ? "fp8" : "bf16";
+    /* fp8: its E4M3 codes where the arch has FP8; mxfp4 / mxfp8: the scaled f8f6f4 instruction
+     * where the arch has it (FP4 inputs mark the family: gfx950), the E8M0 scales fed to it; the
+     * rest (and these without such instructions) run BF16 on weights converted in registers */
+    const char *t = "bf16";
+    if (d == TL_MOE_FP8 && tl_hw_has_dtype(hw, "fp8")) t = "fp8";
+    if (tl_hw_has_dtype(hw, "fp4") && (d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8)) t = d == TL_MOE_MXFP4 ? "fp4" : "fp8";
     *a = *b = t;
+}
+
+/* Instructions a lane issues per weight element to turn a16w4, mxfp4 and mxfp8 codes into BF16:
+ * kernels/moe.hip's weights_bf16, fitted per dtype to 8 timings of
+ * bench/results/h200_moe_bench_<dtype>_run30.csv (moe.h). The only measured counts: the generic
+ * kernel charges them too wherever its instruction takes BF16 weights that are stored otherwise. */
+static double bf16_conversion_instr(tl_moe_dtype d)
+{
+    return d == TL_MOE_A16W4 ? 6.75 : d == TL_MOE_MXFP4 ? 8.0 : d == TL_MOE_MXFP8 ? 16.25 : 0.0;
 }
 
 /* The matrix ceiling that goes with an instruction's input type. */
@@ -242,9 +255,16 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
      * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
     p->weights_per_tile = !pair;
     p->vector_rows = 0;
-    /* instructions per weight element of weights_bf16: fitted per dtype to 8 timings of
-     * bench/results/h200_moe_bench_<dtype>_run30.csv (simulator/moe.h) */
-    p->dequant_instr = p->dtype == TL_MOE_A16W4 ? 6.75 : p->dtype == TL_MOE_MXFP4 ? 8.0 : p->dtype == TL_MOE_MXFP8 ? 16.25 : 0.0;
+    /* instructions per weight element of weights_bf16 (every arch: the kernel converts even where
+     * the arch has scaled FP4/FP8 instructions, since its activations are BF16: contract/moe.h) */
+    p->dequant_instr = bf16_conversion_instr(p->dtype);
+    return 0;
+}
+
+int tl_moe_generic_kernel(tl_moe_problem *p)
+{
+    if (!p) return tl_error(TL_EUSAGE, "sim moe", "missing problem");
+    p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     return 0;
 }
 
@@ -267,6 +287,11 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
 
     const char *ad, *bd;
     tl_moe_instr_dtypes(hw, p->dtype, &ad, &bd);
+    if (p->dequant_instr > 0) ad = bd = "bf16"; /* the kernel converts its weights to BF16 */
+    /* weights stored in another format than the instruction takes are converted, at the kernel's
+     * stated count or else the measured one (bf16_conversion_instr) */
+    const int converts = strcmp(bd, "bf16") == 0 && p->dtype != TL_MOE_BF16 && p->dtype != TL_MOE_FP8;
+    const double dequant_instr = !converts ? 0.0 : p->dequant_instr > 0 ? p->dequant_instr : bf16_conversion_instr(p->dtype);
     tl_instr in;
     if (p->vector_rows) /* fp32 FMAs, one real row at a time: nothing to pad to */
         in = (tl_instr){.name = "none: fp32 FMA per row", .m = 1, .n = 1, .k = 1};
@@ -337,7 +362,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         r->matrix_tflops = tl_hw_instr_tflops(hw, &in) / slow;
     }
     /* the weights' conversion to BF16 on the issue slots (dequant_instr) */
-    double item_dequant_us = p->dequant_instr > 0 ? (double)tile_n * K * p->dequant_instr /
+    double item_dequant_us = dequant_instr > 0 ? (double)tile_n * K * dequant_instr /
                                                         ((double)hw->vector_lanes_per_cu * hw->clock_mhz)
                                                   : 0.0;
     item_compute_us += item_dequant_us;
@@ -506,8 +531,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     if (r->fixed_us > 0.5 * r->time_us) r->limiter = "fixed";
     else if (waves >= 2 && last_items * 2 < slots && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
     else if (mem_bound_us >= cmp_bound_us) r->limiter = "hbm";
-    else if (r->dequant_us > 0.5 * r->compute_us) r->limiter = "dequant";
     else if (r->flops_issued >= 2.0 * r->flops_useful) r->limiter = "padding";
+    else if (r->dequant_us > 0.5 * r->compute_us) r->limiter = "dequant";
     else r->limiter = "matrix";
     return 0;
 }

@@ -25,8 +25,15 @@
  *    mxfp4 0.5 + 1/32, mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. The stage-1
  *    output (stage-2 input) is bf16 for every type; stage 2 writes each routed row's weighted
  *    result in bf16 (tokens * k * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
- *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones); bf16, a16w4,
- *    mxfp4 and mxfp8 run bf16 x bf16 (weights dequantized in registers).
+ *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones); where the
+ *    arch has the scaled f8f6f4 instructions (gfx950), mxfp4 runs fp4 x fp4 and mxfp8 fp8 x fp8 on
+ *    them, the weights' E8M0 scales fed to the instruction and the activations quantized to the
+ *    weights' MX format in the kernel (the seed's MX path; that quantization is not charged, and it
+ *    is not this op's function, whose MX activations are BF16: contract/moe.h); bf16, a16w4, and
+ *    the MX types elsewhere or in a kernel that converts them (dequant_instr > 0, as tilelab's)
+ *    run bf16 x bf16. Weights stored otherwise than the instruction takes are converted in
+ *    registers: at the kernel's dequant_instr, or, when it states none (the generic kernel), at
+ *    the counts fitted to tilelab's conversion on the H200 (below; the only measured ones).
  *  - compute time of a work item = instructions issued (padded rows / m) * (N_blk / n) * (K_pad / k)
  *    * cycles, spread over the CU's matrix cores, at the preset clock, stretched by datasheet /
  *    measured of the dtype's matrix ceiling when a measured value is known.
@@ -110,9 +117,11 @@
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
- *    compute-bound ones; "dequant" when compute bounds and most of the compute is the weights'
- *    conversion (dequant_instr); "padding" when compute bounds and flops_issued >= 2 x
- *    flops_useful (padding at least halves the useful rate); else "matrix".
+ *    compute-bound ones; "padding" when compute bounds and flops_issued >= 2 x flops_useful (a
+ *    tile's compute, its matrix work and any conversion of its weights, serves at most half as
+ *    many real rows as it could: seed 000 Table 3's word for a16w4 at low M, where the conversion
+ *    is most of that compute); "dequant" when compute bounds on fuller tiles and most of the
+ *    compute is the weights' conversion; else "matrix".
  *
  * Ignored by the model (and stated so): L2/MALL capacity (every re-read of weights and activations
  * after the first is assumed to hit; on the H200 at M = 1024, where each expert has two 16-row
@@ -132,9 +141,11 @@
 #include "../contract/worklist.h"
 #include "hw.h"
 #include "model.h"
-/* Instruction input dtypes this data type runs on for hw: "fp8" for fp8 where the arch has FP8
- * instructions, otherwise "bf16" (a16w4, mxfp4 and mxfp8 have bf16 activations and dequantize their
- * weights to bf16; see reference/moe.h). */
+/* Instruction input dtypes a kernel that feeds weights as stored runs this data type on for hw: "fp8"
+ * for fp8 where the arch has FP8 instructions; "fp4" for mxfp4 and "fp8" for mxfp8 where it has the
+ * scaled f8f6f4 ones (gfx950: E8M0 scales fed to the instruction, activations quantized to MX);
+ * otherwise "bf16" (a16w4, and the MX types elsewhere: weights converted in registers). A kernel
+ * with dequant_instr > 0 (tilelab's, whose MX activations are BF16 as the op's) runs BF16. */
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b);
 
 typedef struct {
@@ -171,8 +182,9 @@ typedef struct {
                             HBM, not only its first (unpaired tiles; see the stand-in above); the
                             cost is time only: hbm_bytes still counts each byte once */
     double dequant_instr; /* instructions a lane issues per weight element that the kernel turns
-                            into BF16 in registers before its matrix instruction (0: the weights go
-                            to the matrix cores as stored). They run at the preset's
+                            into BF16 in registers before its matrix instruction (> 0: the BF16
+                            instruction; 0: the weights go to the matrix cores as stored where the
+                            arch's instructions take them, else at the measured counts). They run at the preset's
                             vector_lanes_per_cu lane-instructions per clock and add to an item's
                             compute; see the dequantization paragraph above */
     int vector_rows;     /* the kernel multiplies each real row on the vector units (moe_gemv_down:
@@ -241,6 +253,12 @@ typedef struct {
  * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 
+/* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
+ * re-quantizes its input (the op's Q2, contract/moe.h) in a kernel of its own (requant_kernel), as
+ * the block-scaled two-stage paths do (tilelab's, and seed 000 Table 3's, whose fixed overhead at
+ * low M it names block scaling); nothing else. TL_EUSAGE when p is NULL. */
+int tl_moe_generic_kernel(tl_moe_problem *p);
+
 /* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */
 #define TL_MOE_MAX_WAVES (1LL << 24)
 #define TL_MOE_MAX_SCHEDULE (1LL << 22)
@@ -251,7 +269,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p);
  * large, more than TL_MOE_MAX_WAVES waves, or (want_schedule)
  * more than TL_MOE_MAX_SCHEDULE work items. TL_EFAIL on allocation failure. On success the caller
  * frees with tl_moe_result_free. Cost: O(M*k + E + tiles + waves), plus O(work items) time and
- * memory when want_schedule; `tilelab bench sim` (2940 runs up to M = 8192) takes about 0.16 s. */
+ * memory when want_schedule; `tilelab bench sim` (3360 runs up to M = 8192) takes about 0.16 s. */
 int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r);
 void tl_moe_result_free(tl_moe_result *r);
 

@@ -8,7 +8,8 @@
 #      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
 #      and holds exactly the matrix instructions the rules below allow (the roofline loops' one
 #      per accumulator, the MoE GEMM's per dtype); the top-k kernels are all there for both arches
-#      and hold no matrix instruction at all, and so are the quant kernels.
+#      and hold no matrix instruction at all, and so are the quant kernels; kernels/mma.h's scaled
+#      f8f6f4 form takes its E8M0 scales as VGPRs and each operand's format (gfx950).
 # Cost: about 20 s for nvcc and 10 s for each clang on two cores.
 set -uo pipefail
 tilelab=$1
@@ -334,7 +335,36 @@ else
   if command -v clang++-19 >/dev/null; then amd_device gfx942 clang++-19
   else echo "SKIPPED: gfx942: clang++-19 not found (scripts/setup.sh installs it)"; fi
   # LLVM 22 no longer predefines the wave size that Debian's HIP 5.2 headers read: 64 on CDNA
-  if command -v clang++-22 >/dev/null; then amd_device gfx950 clang++-22 -D__AMDGCN_WAVEFRONT_SIZE=64
+  if command -v clang++-22 >/dev/null; then
+    amd_device gfx950 clang++-22 -D__AMDGCN_WAVEFRONT_SIZE=64
+    # kernels/mma.h's scaled form: E8M0 scales from memory reach the instruction as VGPRs, with
+    # each operand's format (cbsz / blgp: 4 = E2M1), and the default is the unit scale
+    cat >"$tmp/scaled.hip" <<'EOF'
+#include "kernels/mma.h"
+__global__ void scaled_f8f6f4(const tl_i32x8 *a, const tl_i32x8 *b, const int *sa, const int *sb, float *out)
+{
+    const int l = tl_lane();
+    tl_frag_c c;
+    tl_frag_zero(&c);
+    tl_mma_f8f6f4_16x16x128<TL_F8F6F4_E2M1, TL_F8F6F4_E2M1>(&c, a[l], b[l], sa[l], sb[l]);
+    tl_mma_f8f6f4_16x16x128<TL_F8F6F4_E4M3, TL_F8F6F4_E2M1>(&c, a[l + 64], b[l + 64], sa[l + 64], sb[l + 64]);
+    tl_mma_f8f6f4_16x16x128<TL_F8F6F4_E4M3, TL_F8F6F4_E4M3>(&c, a[l + 128], b[l + 128]);
+    tl_frag_store_c(&c, out, 16);
+}
+EOF
+    if clang++-22 -std=c++17 -x hip --offload-arch=gfx950 --rocm-path=/usr -nogpulib --cuda-device-only -O3 -S \
+         -I"$src" -D__AMDGCN_WAVEFRONT_SIZE=64 "$tmp/scaled.hip" -o "$tmp/scaled.s" 2>"$tmp/clang.err"; then
+      ins=$(grep "v_mfma_scale_f32_16x16x128_f8f6f4" "$tmp/scaled.s")
+      [ "$(grep -c . <<<"$ins")" -eq 3 ] || fail "scaled f8f6f4: want 3 instructions, got '$ins'"
+      grep -Eq ', v[0-9]+, v[0-9]+ op_sel_hi:\[0,0,0\] cbsz:4 blgp:4$' <<<"$ins" \
+        || fail "scaled f8f6f4: no FP4 x FP4 step with VGPR scales: '$ins'"
+      grep -Eq ', v[0-9]+, v[0-9]+ op_sel_hi:\[0,0,0\] blgp:4$' <<<"$ins" \
+        || fail "scaled f8f6f4: no FP8 x FP4 step with VGPR scales: '$ins'"
+      grep -q "^; ScratchSize: 0$" "$tmp/scaled.s" || fail "scaled f8f6f4: scratch"
+      echo "gfx950: the scaled f8f6f4 form takes its E8M0 scales and formats"
+    else
+      fail "clang++-22 gfx950: the scaled f8f6f4 snippet"; head -20 "$tmp/clang.err"
+    fi
   else echo "SKIPPED: gfx950: clang++-22 not found (scripts/setup.sh installs it)"; fi
 fi
 

@@ -169,15 +169,15 @@ static void test_models(void **state)
 {
     (void)state;
     const char *const *names = tl_model_list();
-    const char *want[] = {"deepseek-v2-lite", "deepseek-v3.2", "glm-5", "kimi-k2.6", "mistral-7b", "qwen3-8b", "zaya1"};
-    for (int i = 0; i < 7; i++) {
+    const char *want[] = {"deepseek-v2-lite", "deepseek-v3.2", "glm-5", "kimi-k2.6", "mistral-7b", "qwen3-8b", "zaya1-e24", "zaya1"};
+    for (int i = 0; i < 8; i++) {
         assert_non_null(names[i]);
         assert_string_equal(names[i], want[i]);
         tl_model m;
         assert_int_equal(tl_model_load(names[i], &m), 0);
         assert_string_equal(m.name, names[i]);
     }
-    assert_null(names[7]);
+    assert_null(names[8]);
     tl_model m;
     int E, k, w;
     assert_int_equal(tl_model_load("deepseek-v3.2", &m), 0);
@@ -195,6 +195,9 @@ static void test_models(void **state)
     assert_int_equal(m.n_experts, 384);
     assert_int_equal(tl_model_load("zaya1", &m), 0); /* num_experts / moe_router_topk aliases */
     assert_int_equal(m.n_experts, 16);
+    assert_int_equal(m.top_k, 1);
+    assert_int_equal(tl_model_load("zaya1-e24", &m), 0); /* seed 000 Figure 10's ZAYA1 shape */
+    assert_int_equal(m.n_experts, 24);
     assert_int_equal(m.top_k, 1);
     assert_int_equal(tl_model_load("mistral-7b", &m), 0);
     tl_model_moe_shape(&m, &E, &k, &w);

@@ -254,6 +254,67 @@ static void test_dtype_names(void **state)
     assert_string_equal(a, "fp8");
     tl_moe_instr_dtypes(&hw355, TL_MOE_A16W4, &a, &b);
     assert_string_equal(a, "bf16");
+    /* MX weights go to gfx950's scaled f8f6f4 instruction; without it (gfx942, sm_90) to BF16 */
+    tl_moe_instr_dtypes(&hw355, TL_MOE_MXFP4, &a, &b);
+    assert_true(strcmp(a, "fp4") == 0 && strcmp(b, "fp4") == 0);
+    tl_moe_instr_dtypes(&hw355, TL_MOE_MXFP8, &a, &b);
+    assert_true(strcmp(a, "fp8") == 0 && strcmp(b, "fp8") == 0);
+    tl_moe_instr_dtypes(&hw300, TL_MOE_MXFP4, &a, &b);
+    assert_string_equal(a, "bf16");
+    tl_moe_instr_dtypes(&hw200, TL_MOE_MXFP8, &a, &b);
+    assert_string_equal(a, "bf16");
+}
+
+/* Seed 000's Table 3 "limited by" column on MI355X (rocprofv3 of AITER's and vLLM's MoE GEMMs at
+ * the seed's serving shapes), from the generic kernel (what `sim moe --hw mi355x --kernel generic`
+ * models) under random routing, routed experts only: dense BF16 by HBM; FP8 block-scaled by fixed
+ * costs at low M (stage 2 at TP8) and by HBM at mid M; a16w4 by tile padding at low M (the padded
+ * matrix work and the INT4-to-BF16 conversion on mostly empty tiles). The MX types on the scaled
+ * f8f6f4 instruction, not on a16w4's converted BF16. */
+static tl_moe_result table3_run(const tl_model *m, tl_moe_dtype d, int tokens, int stage, int tp)
+{
+    tl_moe_problem p = problem(&hw355, m, d, tokens, stage);
+    tl_routing_parse("random", &p.routing);
+    p.tp = tp;
+    assert_int_equal(tl_moe_generic_kernel(&p), 0);
+    return run(p);
+}
+static void test_seed_table3_limiters(void **state)
+{
+    (void)state;
+    const int tps[] = {1, 8};
+    for (int i = 0; i < 2; i++)
+        for (int stage = 1; stage <= 2; stage++) {
+            for (int M = 16; M <= 1024; M *= 4) {
+                assert_string_equal(table3_run(&ds, TL_MOE_BF16, M, stage, tps[i]).limiter, "hbm");
+                if (M <= 256) assert_string_equal(table3_run(&ds, TL_MOE_FP8, M, stage, tps[i]).limiter, "hbm");
+            }
+            for (int M = 1; M <= 16; M *= 4) {
+                if (tps[i] == 8 && stage == 2 && M == 1) continue; /* 9 us in all: launch-bound (fixed) */
+                tl_moe_result r = table3_run(&kimi, TL_MOE_A16W4, M, stage, tps[i]);
+                assert_string_equal(r.limiter, "padding");
+                assert_true(r.padding >= 8.0 && r.dequant_us > 0);
+            }
+        }
+    assert_string_equal(table3_run(&ds, TL_MOE_BF16, 1, 1, 1).limiter, "hbm");
+    /* FP8 at low M: stage 2 at TP8, whose re-quantization kernel (block scaling) and launch outweigh
+     * its few weight bytes up to M = 4; BF16's same stage is fixed-bound at M = 1 only */
+    for (int M = 1; M <= 4; M *= 2) assert_string_equal(table3_run(&ds, TL_MOE_FP8, M, 2, 8).limiter, "fixed");
+    assert_string_equal(table3_run(&ds, TL_MOE_BF16, 2, 2, 8).limiter, "hbm");
+    /* MX: the scaled instruction (FP4 16 cycles), no conversion, so not a16w4's row */
+    tl_moe_result w4 = table3_run(&kimi, TL_MOE_A16W4, 4, 1, 1), m4 = table3_run(&kimi, TL_MOE_MXFP4, 4, 1, 1),
+                  m8 = table3_run(&kimi, TL_MOE_MXFP8, 4, 1, 1);
+    assert_string_equal(m4.instr.name, "v_mfma_scale_f32_16x16x128_f8f6f4");
+    assert_string_equal(m4.instr.a, "fp4");
+    assert_string_equal(m8.instr.a, "fp8");
+    assert_true(m4.dequant_us == 0.0 && m8.dequant_us == 0.0 && w4.dequant_us > 0.0);
+    assert_true(m4.time_us < w4.time_us && strcmp(m4.limiter, "hbm") == 0);
+    /* tilelab's kernel converts MX weights to BF16 on every arch (its activations are BF16) */
+    tl_moe_problem t = problem(&hw355, &kimi, TL_MOE_MXFP4, 4, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&t), 0);
+    tl_moe_result tk = run(t);
+    assert_string_equal(tk.instr.a, "bf16");
+    assert_true(tk.dequant_us > 0.0);
 }
 
 static void test_bad_input(void **state)
@@ -360,12 +421,19 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(p.vector_rows && strncmp(c.instr.name, "none", 4) == 0);
     assert_true(c.padding == 1.0 && c.k_padding == 1.0 && c.flops_issued == c.flops_useful && c.compute_us == 0.0);
     /* a16w4, mxfp4 and mxfp8 turn their weights into BF16 on the vector units: at M = 64 that, not
-     * HBM, bounds them; one stage-1 item's share is 32 rows x 7168 x 6.75 / (lanes a clock x MHz) us */
+     * HBM, bounds them, and with tiles 8x padding the limiter is the padding (the seed's Table 3
+     * word for a tile's compute serving few real rows); one stage-1 item's share is 32 rows x 7168 x
+     * 6.75 / (lanes a clock x MHz) us */
     p = problem(&hw200, &ds, TL_MOE_A16W4, 64, 1);
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
     assert_true(p.dequant_instr == 6.75);
     tl_moe_result q = run(p);
-    assert_string_equal(q.limiter, "dequant");
+    assert_string_equal(q.limiter, "padding");
+    tl_moe_problem full = p; /* M = 512: full tiles, the conversion alone */
+    full.tokens = 512;
+    tl_moe_result qf = run(full);
+    assert_true(qf.padding == 1.0);
+    assert_string_equal(qf.limiter, "dequant");
     assert_int_equal(hw200.vector_lanes_per_cu, 128);
     assert_int_equal(hw355.vector_lanes_per_cu, 64); /* 4 SIMDs of 16 lanes: a wave64 takes 4 clocks */
     const double item_dq = 32.0 * 7168 * 6.75 / (128.0 * hw200.clock_mhz);
@@ -480,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_k_padding),              cmocka_unit_test(test_limiters),
         cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
         cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_seed_table3_limiters),
         cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
         cmocka_unit_test(test_shared_experts),         cmocka_unit_test(test_exact_bytes),
     };
