@@ -6,8 +6,8 @@
 #   here:    bash scripts/device_bundle.sh build-pf-bundle build-pf-cuda
 #            cp bench/prefill_h200.sh bench/torch_prefill.py bench/torch_timing.py build-pf-bundle/
 #   device:  run(command="bash build-pf-bundle/prefill_h200.sh", carry=["build-pf-bundle"])
-# Writes under $OUT: prefill_check.txt, prefill_bench.csv, prefill_sim.csv, prefill_torch.csv,
-# prefill_env.txt, prefill_err.txt. PREFILL_PARTS (default "check bench torch") picks what runs,
+# Writes under $OUT: prefill_roofline.txt, prefill_check.txt, prefill_bench.csv, prefill_sim.csv,
+# prefill_torch.csv, prefill_env.txt, prefill_err.txt. PREFILL_PARTS (default "check bench torch") picks what runs,
 # PREFILL_QUICK=1 a short list of checks;
 # PREFILL_SEQS (default "1024 4096 16384 32768") the bench lengths; PREFILL_TILES extra --tile
 # values benched at 16K (kernel experiments).
@@ -28,8 +28,16 @@ rc=0
 # time limits: checks until PREFILL_CHECK_S, benches until PREFILL_BENCH_S, torch until PREFILL_END_S
 chk() {
   [ $SECONDS -lt ${PREFILL_CHECK_S:-150} ] || { echo "-- skipped (time): check prefill $*"; return; }
-  echo "-- check prefill $*"; timeout 60 "$T" check prefill "$@" 2>&1 | tail -n 12 || rc=1
+  echo "-- check prefill $*"; timeout 120 "$T" check prefill "$@" 2>&1 | tail -n 12
+  echo "-- exit ${PIPESTATUS[0]} after ${SECONDS} s"
 }
+# the wgmma layouts (kernels/wgmma.h) proven first: bench roofline's checks, one configuration a
+# ceiling, short timing (PREFILL_ROOFLINE=0 skips it)
+if [ "${PREFILL_ROOFLINE:-1}" = 1 ]; then
+  echo "== bench roofline --quick"
+  timeout 60 "$T" bench roofline --quick --iters 50 --warmup 5 --hbm-gib 1 >"$OUT/prefill_roofline.txt" 2>&1 || rc=1
+  cat "$OUT/prefill_roofline.txt"
+fi
 if [[ " $parts " == *" check "* ]] && [ "${PREFILL_QUICK:-0}" = 1 ]; then
   {
     for dt in bf16 fp8; do
@@ -40,19 +48,29 @@ if [[ " $parts " == *" check "* ]] && [ "${PREFILL_QUICK:-0}" = 1 ]; then
   } >"$OUT/prefill_check.txt" 2>&1
   grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
 elif [[ " $parts " == *" check "* ]]; then
-  {
-    for dt in bf16 fp8; do
-      chk --shape mistral-7b --dtype $dt --seq 1000,1024,4096,4097 --seed 11
+  # four streams at once (the references' input generation and quantization run on one core;
+  # OpenMP's share split four ways), each holding one of the long commands
+  export OMP_NUM_THREADS=$(( ${OMP_NUM_THREADS} / 4 > 0 ? ${OMP_NUM_THREADS} / 4 : 1 ))
+  for dt in bf16 fp8; do
+    {
       chk --shape mistral-7b --dtype $dt --seq 16384,32768 --seed 12
+      chk --shape mistral-7b --dtype $dt --seq 1000,1024,4096,4097 --seed 11
       chk --shape qwen3-8b --dtype $dt --seq 1,77,4097 --seed 13
-      chk --shape deepseek-v2-lite --dtype $dt --seq 1000,1024,4096,4097 --seed 14
-      chk --shape deepseek-v2-lite --dtype $dt --seq 16384,32768 --seed 15
       chk --shape 4x2x128 --dtype $dt --seq 300 --dist outliers --rotate hadamard --seed 16
+    } >"$OUT/pf_chk_mistral_$dt.txt" 2>&1 &
+    {
+      chk --shape deepseek-v2-lite --dtype $dt --seq 16384,32768 --seed 15
+      chk --shape deepseek-v2-lite --dtype $dt --seq 1000,1024,4096,4097 --seed 14
       chk --shape deepseek-v2-lite --dtype $dt --seq 1500 --rotate random --seed 17
-    done
-  } >"$OUT/prefill_check.txt" 2>&1
-  grep -cE "FAIL|error" "$OUT/prefill_check.txt" | sed 's/^/check failures or errors: /'
-  grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
+    } >"$OUT/pf_chk_deepseek_$dt.txt" 2>&1 &
+  done
+  wait
+  cat "$OUT"/pf_chk_*.txt >"$OUT/prefill_check.txt"
+  rm -f "$OUT"/pf_chk_*.txt
+  export OMP_NUM_THREADS=$(( OMP_NUM_THREADS * 4 ))
+  grep -q "exit [1-9]" "$OUT/prefill_check.txt" && rc=1
+  grep -cE "FAIL|error|exit [1-9]|skipped" "$OUT/prefill_check.txt" | sed 's/^/check failures, errors or skips: /'
+  grep -E "FAIL|error|passed|exit|skipped" "$OUT/prefill_check.txt" | head -60
 fi
 if [[ " $parts " == *" bench "* ]]; then
   echo "== bench prefill"

@@ -167,25 +167,20 @@ void tl_prefill_dequantize_fp8(const uint8_t *codes, const float *scales, long s
         }
 }
 
-/* sm_90 (kernels/prefill.hip): bf16 at dqk <= 128 runs FlashAttention-2's 128 x 64 tile on 4 warps
- * of 32 rows (each K/V element read from shared memory serves 32 rows: the matrix rate, not the
- * shared-memory rate, bounds it; 2 groups a SM); dqk 192 takes 8 warps of 16 rows (its 137 KB of
- * shared memory leave one group a SM: 8 warps); fp8 takes 128-key tiles (one tile a scale block, P
- * rounded against the running max of 128-key blocks as tl_prefill_reference_f64_p does) on 8 warps.
- * gfx942 (64 KB of LDS) 64 x 32, gfx950 64 x 64 (bf16) and 64 x 128 (fp8: the f8f6f4 MFMA's K-depth
- * is 128 keys), 4 waves of 16 rows. */
+/* sm_90 (kernels/prefill.hip): 128 x 128 on 8 warps for every dtype and dqk. Built for sm_90a
+ * (Hopper) that is two warpgroups of 64 rows on wgmma, one group a SM (its 112-208 KB of shared
+ * memory); an fp8 tile is one 128-key scale block (P rounded against the running max of 128-key
+ * blocks as tl_prefill_reference_f64_p does). Built without wgmma the mma.sync kernel runs the
+ * same tiling at 16 rows a warp. gfx942 (64 KB of LDS) 64 x 32, gfx950 64 x 64 (bf16) and 64 x 128
+ * (fp8: the f8f6f4 MFMA's K-depth is 128 keys), 4 waves of 16 rows. */
 tl_prefill_tiling tl_prefill_tiling_for(const char *arch, const tl_prefill_shape *s)
 {
-    const int fp8 = s && s->dtype == TL_PREFILL_FP8, wide = s && s->dqk > 128;
-    tl_prefill_tiling t = {128, 64, 4};
+    const int fp8 = s && s->dtype == TL_PREFILL_FP8;
+    tl_prefill_tiling t = {128, 128, 8};
     if (arch && strncmp(arch, "gfx942", 6) == 0) {
-        t.block_m = 64, t.block_n = 32;
+        t.block_m = 64, t.block_n = 32, t.warps = 4;
     } else if (arch && strncmp(arch, "gfx", 3) == 0) {
-        t.block_m = 64, t.block_n = fp8 ? 128 : 64;
-    } else if (fp8) {
-        t.block_n = 128, t.warps = 8;
-    } else if (wide) {
-        t.warps = 8;
+        t.block_m = 64, t.block_n = fp8 ? 128 : 64, t.warps = 4;
     }
     return t;
 }

@@ -32,8 +32,8 @@ typedef struct tl_prefill_gpu tl_prefill_gpu;
 int tl_prefill_gpu_dims_ok(int dqk, int dv);
 /* Checks shape s (tl_prefill_shape_check, the dims above, the device's shared memory), keeps a copy,
  * and allocates device memory for the inputs, O and LSE. tile: NULL for the contract's
- * (tl_prefill_tiling_for of the device's arch), or another tiling to try (sm_90 bf16 dqk 128 also
- * has 128 x 64 on 8 warps); TL_EUSAGE when no kernel is built for it. TL_EUSAGE for a bad or
+ * (tl_prefill_tiling_for of the device's arch), or another tiling to try (sm_90 bf16 also has the
+ * mma.sync kernel's 128 x 64 on 4 or 8 warps, dqk 192 on 8); TL_EUSAGE when no kernel is built for it. TL_EUSAGE for a bad or
  * unsupported shape; TL_EFAIL on a GPU error (out of memory included). */
 int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_tiling *tile, tl_prefill_gpu **g);
 /* Uploads the inputs (contract/prefill.h's layouts; sizes from the shape): q, k, v are uint16 bf16

@@ -11,6 +11,13 @@
  * score scale, exp2); the row sum l keeps the unrounded P; LSE = m ln 2 + ln l.
  *
  * Formats per target:
+ *   sm_90a  (Hopper, nvcc for sm_90a: TL_WGMMA_AVAILABLE) the contract's 128 x 128 tiling runs
+ *           pf_body_wgmma: two warpgroups of 64 rows on wgmma (kernels/wgmma.h), S = Q K^T from
+ *           shared memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O +=
+ *           P V with P in registers (bf16: P rounded to bf16, V read MN-major through the
+ *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448, V transposed into
+ *           V^T codes in shared memory once per tile, e4m3 m64n128k32), K/V tiles double-buffered
+ *           by cp.async; scales and softmax as below. Other tilings run the mma.sync body.
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
  *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
  *           f16 mma.sync m16n8k16 runs at bf16's rate, while sm_90's e4m3 mma.sync is emulated:
@@ -44,6 +51,7 @@
 #include <type_traits>
 
 #include "mma.h"
+#include "wgmma.h"
 
 struct PfArgs {
     const void *q, *k, *v;
@@ -71,6 +79,19 @@ struct PfSmem {
     static constexpr int ESZ = NATIVE ? 1 : 2, DQKP = NATIVE ? (DQK + 127) / 128 * 128 : DQK;
     static constexpr size_t AMD = (size_t)ESZ * (BM * DQKP + BN * DQKP + DV * BN + BM * BN) + (size_t)4 * BM * BN;
     static constexpr size_t BYTES = ARCH == PF_SM90 ? SM90 : AMD;
+};
+
+/* sm_90a warpgroup kernel (pf_body_wgmma): its geometry and shared memory, host and device */
+template <int DQK, bool FP8>
+struct PfWg {
+    static constexpr int BM = 128, BN = 128, DV = 128, THREADS = 256;
+    static constexpr int ESZ = FP8 ? 1 : 2;
+    static constexpr int QKB = (DQK * ESZ + 127) / 128; /* 128-byte column blocks of a Q/K row */
+    static constexpr int KSTEPS = DQK * ESZ / 32;       /* 32-byte k-steps of S = Q K^T */
+    static constexpr size_t Q_BYTES = (size_t)QKB * BM * 128, K_BYTES = (size_t)QKB * BN * 128;
+    static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ; /* a V tile (bf16) or a code staging (fp8) */
+    static constexpr size_t VT_BYTES = FP8 ? (size_t)DV * BN : 0;
+    static constexpr size_t BYTES = 1024 + Q_BYTES + 2 * K_BYTES + 2 * V_BYTES + VT_BYTES; /* + alignment */
 };
 
 static __device__ __forceinline__ float pf_exp2(float x)
@@ -372,6 +393,275 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
         a.clk[2] = clock64(), a.clk[3] = tl_gpu_clock();
     }
 }
+
+/* ---- sm_90a: the warpgroup kernel (kernels/wgmma.h) -------------------------------------------
+ * Two warpgroups of 64 query rows (block_m 128), key tiles of block_n 128, 256 threads, one group
+ * an SM. Shared memory in wgmma's 128-byte swizzle (tl_wgmma_sw128_offset), every tile 1024-byte
+ * aligned: Q [QKB][128 rows][128 B] (QKB column blocks of 128 bytes of a row), K tiles
+ * [2][QKB][128 keys][128 B], and V:
+ *   bf16  V tiles [2][2][128 keys][128 B]: 64 values of a key a row, read MN-major by the
+ *         transposed-B form (tl_wgmma_desc_sw128_mn);
+ *   fp8   the codes' staging [2][128 keys][128 B] (swizzled too, for conflict-free reads) and one
+ *         V^T tile [128 dims][128 B]: K-major for the E4M3 product, its keys in the order of P's
+ *         register fragments (pf_wg_key_of: no shuffle of P).
+ * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (every
+ * warpgroup also waited for its products of tile kt - 1, so buffer kt + 1 & 1 is free), issue the
+ * copies of tile kt + 1; S = Q K^T (shared memory x shared memory) issued; fp8: V^T built from the
+ * staged codes while it runs, then a second barrier; the online softmax on S's registers; P packed
+ * into the A registers (bf16 RNE, or the contract's E4M3 codes); O += P V issued, waited at the
+ * next tile's top. Scores, masks and scales as the mma.sync body. */
+#if TL_WGMMA_AVAILABLE
+
+/* ROWS rows of ROWB bytes (global rows from r0, stride gs; rows >= seq zero-filled) into column
+ * blocks of 128-byte swizzled rows: chunk c of row r at block c / 8, tl_wgmma_sw128_offset(r, c % 8) */
+template <int ROWS, int ROWB, int THREADS>
+static __device__ __forceinline__ void pf_wg_copy(uint8_t *dst, const uint8_t *src, size_t gs, long r0, long seq, int tid)
+{
+    constexpr int CPR = ROWB / 16;
+#pragma unroll
+    for (int i = tid; i < ROWS * CPR; i += THREADS) {
+        const int r = i / CPR, c = i % CPR;
+        const bool live = r0 + r < seq;
+        pf_cp16(dst + (c / 8) * (ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16),
+                live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live);
+    }
+}
+
+/* The key (0..31 within a 32-key step) at byte k of P's E4M3 register fragment: lane t's word holds
+ * its S columns 2t, 2t + 1, 8 + 2t, 9 + 2t (and + 16), which the fragment reads as k = 4t..4t + 3. */
+static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
+{
+    const int h = k / 16, t = (k % 16) / 4, i = k % 4;
+    return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
+}
+
+/* V^T [128 dims][128 keys] E4M3 in the 128-byte swizzle, keys in pf_wg_key_of's order, from the
+ * staged codes [128 keys][128 dims] (swizzled): 4 x 4 byte blocks by byte permutes; lanes cover 4
+ * dim quads x 8 key quads (two-way bank conflicts on both sides). */
+static __device__ __forceinline__ void pf_wg_transpose_v(uint8_t *vt, const uint8_t *raw, int tid)
+{
+    const int lane = tid % 32, warp = tid / 32;
+    const int d4 = (lane & 3) | (warp << 2);
+#pragma unroll 1 /* unrolled, its addresses stay live across the tile loop and spill */
+    for (int it = 0; it < 4; it++) {
+        const int kq = (lane >> 2) | (it << 3);              /* 4 key slots 4 kq.. of V^T's row */
+        const int k0 = 32 * (kq / 8) + pf_wg_key_of(4 * (kq % 8)); /* keys k0, k0 + 1, k0 + 8, k0 + 9 */
+        const uint32_t w0 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0, 4 * d4));
+        const uint32_t w1 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 1, 4 * d4));
+        const uint32_t w2 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 8, 4 * d4));
+        const uint32_t w3 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 9, 4 * d4));
+        const uint32_t lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
+        const uint32_t lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
+        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 0, 4 * kq)) = __byte_perm(lo01, lo23, 0x5410);
+        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 1, 4 * kq)) = __byte_perm(lo01, lo23, 0x7632);
+        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 2, 4 * kq)) = __byte_perm(hi01, hi23, 0x5410);
+        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 3, 4 * kq)) = __byte_perm(hi01, hi23, 0x7632);
+    }
+}
+
+/* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
+static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
+{
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b * TL_PREFILL_P_MULT), "f"(a * TL_PREFILL_P_MULT));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d * TL_PREFILL_P_MULT), "f"(c * TL_PREFILL_P_MULT));
+    return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+
+template <int DQK, bool FP8>
+static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
+{
+    using L = PfWg<DQK, FP8>;
+    constexpr int BM = L::BM, BN = L::BN, DV = L::DV, THREADS = L::THREADS, BPE = L::ESZ;
+    static_assert(!FP8 || (TL_PREFILL_BLOCK == BM && TL_PREFILL_BLOCK == BN), "an fp8 tile is one scale block");
+    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
+    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + 2 * L::K_BYTES, *Vt = Vs + 2 * L::V_BYTES;
+
+    const int tid = (int)tl_thread_x(), wg = tid / 128, ww = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
+    const int kvh = h / (a.heads / a.kv_heads);
+    const long q0 = (long)qb * BM, seq = a.seq;
+    const int wrow = 64 * wg + 16 * ww; /* this warp's first row in the block */
+    const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
+    const int ntiles = (int)((kend + BN - 1) / BN);
+    unsigned long long c0 = 0, n0 = 0;
+    if (b == 0 && tid == 0) c0 = clock64(), n0 = tl_gpu_clock();
+
+    const size_t qgs = (size_t)a.heads * DQK * BPE, kgs = (size_t)a.kv_heads * DQK * BPE, vgs = (size_t)a.kv_heads * DV * BPE;
+    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK * BPE;
+    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK * BPE;
+    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV * BPE;
+
+    pf_wg_copy<BM, DQK * BPE, THREADS>(Qs, qg, qgs, q0, seq, tid);
+    pf_wg_copy<BN, DQK * BPE, THREADS>(Ks, kg, kgs, 0, seq, tid);
+    pf_wg_copy<BN, DV * BPE, THREADS>(Vs, vg, vgs, 0, seq, tid);
+    pf_commit();
+
+    float qsc = 1.0f, vf = 1.0f;
+    if (FP8) {
+        qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
+        vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) o[i] = 0.0f;
+
+    /* Q's descriptor for this warpgroup's 64 rows; a column block further is BM x 128 bytes */
+    const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * wg * 128);
+    /* ntiles >= 1: a loop without a zero-trip path (with one, ptxas serializes the products) */
+    int kt = 0;
+    do {
+        const long k0 = (long)kt * BN;
+        const int buf = kt & 1;
+        uint8_t *Kb = Ks + buf * L::K_BYTES, *Vb = Vs + buf * L::V_BYTES;
+        tl_wgmma_wait<0>(); /* this warpgroup's P V of tile kt - 1 is done with its buffers */
+        pf_wait<0>();
+        tl_fence_proxy_async();
+        tl_block_sync(); /* tile kt landed; every warpgroup is done with tile kt - 1 */
+        if (kt + 1 < ntiles) {
+            pf_wg_copy<BN, DQK * BPE, THREADS>(Ks + (buf ^ 1) * L::K_BYTES, kg, kgs, k0 + BN, seq, tid);
+            pf_wg_copy<BN, DV * BPE, THREADS>(Vs + (buf ^ 1) * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
+            pf_commit();
+        }
+        float S[64];
+        const bool active = !a.causal || k0 <= q0 + 64 * wg + 63;
+        /* S = Q K^T */
+        if (active) {
+            const uint64_t dk = tl_wgmma_desc_sw128(Kb);
+            tl_wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < L::KSTEPS; ks++) {
+                const uint32_t qoff = (ks * 32 / 128) * (BM * 128) + (ks * 32) % 128;
+                const uint32_t koff = (ks * 32 / 128) * (BN * 128) + (ks * 32) % 128;
+                if (FP8) tl_wgmma_m64n128k32_e4m3(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
+                else tl_wgmma_m64n128k16_bf16(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
+            }
+            tl_wgmma_commit();
+        }
+        if (FP8) {
+            pf_wg_transpose_v(Vt, Vb, tid); /* while S is computed */
+            tl_fence_proxy_async();
+            tl_block_sync();
+        }
+        if (!active) continue; /* to the loop's test */
+        tl_wgmma_wait<0>();
+        tl_wgmma_hold(S);
+        tl_wgmma_hold(o);
+
+        /* scale, mask, online softmax: element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
+        float sc = a.scale_log2, vf_new = vf;
+        if (FP8) {
+            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+        }
+        const bool mask = (a.causal && k0 + BN - 1 > q0 + 64 * wg + 16 * ww) || k0 + BN > seq;
+        const int dk = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                float x = S[4 * j + r];
+                if (mask) {
+                    const int c = 8 * j + (r & 1);
+                    if ((a.causal && dk + c - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
+                }
+                S[4 * j + r] = x;
+                mx[r / 2] = fmaxf(mx[r / 2], x);
+            }
+        float corr[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
+            mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 2));
+            const float mn = fmaxf(m[hr], mx[hr] * sc), mu = mn == -INFINITY ? 0.0f : mn;
+            corr[hr] = pf_exp2(m[hr] - mu);
+            m[hr] = mn;
+            float sum = 0.0f;
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const float p = pf_exp2(fmaf(S[4 * j + 2 * hr + e], sc, -mu));
+                    S[4 * j + 2 * hr + e] = p;
+                    sum += p;
+                }
+            l[hr] = l[hr] * corr[hr] + sum;
+            if (FP8) corr[hr] *= vf / vf_new;
+        }
+        vf = vf_new;
+        if (FP8 || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+            for (int j = 0; j < DV / 8; j++) {
+                o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
+                o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+            }
+        }
+        /* O += P V, P in registers */
+        if (FP8) {
+            uint32_t pa[BN / 32][4];
+#pragma unroll
+            for (int kk = 0; kk < BN / 32; kk++) {
+                const float *s = S + 16 * kk;
+                pa[kk][0] = pf_p_code4(s[0], s[1], s[4], s[5]);
+                pa[kk][1] = pf_p_code4(s[2], s[3], s[6], s[7]);
+                pa[kk][2] = pf_p_code4(s[8], s[9], s[12], s[13]);
+                pa[kk][3] = pf_p_code4(s[10], s[11], s[14], s[15]);
+            }
+            const uint64_t dv = tl_wgmma_desc_sw128(Vt);
+            tl_wgmma_hold(o);
+#pragma unroll
+            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_hold(pa[kk]);
+            tl_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_m64n128k32_e4m3_rs(o, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), 1);
+        } else {
+            uint32_t pa[BN / 16][4];
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                const float *s = S + 8 * kk;
+                pa[kk][0] = pf_pack_bf16(s[0], s[1]);
+                pa[kk][1] = pf_pack_bf16(s[2], s[3]);
+                pa[kk][2] = pf_pack_bf16(s[4], s[5]);
+                pa[kk][3] = pf_pack_bf16(s[6], s[7]);
+            }
+            const uint64_t dv = tl_wgmma_desc_sw128_mn(Vb, BN * 128);
+            tl_wgmma_hold(o);
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) tl_wgmma_hold(pa[kk]);
+            tl_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+                tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
+        }
+        tl_wgmma_commit();
+    } while (++kt < ntiles);
+    tl_wgmma_wait<0>();
+    tl_wgmma_hold(o);
+    pf_wait<0>();
+
+    /* O = o x vf / l (bf16), LSE = m ln 2 + ln l */
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float s = l[hr];
+        s += tl_shfl_xor(s, 1);
+        s += tl_shfl_xor(s, 2);
+        const long row = q0 + wrow + g + 8 * hr;
+        if (row >= seq) continue;
+        const float f = vf / s;
+        uint16_t *orow = a.o + ((size_t)row * a.heads + h) * DV + 2 * t;
+#pragma unroll
+        for (int j = 0; j < DV / 8; j++) *(uint32_t *)(orow + 8 * j) = pf_pack_bf16(o[4 * j + 2 * hr] * f, o[4 * j + 2 * hr + 1] * f);
+        if (t == 0) a.lse[(size_t)h * seq + row] = m[hr] * 0.69314718055994531f + logf(s);
+    }
+    if (b == 0 && tid == 0) {
+        a.clk[0] = c0, a.clk[1] = n0;
+        a.clk[2] = clock64(), a.clk[3] = tl_gpu_clock();
+    }
+}
+#endif /* TL_WGMMA_AVAILABLE */
 #endif
 
 /* =============================================================================================
@@ -588,6 +878,17 @@ __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 
 #endif
 }
 
+/* the sm_90a warpgroup kernel: 256 threads, one group an SM (its 160-208 KB of shared memory) */
+template <int DQK, bool FP8>
+__global__ void __launch_bounds__(256, 1) pf_wg_kernel(PfArgs a)
+{
+#if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
+    pf_body_wgmma<DQK, FP8>(a);
+#else
+    (void)a;
+#endif
+}
+
 /* ---- the launcher ----------------------------------------------------------------------------- */
 struct tl_prefill_gpu {
     tl_prefill_shape s;
@@ -623,11 +924,26 @@ static int pick(tl_prefill_gpu *g)
     PF_TRY(PF_GFX950, 128, true, 64, 128, 4);
     PF_TRY(PF_GFX950, 192, true, 64, 128, 4);
 #else
+    /* mma.sync: the kernel of targets without wgmma, and tilings to compare (bench prefill --tile) */
     PF_TRY(PF_SM90, 128, false, 128, 64, 4);
-    PF_TRY(PF_SM90, 128, false, 128, 64, 8); /* for tiling experiments (bench prefill --tile) */
+    PF_TRY(PF_SM90, 128, false, 128, 64, 8);
     PF_TRY(PF_SM90, 192, false, 128, 64, 8);
+#if defined(TL_HAVE_WGMMA)
+    /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
+#define PF_TRY_WG(DQK, F)                                                                                            \
+    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
+        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES;
+    PF_TRY_WG(128, false);
+    PF_TRY_WG(192, false);
+    PF_TRY_WG(128, true);
+    PF_TRY_WG(192, true);
+#undef PF_TRY_WG
+#else
+    PF_TRY(PF_SM90, 128, false, 128, 128, 8);
+    PF_TRY(PF_SM90, 192, false, 128, 128, 8);
     PF_TRY(PF_SM90, 128, true, 128, 128, 8);
     PF_TRY(PF_SM90, 192, true, 128, 128, 8);
+#endif
 #endif
 #undef PF_TRY
     if (!g->kern)

@@ -15,7 +15,8 @@
  *                                 m64n256 products from one swizzled shared-memory tile, groups of
  *                                 four (one 128-byte K row) committed, at most two in flight.
  *   tl_roofline_check_wgmma       one 64 x 64 x 128-byte product through the descriptors, the
- *                                 swizzle and (BF16) the register-A form, against a host product.
+ *                                 swizzle and the register-A forms (BF16 also with an MN-major B
+ *                                 of two 64-column blocks: 64 x 128), against a host product.
  */
 #include "gpu.h"
 #include "mma.h"
@@ -239,15 +240,23 @@ __global__ void __launch_bounds__(384, 1) tl_roofline_wgmma(const uint8_t *tile,
 }
 
 /* C = A * Bt^T for A [64][128 bytes], Bt [64][128 bytes] (64 BF16 or 128 E4M3 a row), one
- * warpgroup: C[64][64] from the shared-memory form; for BF16 also C2 from the register-A form. */
+ * warpgroup: C[64][64] from the shared-memory form, C2 from the register-A form; for BF16 also
+ * C3 [64][128] from the register-A form with an MN-major B: column n < 64 is Bt's row n, column
+ * 64 + n Bt's row 63 - n (the second column block, reached through the leading byte offset). */
 template <int FP8>
-__global__ void tl_roofline_check_wgmma(const uint8_t *A, const uint8_t *Bt, float *C, float *C2)
+__global__ void tl_roofline_check_wgmma(const uint8_t *A, const uint8_t *Bt, float *C, float *C2, float *C3)
 {
 #if TL_WGMMA_AVAILABLE
     __shared__ __align__(1024) uint8_t sa[64 * 128];
     __shared__ __align__(1024) uint8_t sb[64 * 128];
+    __shared__ __align__(1024) uint8_t sbt[2 * 64 * 128];
     wg_stage_sw128(sa, A, 64, 64);
     wg_stage_sw128(sb, Bt, 64, 64);
+    if (!FP8) /* [k][n] in two column blocks of 64 n: k-row k holds n's element k, 128 bytes a row */
+        for (int i = threadIdx.x; i < 2 * 64 * 64; i += blockDim.x) {
+            const int blk = i / 4096, k = (i / 64) % 64, n = i % 64, src = blk ? 63 - n : n;
+            *(uint16_t *)(sbt + blk * 8192 + tl_wgmma_sw128_offset(k, 2 * n)) = *(const uint16_t *)(Bt + src * 128 + 2 * k);
+        }
     tl_fence_proxy_async();
     __syncthreads();
     const uint64_t da = tl_wgmma_desc_sw128(sa), db = tl_wgmma_desc_sw128(sb);
@@ -265,28 +274,46 @@ __global__ void tl_roofline_check_wgmma(const uint8_t *A, const uint8_t *Bt, flo
     for (int j = 0; j < 8; j++)
         for (int h = 0; h < 4; h++)
             C[(16 * w + g + 8 * (h / 2)) * 64 + 8 * j + 2 * t + h % 2] = d[4 * j + h];
+    /* register A: word k0 of row r is bytes 4 k0..4 k0 + 3 (two BF16 or four E4M3), the same
+     * fragment layout for both */
+    const uint32_t *A32 = (const uint32_t *)A; /* 32 words a row */
+    tl_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++) {
+        const int r0 = 16 * w + g, k0 = ks * 8 + t;
+        uint32_t a[4] = {A32[r0 * 32 + k0], A32[(r0 + 8) * 32 + k0], A32[r0 * 32 + k0 + 4], A32[(r0 + 8) * 32 + k0 + 4]};
+        if (FP8) tl_wgmma_m64n64k32_e4m3_rs(d, a, tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+        else tl_wgmma_m64n64k16_bf16_rs(d, a, tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+    }
+    tl_wgmma_commit();
+    tl_wgmma_wait<0>();
+    tl_wgmma_hold(d);
+    for (int j = 0; j < 8; j++)
+        for (int h = 0; h < 4; h++)
+            C2[(16 * w + g + 8 * (h / 2)) * 64 + 8 * j + 2 * t + h % 2] = d[4 * j + h];
     if (!FP8) {
-        const uint32_t *A32 = (const uint32_t *)A; /* 32 words a row */
+        float e[64];
+        const uint64_t dbt = tl_wgmma_desc_sw128_mn(sbt, 8192);
         tl_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            const int r0 = 16 * w + g, k0 = ks * 8 + t; /* word index: elements 2 (8 ks + t) */
-            uint32_t a[4] = {A32[r0 * 32 + k0], A32[(r0 + 8) * 32 + k0], A32[r0 * 32 + k0 + 4],
-                             A32[(r0 + 8) * 32 + k0 + 4]};
-            tl_wgmma_m64n64k16_bf16_rs(d, a, tl_wgmma_desc_advance(db, 32 * ks), ks > 0);
+            const int r0 = 16 * w + g, k0 = ks * 8 + t;
+            uint32_t a[4] = {A32[r0 * 32 + k0], A32[(r0 + 8) * 32 + k0], A32[r0 * 32 + k0 + 4], A32[(r0 + 8) * 32 + k0 + 4]};
+            tl_wgmma_m64n128k16_bf16_rs_tb(e, a, tl_wgmma_desc_advance(dbt, 2048 * ks), ks > 0);
         }
         tl_wgmma_commit();
         tl_wgmma_wait<0>();
-        tl_wgmma_hold(d);
-        for (int j = 0; j < 8; j++)
+        tl_wgmma_hold(e);
+        for (int j = 0; j < 16; j++)
             for (int h = 0; h < 4; h++)
-                C2[(16 * w + g + 8 * (h / 2)) * 64 + 8 * j + 2 * t + h % 2] = d[4 * j + h];
+                C3[(16 * w + g + 8 * (h / 2)) * 128 + 8 * j + 2 * t + h % 2] = e[4 * j + h];
     }
 #else
     (void)A;
     (void)Bt;
     (void)C;
     (void)C2;
+    (void)C3;
 #endif
 }
 
@@ -777,7 +804,7 @@ static int check_wgmma_tiles(roofline_ctx *c)
     if (!wgmma_runs(c)) return 0;
     int st = 0;
     uint8_t *hA = (uint8_t *)malloc(8192), *hB = (uint8_t *)malloc(8192);
-    float *hC = (float *)malloc(sizeof(float) * 4096 * 2);
+    float *hC = (float *)malloc(sizeof(float) * 4096 * 4); /* C, C2, C3 (64 x 128) */
     uint8_t *dA = NULL, *dB = NULL;
     float *dC = NULL;
     tl_rng rng;
@@ -788,7 +815,7 @@ static int check_wgmma_tiles(roofline_ctx *c)
     }
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&dA, 8192), st, done);
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&dB, 8192), st, done);
-    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dC, sizeof(float) * 4096 * 2), st, done);
+    TL_GPU_CHECK_GOTO(hipMalloc((void **)&dC, sizeof(float) * 4096 * 4), st, done);
     for (int fp8 = 0; fp8 < 2; fp8++) {
         const char *name = fp8 ? "tl_roofline_check_wgmma<fp8>" : "tl_roofline_check_wgmma<bf16>";
         for (int i = 0; i < 8192; i += 1 + !fp8) {
@@ -802,18 +829,21 @@ static int check_wgmma_tiles(roofline_ctx *c)
                 memcpy(hB + i, &b, 2);
             }
         }
-        for (int i = 0; i < 8192; i++) hC[i] = NAN;
-        TL_GPU_CHECK_GOTO(hipMemcpy(dC, hC, sizeof(float) * 8192, hipMemcpyHostToDevice), st, done);
+        for (int i = 0; i < 4096 * 4; i++) hC[i] = NAN;
+        TL_GPU_CHECK_GOTO(hipMemcpy(dC, hC, sizeof(float) * 4096 * 4, hipMemcpyHostToDevice), st, done);
         TL_GPU_CHECK_GOTO(hipMemcpy(dA, hA, 8192, hipMemcpyHostToDevice), st, done);
         TL_GPU_CHECK_GOTO(hipMemcpy(dB, hB, 8192, hipMemcpyHostToDevice), st, done);
-        if (fp8) tl_roofline_check_wgmma<1><<<1, 128>>>(dA, dB, dC, dC + 4096);
-        else tl_roofline_check_wgmma<0><<<1, 128>>>(dA, dB, dC, dC + 4096);
+        if (fp8) tl_roofline_check_wgmma<1><<<1, 128>>>(dA, dB, dC, dC + 4096, dC + 8192);
+        else tl_roofline_check_wgmma<0><<<1, 128>>>(dA, dB, dC, dC + 4096, dC + 8192);
         TL_GPU_CHECK_LAUNCH_GOTO(name, st, done);
-        TL_GPU_CHECK_GOTO(hipMemcpy(hC, dC, sizeof(float) * 8192, hipMemcpyDeviceToHost), st, done);
+        TL_GPU_CHECK_GOTO(hipMemcpy(hC, dC, sizeof(float) * 4096 * 4, hipMemcpyDeviceToHost), st, done);
         int k = fp8 ? 128 : 64;
-        for (int form = 0; form < 2 - fp8; form++)
+        /* forms: 0 shared-memory A, 1 register A, 2 (BF16) register A with the MN-major B, whose
+         * columns 64..127 are Bt's rows 63..0 */
+        for (int form = 0; form < 3 - fp8; form++)
             for (int i = 0; i < 64; i++)
-                for (int j = 0; j < 64; j++) {
+                for (int jc = 0; jc < (form == 2 ? 128 : 64); jc++) {
+                    const int j = jc < 64 ? jc : 127 - jc;
                     double ref = 0.0, mag = 0.0;
                     for (int kk = 0; kk < k; kk++) {
                         double x, y;
@@ -830,7 +860,7 @@ static int check_wgmma_tiles(roofline_ctx *c)
                         ref += x * y;
                         mag += fabs(x * y);
                     }
-                    double got = hC[form * 4096 + i * 64 + j];
+                    double got = form == 2 ? hC[8192 + i * 128 + jc] : hC[form * 4096 + i * 64 + j];
                     /* BF16: exact products summed in f32 (a few ulps of the magnitude). E4M3: Hopper's
                      * FP8 accumulator is narrower than f32 (13 mantissa bits, "FP22", per the
                      * SageAttention2 paper; DeepSeek-V3's report: about 14 bits): up to one of its
@@ -838,8 +868,9 @@ static int check_wgmma_tiles(roofline_ctx *c)
                      * magnitude; a wrong layout errs by the magnitude itself. */
                     const double tol = fp8 ? ldexp(1.0, -13) * (k / 4) * mag : 1e-5 * mag;
                     if (!(fabs(got - ref) <= tol + 1e-30)) {
+                        static const char *const form_name[] = {"", "register-A form: ", "register-A form, MN-major B: "};
                         st = tl_error(TL_EFAIL, name, "%sC[%d][%d] = %.9g, host product %.9g: the descriptor, swizzle or layout is wrong",
-                                      form ? "register-A form: " : "", i, j, got, ref);
+                                      form_name[form], i, jc, got, ref);
                         goto done;
                     }
                 }

@@ -45,7 +45,7 @@ static const char roof_usage[] =
     "  model's HBM bytes and time) for bf16 and fp8 at each length; --points (repeatable, up to 4) adds\n"
     "  measured rows from `tilelab bench prefill --format csv` (or any file `draw roofline` reads).\n"
     "  --hw takes a preset name, a JSON path, or BASE,OVERLAY.json (on the H200,\n"
-    "  h200,bench/results/2026-11-29_h200_roofline.json draws the mma.sync ceilings the kernel runs at).\n";
+    "  h200,bench/results/2026-11-29_h200_roofline.json draws the measured matrix ceilings).\n";
 
 /* ---- prefill-tiles ---- */
 

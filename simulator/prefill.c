@@ -73,23 +73,23 @@ static int resident_of(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_ti
 }
 
 /* The vector lane-operations of the online softmax and its companions (simulator/prefill.h). */
-static double vector_ops(const tl_hw *hw, const tl_prefill_shape *s, const tl_prefill_model_result *r,
-                         const tl_instr *in, double lds_read)
+static double vector_ops(const tl_hw *hw, const tl_prefill_shape *s, const tl_prefill_model_result *r)
 {
     const tl_prefill_tiling t = r->tile;
     const int fp8 = s->dtype == TL_PREFILL_FP8;
     const double scores = (double)r->tiles_computed * t.block_m * t.block_n;
     const double masked = (double)r->tiles_masked * t.block_m * t.block_n;
-    const double p_ops = !fp8 ? TL_PREFILL_P_OPS_BF16 : is_sm(hw) ? TL_PREFILL_P_OPS_FP8_SM90 : TL_PREFILL_P_OPS_FP8;
-    const double rescale = (fp8 ? 2.0 : 1.0) * s->dv / t.block_n;
+    const double p_ops = !fp8 ? TL_PREFILL_P_OPS_BF16 : is_sm(hw) ? TL_PREFILL_P_OPS_FP8_WGMMA : TL_PREFILL_P_OPS_FP8;
+    /* one multiply per O element and tile; AMD's FP8 P.V is also scaled into O */
+    const double rescale = (fp8 && !is_sm(hw) ? 2.0 : 1.0) * s->dv / t.block_n;
     double ops = scores * (TL_PREFILL_SCORE_OPS + p_ops + rescale) + masked * TL_PREFILL_MASK_OPS +
                  (double)r->tiles_computed * t.block_m * TL_PREFILL_ROW_OPS;
     const double kv_values = (double)r->tiles_computed * t.block_n * (s->dqk + s->dv);
     const double q_values = (double)r->blocks * t.block_m * s->dqk;
     if (is_sm(hw)) {
-        /* every warp instruction takes an issue slot: the mma.sync and the ldmatrix (512 bytes) */
-        ops += 32.0 * r->flops_matrix / (2.0 * in->m * in->n * in->k) + 32.0 * lds_read / 512.0;
-        if (fp8) ops += (kv_values + q_values) * TL_PREFILL_DECODE_OPS;
+        /* wgmma: a warpgroup's few product instructions a tile take no issue share worth counting;
+         * FP8's V is transposed into V^T once per block and tile */
+        if (fp8) ops += (double)r->tiles_computed * t.block_n * s->dv * TL_PREFILL_VT_OPS;
     } else if (fp8 && strcmp(hw->arch, "gfx942") == 0) {
         ops += (kv_values + q_values) / 4.0; /* E4M3FN codes as FNUZ: 0x80 fixed, four bytes an op */
     }
@@ -146,17 +146,22 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
                         hw->name);
     r->tile = t;
     const int fp8 = s->dtype == TL_PREFILL_FP8;
-    r->operand = is_sm(hw) || !fp8 ? "bf16" : "fp8";
-    tl_instr in;
-    if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
-    snprintf(r->instr, sizeof r->instr, "%s", in.name);
-    r->instr_k = in.k;
+    r->operand = fp8 ? "fp8" : "bf16";
     if (is_sm(hw)) {
-        if (in.measured_tflops <= 0)
-            return tl_error(TL_EUSAGE, "sim prefill", "preset %s has no measured_tflops for %s (the mma.sync loop "
-                            "rate the model charges on sm_90)", hw->name, in.name);
-        r->mma_tflops = in.measured_tflops;
+        /* wgmma (sm_90a): m64n128, K-depth 16 (bf16) or 32 (e4m3), at the preset's measured matrix
+         * ceiling of the format */
+        const tl_ceiling c = fp8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
+        snprintf(r->instr, sizeof r->instr, "wgmma.mma_async.m64n128k%d.%s", fp8 ? 32 : 16, fp8 ? "e4m3" : "bf16");
+        r->instr_k = fp8 ? 32 : 16;
+        r->mma_tflops = tl_ceiling_value(c);
+        if (!(r->mma_tflops > 0))
+            return tl_error(TL_EUSAGE, "sim prefill", "preset %s has no %s_tflops ceiling (the wgmma rate the model "
+                            "charges on sm_90)", hw->name, r->operand);
     } else {
+        tl_instr in;
+        if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
+        snprintf(r->instr, sizeof r->instr, "%s", in.name);
+        r->instr_k = in.k;
         const tl_ceiling c = fp8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
         r->mma_tflops = fmin(tl_hw_instr_tflops(hw, &in), or_default(tl_ceiling_value(c), INFINITY));
     }
@@ -177,10 +182,10 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     r->flops = tl_prefill_flops(s);
     const double tm = t.block_m, tn = t.block_n, tiles = (double)r->tiles_computed;
     r->flops_computed = tiles * 2.0 * tm * tn * (s->dqk + s->dv);
-    r->flops_matrix = tiles * 2.0 * tm * (tn * round_up(s->dqk, in.k) + s->dv * round_up(tn, in.k));
+    r->flops_matrix = tiles * 2.0 * tm * (tn * round_up(s->dqk, r->instr_k) + s->dv * round_up(tn, r->instr_k));
     r->exps = tiles * tm * (tn + 1.0);
     /* residency and the CUs in use */
-    const double elem = fp8 ? 1.0 : 2.0, lds_elem = is_sm(hw) ? 2.0 : elem;
+    const double elem = fp8 ? 1.0 : 2.0, lds_elem = elem;
     const int limit = resident_of(hw, s, t, lds_elem);
     const long per_cu = (r->blocks + hw->cus - 1) / hw->cus;
     r->resident = per_cu < limit ? (int)per_cu : limit;
@@ -194,9 +199,16 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     r->overlap = per_sched > 1 ? 1.0 - 1.0 / per_sched : 0.0;
     /* bytes */
     const double tile_kv = tn * (s->dqk + s->dv) * elem;
-    const double lds_read = tiles * t.warps * tn * (s->dqk + s->dv) * lds_elem;
-    r->lds_bytes = lds_read + tiles * tn * (s->dqk + s->dv) * lds_elem;
-    if (is_sm(hw)) r->lds_bytes += 2.0 * r->blocks * tm * s->dqk * lds_elem; /* Q staged through shared memory */
+    if (is_sm(hw)) {
+        /* wgmma reads its shared-memory operands once per warpgroup and tile: Q's rows (each
+         * warpgroup its own), K and V whole; the tiles are written once, Q once per block; FP8's
+         * V^T is written and its staged codes read once per tile */
+        const double wgs = t.warps / 4.0;
+        r->lds_bytes = tiles * (tm * s->dqk + wgs * tn * (s->dqk + s->dv) + tn * (s->dqk + s->dv)) * lds_elem +
+                       (double)r->blocks * tm * s->dqk * lds_elem + (fp8 ? tiles * 2.0 * tn * s->dv : 0.0);
+    } else {
+        r->lds_bytes = tiles * (t.warps + 1.0) * tn * (s->dqk + s->dv) * lds_elem;
+    }
     r->l2_bytes = tiles * (tile_kv + (fp8 ? 8.0 : 0.0)) + (double)r->blocks * tm * s->dqk * elem;
     const double kv_all = (double)s->seq * s->kv_heads * (s->dqk + s->dv) * elem;
     const double caches = (hw->l2_mib_per_xcd * (hw->xcds > 0 ? hw->xcds : 1) + hw->llc_mib) * 1048576.0;
@@ -207,7 +219,7 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     r->hbm_bytes = (double)tl_prefill_q_elems(s) * elem + kv_all * r->kv_passes + scales +
                    2.0 * (double)tl_prefill_o_elems(s) + 4.0 * (double)tl_prefill_lse_elems(s);
     /* the terms (clock_mhz = cycles per us) */
-    r->vector_ops = vector_ops(hw, s, r, &in, lds_read);
+    r->vector_ops = vector_ops(hw, s, r);
     const double lanes = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * schedulers);
     r->mma_us = r->flops_matrix / (r->mma_tflops * TL_PREFILL_MMA_EFF * share * 1e6);
     r->exp_us = r->exps / (hw->transcendental_per_cu_clk * active * hw->clock_mhz);

@@ -9,36 +9,37 @@
  * through LDS / shared memory (TL_PREFILL_STAGES buffers), S = Q.K^T on the matrix cores, the online
  * softmax in registers, O += P.V on the matrix cores; causal tiles above the diagonal are skipped,
  * the diagonal ones computed whole and masked; the grid runs the longest blocks (the last query
- * rows) first. Operands: sm_90 bf16 mma.sync for both dtypes (FP8 decoded to bf16 once per tile:
- * its e4m3 mma.sync is not native there, kernels/mma.h); gfx950 v_mfma_f32_16x16x32_bf16 or the
- * FP8 v_mfma_scale_f32_16x16x128_f8f6f4; gfx942 16x16x16 bf16 or 16x16x32 FP8 (FNUZ).
+ * rows) first. Operands: sm_90 (Hopper, sm_90a) wgmma m64n128 on two warpgroups of 64 rows, bf16
+ * or the FP8 codes in e4m3 for both products (V transposed into V^T codes once per tile);
+ * gfx950 v_mfma_f32_16x16x32_bf16 or the FP8 v_mfma_scale_f32_16x16x128_f8f6f4; gfx942 16x16x16
+ * bf16 or 16x16x32 FP8 (FNUZ).
  *
  * What the model charges (times in microseconds, over the CUs that hold a block):
  *   - matrix: every computed tile whole, 2 block_m block_n (dqk' + dv) FLOPs where dqk' is dqk
  *     rounded up to the instruction's K-depth (S) and block_n likewise for P.V (its contraction is
  *     over the tile's keys), at the instruction's rate (tl_hw_pick_instr for 16-row fragments): on
- *     AMD its datasheet rate capped by the preset's ceiling of that format, on sm_90 the
- *     instruction's measured loop rate (the preset's measured_tflops of the mma.sync), times
- *     TL_PREFILL_MMA_EFF.
+ *     AMD its datasheet rate capped by the preset's ceiling of that format, on sm_90 the preset's
+ *     measured ceiling of the format (bf16_tflops / fp8_tflops: what cuBLAS and torch._scaled_mm
+ *     reach with wgmma), times TL_PREFILL_MMA_EFF.
  *   - exp: one exponential per computed score (masked ones included) and one per row and tile (the
  *     running max's correction), at the preset's transcendental_per_cu_clk.
  *   - vector: per computed score TL_PREFILL_SCORE_OPS lane-operations (scale and max subtraction in
  *     one FMA, the running max, the row sum), the conversion of P (TL_PREFILL_P_OPS_*), the masking
  *     of diagonal tiles (TL_PREFILL_MASK_OPS), the rescale of O (dv / block_n per score: one multiply
  *     per O element per tile; twice that for FP8, whose P.V is scaled by v_scale / 448 into O), the
- *     row reductions (TL_PREFILL_ROW_OPS per row and tile); FP8 K and V decoded to bf16 on sm_90
- *     (TL_PREFILL_DECODE_OPS per value, once per block and tile), or their bytes fixed to FNUZ on
- *     gfx942 (a quarter op per value); on sm_90 every warp instruction takes an issue slot: the
- *     mma.sync (one per instruction, 32 lane slots) and ldmatrix (one per 512 bytes) issues count.
- *     At the preset's vector lanes per CU and clock.
+ *     row reductions (TL_PREFILL_ROW_OPS per row and tile); FP8 V transposed into V^T on sm_90
+ *     (TL_PREFILL_VT_OPS per value, once per block and tile), or K and V bytes fixed to FNUZ on
+ *     gfx942 (a quarter op per value). At the preset's vector lanes per CU and clock.
  *   - softmax = max(exp, vector) on sm_90 (MUFU is its own pipe beside the FMA pipe; the issue is
  *     in vector) and exp + vector on AMD (the transcendentals run on the VALU at quarter rate).
  *   - compute = max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave the
  *     loop is serial (S, then its softmax, then P.V); only another wave on the same scheduler /
  *     SIMD can fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a
- *     scheduler holds): 0 with one wave (nothing to overlap with), 1/2 with two.
+ *     scheduler holds): 0 with one wave (nothing to overlap with), 1/2 with two (sm_90: the two
+ *     warpgroups, one warp of each on every scheduler).
  *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
- *     operand's bytes a tile and block) and the tile is written once, at lds_bytes_per_cu_clk.
+ *     operand's bytes a tile and block) and the tile is written once; on sm_90 wgmma reads them
+ *     once per warpgroup, and Q's rows once per tile; at lds_bytes_per_cu_clk.
  *   - l2: every block reads its computed tiles' K and V (and scales) from L2; a CU streams at most
  *     min(its cap, bytes in flight / latency): (TL_PREFILL_STAGES - 1) tiles a resident block; of
  *     those bytes the HBM term's K/V passes miss and the rest hit (the blocks running at once walk
@@ -70,13 +71,14 @@
 #define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
 #define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */
 #define TL_PREFILL_P_OPS_FP8 1.0     /* AMD: x 448 and a pack-convert per two (contract's P rule) */
-#define TL_PREFILL_P_OPS_FP8_SM90 2.0 /* sm_90: encode to E4M3 (P rule) and back to bf16 for the mma.sync */
+#define TL_PREFILL_P_OPS_FP8_WGMMA 1.75 /* sm_90: x 448, one pair conversion per two, a pack per four */
 #define TL_PREFILL_MASK_OPS 2.0      /* lane-ops per score of a diagonal tile: compare, select */
 #define TL_PREFILL_ROW_OPS 8.0       /* lane-ops per row and tile: the max and sum reductions
                                       * across the lanes sharing a row (shuffles and ops), the
                                       * correction factor */
-#define TL_PREFILL_DECODE_OPS 2.5    /* sm_90 FP8: lane-ops per K/V value decoded to bf16 (as the
-                                      * indexer's TL_INDEXER_DECODE_OPS) */
+#define TL_PREFILL_VT_OPS 1.5        /* sm_90 FP8: lane-ops per V value transposed into V^T: four
+                                      * loads, eight byte permutes, four stores and their addresses
+                                      * per 16 values */
 #define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: its O, S and Q fragments
                                       * take up to 255 registers a thread, 8 warps of the 64K (guess) */
 #define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
@@ -117,8 +119,8 @@ typedef struct {
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,
  * a preset without the instruction the kernel uses for s->dtype, or one without the rates the
- * model needs (transcendental_per_cu_clk, lds_bytes_per_cu_clk; on sm_90 the mma.sync's
- * measured_tflops). Cost: O(blocks log slots) (the list schedule), no allocation beyond a heap of
+ * model needs (transcendental_per_cu_clk, lds_bytes_per_cu_clk; on sm_90 the measured bf16_tflops
+ * or fp8_tflops ceiling). Cost: O(blocks log slots) (the list schedule), no allocation beyond a heap of
  * slots. */
 int tl_prefill_model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_result *r);
 

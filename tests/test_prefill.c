@@ -530,10 +530,11 @@ static void test_model_limiters(void **state)
             assert_true(r.tail_us < 0.05 * r.time_us && r.fixed_us < 0.01 * r.time_us);
             assert_true(fabs(r.time_us - (r.fixed_us + r.body_us + r.tail_us)) < 1e-9 * r.time_us);
             assert_true(r.tflops > 0 && r.tflops < r.mma_tflops);
-            if (a == 0) {
-                assert_string_equal(r.operand, "bf16"); /* FP8 decoded: no native e4m3 mma.sync on sm_90 */
-                assert_non_null(strstr(r.instr, "mma.sync"));
-                assert_true(r.mma_tflops == 645.7);
+            if (a == 0) { /* wgmma on the codes: both dtypes native, at the preset's measured ceiling */
+                assert_string_equal(r.operand, d ? "fp8" : "bf16");
+                assert_non_null(strstr(r.instr, "wgmma"));
+                assert_int_equal(r.instr_k, d ? 32 : 16);
+                assert_true(r.mma_tflops == tl_ceiling_value(d ? hw.ceilings.fp8_tflops : hw.ceilings.bf16_tflops));
             } else {
                 assert_string_equal(r.instr, d ? "v_mfma_scale_f32_16x16x128_f8f6f4" : "v_mfma_f32_16x16x32_bf16");
             }
@@ -602,9 +603,9 @@ static void test_model_bad(void **state)
     tl_hw no_exp = hw;
     no_exp.transcendental_per_cu_clk = 0;
     assert_int_equal(tl_prefill_model(&no_exp, &s, &r), TL_EUSAGE);
-    tl_hw no_loop = hw;
-    for (int i = 0; i < no_loop.n_instr; i++) no_loop.instr[i].measured_tflops = 0;
-    assert_int_equal(tl_prefill_model(&no_loop, &s, &r), TL_EUSAGE);
+    tl_hw no_ceiling = hw; /* sm_90 charges the preset's bf16 ceiling */
+    memset(&no_ceiling.ceilings.bf16_tflops, 0, sizeof no_ceiling.ceilings.bf16_tflops);
+    assert_int_equal(tl_prefill_model(&no_ceiling, &s, &r), TL_EUSAGE);
     tl_hw no_bf16 = load_hw("mi355x");
     no_bf16.n_instr = 0;
     assert_int_equal(tl_prefill_model(&no_bf16, &s, &r), TL_EUSAGE);
