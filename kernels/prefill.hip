@@ -406,7 +406,8 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
  *         register fragments (pf_wg_key_of: no shuffle of P).
  * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (every
  * warpgroup also waited for its products of tile kt - 1, so buffer kt + 1 & 1 is free), issue the
- * copies of tile kt + 1; S = Q K^T (shared memory x shared memory) issued; fp8: V^T built from the
+ * copies of tile kt + 1; S = Q K^T (shared memory x shared memory) issued, warpgroup 0's before
+ * warpgroup 1's (named barrier 1: FlashAttention-3's ping-pong, once a tile); fp8: V^T built from the
  * staged codes while it runs, then a second barrier; the online softmax on S's registers; P packed
  * into the A registers (bf16 RNE, or the contract's E4M3 codes); O += P V issued, waited at the
  * next tile's top. Scores, masks and scales as the mma.sync body. */
@@ -458,6 +459,11 @@ static __device__ __forceinline__ void pf_wg_transpose_v(uint8_t *vt, const uint
         *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 3, 4 * kq)) = __byte_perm(hi01, hi23, 0x7632);
     }
 }
+
+/* Named barrier 1 over both warpgroups: warpgroup 0 signals (arrives) once its S products are
+ * issued, warpgroup 1 waits for that before issuing its own. */
+static __device__ __forceinline__ void pf_wg_signal() { asm volatile("bar.arrive 1, 256;" ::: "memory"); }
+static __device__ __forceinline__ void pf_wg_await() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 /* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
 static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
@@ -528,6 +534,7 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
         float S[64];
         const bool active = !a.causal || k0 <= q0 + 64 * wg + 63;
         /* S = Q K^T */
+        if (wg == 1) pf_wg_await();
         if (active) {
             const uint64_t dk = tl_wgmma_desc_sw128(Kb);
             tl_wgmma_fence();
@@ -540,6 +547,10 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
             }
             tl_wgmma_commit();
         }
+        /* warpgroup 0's products first: it exponentiates while warpgroup 1's S is computed, and
+         * its P V runs while warpgroup 1 exponentiates (each scheduler's tensor core takes the
+         * two warpgroups' products in issue order) */
+        if (wg == 0) pf_wg_signal();
         if (FP8) {
             pf_wg_transpose_v(Vt, Vb, tid); /* while S is computed */
             tl_fence_proxy_async();
