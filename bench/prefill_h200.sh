@@ -8,7 +8,7 @@
 #   device:  run(command="bash build-pf-bundle/prefill_h200.sh", carry=["build-pf-bundle"])
 # Writes under $OUT: prefill_roofline.txt, prefill_check.txt, prefill_bench.csv, prefill_sim.csv,
 # prefill_torch.csv, prefill_env.txt, prefill_err.txt. PREFILL_PARTS (default "check bench torch") picks what runs,
-# PREFILL_QUICK=1 a short list of checks;
+# PREFILL_QUICK=1 a short list of checks, PREFILL_STOP=1 skips the bench and torch after a failed check;
 # PREFILL_SEQS (default "1024 4096 16384 32768") the bench lengths; PREFILL_TILES extra --tile
 # values benched at 16K (kernel experiments).
 set -uo pipefail
@@ -26,11 +26,18 @@ err=$OUT/prefill_err.txt
   >"$OUT/prefill_env.txt" 2>&1
 rc=0
 # time limits: checks until PREFILL_CHECK_S, benches until PREFILL_BENCH_S, torch until PREFILL_END_S
+# a command that hits its time limit marks the kernel hung ($OUT/pf_hang): later checks are skipped
 chk() {
   [ $SECONDS -lt ${PREFILL_CHECK_S:-150} ] || { echo "-- skipped (time): check prefill $*"; return; }
-  echo "-- check prefill $*"; timeout 120 "$T" check prefill "$@" 2>&1 | tail -n 12
-  echo "-- exit ${PIPESTATUS[0]} after ${SECONDS} s"
+  [ ! -e "$OUT/pf_hang" ] || { echo "-- skipped (a check hung): check prefill $*"; return; }
+  echo "-- check prefill $*"; timeout ${PREFILL_CMD_S:-90} "$T" check prefill "$@" 2>&1 | tail -n 12
+  local st=${PIPESTATUS[0]}
+  echo "-- exit $st after ${SECONDS} s"
+  [ $st -ne 124 ] && [ $st -ne 137 ] || touch "$OUT/pf_hang"
 }
+# PREFILL_STOP=1: when the first small check of each dtype fails, or any check fails or hangs,
+# nothing after the checks runs (a faulty kernel is not timed; the call ends early)
+stop=0
 # the wgmma layouts (kernels/wgmma.h) proven first: bench roofline's checks, one configuration a
 # ceiling, short timing (PREFILL_ROOFLINE=0 skips it)
 if [ "${PREFILL_ROOFLINE:-1}" = 1 ]; then
@@ -48,10 +55,19 @@ if [[ " $parts " == *" check "* ]] && [ "${PREFILL_QUICK:-0}" = 1 ]; then
   } >"$OUT/prefill_check.txt" 2>&1
   grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
 elif [[ " $parts " == *" check "* ]]; then
+  for dt in bf16 fp8; do
+    chk --shape 4x2x128 --dtype $dt --seq 300 --seed 10
+  done >"$OUT/prefill_check_first.txt" 2>&1
+  cat "$OUT/prefill_check_first.txt"
+  if grep -q "exit [1-9]" "$OUT/prefill_check_first.txt"; then
+    rc=1
+    [ "${PREFILL_STOP:-0}" = 1 ] && stop=1
+  fi
   # four streams at once (the references' input generation and quantization run on one core;
   # OpenMP's share split four ways), each holding one of the long commands
   export OMP_NUM_THREADS=$(( ${OMP_NUM_THREADS} / 4 > 0 ? ${OMP_NUM_THREADS} / 4 : 1 ))
   for dt in bf16 fp8; do
+    [ $stop = 0 ] || break
     {
       chk --shape mistral-7b --dtype $dt --seq 16384,32768 --seed 12
       chk --shape mistral-7b --dtype $dt --seq 1000,1024,4096,4097 --seed 11
@@ -65,14 +81,17 @@ elif [[ " $parts " == *" check "* ]]; then
     } >"$OUT/pf_chk_deepseek_$dt.txt" 2>&1 &
   done
   wait
-  cat "$OUT"/pf_chk_*.txt >"$OUT/prefill_check.txt"
-  rm -f "$OUT"/pf_chk_*.txt
+  cat "$OUT/prefill_check_first.txt" "$OUT"/pf_chk_*.txt >"$OUT/prefill_check.txt" 2>/dev/null
+  rm -f "$OUT"/pf_chk_*.txt "$OUT/prefill_check_first.txt" "$OUT/pf_hang"
   export OMP_NUM_THREADS=$(( OMP_NUM_THREADS * 4 ))
-  grep -q "exit [1-9]" "$OUT/prefill_check.txt" && rc=1
+  if grep -q "exit [1-9]" "$OUT/prefill_check.txt"; then
+    rc=1
+    [ "${PREFILL_STOP:-0}" = 1 ] && stop=1
+  fi
   grep -cE "FAIL|error|exit [1-9]|skipped" "$OUT/prefill_check.txt" | sed 's/^/check failures, errors or skips: /'
   grep -E "FAIL|error|passed|exit|skipped" "$OUT/prefill_check.txt" | head -60
 fi
-if [[ " $parts " == *" bench "* ]]; then
+if [[ " $parts " == *" bench "* ]] && [ $stop = 0 ]; then
   echo "== bench prefill"
   list=$(echo $seqs | tr ' ' ',')
   first=1
@@ -98,7 +117,7 @@ if [[ " $parts " == *" bench "* ]]; then
   done
   cut -d, -f1,8,11-16 "$OUT/prefill_bench.csv"
 fi
-if [[ " $parts " == *" torch "* ]]; then
+if [[ " $parts " == *" torch "* ]] && [ $stop = 0 ]; then
   echo "== torch SDPA"
   shapes=""
   for s in $seqs; do shapes="$shapes,mistral-7b:32:8:128:128:$s,deepseek-v2-lite:16:16:192:128:$s"; done
