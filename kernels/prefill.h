@@ -51,6 +51,9 @@ int tl_prefill_gpu_read(tl_prefill_gpu *g, uint16_t *o, float *lse);
  * run), 0 when the device cannot say. */
 int tl_prefill_gpu_time(tl_prefill_gpu *g, const tl_bench_opts *o, tl_bench_result *r, double *sm_mhz);
 void tl_prefill_gpu_close(tl_prefill_gpu *g);
+/* Mantissa bits the open kernel's Q.K accumulator keeps: 13 for the sm_90a kernel's E4M3 wgmma
+ * (Hopper's FP8 accumulator; numerics/softmax.h's acc_bits), 23 (float32) for every other kernel. */
+int tl_prefill_gpu_acc_bits(const tl_prefill_gpu *g);
 
 /* The launcher as a table (NULL without a GPU: kernels/absent.c). */
 typedef struct {
@@ -63,6 +66,7 @@ typedef struct {
     int (*read)(tl_prefill_gpu *g, uint16_t *o, float *lse);
     int (*time)(tl_prefill_gpu *g, const tl_bench_opts *o, tl_bench_result *r, double *sm_mhz);
     void (*close)(tl_prefill_gpu *g);
+    int (*acc_bits)(const tl_prefill_gpu *g);
 } tl_prefill_gpu_api;
 extern const tl_prefill_gpu_api *const tl_prefill_gpu_kernels;
 

@@ -510,6 +510,8 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
         vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    /* o: O's accumulator (fp32); fp8: each tile's P V goes to a fresh accumulator (wgmma's E4M3
+     * accumulator keeps about 13 mantissa bits, so it sums one tile only), added to o once done */
     float o[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.0f;
@@ -603,7 +605,8 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
             if (FP8) corr[hr] *= vf / vf_new;
         }
         vf = vf_new;
-        if (FP8 || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+        /* the rescale (fp8: with the tile's P V, below), unless no row of the warp needs it */
+        if (!FP8 && __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
             for (int j = 0; j < DV / 8; j++) {
                 o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
@@ -622,12 +625,17 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
                 pa[kk][3] = pf_p_code4(s[10], s[11], s[14], s[15]);
             }
             const uint64_t dv = tl_wgmma_desc_sw128(Vt);
-            tl_wgmma_hold(o);
+            /* the tile's P V into S's registers (free once P is packed), then o = o corr + P V */
 #pragma unroll
             for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_hold(pa[kk]);
             tl_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_m64n128k32_e4m3_rs(o, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), 1);
+            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_m64n128k32_e4m3_rs(S, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), kk > 0);
+            tl_wgmma_commit();
+            tl_wgmma_wait<0>(); /* the other warpgroup's products fill the tensor cores meanwhile */
+            tl_wgmma_hold(S);
+#pragma unroll
+            for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr[(i % 4) / 2], S[i]);
         } else {
             uint32_t pa[BN / 16][4];
 #pragma unroll
@@ -646,8 +654,8 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++)
                 tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
+            tl_wgmma_commit(); /* waited at the next tile's top (or after the loop) */
         }
-        tl_wgmma_commit();
     } while (++kt < ntiles);
     tl_wgmma_wait<0>();
     tl_wgmma_hold(o);
@@ -911,6 +919,7 @@ struct tl_prefill_gpu {
     float *qs, *ks, *vs, *lse;
     uint16_t *o;
     unsigned long long *clk;
+    int acc_bits; /* tl_prefill_gpu_acc_bits */
 };
 
 extern "C" int tl_prefill_gpu_dims_ok(int dqk, int dv) { return (dqk == 128 || dqk == 192) && dv == 128; }
@@ -922,6 +931,7 @@ static int pick(tl_prefill_gpu *g)
     const bool fp8 = g->s.dtype == TL_PREFILL_FP8;
     const int d = g->s.dqk;
     g->kern = NULL;
+    g->acc_bits = 23;
 #define PF_TRY(A, DQK, F, BM, BN, W)                                                                \
     if (g->arch == A && d == DQK && fp8 == F && t.block_m == BM && t.block_n == BN && t.warps == W) \
         g->kern = pf_kernel<A, DQK, 128, BM, BN, W, F>, g->smem = PfSmem<A, DQK, 128, BM, BN, F>::BYTES;
@@ -943,7 +953,7 @@ static int pick(tl_prefill_gpu *g)
     /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
 #define PF_TRY_WG(DQK, F)                                                                                            \
     if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
-        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES;
+        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->acc_bits = F ? 13 : 23;
     PF_TRY_WG(128, false);
     PF_TRY_WG(192, false);
     PF_TRY_WG(128, true);
@@ -1087,6 +1097,8 @@ extern "C" int tl_prefill_gpu_read(tl_prefill_gpu *g, uint16_t *o, float *lse)
     return 0;
 }
 
+extern "C" int tl_prefill_gpu_acc_bits(const tl_prefill_gpu *g) { return g ? g->acc_bits : 23; }
+
 static int pf_time_fn(void *ctx, void *stream) { return enqueue((tl_prefill_gpu *)ctx, (hipStream_t)stream); }
 
 extern "C" int tl_prefill_gpu_time(tl_prefill_gpu *g, const tl_bench_opts *o, tl_bench_result *r, double *sm_mhz)
@@ -1105,7 +1117,7 @@ extern "C" int tl_prefill_gpu_time(tl_prefill_gpu *g, const tl_bench_opts *o, tl
 extern "C" {
 static const tl_prefill_gpu_api prefill_gpu_api = {tl_prefill_gpu_dims_ok, tl_prefill_gpu_open, tl_prefill_gpu_upload,
                                                    tl_prefill_gpu_poison,  tl_prefill_gpu_run,  tl_prefill_gpu_read,
-                                                   tl_prefill_gpu_time,    tl_prefill_gpu_close};
+                                                   tl_prefill_gpu_time,    tl_prefill_gpu_close, tl_prefill_gpu_acc_bits};
 extern const tl_prefill_gpu_api *const tl_prefill_gpu_kernels = &prefill_gpu_api;
 }
 #endif

@@ -54,6 +54,7 @@ typedef struct {
     float *o_ref, *lse_ref, *o_other, *lse_other; /* the checked rows, compact: [rows][H][dv], [H][rows] */
     double s_rms;
     int other_gpu; /* the last comparison: 1 kernel, 0 naive */
+    int acc_bits;  /* the kernel's Q.K accumulator (tl_prefill_gpu_acc_bits) */
     tl_prefill_gpu *g;
 } pf_problem;
 
@@ -500,7 +501,9 @@ static int tolerances(const pf_problem *p, tl_tolerance *o, tl_tolerance *lse)
         }
     tl_softmax_tol_spec spec = {s->dqk, s->seq, 1, 0, p->s_rms, n > 0 ? sqrt(l2 / n) : 0, lmax, 0};
     if (p->other_gpu) {
-        spec.acc_bits = TL_SOFTMAX_ACC_FP32;
+        /* the kernel's Q.K accumulator: float32, or 13 bits for Hopper's E4M3 wgmma (whose P.V sums
+         * one 128-key tile in those bits too: 32 additions of 2^-13, far below the pv_bits term) */
+        spec.acc_bits = p->acc_bits > 0 ? p->acc_bits : TL_SOFTMAX_ACC_FP32;
         /* P's unit roundoff into P.V: bf16 2^-8; the FP8 rule's E4M3 (3 mantissa bits) 2^-4 */
         spec.pv_bits = s->dtype == TL_PREFILL_FP8 ? 4 : 8;
     }
@@ -535,6 +538,7 @@ static int gpu_open(pf_problem *p)
     const tl_prefill_gpu_api *G = tl_prefill_gpu_kernels;
     if (!G) return tl_error(TL_EFAIL, "prefill", "this build has no prefill kernel");
     int rc = p->g ? 0 : G->open(&p->shape, p->tile.block_m ? &p->tile : NULL, &p->g);
+    if (!rc) p->acc_bits = G->acc_bits(p->g);
     if (!rc) rc = G->upload(p->g, p->q, p->k, p->v, p->qs, p->ks, p->vs);
     return rc;
 }
