@@ -1,5 +1,6 @@
 /* kernels/prefill.hip: causal prefill attention forward (contract/prefill.h; the launcher's API:
- * kernels/prefill.h), a FlashAttention-2 style kernel.
+ * kernels/prefill.h), a FlashAttention-2 style kernel; on Hopper FlashAttention-3's warpgroup form,
+ * simplified (no producer warps: every thread copies).
  *
  * Work-group: block_m query rows of one head (tl_prefill_tiling_for), grid ceil(seq / block_m) x H
  * with the head fastest (the heads of one KV head run side by side and share its K/V in L2) and the
@@ -16,8 +17,10 @@
  *           shared memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O +=
  *           P V with P in registers (bf16: P rounded to bf16, V read MN-major through the
  *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448, V transposed into
- *           V^T codes in shared memory once per tile, e4m3 m64n128k32), K/V tiles double-buffered
- *           by cp.async; scales and softmax as below. Other tilings run the mma.sync body.
+ *           V^T codes in shared memory once per tile, e4m3 m64n128k32, each tile's P V summed
+ *           in its own accumulator: wgmma's E4M3 accumulator keeps 13 mantissa bits), K/V tiles in
+ *           three buffers (bf16 dqk 192: two) filled by cp.async; scales and softmax as below.
+ *           Other tilings run the mma.sync body.
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
  *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
  *           f16 mma.sync m16n8k16 runs at bf16's rate, while sm_90's e4m3 mma.sync is emulated:
@@ -91,7 +94,10 @@ struct PfWg {
     static constexpr size_t Q_BYTES = (size_t)QKB * BM * 128, K_BYTES = (size_t)QKB * BN * 128;
     static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ; /* a V tile (bf16) or a code staging (fp8) */
     static constexpr size_t VT_BYTES = FP8 ? (size_t)DV * BN : 0;
-    static constexpr size_t BYTES = 1024 + Q_BYTES + 2 * K_BYTES + 2 * V_BYTES + VT_BYTES; /* + alignment */
+    /* K/V buffers: three where they fit (a tile's P V then runs on while the next tile starts), two
+     * for bf16 dqk 192 (three would take 290 KB) */
+    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + VT_BYTES <= 232448 ? 3 : 2;
+    static constexpr size_t BYTES = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES) + VT_BYTES; /* + alignment */
 };
 
 static __device__ __forceinline__ float pf_exp2(float x)
@@ -397,20 +403,21 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
 /* ---- sm_90a: the warpgroup kernel (kernels/wgmma.h) -------------------------------------------
  * Two warpgroups of 64 query rows (block_m 128), key tiles of block_n 128, 256 threads, one group
  * an SM. Shared memory in wgmma's 128-byte swizzle (tl_wgmma_sw128_offset), every tile 1024-byte
- * aligned: Q [QKB][128 rows][128 B] (QKB column blocks of 128 bytes of a row), K tiles
- * [2][QKB][128 keys][128 B], and V:
- *   bf16  V tiles [2][2][128 keys][128 B]: 64 values of a key a row, read MN-major by the
+ * aligned, STAGES (PfWg: 3, or 2 for bf16 dqk 192) K/V buffers: Q [QKB][128 rows][128 B] (QKB
+ * column blocks of 128 bytes of a row), K tiles [STAGES][QKB][128 keys][128 B], and V:
+ *   bf16  V tiles [STAGES][2][128 keys][128 B]: 64 values of a key a row, read MN-major by the
  *         transposed-B form (tl_wgmma_desc_sw128_mn);
- *   fp8   the codes' staging [2][128 keys][128 B] (swizzled too, for conflict-free reads) and one
- *         V^T tile [128 dims][128 B]: K-major for the E4M3 product, its keys in the order of P's
- *         register fragments (pf_wg_key_of: no shuffle of P).
- * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (every
- * warpgroup also waited for its products of tile kt - 1, so buffer kt + 1 & 1 is free), issue the
- * copies of tile kt + 1; S = Q K^T (shared memory x shared memory) issued, warpgroup 0's before
- * warpgroup 1's (named barrier 1: FlashAttention-3's ping-pong, once a tile); fp8: V^T built from the
- * staged codes while it runs, then a second barrier; the online softmax on S's registers; P packed
- * into the A registers (bf16 RNE, or the contract's E4M3 codes); O += P V issued, waited at the
- * next tile's top. Scores, masks and scales as the mma.sync body. */
+ *   fp8   the codes' staging [STAGES][128 keys][128 B] (swizzled too, for conflict-free reads) and
+ *         one V^T tile [128 dims][128 B]: K-major for the E4M3 product, its keys in the order of
+ *         P's register fragments (pf_wg_key_of: no shuffle of P).
+ * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (the
+ * buffer tile kt + 1 goes to is free: its products were waited for), issue the copies of tile
+ * kt + 1; S = Q K^T (shared memory x shared memory) issued, warpgroup 0's before warpgroup 1's
+ * (named barrier 1: FlashAttention-3's ping-pong, once a tile); fp8: V^T built from the staged
+ * codes while it runs, then a second barrier; wait for S (and the bf16 P V of tile kt - 1 issued
+ * before it); the online softmax on S's registers; P packed into the A registers (bf16 RNE, or
+ * the contract's E4M3 codes); O += P V issued (fp8: into S's registers, waited, then added to O).
+ * Scores, masks and scales as the mma.sync body. */
 #if TL_WGMMA_AVAILABLE
 
 /* ROWS rows of ROWB bytes (global rows from r0, stride gs; rows >= seq zero-filled) into column
@@ -482,7 +489,8 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
     static_assert(!FP8 || (TL_PREFILL_BLOCK == BM && TL_PREFILL_BLOCK == BN), "an fp8 tile is one scale block");
     extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
     uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
-    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + 2 * L::K_BYTES, *Vt = Vs + 2 * L::V_BYTES;
+    constexpr int STAGES = L::STAGES;
+    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES, *Vt = Vs + STAGES * L::V_BYTES;
 
     const int tid = (int)tl_thread_x(), wg = tid / 128, ww = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
@@ -519,18 +527,20 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
     /* Q's descriptor for this warpgroup's 64 rows; a column block further is BM x 128 bytes */
     const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * wg * 128);
     /* ntiles >= 1: a loop without a zero-trip path (with one, ptxas serializes the products) */
-    int kt = 0;
+    int kt = 0, buf = 0;
     do {
         const long k0 = (long)kt * BN;
-        const int buf = kt & 1;
+        const int nbuf = buf + 1 == STAGES ? 0 : buf + 1; /* tile kt + 1's */
         uint8_t *Kb = Ks + buf * L::K_BYTES, *Vb = Vs + buf * L::V_BYTES;
-        tl_wgmma_wait<0>(); /* this warpgroup's P V of tile kt - 1 is done with its buffers */
+        /* two buffers: this warpgroup's P V of tile kt - 1 must be done with buffer nbuf; three:
+         * nbuf held tile kt - 2, whose P V the wait for S of tile kt - 1 saw done */
+        if (STAGES == 2) tl_wgmma_wait<0>();
         pf_wait<0>();
         tl_fence_proxy_async();
-        tl_block_sync(); /* tile kt landed; every warpgroup is done with tile kt - 1 */
+        tl_block_sync(); /* tile kt landed; every warpgroup is done with buffer nbuf */
         if (kt + 1 < ntiles) {
-            pf_wg_copy<BN, DQK * BPE, THREADS>(Ks + (buf ^ 1) * L::K_BYTES, kg, kgs, k0 + BN, seq, tid);
-            pf_wg_copy<BN, DV * BPE, THREADS>(Vs + (buf ^ 1) * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
+            pf_wg_copy<BN, DQK * BPE, THREADS>(Ks + nbuf * L::K_BYTES, kg, kgs, k0 + BN, seq, tid);
+            pf_wg_copy<BN, DV * BPE, THREADS>(Vs + nbuf * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
             pf_commit();
         }
         float S[64];
@@ -558,8 +568,12 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
             tl_fence_proxy_async();
             tl_block_sync();
         }
-        if (!active) continue; /* to the loop's test */
-        tl_wgmma_wait<0>();
+        buf = nbuf;
+        if (!active) { /* to the loop's test, every product of this warpgroup done */
+            tl_wgmma_wait<0>();
+            continue;
+        }
+        tl_wgmma_wait<0>(); /* S, and the P V of tile kt - 1 before it */
         tl_wgmma_hold(S);
         tl_wgmma_hold(o);
 
