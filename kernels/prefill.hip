@@ -543,6 +543,12 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
             pf_wg_copy<BN, DV * BPE, THREADS>(Vs + nbuf * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
             pf_commit();
         }
+        /* the scores' scale (log2 domain) and, fp8, the tile's value scale: loaded before the waits */
+        float sc = a.scale_log2, vf_new = vf;
+        if (FP8) {
+            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+        }
         float S[64];
         const bool active = !a.causal || k0 <= q0 + 64 * wg + 63;
         /* S = Q K^T */
@@ -577,12 +583,7 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
         tl_wgmma_hold(S);
         tl_wgmma_hold(o);
 
-        /* scale, mask, online softmax: element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
-        float sc = a.scale_log2, vf_new = vf;
-        if (FP8) {
-            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
-            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
-        }
+        /* mask, online softmax: element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
         const bool mask = (a.causal && k0 + BN - 1 > q0 + 64 * wg + 16 * ww) || k0 + BN > seq;
         const int dk = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
         float mx[2] = {-INFINITY, -INFINITY};
