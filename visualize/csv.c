@@ -145,6 +145,14 @@ int tl_csv_col(const tl_csv_row *h, const char *name)
     return -1;
 }
 
+int tl_csv_cols(const char *path, const tl_csv_row *h, const char *const *names, int n, int *col, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if ((col[i] = tl_csv_col(h, names[i])) < 0)
+            return tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a %s file", names[i], what);
+    return 0;
+}
+
 int tl_csv_blank(const tl_csv_row *r)
 {
     for (int i = 0; i < r->n; i++)

@@ -35,6 +35,9 @@ int tl_csv_fail(const char *path, const tl_csv_row *r, int got);
 const char *tl_csv_field(const tl_csv_row *r, int i);
 /* The index of the column named `name` (case-insensitive) in header h, or -1. */
 int tl_csv_col(const tl_csv_row *h, const char *name);
+/* The indexes of the n columns `names` in header h, into col; TL_EUSAGE naming the first one
+ * missing ("<path>: line 1: no column 'x': not a <what> file"). */
+int tl_csv_cols(const char *path, const tl_csv_row *h, const char *const *names, int n, int *col, const char *what);
 /* 1 when every field is empty or white space. */
 int tl_csv_blank(const tl_csv_row *r);
 void tl_csv_free(tl_csv_row *r);

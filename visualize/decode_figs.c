@@ -167,12 +167,8 @@ int tl_decode_trace_read(const char *path, int batch, int topk, tl_decode_trace_
     int line = 0, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_DECODE_TRACE_FIG_POINTS];
     if (got < 0) rc = tl_csv_fail(path, &h, got);
     else if (got == 0) rc = tl_error(TL_EUSAGE, path, "empty: not a bench decode --trace file");
-    for (int i = 0; !rc && i < C_N_COLS; i++)
-        if ((col[i] = tl_csv_col(&h, cols[i])) < 0)
-            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench decode --trace file", cols[i]);
-    for (int i = 0; !rc && i < TL_DECODE_TRACE_FIG_POINTS; i++)
-        if ((tcol[i] = tl_csv_col(&h, tnames[i])) < 0)
-            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench decode --trace file", tnames[i]);
+    if (!rc) rc = tl_csv_cols(path, &h, cols, C_N_COLS, col, "bench decode --trace");
+    if (!rc) rc = tl_csv_cols(path, &h, tnames, TL_DECODE_TRACE_FIG_POINTS, tcol, "bench decode --trace");
     int first = 1;
     while (!rc && (got = tl_csv_next(&pp, &r, &line)) != 0) {
         if (got < 0) {

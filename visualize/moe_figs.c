@@ -453,11 +453,9 @@ static int trace_read(const char *path, const char *text, int tokens, int stage,
         tl_csv_free(&h);
         return rc;
     }
-    const char *need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
+    static const char *const need[] = {"tokens", "stage", "dtype", "block", "sm", "start_us", "end_us"};
     int col[7];
-    for (int i = 0; i < 7 && !rc; i++)
-        if ((col[i] = tl_csv_col(&h, need[i])) < 0)
-            rc = tl_error(TL_EUSAGE, path, "no column '%s': not a `tilelab bench moe --trace` file", need[i]);
+    rc = tl_csv_cols(path, &h, need, 7, col, "`tilelab bench moe --trace`");
     const int c_src = tl_csv_col(&h, "source");
     tc->stage_end = NAN;
     while (!rc && (got = tl_csv_next(&p, &r, &line)) == 1) {

@@ -142,12 +142,8 @@ int tl_topk_trace_read(const char *path, long want_n, int row, tl_topk_trace_cas
                                                               "counted_us", "placed_us", "end_us"};
     if (got < 0) rc = tl_csv_fail(path, &h, got);
     else if (got == 0) rc = tl_error(TL_EUSAGE, path, "empty: not a bench topk --trace file");
-    for (int i = 0; !rc && i < C_N_COLS; i++)
-        if ((col[i] = tl_csv_col(&h, cols[i])) < 0)
-            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench topk --trace file", cols[i]);
-    for (int i = 0; !rc && i < TL_TOPK_TRACE_POINTS; i++)
-        if ((tcol[i] = tl_csv_col(&h, tnames[i])) < 0)
-            rc = tl_error(TL_EUSAGE, path, "line 1: no column '%s': not a bench topk --trace file", tnames[i]);
+    if (!rc) rc = tl_csv_cols(path, &h, cols, C_N_COLS, col, "bench topk --trace");
+    if (!rc) rc = tl_csv_cols(path, &h, tnames, TL_TOPK_TRACE_POINTS, tcol, "bench topk --trace");
     int first = 1, blocks = 0;
     while (!rc && (got = tl_csv_next(&pp, &r, &line)) != 0) {
         if (got < 0) {
