@@ -4,7 +4,7 @@
 # top-k lists with repeats and window positions, 1 to 64 shards), then the bench with the model
 # beside every row, then torch's SDPA on the same shapes.
 #   here:    bash scripts/device_bundle.sh build-dec-bundle build-cuda-dec
-#            cp bench/decode_h200.sh bench/torch_decode.py build-dec-bundle/
+#            cp bench/decode_h200.sh bench/torch_decode.py bench/torch_timing.py build-dec-bundle/
 #   device:  run(command="bash build-dec-bundle/decode_h200.sh", carry=["build-dec-bundle"])
 # Writes under $OUT: decode_check.txt, decode_bench.csv, decode_sim.csv, decode_torch.csv,
 # decode_env.txt, decode_err.txt. DECODE_PARTS (default "check bench torch") picks what runs;

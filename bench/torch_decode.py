@@ -21,42 +21,20 @@ captured once in a CUDA graph and replayed (torch.cuda.CUDAGraph) unless --no-gr
 """
 import argparse
 import datetime
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+
+from torch_timing import capture, flush_buffer, time_eager
 
 D = 128
 QK, DV = 576, 512
 
 
 def timer(fn, flush, warmup, iters, graph):
-    if graph:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        run = g.replay
-    else:
-        run = fn
-    for _ in range(warmup):
-        run()
-    times = []
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+    """torch_timing's method on fn, captured as a CUDA graph and replayed when graph is set."""
+    return time_eager(capture(fn).replay if graph else fn, flush, warmup, iters)
 
 
 def paged(dev, batch, seq, kvh, gqa, kv, flush, args, source):
@@ -135,7 +113,7 @@ def main():
         return 1
     dev = torch.device("cuda")
     torch.manual_seed(1)
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    flush = flush_buffer(dev)
     name = torch.cuda.get_device_name(dev)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = f"measured on {name} {date} (torch {torch.__version__})"
