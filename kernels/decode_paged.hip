@@ -28,9 +28,9 @@
  *          fp8: 16-byte cp.async copies (LDGSTS) of whole 128-byte lines (K: 4 rows of 32 lanes x
  *            16 bytes; V: 4 rows' 128-byte spans), each piece landing where the lane that reads it
  *            looks (piece-major, lane-contiguous: conflict-free).
- *          Measured on the H200 at 32 x 16K, kvH 16: bf16 bulk 4.12 TB/s against 3.20 by cp.async;
- *          fp8 (128-byte rows: twice the copies a byte) bulk 2.0 TB/s against 2.78 by cp.async.
- *          (bench/journal/runs.md, decode run 53.)
+ *          Cost: a bulk copy moves one row (rows of a page are 4 KB apart in the pool); the H200
+ *          completes about 16 G of them a second, so fp8's 128-byte rows (twice the copies a
+ *          byte) stream faster through 16-byte cp.async; bf16's 256-byte rows through bulk copies.
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T

@@ -899,7 +899,7 @@ extern "C" int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q)
     return 0;
 }
 
-extern "C" int tl_indexer_gpu_acc_bits(const tl_indexer_gpu *g) { return g->wgmma ? 13 : 23; }
+extern "C" int tl_indexer_gpu_acc_bits(const tl_indexer_gpu *g) { return g->wgmma ? TL_WGMMA_E4M3_ACC_BITS : 23; }
 
 extern "C" int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits)
 {

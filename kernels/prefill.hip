@@ -968,7 +968,7 @@ static int pick(tl_prefill_gpu *g)
     /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
 #define PF_TRY_WG(DQK, F)                                                                                            \
     if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
-        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->acc_bits = F ? 13 : 23;
+        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
     PF_TRY_WG(128, false);
     PF_TRY_WG(192, false);
     PF_TRY_WG(128, true);

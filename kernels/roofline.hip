@@ -866,7 +866,7 @@ static int check_wgmma_tiles(roofline_ctx *c)
                      * SageAttention2 paper; DeepSeek-V3's report: about 14 bits): up to one of its
                      * ulps lost per group of 4 products added, K / 4 groups, so 2^-13 K / 4 of the
                      * magnitude; a wrong layout errs by the magnitude itself. */
-                    const double tol = fp8 ? ldexp(1.0, -13) * (k / 4) * mag : 1e-5 * mag;
+                    const double tol = fp8 ? ldexp(1.0, -TL_WGMMA_E4M3_ACC_BITS) * (k / 4) * mag : 1e-5 * mag;
                     if (!(fabs(got - ref) <= tol + 1e-30)) {
                         static const char *const form_name[] = {"", "register-A form: ", "register-A form, MN-major B: "};
                         st = tl_error(TL_EFAIL, name, "%sC[%d][%d] = %.9g, host product %.9g: the descriptor, swizzle or layout is wrong",

@@ -48,6 +48,10 @@
 
 #include <stdint.h>
 
+/* Mantissa bits the E4M3 products' float accumulator keeps (measured by bench roofline's check:
+ * 13, "FP22", against float32's 23 in the BF16 forms). Host and device. */
+#define TL_WGMMA_E4M3_ACC_BITS 13
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TL_WGMMA_AVAILABLE 1
 #else

@@ -66,7 +66,7 @@ static const tl_op_input pf_inputs[] = {
 };
 
 static const tl_op_target pf_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (runs 50-52: checks pass; timed beside SDPA; run 52 the wgmma kernel)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma kernel: checks pass; timed beside SDPA)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
