@@ -26,9 +26,11 @@
  *
  * The kernel's tiling geometry (kernels/indexer.hip; the model, simulator/indexer.c, charges the
  * same): a block holds BLOCK_Q consecutive query rows (their Q and w in registers for the whole
- * run) and walks the union of their windows in KV tiles of TL_INDEXER_TILE_SM90 / _AMD positions, each tile
- * copied once into shared memory / LDS and used by all BLOCK_Q rows (AMD: double buffered; sm_90:
- * TL_INDEXER_STAGES_SM90 raw stages, each tile decoded once to bf16 into one of two decoded tiles). The grid
+ * run; on sm_90a Q in shared memory as wgmma's B) and walks the union of their windows in KV tiles
+ * of TL_INDEXER_TILE_SM90 / _AMD positions, each tile copied once into shared memory / LDS and
+ * used by all BLOCK_Q rows (AMD: double buffered; sm_90a: TL_INDEXER_STAGES_WGMMA stages of codes
+ * in wgmma's swizzle; other NVIDIA builds: TL_INDEXER_STAGES_SM90 raw stages, each tile decoded
+ * once to bf16 into one of two decoded tiles). The grid
  * is ceil(rows / BLOCK_Q) blocks. Positions of the union that lie outside one row's own window
  * are computed and then written as -inf (the causal triangle of a block: (BLOCK_Q - 1) / 2 rows'
  * worth of wasted work per block, on average).

@@ -5,14 +5,18 @@
  * kernels/indexer.hip, which exists only in GPU builds.
  *
  * What runs: one kernel, ceil(rows / BLOCK_Q) blocks; on AMD a block has BLOCK_Q waves, wave r
- * scoring query row b BLOCK_Q + r; on sm_90 it has BLOCK_Q x H / 32 warps, H / 32 a row, each
+ * scoring query row b BLOCK_Q + r; on sm_80+ it has BLOCK_Q x H / 32 warps, H / 32 a row, each
  * scoring 32 of its row's heads, and grid block x runs b = blocks - 1 - x (the longest causal
  * windows first). Each wave holds its row's Q (as matrix-core B fragments: its heads) and w in
  * registers; the block walks the union of its rows' windows in KV tiles (64 positions on sm_90, 32
  * on AMD), each copied once from HBM into shared memory and used by every row of the block; the
  * window bounds are applied once per tile (whole tiles outside a row are skipped, the edge tile
  * masked in the epilogue), never inside the dot-product loop. Per target:
- *   sm_90   BLOCK_Q 1, 2, 4 or 8. cp.async copies K codes and k_scale into three raw stages (up to
+ *   sm_90a  (Hopper, a build with TL_HAVE_WGMMA: what runs on the H200) one or two warpgroups a
+ *           block of BLOCK_Q rows, Q of the rows in shared memory, E4M3 wgmma on the K codes as
+ *           copied (kernels/indexer.hip says how; TL_INDEXER_SMEM_WGMMA bytes a block); the dot
+ *           products keep TL_WGMMA_E4M3_ACC_BITS mantissa bits (tl_indexer_gpu_acc_bits).
+ *   sm_80+  (other NVIDIA builds, sm_90 without its "a" features) BLOCK_Q 1, 2, 4 or 8. cp.async copies K codes and k_scale into three raw stages (up to
  *           three tiles ahead); every thread of the block then decodes a share of the next tile
  *           E4M3 -> bf16 into one of two decoded tiles (exact: the 2^-120-scaled bf16 of
  *           numerics/codes.h by prmt/shift/and, then one packed multiply by +-2^120, the sign of
@@ -30,7 +34,7 @@
  *           every value exactly except 0x80 (FN's -0, FNUZ's NaN), rewritten to 0x00 when the tile is
  *           copied; the dot product is then a quarter of the true one and the epilogue multiplies
  *           by 4 (exact). NaN codes do not survive (outside the contract).
- * Epilogue in registers: x k_scale, relu, x w (sm_90: relu(x s) = |s| relu(sign(s) x), so max and
+ * Epilogue in registers: x k_scale, relu, x w (NVIDIA: relu(x s) = |s| relu(sign(s) x), so max and
  * FMA per head and one multiply by |k_scale| after the sum), the head sum across the lanes that
  * hold one position's heads (shuffles), -inf outside the row's window; logits written once, every element
  * (positions outside the block's union by a plain fill in the same kernel).
