@@ -246,6 +246,8 @@ static void idx_case_label(const void *vp, int c, char *label, size_t n)
     snprintf(label, n, "%ldx%ld H=%d P=%ld", s.rows, s.kv, s.heads, s.prefix);
 }
 
+static long compared_rows(const idx_problem *p);
+
 static int idx_make_inputs(void *vp, int c)
 {
     idx_problem *p = vp;
@@ -253,7 +255,7 @@ static int idx_make_inputs(void *vp, int c)
     p->shape = case_shape(p, c);
     const size_t n = (size_t)p->shape.rows * p->shape.kv;
     int rc = tl_indexer_inputs_alloc(&p->shape, &p->in);
-    p->ref = malloc(n * sizeof(float));
+    p->ref = malloc((size_t)compared_rows(p) * p->shape.kv * sizeof(float)); /* the compared rows only */
     p->other = malloc(n * sizeof(float));
     if (!rc && (!p->ref || !p->other)) rc = tl_error(TL_EFAIL, "indexer", "out of memory for %zu logits", n);
     if (!rc && p->user.q) {
