@@ -414,16 +414,17 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
  *   K     TL_INDEXER_STAGES_WGMMA stages of [64][128 bytes] in the swizzle, filled by cp.async
  *         straight into place (positions >= kv read as zero), and their k_scale [64]
  *   w     [BLOCK_Q][H] float32
- * A row's scores of a tile are one 64 x H x 128 product: 4 wgmma m64nHk32 E4M3 (A = the K tile,
- * B = the row's Q), accumulators 64 positions x H heads (H / 2 a thread). A warpgroup issues row
- * r + 1's product before the epilogue of row r (two accumulator sets), so the tensor cores work
- * while the epilogue runs. Rows whose k_scale is negative are negated in place (the sign bit of
- * their 128 codes) once per tile by 64 threads, so that relu(x s) = |s| relu(x') and the epilogue
- * is max and FMA per score and head, two shuffles, one multiply by |s| a position.
- * Iteration t: wait for tile t + 1's copy, barrier (tile t negated and visible; every warpgroup
- * done with tile t - 1), issue tile t + STAGES - 1 into tile t - 1's stage, negate tile t + 1,
- * score tile t. One cp.async group is committed per iteration, empty or not, so the wait count is
- * fixed. */
+ * A row's scores of a tile are one 64 x H x 128 product: 4 wgmma m64nHk32 E4M3 with A = the K
+ * tile in registers (each warp's 16 positions read from shared memory once a tile by ldmatrix and
+ * shared by the warpgroup's R rows, so a product reads only its B, the row's Q, from shared
+ * memory) and B = the row's Q; accumulators 64 positions x H heads (H / 2 a thread). A warpgroup
+ * issues row r + 1's product before the epilogue of row r (two accumulator sets), so the tensor
+ * cores work while the epilogue runs. Rows whose k_scale is negative have their codes' signs
+ * flipped in registers, so that relu(x s) = |s| relu(x') and the epilogue is max and FMA per score
+ * and head, two shuffles, one multiply by |s| a position.
+ * Iteration t: wait for tile t's copy, barrier (tile t visible; every warp done reading tile
+ * t - 1), issue tile t + STAGES - 1 into tile t - 1's stage, score tile t. One cp.async group is
+ * committed per iteration, empty or not, so the wait count is fixed. */
 #if TL_WGMMA_AVAILABLE
 #define IDXW_STAGES TL_INDEXER_STAGES_WGMMA
 #define IDXW_KBYTES (IDX_TILE * IDX_D)
@@ -446,45 +447,54 @@ static __device__ __forceinline__ void idxw_issue(const IdxArgs &a, long j0, uin
     }
 }
 
-/* Negates, in place, the codes of the tile's positions whose k_scale is negative. */
-static __device__ __forceinline__ void idxw_fold_sign(uint8_t *kst, const float *sc)
+/* The warp's 16 positions of the tile (rows 16 (warp % 4) ..) as wgmma's register A, 4 k-steps of
+ * 32 codes: ldmatrix.x4 from the swizzled stage, matrices (rows 0-7 | 8-15) x (bytes 0-15 | 16-31)
+ * of the k-step = m16n8k32's a0..a3. Rows whose k_scale is negative have their codes' signs
+ * flipped, so that relu(x s) = |s| relu(x') for every row. */
+static __device__ __forceinline__ void idxw_load_a(uint32_t (&a)[4][4], const uint8_t *kst, const float *sc)
 {
-    if (IDX_TID < IDX_TILE && sc[IDX_TID] < 0.0f) {
-        uint4 *r = (uint4 *)(kst + IDX_TID * 128);
+    const int l = tl_lane(), w = tl_wave_id() % 4;
+    const int row = 16 * w + (l & 7) + 8 * ((l >> 3) & 1);
+    const unsigned base = idx_smem_addr(kst);
 #pragma unroll
-        for (int c = 0; c < 8; c++) {
-            uint4 v = r[c];
-            v.x ^= 0x80808080u, v.y ^= 0x80808080u, v.z ^= 0x80808080u, v.w ^= 0x80808080u;
-            r[c] = v;
-        }
-    }
+    for (int ks = 0; ks < IDX_D / 32; ks++)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(a[ks][0]), "=r"(a[ks][1]), "=r"(a[ks][2]), "=r"(a[ks][3])
+                     : "r"(base + tl_wgmma_sw128_offset(row, 32 * ks + 16 * (l >> 4))));
+    const int g = l / 4;
+    const uint32_t f0 = sc[16 * w + g] < 0.0f ? 0x80808080u : 0u, f1 = sc[16 * w + g + 8] < 0.0f ? 0x80808080u : 0u;
+#pragma unroll
+    for (int ks = 0; ks < IDX_D / 32; ks++) a[ks][0] ^= f0, a[ks][2] ^= f0, a[ks][1] ^= f1, a[ks][3] ^= f1;
 }
 
-template <int H>
-static __device__ __forceinline__ void idxw_product(float (&d)[H / 2], uint64_t ka, uint64_t qb)
+/* One product of the tile against N / H consecutive rows' Q (adjacent in shared memory: one B of
+ * N rows), N = 32 or 64. */
+template <int N>
+static __device__ __forceinline__ void idxw_product(float (&d)[N / 2], const uint32_t (&a)[4][4], uint64_t qb)
 {
     tl_wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < IDX_D / 32; ks++) {
-        if constexpr (H == 64)
-            tl_wgmma_m64n64k32_e4m3(d, tl_wgmma_desc_advance(ka, 32 * ks), tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
+        if constexpr (N == 64)
+            tl_wgmma_m64n64k32_e4m3_rs(d, a[ks], tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
         else
-            tl_wgmma_m64n32k32_e4m3(d, tl_wgmma_desc_advance(ka, 32 * ks), tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
+            tl_wgmma_m64n32k32_e4m3_rs(d, a[ks], tl_wgmma_desc_advance(qb, 32 * ks), ks > 0);
     }
     tl_wgmma_commit();
 }
 
-/* Row `row`'s logits of tile j0 from its accumulators: positions 16 (warp % 4) + g and + 8 of the
- * tile; w: the row's weights in shared memory, sc: the tile's k_scale. */
-template <int H>
-static __device__ __forceinline__ void idxw_epilogue(const float (&d)[H / 2], const float *w, const float *sc, long j0,
+/* One row's logits of tile j0 from a product's accumulators (columns RR H .. RR H + H - 1 are
+ * its heads): positions 16 (warp % 4) + g and + 8 of the tile; w: the row's weights in shared
+ * memory, sc: the tile's k_scale. */
+template <int H, int N, int RR>
+static __device__ __forceinline__ void idxw_epilogue(const float (&d)[N / 2], const float *w, const float *sc, long j0,
                                                      long lo, long hi, long kv, float *out)
 {
     const int l = tl_lane(), g = l / 4, t = l % 4, p0 = 16 * (tl_wave_id() % 4) + g;
     float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
-    for (int j = 0; j < H / 8; j++) {
-        const float2 wj = *(const float2 *)(w + 8 * j + 2 * t);
+    for (int j = RR * H / 8; j < (RR + 1) * H / 8; j++) {
+        const float2 wj = *(const float2 *)(w + 8 * j - RR * H + 2 * t);
         s0 = fmaf(wj.x, fmaxf(d[4 * j + 0], 0.0f), s0);
         s0 = fmaf(wj.y, fmaxf(d[4 * j + 1], 0.0f), s0);
         s1 = fmaf(wj.x, fmaxf(d[4 * j + 2], 0.0f), s1);
@@ -551,12 +561,8 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
             for (long j = a1 + IDX_TID; j < a.kv; j += nthreads) o[j] = -__builtin_inff();
         }
     }
+    tl_fence_proxy_async(); /* Q, written by this thread, is read by the wgmma (the async proxy) */
     if (t1 <= t0) return;
-    asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 2));
-    tl_fence_proxy_async();
-    IDX_SYNC();
-    idxw_fold_sign(ks, scs);
-    tl_fence_proxy_async();
     /* this warpgroup's rows */
     long lo[R], hi[R];
 #pragma unroll
@@ -566,25 +572,22 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
         hi[r] = i < a.rows ? a.ends[i] : 0;
     }
     const uint64_t qdesc0 = tl_wgmma_desc_sw128(qs + wg * R * H * IDX_D);
-    float acc[2][H / 2];
+    /* a product covers RP rows: N = RP H columns (64 when R allows), PR products a tile */
+    constexpr int RP = 64 / H <= R ? 64 / H : 1, N = RP * H, PR = R / RP;
+    float acc[2][N / 2];
+    uint32_t afr[4][4];
     for (long t = t0; t < t1; t++) {
         const int k = (int)((t - t0) % IDXW_STAGES);
-        asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 3));
-        tl_fence_proxy_async();
-        IDX_SYNC();
+        /* tile t in (its group and the STAGES - 2 after it may still fly: none of them is read) */
+        asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 2));
+        IDX_SYNC(); /* tile t visible to all; tile t - 1's stage read by all (ldmatrix, last iteration) */
         {
             const long tn = t + IDXW_STAGES - 1;
             const int kn = (int)((tn - t0) % IDXW_STAGES);
             if (tn < t1) idxw_issue(a, tn * IDX_TILE, ks + kn * IDXW_KBYTES, scs + kn * IDX_TILE, nthreads);
             asm volatile("cp.async.commit_group;");
         }
-        if (t + 1 < t1) {
-            const int k1 = (int)((t + 1 - t0) % IDXW_STAGES);
-            idxw_fold_sign(ks + k1 * IDXW_KBYTES, scs + k1 * IDX_TILE);
-            tl_fence_proxy_async();
-        }
         const long j0 = t * IDX_TILE;
-        const uint64_t kdesc = tl_wgmma_desc_sw128(ks + k * IDXW_KBYTES);
         const float *sc = scs + k * IDX_TILE;
         /* a tile none of this warpgroup's rows sees is -inf for all of them; otherwise every row is
          * scored and its epilogue writes -inf where the tile leaves its window */
@@ -600,27 +603,34 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
             }
             continue;
         }
-        /* row r's product issued before row r - 1's epilogue (accumulator sets r % 2) */
+        idxw_load_a(afr, ks + k * IDXW_KBYTES, sc);
+        /* product p (rows p RP ..) issued before product p - 1's epilogue (accumulator sets p % 2) */
 #pragma unroll
-        for (int r = 0; r <= R; r++) {
-            if (r < R) idxw_product<H>(acc[r & 1], kdesc, tl_wgmma_desc_advance(qdesc0, r * H * IDX_D));
-            if (r == 0) continue;
-            if (r < R) tl_wgmma_wait<1>();
+        for (int p = 0; p <= PR; p++) {
+            if (p < PR) idxw_product<N>(acc[p & 1], afr, tl_wgmma_desc_advance(qdesc0, p * N * IDX_D));
+            if (p == 0) continue;
+            if (p < PR) tl_wgmma_wait<1>();
             else tl_wgmma_wait<0>();
-            const int p = r - 1;
-            tl_wgmma_hold(acc[p & 1]);
-            const long i = blk * BQ + wg * R + p;
-            if (i < a.rows)
-                idxw_epilogue<H>(acc[p & 1], ws + (wg * R + p) * H, sc, j0, lo[p], hi[p], a.kv, a.logits + (size_t)i * a.kv);
+            const int q = p - 1;
+            tl_wgmma_hold(acc[q & 1]);
+#pragma unroll
+            for (int rr = 0; rr < RP; rr++) {
+                const int r = q * RP + rr;
+                const long i = blk * BQ + wg * R + r;
+                if (i >= a.rows) continue;
+                float *o = a.logits + (size_t)i * a.kv;
+                const float *wr = ws + (wg * R + r) * H;
+                if (rr == 0) idxw_epilogue<H, N, 0>(acc[q & 1], wr, sc, j0, lo[r], hi[r], a.kv, o);
+                else idxw_epilogue<H, N, (RP > 1 ? 1 : 0)>(acc[q & 1], wr, sc, j0, lo[r], hi[r], a.kv, o);
+            }
         }
     }
 }
-
 #endif
 
 #if defined(TL_HAVE_WGMMA)
 template <int H, int BQ>
-__global__ void __launch_bounds__((BQ >= 2 ? 2 : 1) * 128) indexer_wgmma_kernel(IdxArgs a)
+__global__ void __launch_bounds__((BQ >= 2 ? 2 : 1) * 128, 2) indexer_wgmma_kernel(IdxArgs a)
 {
 #if TL_WGMMA_AVAILABLE
     idx_body_wgmma<H, BQ>(a);

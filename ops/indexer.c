@@ -468,6 +468,7 @@ static int idx_sim_rows(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.0f", r.flops);
     tl_table_numf(t, "%.0f", tl_indexer_bytes(&s));
     tl_table_numf(t, "%.2f", r.mma_us);
+    tl_table_numf(t, "%.2f", r.smem_us);
     tl_table_numf(t, "%.2f", r.epi_us);
     tl_table_numf(t, "%.2f", r.kv_us);
     tl_table_numf(t, "%.2f", r.hbm_us);
@@ -559,7 +560,7 @@ const tl_op tl_op_indexer = {
     .n_parts = idx_n_parts,
     .work = idx_work,
     .sim = idx_sim_rows,
-    .sim_header = "hw,rows,kv,heads,prefix,block_q,tile,instr,k_steps,blocks,resident,fits_l2,kv_bytes,flops,hbm_bytes,mma_us,epi_us,"
+    .sim_header = "hw,rows,kv,heads,prefix,block_q,tile,instr,k_steps,blocks,resident,fits_l2,kv_bytes,flops,hbm_bytes,mma_us,smem_us,epi_us,"
                   "kv_us,hbm_us,time_us,tflops,limiter",
     .bench = idx_bench,
     .bench_header = "name,rows,kv,heads,prefix,block_q,flops,hbm_bytes,time_us,tflops,floor_us,sim_us,sim_err_pct,"

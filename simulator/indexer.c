@@ -78,6 +78,23 @@ static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long fu
     r->kv_us = r->kv_bytes / ((double)active * r->cu_gbps * 1e3);
 }
 
+/* sm_90a: shared-memory operand bytes a computed score costs. A warpgroup holds R = BLOCK_Q / 2 rows
+ * (1 at BLOCK_Q 1); it reads a tile's 64 K rows (8 KiB) once into registers and each of its rows'
+ * Q (H x 128 bytes) once a tile, so a score costs 128 / R + 2 H bytes. */
+static double smem_bytes_per_score(int block_q, int heads)
+{
+    const double rows = block_q >= 2 ? block_q / 2 : 1;
+    return TL_INDEXER_DIM / rows + 2.0 * heads;
+}
+
+/* sm_90a: the N of the kernel's products: 64 / H rows a product when the warpgroup holds that many
+ * (H = 32 at BLOCK_Q >= 4: two rows, N = 64), else one (N = H). */
+static int wgmma_n(int block_q, int heads)
+{
+    const int rows = block_q >= 2 ? block_q / 2 : 1, pair = 64 / heads;
+    return (pair >= 1 && pair <= rows ? pair : 1) * heads;
+}
+
 static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, double peak)
 {
     const tl_hw *hw = p->hw;
@@ -98,12 +115,19 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
     }
     const double lanes = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * hw->matrix_cores_per_cu);
     r->epi_us = ops / (lanes * (double)active * hw->clock_mhz);
+    if (is_sm(hw))
+        r->smem_us = r->computed * smem_bytes_per_score(r->block_q, s->heads) /
+                     (TL_INDEXER_SMEM_GBPS_WGMMA * 1e3 * (double)active);
 }
 
 static void pick_limiter(tl_indexer_result *r)
 {
-    double body = fmax(fmax(r->mma_us, r->epi_us), fmax(r->kv_us, r->hbm_us));
-    r->limiter = body == r->mma_us ? "mma" : body == r->epi_us ? "epilogue" : body == r->kv_us ? "kv-stream" : "hbm";
+    double body = fmax(fmax(fmax(r->mma_us, r->smem_us), r->epi_us), fmax(r->kv_us, r->hbm_us));
+    r->limiter = body == r->mma_us    ? "mma"
+                 : body == r->smem_us ? "smem-operands"
+                 : body == r->epi_us  ? "epilogue"
+                 : body == r->kv_us   ? "kv-stream"
+                                      : "hbm";
     r->time_us = body / r->balance + r->fixed_us;
 }
 
@@ -119,9 +143,9 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     tl_instr in;
     double peak;
     if (is_sm(hw)) {
-        /* wgmma m64nHk32 E4M3: its rate is the preset's FP8 ceiling (no per-instruction entry) */
+        /* wgmma m64nNk32 E4M3, A (the K tile) from registers: its rate is the preset's FP8 ceiling
+         * (no per-instruction entry); named below, once BLOCK_Q gives N */
         memset(&in, 0, sizeof in);
-        snprintf(in.name, sizeof in.name, "wgmma.m64n%dk32.f32.e4m3.e4m3", s->heads);
         in.k = 32;
         peak = ceiling_of(hw, "fp8");
         if (!(peak > 0)) return tl_error(TL_EUSAGE, "sim indexer", "preset %s has no fp8 ceiling", hw->name);
@@ -129,10 +153,11 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
         if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
         peak = fmin(tl_hw_instr_tflops(hw, &in), or_default(ceiling_of(hw, r->operand), INFINITY));
     }
-    snprintf(r->instr, sizeof r->instr, "%s", in.name);
     r->instr_k = in.k;
     r->k_steps = (s->dim + in.k - 1) / in.k;
     r->block_q = s->block_q ? s->block_q : tl_indexer_best_block_q(hw, s);
+    if (is_sm(hw)) snprintf(in.name, sizeof in.name, "wgmma.m64n%dk32.f32.e4m3.e4m3", wgmma_n(r->block_q, s->heads));
+    snprintf(r->instr, sizeof r->instr, "%s", in.name);
     r->tile = tl_indexer_tile(hw->arch);
     r->blocks = tl_indexer_blocks(s, r->block_q);
     r->scores = tl_indexer_scores(s);
@@ -209,7 +234,7 @@ int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long
     const tl_indexer_shape *s = &q.shape;
     double tiles = 0;
     for (long b = 0; b < r->blocks; b++) tiles += (double)tl_indexer_block_tiles(s, r->block_q, b, r->tile);
-    const double body = fmax(fmax(r->mma_us, r->epi_us), fmax(r->kv_us, r->hbm_us));
+    const double body = fmax(fmax(fmax(r->mma_us, r->smem_us), r->epi_us), fmax(r->kv_us, r->hbm_us));
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     const double tile_us = tiles > 0 ? r->resident * (double)active * body / tiles : 0;
     long slots = (long)hw->cus * r->cu_slots;

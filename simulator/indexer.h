@@ -69,6 +69,11 @@
 #define TL_INDEXER_POS_OPS_WGMMA 20.0 /* sm_90a: lane-ops per score for the rest of its epilogue: the
                                        * 4 lanes holding a position's heads, 5 each (2 shuffles, 2 adds,
                                        * x |scale|, the bound, the store, shared by the lane's 2 positions) */
+#define TL_INDEXER_SMEM_GBPS_WGMMA 79.2 /* sm_90a: GB/s an SM's products read their shared-memory operands
+                                         * at (the K tile by ldmatrix, each product's Q by the wgmma).
+                                         * Fitted: the shared-A kernel of indexer run 50 (SM clock 1980
+                                         * MHz) read 39-42 bytes a clock at H = 32 and 64 (192 and 256
+                                         * bytes a score): 40 x 1.98 */
 #define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: up to 128 registers a thread (2 blocks of 8 warps) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
@@ -96,8 +101,9 @@ typedef struct {
     double cu_gbps;                /* one CU's K stream */
     double mma_tflops;             /* the rate charged */
     double mma_us, epi_us, kv_us, hbm_us, fixed_us, balance, time_us;
+    double smem_us; /* sm_90a: the products' shared-memory operand reads (0 elsewhere) */
     double tflops;                 /* counted FLOPs / time */
-    const char *limiter;           /* "mma", "epilogue", "kv-stream", "hbm" */
+    const char *limiter;           /* "mma", "smem-operands", "epilogue", "kv-stream", "hbm" */
 } tl_indexer_result;
 
 /* Runs the model. TL_EUSAGE for a NULL preset, a bad shape, or an arch without the kernel's
@@ -122,7 +128,7 @@ typedef struct {
  * than the slots fills every CU alike), each later block to the slot that frees first (ties: the
  * lower k). Blocks start at r->fixed_us (launch, the pipeline's first loads) and take tiles x
  * tile_us, where tile_us = resident x active CUs x body / (the grid's tiles) and body is the
- * model's largest term (mma, epilogue, kv-stream or hbm, before its partial-wave factor): a block
+ * model's largest term (mma, smem-operands, epilogue, kv-stream or hbm, before its partial-wave factor): a block
  * tile costs the same throughout, the rate at r->resident blocks a CU. The list schedule makes the
  * tail by itself, so its end (*end_us, the last block's end) can differ from r->time_us: the model
  * ignores the square's short-then-long blocks, and divides the body by its partial-wave factor

@@ -244,7 +244,7 @@ static void test_schedule(void **state)
     tl_indexer_problem e = {&hw, shape(4096, 4096 + 65536, 32, 65536)};
     e.shape.block_q = 1;
     assert_int_equal(tl_indexer_schedule(&e, sp, 4096, &r, &end), 0);
-    const double body = fmax(fmax(r.mma_us, r.epi_us), fmax(r.kv_us, r.hbm_us));
+    const double body = fmax(fmax(fmax(r.mma_us, r.smem_us), r.epi_us), fmax(r.kv_us, r.hbm_us));
     double tiles = 0, most = 0;
     for (long b = 0; b < r.blocks; b++) tiles += sp[b].tiles, most = fmax(most, sp[b].tiles);
     assert_true(fabs(end - (r.fixed_us + body * most / (tiles / r.blocks))) < 1e-6 * end);
