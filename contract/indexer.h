@@ -65,12 +65,13 @@ extern "C" {
      ((heads) > TL_INDEXER_HEADS_PER_WARP_SM90 ? 2 * (bq) * 2 * TL_INDEXER_TILE_SM90 * 4 : 0))
 
 /* sm_90a (wgmma) kernel: stages of [64][128] E4M3 codes with their k_scale, and a block's shared
- * memory: Q of its rows, the stages, w of its rows, and 1024 bytes to align the swizzled tiles. */
+ * memory: Q of its rows, the stages, w of its rows, their windows (two ints a row), and 1024 bytes
+ * to align the swizzled tiles. */
 #define TL_INDEXER_STAGES_WGMMA 4
 #define TL_INDEXER_SMEM_WGMMA(heads, bq)                                                            \
     ((bq) * (heads) * TL_INDEXER_DIM +                                                               \
      TL_INDEXER_STAGES_WGMMA * (TL_INDEXER_TILE_SM90 * TL_INDEXER_DIM + TL_INDEXER_TILE_SM90 * 4) + \
-     (bq) * (heads) * 4 + 1024)
+     (bq) * (heads) * 4 + (bq) * 8 + 1024)
 
 typedef struct {
     long rows;            /* query rows, 1..TL_INDEXER_MAX_ROWS */

@@ -417,11 +417,12 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
  * A row's scores of a tile are one 64 x H x 128 product: 4 wgmma m64nHk32 E4M3 with A = the K
  * tile in registers (each warp's 16 positions read from shared memory once a tile by ldmatrix and
  * shared by the warpgroup's R rows, so a product reads only its B, the row's Q, from shared
- * memory) and B = the row's Q; accumulators 64 positions x H heads (H / 2 a thread). A warpgroup
- * issues row r + 1's product before the epilogue of row r (two accumulator sets), so the tensor
- * cores work while the epilogue runs. Rows whose k_scale is negative have their codes' signs
- * flipped in registers, so that relu(x s) = |s| relu(x') and the epilogue is max and FMA per score
- * and head, two shuffles, one multiply by |s| a position.
+ * memory) and B = the row's Q (at H = 32 two rows' Q: one m64n64 product); accumulators 64
+ * positions x N columns (N / 2 a thread). A warpgroup issues product p + 1 before the epilogue of
+ * product p (two accumulator sets), so the tensor cores work while the epilogue runs. Rows whose
+ * k_scale is negative have their codes' signs flipped in registers, so that relu(x s) =
+ * |s| relu(x') and the epilogue is max and FMA per score and head; rows are summed across their
+ * quad in pairs (3 shuffles a lane for two rows), one multiply by |s| and one store a lane.
  * Iteration t: wait for tile t's copy, barrier (tile t visible; every warp done reading tile
  * t - 1), issue tile t + STAGES - 1 into tile t - 1's stage, score tile t. One cp.async group is
  * committed per iteration, empty or not, so the wait count is fixed. */
@@ -483,31 +484,46 @@ static __device__ __forceinline__ void idxw_product(float (&d)[N / 2], const uin
     tl_wgmma_commit();
 }
 
-/* One row's logits of tile j0 from a product's accumulators (columns RR H .. RR H + H - 1 are
- * its heads): positions 16 (warp % 4) + g and + 8 of the tile; w: the row's weights in shared
- * memory, sc: the tile's k_scale. */
+/* A row's partial sums of tile j0 from a product's accumulators (columns RR H .. RR H + H - 1 are
+ * its heads): this lane's share of positions 16 (warp % 4) + g (v[0]) and + 8 (v[1]), w: the row's
+ * weights in shared memory. Per head and score one max and one FMA, in four independent chains of
+ * H / 8. */
 template <int H, int N, int RR>
-static __device__ __forceinline__ void idxw_epilogue(const float (&d)[N / 2], const float *w, const float *sc, long j0,
-                                                     long lo, long hi, long kv, float *out)
+static __device__ __forceinline__ void idxw_partial(const float (&d)[N / 2], const float *w, float (&v)[2])
 {
-    const int l = tl_lane(), g = l / 4, t = l % 4, p0 = 16 * (tl_wave_id() % 4) + g;
-    float s0 = 0.0f, s1 = 0.0f;
+    const int t = tl_lane() % 4;
+    float a0 = 0.0f, b0 = 0.0f, a1 = 0.0f, b1 = 0.0f;
 #pragma unroll
     for (int j = RR * H / 8; j < (RR + 1) * H / 8; j++) {
         const float2 wj = *(const float2 *)(w + 8 * j - RR * H + 2 * t);
-        s0 = fmaf(wj.x, fmaxf(d[4 * j + 0], 0.0f), s0);
-        s0 = fmaf(wj.y, fmaxf(d[4 * j + 1], 0.0f), s0);
-        s1 = fmaf(wj.x, fmaxf(d[4 * j + 2], 0.0f), s1);
-        s1 = fmaf(wj.y, fmaxf(d[4 * j + 3], 0.0f), s1);
+        a0 = fmaf(wj.x, fmaxf(d[4 * j + 0], 0.0f), a0);
+        b0 = fmaf(wj.y, fmaxf(d[4 * j + 1], 0.0f), b0);
+        a1 = fmaf(wj.x, fmaxf(d[4 * j + 2], 0.0f), a1);
+        b1 = fmaf(wj.y, fmaxf(d[4 * j + 3], 0.0f), b1);
     }
-    s0 += tl_shfl_xor(s0, 1), s1 += tl_shfl_xor(s1, 1);
-    s0 += tl_shfl_xor(s0, 2), s1 += tl_shfl_xor(s1, 2);
-    if (t < 2) {
-        const int pos = p0 + 8 * t;
-        const long j = j0 + pos;
-        const float v = (t ? s1 : s0) * fabsf(sc[pos]);
-        if (j < kv) out[j] = j >= lo && j < hi ? v : -__builtin_inff();
-    }
+    v[0] = a0 + b0, v[1] = a1 + b1;
+}
+
+/* Two rows' logits of tile j0 from their partial sums (pa: row a, pb: row b; pb zero and ob null
+ * when there is one row): the quad's four lanes sum their four values in two exchange rounds (3
+ * shuffles a lane instead of 4 a row) so that lane t ends with row (t / 2 ? b : a), position
+ * 16 (warp % 4) + g + 8 (t % 2), which it scales by |k_scale| and stores (-inf outside the row's
+ * window [w.x, w.y)). */
+static __device__ __forceinline__ void idxw_finish(const float (&pa)[2], const float (&pb)[2], const float *sc, int j0,
+                                                   int2 wa, float *oa, int2 wb, float *ob, int kv)
+{
+    const int l = tl_lane(), t = l % 4, odd = t & 1, hi_lane = t >> 1;
+    /* round 1 (lanes t ^ 1): keep the position this lane ends with, send the other */
+    const float kx = odd ? pa[1] : pa[0], ky = odd ? pb[1] : pb[0];
+    const float sx = odd ? pa[0] : pa[1], sy = odd ? pb[0] : pb[1];
+    const float ux = kx + tl_shfl_xor(sx, 1), uy = ky + tl_shfl_xor(sy, 1);
+    /* round 2 (lanes t ^ 2): keep the row this lane ends with */
+    const float total = (hi_lane ? uy : ux) + tl_shfl_xor(hi_lane ? ux : uy, 2);
+    float *o = hi_lane ? ob : oa;
+    if (!o) return;
+    const int pos = 16 * (tl_wave_id() % 4) + l / 4 + 8 * odd;
+    const int j = j0 + pos, lo = hi_lane ? wb.x : wa.x, hi = hi_lane ? wb.y : wa.y;
+    if (j < kv) o[j] = j >= lo && j < hi ? total * fabsf(sc[pos]) : -__builtin_inff();
 }
 
 template <int H, int BQ>
@@ -520,6 +536,7 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
     uint8_t *ks = qs + BQ * H * IDX_D;                         /* [STAGES][64][128] */
     float *scs = (float *)(ks + IDXW_STAGES * IDXW_KBYTES);   /* [STAGES][64] */
     float *ws = scs + IDXW_STAGES * IDX_TILE;                  /* [BQ][H] */
+    int2 *wins = (int2 *)(ws + BQ * H);                        /* [BQ]: start, end */
     const int nthreads = WGS * 128;
     const int wg = IDX_TID / 128;
     const long blk = (long)tl_grid_x() - 1 - IDX_BID;
@@ -550,6 +567,10 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
         const long i = blk * BQ + c / H;
         ws[c] = i < a.rows ? a.w[(size_t)i * H + c % H] : 0.0f;
     }
+    if (IDX_TID < BQ) { /* windows as int: kv <= TL_INDEXER_MAX_KV (2^22); rows past the last empty */
+        const long i = blk * BQ + IDX_TID;
+        wins[IDX_TID] = i < a.rows ? make_int2((int)a.starts[i], (int)a.ends[i]) : make_int2(0, 0);
+    }
     /* -inf outside the tiles the block walks, every row of the block, all threads */
     {
         const long a0 = t0 * IDX_TILE, a1 = t1 * IDX_TILE < a.kv ? t1 * IDX_TILE : a.kv;
@@ -563,18 +584,14 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
     }
     tl_fence_proxy_async(); /* Q, written by this thread, is read by the wgmma (the async proxy) */
     if (t1 <= t0) return;
-    /* this warpgroup's rows */
-    long lo[R], hi[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const long i = blk * BQ + wg * R + r;
-        lo[r] = i < a.rows ? a.starts[i] : 0;
-        hi[r] = i < a.rows ? a.ends[i] : 0;
-    }
+    /* this warpgroup's rows' windows, read from shared memory where used (registers are full at
+     * BLOCK_Q 8) */
+    const int2 *win = wins + wg * R;
     const uint64_t qdesc0 = tl_wgmma_desc_sw128(qs + wg * R * H * IDX_D);
     /* a product covers RP rows: N = RP H columns (64 when R allows), PR products a tile */
     constexpr int RP = 64 / H <= R ? 64 / H : 1, N = RP * H, PR = R / RP;
     float acc[2][N / 2];
+    float held[2] = {0.0f, 0.0f}; /* an even row's partial sums, until its odd neighbour's */
     uint32_t afr[4][4];
     for (long t = t0; t < t1; t++) {
         const int k = (int)((t - t0) % IDXW_STAGES);
@@ -593,7 +610,7 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
          * scored and its epilogue writes -inf where the tile leaves its window */
         bool any = false;
 #pragma unroll
-        for (int r = 0; r < R; r++) any |= !(j0 >= hi[r] || j0 + IDX_TILE <= lo[r]);
+        for (int r = 0; r < R; r++) any |= !(j0 >= win[r].y || j0 + IDX_TILE <= win[r].x);
         if (!any) {
             for (int r = 0; r < R; r++) {
                 const long i = blk * BQ + wg * R + r;
@@ -613,15 +630,25 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
             else tl_wgmma_wait<0>();
             const int q = p - 1;
             tl_wgmma_hold(acc[q & 1]);
+            /* rows are finished in pairs (2m, 2m + 1), the even row's partials held until the odd
+             * row's are ready; a last unpaired row is finished alone */
 #pragma unroll
             for (int rr = 0; rr < RP; rr++) {
                 const int r = q * RP + rr;
-                const long i = blk * BQ + wg * R + r;
-                if (i >= a.rows) continue;
-                float *o = a.logits + (size_t)i * a.kv;
-                const float *wr = ws + (wg * R + r) * H;
-                if (rr == 0) idxw_epilogue<H, N, 0>(acc[q & 1], wr, sc, j0, lo[r], hi[r], a.kv, o);
-                else idxw_epilogue<H, N, (RP > 1 ? 1 : 0)>(acc[q & 1], wr, sc, j0, lo[r], hi[r], a.kv, o);
+                float v[2];
+                if (rr == 0) idxw_partial<H, N, 0>(acc[q & 1], ws + (wg * R + r) * H, v);
+                else idxw_partial<H, N, (RP > 1 ? 1 : 0)>(acc[q & 1], ws + (wg * R + r) * H, v);
+                if (r % 2 == 0 && r + 1 < R) {
+                    held[0] = v[0], held[1] = v[1];
+                    continue;
+                }
+                const int ra = r % 2 ? r - 1 : r;
+                const long ia = blk * BQ + wg * R + ra, ib = ia + 1;
+                float *oa = ia < a.rows ? a.logits + (size_t)ia * a.kv : nullptr;
+                float *ob = r % 2 && ib < a.rows ? a.logits + (size_t)ib * a.kv : nullptr;
+                const float zero[2] = {0.0f, 0.0f};
+                if (r % 2) idxw_finish(held, v, sc, (int)j0, win[ra], oa, win[r], ob, (int)a.kv);
+                else idxw_finish(v, zero, sc, (int)j0, win[ra], oa, make_int2(0, 0), nullptr, (int)a.kv);
             }
         }
     }

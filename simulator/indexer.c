@@ -105,9 +105,11 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
     const double k_values = r->kv_bytes / (TL_INDEXER_DIM + 4.0) * TL_INDEXER_DIM; /* per block, once */
     double ops;
     if (is_sm(hw)) {
-        /* every lane-operation of the epilogue a score costs (the wgmma issues are a few a row and
-         * tile: not counted) */
-        ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS_WGMMA + TL_INDEXER_POS_OPS_WGMMA);
+        /* issue-slot lane-operations a score costs: a product's warp instructions (4 warps, 32
+         * lanes) over its 64 RP scores, at the scheduler's sustained rate */
+        const double rp = (double)wgmma_n(r->block_q, s->heads) / s->heads;
+        const double per_warp = TL_INDEXER_PRODUCT_INSTR_WGMMA / rp + 1.125 * s->heads + TL_INDEXER_ROW_INSTR_WGMMA;
+        ops = r->computed * 4.0 * 32.0 * per_warp / 64.0 / TL_INDEXER_IPC_WGMMA;
     } else {
         /* lanes sharing a score's row: 16 on AMD (16x16): log2 16 shuffle-adds */
         ops = r->computed * (s->heads * TL_INDEXER_EPI_OPS + 4.0);

@@ -64,11 +64,18 @@
                                        * the per-tile barrier and the 4-k-step product per row (an a-priori
                                        * estimate, not fitted to any measurement of this kernel) */
 #define TL_INDEXER_EPI_OPS 3.0     /* AMD: vector ops per score and head: x scale, max 0, FMA with w */
-#define TL_INDEXER_EPI_OPS_WGMMA 2.25 /* sm_90a: max 0 and FMA with w per score and head (the scale's sign
-                                       * is folded into K) and a shared-memory load of two weights per 8 */
-#define TL_INDEXER_POS_OPS_WGMMA 20.0 /* sm_90a: lane-ops per score for the rest of its epilogue: the
-                                       * 4 lanes holding a position's heads, 5 each (2 shuffles, 2 adds,
-                                       * x |scale|, the bound, the store, shared by the lane's 2 positions) */
+/* sm_90a: the epilogue as warp instructions a product (64 positions x RP rows, 4 warps) issues at
+ * TL_INDEXER_IPC_WGMMA a scheduler: a thread's accumulators of a row cost H / 2 maxes, H / 2 FMAs
+ * and H / 8 weight loads (1.125 H), plus PRODUCT_INSTR a product (the wgmma issue, fences, waits)
+ * and ROW_INSTR a row (its cross-lane sum, bound, scale, store and bookkeeping). Indexer run 51's
+ * Nsight Compute profile (the kernel of that run, 8K squares, SM clock 1.78 GHz): 2.36 warp
+ * instructions a clock an SM at both H, 0.59 a scheduler, 203 instructions a warp a product at
+ * H = 64 (one row) and 288 at H = 32 (two rows): 46 + 85 a row, fitted. ROW_INSTR 68 is the
+ * prediction for the kernel whose rows' sums are finished in pairs (three shuffles for two rows,
+ * int windows from shared memory): 85 less the 17 instructions a row that change removes by count. */
+#define TL_INDEXER_IPC_WGMMA 0.59
+#define TL_INDEXER_PRODUCT_INSTR_WGMMA 46.0
+#define TL_INDEXER_ROW_INSTR_WGMMA 68.0
 #define TL_INDEXER_SMEM_GBPS_WGMMA 79.2 /* sm_90a: GB/s an SM's products read their shared-memory operands
                                          * at (the K tile by ldmatrix, each product's Q by the wgmma).
                                          * Fitted: the shared-A kernel of indexer run 50 (SM clock 1980
