@@ -23,10 +23,11 @@ rc=0
 if [[ " $parts " == *" check "* ]]; then
   {
     for h in 32 64; do
-      echo "== check indexer H=$h: awkward sizes, a prefix, every BLOCK_Q"
+      echo "== check indexer H=$h: awkward sizes, a prefix, ragged windows (lengths 0, 1, 2, 63-65, 127, kv), every BLOCK_Q"
       for q in 1 2 4 8; do
         $T check indexer --rows 1,37,1000 --kv 3001 --heads $h --block-q $q --seed 3 || rc=1
         $T check indexer --rows 100 --kv 1000 --prefix 17 --heads $h --block-q $q --seed 4 || rc=1
+        $T check indexer --rows 37,1000 --kv 3001 --windows ragged --heads $h --block-q $q --seed 8 || rc=1
       done
       echo "== check indexer H=$h: squares 4K-32K, skinny, the model's BLOCK_Q"
       if [ "${INDEXER_CHECKS:-}" = quick ]; then

@@ -21,6 +21,8 @@ typedef struct {
     long prefix;              /* -1: kv - rows (the query rows are the sequence's last) */
     int block_q;              /* 0: the model's choice */
     long sample;              /* check: compare this many rows, evenly spaced, first and last (0: all) */
+    int ragged;               /* check: --windows ragged (caller windows, ragged_window) instead of causal */
+    int32_t *wstart, *wend;   /* the current case's ragged windows (rows of it), or NULL */
     uint64_t seed;
     char hw[1100];
     tl_indexer_inputs user;   /* --input files (q == NULL: random inputs) */
@@ -40,7 +42,7 @@ static const tl_op_input idx_inputs[] = {
 };
 
 static const tl_op_target idx_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on awkward sizes and 2048 x 16K/32K; 376-710 TFLOP/s, 22-42% of the E4M3 wgmma ceiling)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on every appendix A2 shape; 484-792 TFLOP/s, 28-46% of the E4M3 wgmma ceiling)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
@@ -56,13 +58,15 @@ static const tl_op_target idx_targets[] = {
 static const char idx_check_usage[] =
     "usage: tilelab check indexer [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P] [--block-q N]\n"
     "                             [--seed S] [--input q=Q.npy --input k=K.npy --input kscale=S.npy\n"
-    "                             --input w=W.npy] [--sample-rows N] [--format table|csv|json]\n"
+    "                             --input w=W.npy] [--sample-rows N] [--windows causal|ragged]\n"
+    "                             [--format table|csv|json]\n"
     "The GPU kernel against the CPU reference (exact dot products, double epilogue) under the tolerance\n"
     "derived from E4M3 inputs, D and H and the kernel's accumulator (float32; 13 mantissa bits on\n"
     "Hopper's FP8 wgmma); -inf outside the windows must match exactly, outputs are poisoned first.\n"
     "Without a GPU: the reference against the naive loop. --sample-rows N compares N rows (evenly\n"
     "spaced, the first and the last among them; the kernel still computes all): the reference of a\n"
-    "64K square takes hours, of 256 of its rows seconds.\n" IDX_COMMON_USAGE;
+    "64K square takes hours, of 256 of its rows seconds. --windows ragged gives row i a window of\n"
+    "length 0, 1, 2, 63, 64, 65, 127 or kv (i mod 8) at a spread start instead of the causal one.\n" IDX_COMMON_USAGE;
 
 static const char idx_run_usage[] =
     "usage: tilelab run indexer --input q=Q.npy --input k=K.npy --input kscale=S.npy --input w=W.npy\n"
@@ -87,6 +91,9 @@ static const char idx_sim_usage[] =
 static void idx_free_case(idx_problem *p)
 {
     tl_indexer_inputs_free(&p->in);
+    free(p->wstart);
+    free(p->wend);
+    p->wstart = p->wend = NULL;
     free(p->ref);
     free(p->other);
     p->ref = p->other = NULL;
@@ -110,7 +117,19 @@ static int idx_n_cases(const void *vp)
     return p->nr * p->nk * p->nh;
 }
 
-/* Case c's shape: heads fastest, then kv, then rows. */
+/* Row i's window under --windows ragged: lengths cycle through 0, 1, 2, 63, 64, 65, 127 and kv
+ * (empty, one position, and either side of the 64-position tile), clamped to kv, at starts spread
+ * over the positions by a stride prime to most kv. */
+static void ragged_window(long i, long kv, int32_t *start, int32_t *end)
+{
+    static const long lens[] = {0, 1, 2, 63, 64, 65, 127, -1};
+    long len = lens[i % 8] < 0 ? kv : lens[i % 8];
+    if (len > kv) len = kv;
+    const long a = (i * 977) % (kv - len + 1);
+    *start = (int32_t)a, *end = (int32_t)(a + len);
+}
+
+/* Case c's shape: heads fastest, then kv, then rows; the ragged windows when the case's are made. */
 static tl_indexer_shape case_shape(const idx_problem *p, int c)
 {
     tl_indexer_shape s;
@@ -121,6 +140,7 @@ static tl_indexer_shape case_shape(const idx_problem *p, int c)
     s.dim = TL_INDEXER_DIM;
     s.prefix = p->prefix >= 0 ? p->prefix : s.kv - s.rows;
     s.block_q = p->block_q;
+    if (p->ragged && p->wstart && c == p->cur_case) s.starts = p->wstart, s.ends = p->wend;
     return s;
 }
 
@@ -134,10 +154,11 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->prefix = -1;
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *rows_s = "4096", *kv_s = "4096", *heads_s = "64", *prefix_s = NULL, *bq_s = NULL, *seed_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *sample_s = NULL;
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *sample_s = NULL, *windows_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--rows", &rows_s),     TL_OPT_V("--kv", &kv_s),   TL_OPT_V("--heads", &heads_s),
                      TL_OPT_V("--prefix", &prefix_s), TL_OPT_V("--block-q", &bq_s), TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--sample-rows", &sample_s), TL_OPT_END};
+                     TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--sample-rows", &sample_s),
+                     TL_OPT_V("--windows", &windows_s), TL_OPT_END};
     static const char *const cmds[] = {"check indexer", "bench indexer", "sim indexer", "run indexer"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = tl_parse_long_list(rows_s, 1, TL_INDEXER_MAX_ROWS, "--rows", p->rows, IDX_MAX_LIST, &p->nr);
@@ -151,6 +172,12 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc && seed_s) rc = tl_ops_parse_seed(seed_s, &p->seed);
     if (!rc && sample_s && mode != TL_OP_CHECK) rc = tl_error(TL_EUSAGE, cmds[mode], "--sample-rows is for check only");
     if (!rc && sample_s) rc = tl_parse_long_list(sample_s, 2, TL_INDEXER_MAX_ROWS, "--sample-rows", &p->sample, 1, &n1);
+    if (!rc && windows_s && mode != TL_OP_CHECK) rc = tl_error(TL_EUSAGE, cmds[mode], "--windows is for check only");
+    if (!rc && windows_s && strcmp(windows_s, "causal") && strcmp(windows_s, "ragged"))
+        rc = tl_error(TL_EUSAGE, cmds[mode], "--windows %.40s: causal or ragged", windows_s);
+    if (!rc && windows_s && prefix_s && !strcmp(windows_s, "ragged"))
+        rc = tl_error(TL_EUSAGE, cmds[mode], "--prefix sets causal windows; --windows ragged replaces them");
+    if (!rc && windows_s) p->ragged = !strcmp(windows_s, "ragged");
     if (!rc && (p->nr < 1 || p->nk < 1 || p->nh < 1)) rc = tl_error(TL_EUSAGE, cmds[mode], "an empty list");
     if (!rc && p->nr * p->nk * p->nh > 64) rc = tl_error(TL_EUSAGE, cmds[mode], "more than 64 cases (rows x kv x heads)");
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
@@ -232,10 +259,11 @@ static void idx_describe(const void *vp, FILE *f)
     char bq[64];
     if (p->block_q) snprintf(bq, sizeof bq, "BLOCK_Q %d", p->block_q);
     else snprintf(bq, sizeof bq, "the BLOCK_Q the model picks on %.20s", p->hw);
-    char pre[48];
-    if (p->prefix >= 0) snprintf(pre, sizeof pre, "prefix %ld", p->prefix);
-    else snprintf(pre, sizeof pre, "prefix kv - rows");
-    fprintf(f, "indexer: E4M3 Q and K, D = %d, causal windows after %s; %s; inputs %s; seed %llu\n", TL_INDEXER_DIM, pre,
+    char pre[96];
+    if (p->ragged) snprintf(pre, sizeof pre, "ragged windows (lengths 0, 1, 2, 63, 64, 65, 127, kv in turn)");
+    else if (p->prefix >= 0) snprintf(pre, sizeof pre, "causal windows after prefix %ld", p->prefix);
+    else snprintf(pre, sizeof pre, "causal windows after prefix kv - rows");
+    fprintf(f, "indexer: E4M3 Q and K, D = %d, %s; %s; inputs %s; seed %llu\n", TL_INDEXER_DIM, pre,
             bq, p->user.q ? "from the --input files" : "random (per-row E4M3 scales, an outlier channel)",
             (unsigned long long)p->seed);
 }
@@ -243,7 +271,8 @@ static void idx_describe(const void *vp, FILE *f)
 static void idx_case_label(const void *vp, int c, char *label, size_t n)
 {
     tl_indexer_shape s = case_shape(vp, c);
-    snprintf(label, n, "%ldx%ld H=%d P=%ld", s.rows, s.kv, s.heads, s.prefix);
+    if (((const idx_problem *)vp)->ragged) snprintf(label, n, "%ldx%ld H=%d ragged", s.rows, s.kv, s.heads);
+    else snprintf(label, n, "%ldx%ld H=%d P=%ld", s.rows, s.kv, s.heads, s.prefix);
 }
 
 static long compared_rows(const idx_problem *p);
@@ -254,6 +283,14 @@ static int idx_make_inputs(void *vp, int c)
     idx_free_case(p);
     p->shape = case_shape(p, c);
     const size_t n = (size_t)p->shape.rows * p->shape.kv;
+    if (p->ragged) {
+        p->wstart = malloc((size_t)p->shape.rows * sizeof *p->wstart);
+        p->wend = malloc((size_t)p->shape.rows * sizeof *p->wend);
+        if (!p->wstart || !p->wend) return tl_error(TL_EFAIL, "indexer", "out of memory for %ld windows", p->shape.rows);
+        for (long i = 0; i < p->shape.rows; i++) ragged_window(i, p->shape.kv, &p->wstart[i], &p->wend[i]);
+        p->cur_case = c;
+        p->shape = case_shape(p, c);
+    }
     int rc = tl_indexer_inputs_alloc(&p->shape, &p->in);
     p->ref = malloc((size_t)compared_rows(p) * p->shape.kv * sizeof(float)); /* the compared rows only */
     p->other = malloc(n * sizeof(float));
@@ -372,6 +409,7 @@ static int idx_small(const void *vp, void **out)
     memset(&q->user, 0, sizeof q->user);
     memset(&q->in, 0, sizeof q->in);
     q->ref = q->other = NULL;
+    q->wstart = q->wend = NULL; /* made again for the small case's own rows */
     q->g = NULL;
     q->cur_case = -1;
     q->prefix = -1;

@@ -116,6 +116,7 @@ formats "bench topk" -- bench topk --n 4096 --batch 1 --k 512
 formats "sim indexer" -- sim indexer --hw mi355x --heads 32 --rows 2048 --kv 32768
 formats "check indexer" -- check indexer --rows 37 --kv 300 --heads 32 --seed 1
 formats "check indexer" -- check indexer --rows 100 --kv 300 --heads 32 --sample-rows 10 --seed 1
+formats "check indexer" -- check indexer --rows 37 --kv 300 --heads 32 --windows ragged --seed 1
 formats "bench indexer" -- bench indexer --rows 64 --kv 256 --heads 32
 formats "sim decode" -- sim decode --hw mi355x --batch 1,32 --seq 16384 --kv-heads 16 --gqa 1
 formats "sim decode dual-scope" -- sim decode --kind dual-scope --hw h200 --batch 1,8 --seq 65536 --mtp 2
