@@ -62,8 +62,8 @@ int tl_indexer_gpu_upload(tl_indexer_gpu *g, const uint8_t *q, const uint8_t *k,
 int tl_indexer_gpu_poison(tl_indexer_gpu *g);
 /* Runs the kernel with block_q rows a block (1, 2, 4 or 8), then synchronizes. */
 int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q);
-/* Reads back the logits [rows][kv]. */
-int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits);
+/* Reads back rows [first, first + n) of the logits [rows][kv] into logits[n][kv]. */
+int tl_indexer_gpu_read(tl_indexer_gpu *g, long first, long n, float *logits);
 /* Times one run with kernels/bench.h's method. */
 int tl_indexer_gpu_time(tl_indexer_gpu *g, int block_q, const tl_bench_opts *o, tl_bench_result *r);
 /* Mantissa bits the running kernel's dot-product accumulator keeps: 13 for the sm_90a E4M3 wgmma
@@ -77,7 +77,7 @@ typedef struct {
     int (*upload)(tl_indexer_gpu *g, const uint8_t *q, const uint8_t *k, const float *k_scale, const float *w);
     int (*poison)(tl_indexer_gpu *g);
     int (*run)(tl_indexer_gpu *g, int block_q);
-    int (*read)(tl_indexer_gpu *g, float *logits);
+    int (*read)(tl_indexer_gpu *g, long first, long n, float *logits);
     int (*time)(tl_indexer_gpu *g, int block_q, const tl_bench_opts *o, tl_bench_result *r);
     int (*acc_bits)(const tl_indexer_gpu *g);
     void (*close)(tl_indexer_gpu *g);

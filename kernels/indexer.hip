@@ -938,9 +938,12 @@ extern "C" int tl_indexer_gpu_run(tl_indexer_gpu *g, int block_q)
 
 extern "C" int tl_indexer_gpu_acc_bits(const tl_indexer_gpu *g) { return g->wgmma ? TL_WGMMA_E4M3_ACC_BITS : 23; }
 
-extern "C" int tl_indexer_gpu_read(tl_indexer_gpu *g, float *logits)
+extern "C" int tl_indexer_gpu_read(tl_indexer_gpu *g, long first, long n, float *logits)
 {
-    TL_GPU_CHECK(hipMemcpy(logits, g->logits, (size_t)g->s.rows * g->s.kv * sizeof(float), hipMemcpyDeviceToHost));
+    if (first < 0 || n < 0 || first + n > g->s.rows)
+        return tl_error(TL_EUSAGE, "indexer gpu", "rows %ld..%ld outside 0..%ld", first, first + n, g->s.rows);
+    const size_t row = (size_t)g->s.kv * sizeof(float);
+    TL_GPU_CHECK(hipMemcpy(logits, g->logits + (size_t)first * g->s.kv, (size_t)n * row, hipMemcpyDeviceToHost));
     return 0;
 }
 

@@ -282,7 +282,6 @@ static int idx_make_inputs(void *vp, int c)
     idx_problem *p = vp;
     idx_free_case(p);
     p->shape = case_shape(p, c);
-    const size_t n = (size_t)p->shape.rows * p->shape.kv;
     if (p->ragged) {
         p->wstart = malloc((size_t)p->shape.rows * sizeof *p->wstart);
         p->wend = malloc((size_t)p->shape.rows * sizeof *p->wend);
@@ -292,7 +291,8 @@ static int idx_make_inputs(void *vp, int c)
         p->shape = case_shape(p, c);
     }
     int rc = tl_indexer_inputs_alloc(&p->shape, &p->in);
-    p->ref = malloc((size_t)compared_rows(p) * p->shape.kv * sizeof(float)); /* the compared rows only */
+    const size_t n = (size_t)compared_rows(p) * p->shape.kv; /* the compared rows' logits only */
+    p->ref = malloc(n * sizeof(float));
     p->other = malloc(n * sizeof(float));
     if (!rc && (!p->ref || !p->other)) rc = tl_error(TL_EFAIL, "indexer", "out of memory for %zu logits", n);
     if (!rc && p->user.q) {
@@ -317,17 +317,6 @@ static long sampled_row(const idx_problem *p, long k)
 {
     const long n = compared_rows(p);
     return n == p->shape.rows ? k : (long)((double)k * (p->shape.rows - 1) / (n - 1));
-}
-
-/* Moves the compared rows of full logits [rows][kv] to its first rows, in order (row k of the sample
- * is never before row k, so each move reads a row not yet overwritten). */
-static void compact_sampled(const idx_problem *p, float *logits)
-{
-    const long n = compared_rows(p), kv = p->shape.kv;
-    for (long k = 0; k < n; k++) {
-        const long i = sampled_row(p, k);
-        if (i != k) memmove(logits + (size_t)k * kv, logits + (size_t)i * kv, (size_t)kv * sizeof(float));
-    }
 }
 
 static void set_output(const idx_problem *p, const float *logits, tl_op_outputs *out, const char *note)
@@ -388,8 +377,15 @@ static int idx_naive(void *vp, tl_op_outputs *out)
 {
     idx_problem *p = vp;
     set_output(p, p->other, out, "naive loop, double");
-    int rc = tl_indexer_naive(&p->shape, &p->in, p->other);
-    if (!rc) compact_sampled(p, p->other);
+    const long n = compared_rows(p);
+    if (n == p->shape.rows) return tl_indexer_naive(&p->shape, &p->in, p->other);
+    /* sampled: the naive loop writes every row (it runs on small shapes only: idx_naive_cheap) */
+    float *all = malloc((size_t)p->shape.rows * p->shape.kv * sizeof(float));
+    int rc = all ? tl_indexer_naive(&p->shape, &p->in, all) : tl_error(TL_EFAIL, "indexer", "out of memory");
+    for (long k = 0; !rc && k < n; k++)
+        memcpy(p->other + (size_t)k * p->shape.kv, all + (size_t)sampled_row(p, k) * p->shape.kv,
+               (size_t)p->shape.kv * sizeof(float));
+    free(all);
     return rc;
 }
 
@@ -459,8 +455,11 @@ static int idx_gpu(void *vp, tl_op_outputs *out)
     if (!rc) rc = G->upload(p->g, p->in.q, p->in.k, p->in.k_scale, p->in.w);
     if (!rc) rc = G->poison(p->g);
     if (!rc) rc = G->run(p->g, bq);
-    if (!rc) rc = G->read(p->g, p->other);
-    if (!rc) compact_sampled(p, p->other);
+    /* the compared rows only: a 64K square's logits are 17 GB, its 256 sampled rows 64 MB */
+    const long n = compared_rows(p);
+    if (!rc && n == p->shape.rows) rc = G->read(p->g, 0, n, p->other);
+    for (long k = 0; !rc && n < p->shape.rows && k < n; k++)
+        rc = G->read(p->g, sampled_row(p, k), 1, p->other + (size_t)k * p->shape.kv);
     char note[96];
     const int bits = idx_acc_bits(p);
     snprintf(note, sizeof note, "BLOCK_Q %d, %s accumulation", bq,
