@@ -415,7 +415,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
                   .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
                   .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
-    double mem_bound_us = 0, cmp_bound_us = 0;
+    double mem_bound_us = 0, cmp_bound_us = 0, load_bound_us = 0; /* load_bound_us: of mem_bound_us, the
+                                    waves the CU's load path bounds (cu_load_cap) */
     int cus = hw->cus, per_xcd = hw->cus / hw->xcds;
     long long slots = (long long)cus * bpc; /* items resident at once: one wave */
     long long waves = (items + slots - 1) / slots;
@@ -470,7 +471,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             fixed_w = load_bound && w > 0 ? 0.0 : wave_gap;
             wave_us = (mem_us > compute_w ? mem_us : compute_w) + fixed_w;
             fixed_total += fixed_w;
-            if (mem_us >= compute_w) mem_bound_us += wave_us;
+            if (mem_us >= compute_w) mem_bound_us += wave_us, load_bound_us += load_bound ? wave_us : 0.0;
             else cmp_bound_us += wave_us;
         } else {
             /* the per-item fixed cost (prologue: dependent loads of sorted ids and gathered rows;
@@ -482,7 +483,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             /* the first wave starts in step (every CU in its prologue at once): nothing hides it */
             wave_us = w == 0 ? hbm_us + fixed_w : hbm_us;
             if (own_us > wave_us) wave_us = own_us;
-            if (hbm_us >= own_us - fixed_w || stream_us > compute_w) mem_bound_us += wave_us;
+            if (hbm_us >= own_us - fixed_w || stream_us > compute_w) mem_bound_us += wave_us, load_bound_us += load_bound ? wave_us : 0.0;
             else cmp_bound_us += wave_us;
             if (w == 0 || hbm_us < own_us) fixed_total += fixed_w;
         }
@@ -562,7 +563,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     long long last_items = items - (waves - 1) * slots;
     if (r->fixed_us > 0.5 * r->time_us) r->limiter = "fixed";
     else if (waves >= 2 && last_items * 2 < slots && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
-    else if (mem_bound_us >= cmp_bound_us) r->limiter = "hbm";
+    else if (mem_bound_us >= cmp_bound_us) r->limiter = load_bound_us > 0.5 * mem_bound_us ? "loads" : "hbm";
     else if (r->flops_issued >= 2.0 * r->flops_useful) r->limiter = "padding";
     else if (r->dequant_us > 0.5 * r->compute_us) r->limiter = "dequant";
     else r->limiter = "matrix";

@@ -128,12 +128,13 @@
  *      expert (tile_m 32 or 64 in the model, whose worklist of tile_m rows gives the same items:
  *      ceil(ceil(c / 16) / g) = ceil(c / 16 g)); the group of 4 runs TL_MOE_GROUP_MINB blocks per SM.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
- *    M <= 256 under any routing and M <= 1024 under random routing (every committed bench file);
- *    the balanced M = 1024 rows and M = 4096 are printed, not asserted.
+ *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
+ *    M = 4096 (run 50, -12% to +12%) is printed, not asserted.
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
- *    compute-bound ones; "padding" when compute bounds and flops_issued >= 2 x flops_useful (a
+ *    compute-bound ones, "loads" instead when most of that time is waves the CU's load path
+ *    bounds (cu_load_cap: loads that L2 serves, not HBM); "padding" when compute bounds and flops_issued >= 2 x flops_useful (a
  *    tile's compute, its matrix work and any conversion of its weights, serves at most half as
  *    many real rows as it could: seed 000 Table 3's word for a16w4 at low M, where the conversion
  *    is most of that compute); "dequant" when compute bounds on fuller tiles and most of the
@@ -257,7 +258,7 @@ typedef struct {
     int kernels;         /* kernels the stage launches */
     double bw_gbps;      /* the full-GPU bandwidth used */
     double matrix_tflops;/* the instruction rate used (measured-scaled) */
-    const char *limiter; /* "hbm", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
+    const char *limiter; /* "hbm", "loads", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
     double dequant_us;   /* of compute_us: the weights' conversion to BF16 (dequant_instr) */
     tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
 } tl_moe_result;
