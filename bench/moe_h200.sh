@@ -9,11 +9,12 @@
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench benchrandom
 #            torch"; "bench" runs balanced routing, as bench/torch_grouped_mm.py routes its peer, and
 #            "benchrandom" tilelab's default random routing, seed 1: moe_bench_<dtype>_random.csv;
-#            "shapes" checks seed 000 Figure 10's Kimi-K2.6 a16w4 and ZAYA1 fp8 (zaya1-e24) shapes at MOE_CHECK_TOKENS:
+#            "torchrandom" times torch._grouped_mm on the same random routing (seed 1, the same rows per
+#            expert): moe_torch_random.csv; "shapes" checks seed 000 Figure 10's Kimi-K2.6 a16w4 and ZAYA1 fp8 (zaya1-e24) shapes at MOE_CHECK_TOKENS:
 #            moe_shapes.txt; "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
 #            run of M = 1 and 8 block by block: moe_trace_<dtype>.csv) picks what runs; MOE_CHECK_DTYPES,
 #            MOE_BENCH_DTYPES and MOE_TOKENS narrow it; MOE_CHECK_BIG=1024 adds a large-M check;
-#            MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
+#            MOE_SHAPES_TIMEOUT (seconds) bounds each 'shapes' check; MOE_QUICK_DTYPES (default all five) and MOE_CHECK_TPS (default "1 8") narrow the checks.
 #            "inputs" checks the kernel on .npy tensors (numpy-made routing with ties and repeated
 #            experts): `check moe --input` and `run moe --device gpu` against `--device cpu`:
 #            moe_inputs.txt.
@@ -65,7 +66,8 @@ fi
 if [[ " $parts " == *" shapes "* ]]; then # seed 000 Figure 10's other shapes: Kimi-K2.6 a16w4, ZAYA1 fp8 (E 24, top-1)
   for md in kimi-k2.6:a16w4 zaya1-e24:fp8; do
     echo "== check ${md%%:*} ${md##*:}"
-    $T check moe --model "${md%%:*}" --dtype "${md##*:}" --tokens ${MOE_CHECK_TOKENS:-1,16,256} || rc=1
+    ${MOE_SHAPES_TIMEOUT:+timeout $MOE_SHAPES_TIMEOUT} $T check moe --model "${md%%:*}" --dtype "${md##*:}" \
+      --tokens ${MOE_CHECK_TOKENS:-1,16,256} || { echo "(exit $?)"; rc=1; }
   done 2>&1 | tee "$OUT/moe_shapes.txt"
 fi
 if [[ " $parts " == *" bench "* ]]; then
@@ -130,5 +132,11 @@ if [[ " $parts " == *" torch "* ]]; then
   PYTHONUNBUFFERED=1 python3 bench/torch_grouped_mm.py --tokens "$tokens" >"$OUT/moe_torch.csv" \
     2>"$OUT/moe_torch.err" || rc=1
   cut -d, -f1,4,5 "$OUT/moe_torch.csv"
+fi
+if [[ " $parts " == *" torchrandom "* ]]; then # the peer on benchrandom's routing (bench/torch_grouped_mm.py ports tl_route)
+  echo "== torch._grouped_mm bf16, random routing seed 1"
+  PYTHONUNBUFFERED=1 python3 bench/torch_grouped_mm.py --tokens "$tokens" --routing random --seed 1 \
+    >"$OUT/moe_torch_random.csv" 2>"$OUT/moe_torch_random.err" || rc=1
+  cut -d, -f1,4,5 "$OUT/moe_torch_random.csv"
 fi
 exit $rc

@@ -197,6 +197,31 @@ static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
     return 0;
 }
 
+/* Tiles of one expert per work item of GEMM stage `stage` (bf16 only; every other dtype 1): the
+ * item of the first tile of each run of `group` consecutive tiles of an expert multiplies them all,
+ * so each weight byte it loads feeds up to 16 x group rows; the kernel with group 4 keeps 4 tiles'
+ * runs and accumulators in registers (TL_MOE_GROUP_MINB blocks per SM, not 4). An expert of t tiles
+ * takes ceil(t / group) items, each of which loads the expert's weights (from L2 after the first)
+ * and its rows: fewer items load fewer bytes, while a group of 4 keeps half the blocks (bytes in
+ * flight) of 1 and 2 on an SM. The thresholds are simulator/moe.c's picks (the model of each group,
+ * tl_moe_tilelab_kernel_group, under random routing; tests/test_sim_moe.c holds this function to
+ * within 5% of the model's fastest group on DeepSeek-V3.2 and Kimi-K2.6, full width and TP8,
+ * M = 64..16384; on ZAYA1's 24 experts, whose grids are a few waves, the model's pick follows the
+ * waves' rounding instead, and this rule is up to 32% slower than it): with the expected rows per expert r = M k / E, group 4 from r >=
+ * TL_MOE_GROUP4_ROWS (stage 2 only when its K, the width, is at least 1024: a short K gives an
+ * item too little to stream), 2 from r >= TL_MOE_GROUP2_ROWS (random routing gives some experts a
+ * second tile from r = 12-16), else 1. */
+#define TL_MOE_GROUP_MINB 2
+#define TL_MOE_GROUP2_ROWS 16
+#define TL_MOE_GROUP4_ROWS 36
+static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
+{
+    if (s->dtype != TL_MOE_BF16) return 1;
+    const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
+    if (rk >= (long long)TL_MOE_GROUP4_ROWS * e && (stage == 1 || s->width >= 1024)) return 4;
+    return rk >= (long long)TL_MOE_GROUP2_ROWS * e ? 2 : 1;
+}
+
 /* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */
 static inline long long tl_moe_max_tiles(int tokens, int k, int n_experts)
 {

@@ -20,13 +20,14 @@
  *             hint, bf16's first chunk requested before the tile's rows are read), 4 waves per
  *             block split K and reduce in shared memory, where SwiGLU is applied;
  *             the activation is written as bf16, one row per worklist row (padding rows 0). bf16
- *             pairs an expert's tiles (32 rows per item, weights read once for both) once experts
- *             average 1.5 tiles or more.
+ *             multiplies 2 or 4 tiles of one expert per item (32 or 64 rows per weight byte loaded;
+ *             the group of 4 at 2 blocks per SM) as tl_moe_tiles_per_item picks from the
+ *             expected rows per expert (contract/moe.h).
  *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN, one block per
  *             row, every load issued at once; the GEMM is launched dependent on it, NVIDIA: it
  *             starts early and waits for its output) down GEMM over the worklist (weights with
  *             the streaming hint unless all items fit in one wave of resident blocks): 4 waves per
- *             block, each owning 32 output columns over the whole K (no reduction; bf16 pairs
+ *             block, each owning 32 output columns over the whole K (no reduction; bf16 groups
  *             tiles as in stage 1), the top-k weight applied in the epilogue; each edge's row goes
  *             to its own slot of a float32 buffer, then a combine kernel (a dependent launch)
  *             sums each token's k slots in slot order: deterministic, no atomics. Output: float32

@@ -294,8 +294,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         a.n_out = s->hidden;
         a.ybuf = g->ybuf;
     }
-    /* pair tiles when an expert averages 1.5 tiles or more */
-    const int pair = 2LL * s->tokens * s->top_k >= 3LL * TL_MOE_TILE_M * s->n_experts;
+    const int group = tl_moe_tiles_per_item(s, stage); /* tiles of one expert per work item */
     /* Dependent launches: fp8's stage-2 GEMM after the quant kernel, and every dtype's combine
      * after the GEMM: each starts (pointers, tile ids) while the kernel before it finishes and
      * waits for its output with tl_grid_dep_wait (fp8 stage 2 at M = 1 is about 4% faster so on the
@@ -303,7 +302,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const bool dep = stage == 2 && fp8;
     const StageGrid grid = stage_grid(s, stage);
     int rc = grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
-                       : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, pair, dep, st);
+                       : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;
     return tl_moe_launch_combine(g->ybuf, s->tokens, s->top_k, s->hidden, g->out, st);
 }
@@ -414,7 +413,7 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
     TL_GPU_CHECK_GOTO(hipMemcpy(host, dev, words * sizeof *host, hipMemcpyDeviceToHost), rc, done);
     for (long long i = 0; i < grid; i++) {
         const unsigned long long *w = host + 2 + 3 * i;
-        if (!w[0]) continue; /* the block had no item (past n_tiles, or the odd tile of a pair) */
+        if (!w[0]) continue; /* the block had no item (past n_tiles, or a tile after a group's first) */
         b[n].block = (int)i;
         if (sg.gemv) { /* the block's first task */
             const long long first = gemv_first_task(i, sg.big, sg.geom.tasks);

@@ -411,8 +411,12 @@ static __device__ __forceinline__ void mma_chunk(const Chunk<DT, V> (&ch)[MT], t
     }
 }
 
+/* Blocks per SM the register budget is cut for: MT tiles per item hold MT tiles' activation runs
+ * and accumulators, so MT = 4 asks for half the blocks (twice the registers) of MT <= 2. */
+#define MOE_MINB(STAGE, MT) ((MT) > 2 ? TL_MOE_GROUP_MINB : (STAGE) == 1 ? TL_MOE_S1_MINB : S2_MINB)
+
 template <int DT, int STAGE, int MT>
-__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNCH_MIN_BLOCKS(STAGE == 1 ? TL_MOE_S1_MINB : S2_MINB)) moe_gemm(GemmArgs p)
+__global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNCH_MIN_BLOCKS(MOE_MINB(STAGE, MT))) moe_gemm(GemmArgs p)
 {
 #if defined(MOE_NO_DEVICE)
     (void)p;
@@ -422,7 +426,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         NW = THREADS / TL_WAVE,               /* waves per block */
         NB = STAGE == 1 ? S1_NB : NW * NCOLS, /* output columns per work item */
         SPLIT_K = STAGE == 1,                 /* waves split K (else they split N) */
-        ROWS = MT * TL_MOE_TILE_M             /* rows of an item: one tile, or two of one expert */
+        ROWS = MT * TL_MOE_TILE_M             /* rows of an item: up to MT tiles of one expert */
     };
     __shared__ int s_idx[ROWS], s_edge[ROWS], s_tile[MT];
     __shared__ float red[SPLIT_K ? NW * ROWS * NCOLS : 1];
@@ -438,11 +442,10 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
     const int tile = blockIdx.x % p.max_tiles, nb = blockIdx.x / p.max_tiles;
     const int n_tiles = *p.n_tiles, e = p.tile_expert[tile], tile_rows = p.tile_rows[tile];
     if (tile >= n_tiles) return;
-    int tile2 = -1; /* MT = 2: the expert's tiles pair up (0,1), (2,3), ...; odd ones ride along */
-    if (MT == 2) {
-        if ((tile - p.tile_off[e]) & 1) return;
-        if (tile + 1 < n_tiles && p.tile_expert[tile + 1] == e) tile2 = tile + 1;
-    }
+    /* MT > 1: the expert's tiles group MT at a time from its first, (0..MT-1), (MT..2MT-1), ...; the
+     * item of a group's first tile multiplies them all (tile + m while it is the expert's), the
+     * blocks of the others exit */
+    if (MT > 1 && (tile - p.tile_off[e]) % MT) return;
     const int tid = threadIdx.x, lane = tl_lane(), wave = tl_wave_id();
     const int n0 = nb * NB, kgroups = p.K / TL_BFP8_GROUP;
     const int nw0 = SPLIT_K ? n0 : n0 + wave * NCOLS; /* this wave's first output column (split N) */
@@ -467,7 +470,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
     int arow[MT][LANE_ROWS];
     auto fetch_rows = [&]() {
         if (tid < ROWS) {
-            const int m = tid / TL_MOE_TILE_M, t = m ? tile2 : tile;
+            const int m = tid / TL_MOE_TILE_M;
+            const int t = m == 0 || (tile + m < n_tiles && p.tile_expert[tile + m] == e) ? tile + m : -1;
             int id = t < 0 ? -1 : p.sorted_ids[t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M];
             s_edge[tid] = id;
             s_idx[tid] = id < 0 ? -1 : (STAGE == 1 ? id / p.top_k : t * TL_MOE_TILE_M + tid % TL_MOE_TILE_M);
@@ -595,7 +599,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         __syncthreads();
         for (int i = tid; i < ROWS * S1_NB; i += THREADS) {
             const int row = i / S1_NB, c = i % S1_NB, t = s_tile[row / TL_MOE_TILE_M];
-            if (t < 0) continue; /* no partner tile */
+            if (t < 0) continue; /* the group holds fewer than MT tiles */
             uint16_t *dst = p.act + (size_t)(t * TL_MOE_TILE_M + row % TL_MOE_TILE_M) * p.n_out + n0 + c;
             if (s_idx[row] < 0) { /* a padding row (layout 2 of fp8 never wrote its red[] rows) */
                 *dst = 0;
@@ -644,27 +648,28 @@ static int launch_stage(const GemmArgs &args, long long blocks, bool dependent, 
     return 0;
 }
 
-/* Two tiles of one expert per work item (each weight byte feeds 32 rows) once experts average
- * 1.5 tiles or more; bf16 only (at M = 1024 stage 1 takes 31% less time, stage 2 15%). fp8's
- * stage 2 would spill 144 bytes; its stage 1 paired (16 bytes of spills) is no faster: its per-row
- * work, not its weights, holds it (bench/journal/moe-kernel.md, tile pairing). */
+/* `group` tiles of one expert per work item (tl_moe_tiles_per_item: each weight byte feeds up to
+ * 16 x group rows); bf16 only (2 tiles at M = 1024 took 31% less time in stage 1, 15% in stage 2).
+ * fp8's stage 2 would spill 144 bytes paired; its stage 1 paired (16 bytes of spills) is no faster:
+ * its per-row work, not its weights, holds it (bench/journal/moe-kernel.md, tile pairing). */
 template <int DT, int STAGE>
-static int launch_paired(const GemmArgs &a, long long blocks, int pair_tiles, bool dependent, hipStream_t st)
+static int launch_grouped(const GemmArgs &a, long long blocks, int group, bool dependent, hipStream_t st)
 {
-    if constexpr (DT == DT_BF16)
-        if (pair_tiles) return launch_stage<DT, STAGE, 2>(a, blocks, dependent, st);
+    if constexpr (DT == DT_BF16) {
+        if (group >= 4) return launch_stage<DT, STAGE, 4>(a, blocks, dependent, st);
+        if (group == 2) return launch_stage<DT, STAGE, 2>(a, blocks, dependent, st);
+    }
     return launch_stage<DT, STAGE, 1>(a, blocks, dependent, st);
 }
 template <int DT>
-static int launch_gemm(const GemmArgs &a, long long blocks, int stage, int pair_tiles, bool dependent,
-                       hipStream_t st)
+static int launch_gemm(const GemmArgs &a, long long blocks, int stage, int group, bool dependent, hipStream_t st)
 {
-    return stage == 1 ? launch_paired<DT, 1>(a, blocks, pair_tiles, dependent, st)
-                      : launch_paired<DT, 2>(a, blocks, pair_tiles, dependent, st);
+    return stage == 1 ? launch_grouped<DT, 1>(a, blocks, group, dependent, st)
+                      : launch_grouped<DT, 2>(a, blocks, group, dependent, st);
 }
 
-int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks, int pair_tiles, bool dependent,
+int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks, int group, bool dependent,
                        hipStream_t st)
 {
-    return by_dtype(dtype, [&](auto d) { return launch_gemm<decltype(d)::value>(a, blocks, stage, pair_tiles, dependent, st); });
+    return by_dtype(dtype, [&](auto d) { return launch_gemm<decltype(d)::value>(a, blocks, stage, group, dependent, st); });
 }

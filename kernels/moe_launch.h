@@ -120,9 +120,9 @@ int tl_moe_launch_sort(const int32_t *ids, int edges, int n_experts, int32_t *ex
                        int32_t *n_tiles, int32_t *sorted_ids, int32_t *tile_expert, int32_t *tile_rows,
                        hipStream_t st);
 /* moe_gemm.hip: stage `stage` (1 or 2) of dtype `dtype` (TL_MOE_*) on `blocks` blocks
- * (StageGrid); pair_tiles: two tiles of one expert per item (bf16 only; ignored otherwise);
- * dependent: a programmatic dependent launch (gpu.h, tl_launch). */
-int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks, int pair_tiles, bool dependent,
+ * (StageGrid); group: tiles of one expert per item, 1, 2 or 4 (tl_moe_tiles_per_item; bf16 only,
+ * 1 otherwise); dependent: a programmatic dependent launch (gpu.h, tl_launch). */
+int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks, int group, bool dependent,
                        hipStream_t st);
 /* moe_gemv.hip: moe_gemv_down on the StageGrid g (g.gemv), an ordinary launch. */
 int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t st);

@@ -59,6 +59,8 @@ static int validate(const tl_moe_problem *p)
                         p->inflight_kib_wide, p->narrow_rows);
     if (p->prologue_loads < 0 || p->prologue_loads > 64)
         return tl_error(TL_EUSAGE, "sim moe", "prologue loads %d outside [0, 64]", p->prologue_loads);
+    if (p->act_loads < 0 || p->act_loads > 64)
+        return tl_error(TL_EUSAGE, "sim moe", "activation loads per item %d outside [0, 64]", p->act_loads);
     if (p->n_shared < 0 || p->n_shared > 16)
         return tl_error(TL_EUSAGE, "--shared", "shared experts %d outside [0, 16]", p->n_shared);
     if (p->requant_rows_per_cu < 0 || p->requant_rows_per_cu > 4096)
@@ -113,6 +115,7 @@ typedef struct {
     int N, K, tile_n, n_blocks, tile_m, stage;
     int weights_per_tile; /* every tile pays the time of its expert's weights from HBM */
     int n_routed;         /* experts below this are routed; the rest shared */
+    int act_loads;        /* times an item loads its rows (tl_moe_problem.act_loads, >= 1) */
     double w_elem, in_elem, out_elem;
     double act_share;     /* of a row's activation bytes, charged per routed row (stage 1: 1/k, each
                              token once; a shared expert's rows find them in the cache) */
@@ -143,7 +146,7 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     }
     b.o = rows * out_cols * c->out_elem;
     /* each item streams its whole weight block and its tile's activation rows, hit or miss */
-    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * rows * c->K * c->in_elem + b.o + b.m;
+    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * rows * c->K * c->in_elem + b.o + b.m;
     return b;
 }
 
@@ -197,8 +200,24 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
     int E, k, width;
     tl_model_moe_shape(p->model, &E, &k, &width);
-    /* bf16 pairs two tiles of one expert per item once experts average 1.5 tiles (both stages) */
-    int pair = p->dtype == TL_MOE_BF16 && 2LL * p->tokens * k >= 3LL * KERNEL_TILE_M * (E > 0 ? E : 1);
+    tl_moe_shape shape = {.tokens = p->tokens, .hidden = p->model->hidden, .width = p->tp > 0 ? width / p->tp : width,
+                          .n_experts = E, .top_k = k, .dtype = p->dtype};
+    return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
+}
+
+int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
+{
+    if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
+    if (group != 1 && group != 2 && group != 4)
+        return tl_error(TL_EUSAGE, "sim moe", "tiles per item %d is not 1, 2 or 4", group);
+    if (group > 1 && p->dtype != TL_MOE_BF16)
+        return tl_error(TL_EUSAGE, "sim moe", "only bf16 groups tiles (%d asked)", group);
+    int E, k, width;
+    tl_model_moe_shape(p->model, &E, &k, &width);
+    tl_moe_shape shape = {.tokens = p->tokens, .hidden = p->model->hidden, .width = p->tp > 0 ? width / p->tp : width,
+                          .n_experts = E, .top_k = k, .dtype = p->dtype};
+    /* bf16 multiplies 2 or 4 tiles of one expert per item (contract/moe.h, both stages) */
+    const int pair = group > 1;
     /* Fmt<DT, layout>: chunks in flight per wave (U) x 16-byte loads per weight row (W_VEC: bf16 and
      * fp8 read 32 bytes, 128 bytes of a row over 4 lanes; layout 2, used for tiles of at most 8 rows:
      * bf16 64 bytes, fp8 in stage 1 two 32-byte chunks). The kernel picks the layout per tile
@@ -215,8 +234,6 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     default: break; /* a16w4, mxfp4: one 16-byte chunk of 32 codes */
     }
     int waves = p->stage == 1 ? KERNEL_S1_WAVES : KERNEL_S2_WAVES;
-    tl_moe_shape shape = {.tokens = p->tokens, .hidden = p->model->hidden, .width = p->tp > 0 ? width / p->tp : width,
-                          .n_experts = E, .top_k = k, .dtype = p->dtype};
     if (tl_moe_uses_gemv(&shape, p->stage)) {
         /* moe_gemv_down (kernels/moe.h, tl_moe_gemv_geometry): an item is a long block, up to
          * TL_MOE_GEMV_TASKS tasks of (blockDim / gs) x TL_MOE_GEMV_R columns in turn, each thread TL_MOE_GEMV_R x
@@ -237,11 +254,13 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
         p->dequant_instr = 0;
         p->inflight_kib_wide = 0;
         p->narrow_rows = 0;
+        p->cu_load_cap = 0;
+        p->act_loads = 0;
         return 0;
     }
-    p->tile_m = pair ? 2 * KERNEL_TILE_M : KERNEL_TILE_M;
+    p->tile_m = group * KERNEL_TILE_M;
     p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
-    p->blocks_per_cu = p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
+    p->blocks_per_cu = group > 2 ? TL_MOE_GROUP_MINB : p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
     p->inflight_kib = (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec * u / 1024.0;
     p->narrow_rows = half ? KERNEL_TILE_M / 2 : 0;
     p->inflight_kib_wide = half ? (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec0 * u0 / 1024.0 : 0;
@@ -251,9 +270,11 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     p->combine_kernel = p->stage == 2;
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
-    /* unpaired tiles: each of an expert's tiles pays a weight read's time (a stand-in for the
-     * per-row work that holds fp8 at M = 1024 to 1.9x one read's floor: simulator/moe.h) */
-    p->weights_per_tile = !pair;
+    /* an expert's later tiles find its weights in L2; every byte an SM loads passes its load path
+     * (cu_load_cap), and stage 2's warps each load the item's rows (simulator/moe.h) */
+    p->weights_per_tile = 0;
+    p->cu_load_cap = 1;
+    p->act_loads = p->stage == 2 ? KERNEL_S2_WAVES : 1;
     p->vector_rows = 0;
     /* instructions per weight element of weights_bf16 (every arch: the kernel converts even where
      * the arch has scaled FP4/FP8 instructions, since its activations are BF16: contract/moe.h) */
@@ -390,11 +411,12 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
-                  .weights_per_tile = p->weights_per_tile, .n_routed = E,
+                  .weights_per_tile = p->weights_per_tile, .n_routed = E, .act_loads = p->act_loads > 0 ? p->act_loads : 1,
                   .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
                   .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
-    double mem_bound_us = 0, cmp_bound_us = 0;
+    double mem_bound_us = 0, cmp_bound_us = 0, load_bound_us = 0; /* load_bound_us: of mem_bound_us, the
+                                    waves the CU's load path bounds (cu_load_cap) */
     int cus = hw->cus, per_xcd = hw->cus / hw->xcds;
     long long slots = (long long)cus * bpc; /* items resident at once: one wave */
     long long waves = (items + slots - 1) / slots;
@@ -413,7 +435,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall; each
          * run's own stream time at its tile's rates (misses at the per-item HBM rate, cache hits at the
          * per-item L2 rate; a tile of more than narrow rows at its wider layout's) */
-        double wave_bytes = 0, stream_sum = 0, stream_max = 0;
+        double wave_bytes = 0, stream_sum = 0, stream_max = 0, wave_streamed = 0;
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
@@ -421,6 +443,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             const int wide = narrow && wl.tile_rows[tile] > narrow;
             const double run_us = (miss / (wide ? wide_hbm : item_hbm) + (b.streamed - miss) / (wide ? wide_l2 : item_l2)) / 1e3;
             wave_bytes += miss;
+            wave_streamed += b.streamed;
             stream_sum += run_us;
             if (run_us / take > stream_max) stream_max = run_us / take;
             left -= take;
@@ -432,13 +455,23 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
          * nothing left to take, its slowest tile's items: the tail of the busiest tile */
         double hbm_us = wave_bytes / (bw * 1e3);
         double stream_us = w == waves - 1 ? stream_max : stream_sum / (double)a;
+        /* cu_load_cap: the busiest CU's share of the wave's loads, hits included, at its load rate */
+        int load_bound = 0; /* the CU's load path is the wave's bound */
+        if (p->cu_load_cap && hw->hbm_per_cu_gbps > 0) {
+            const double cap_us = on_cu * (wave_streamed / a) / (hw->hbm_per_cu_gbps * 1e3);
+            load_bound = cap_us > stream_us && cap_us > hbm_us && on_cu > 1;
+            if (cap_us > stream_us) stream_us = cap_us;
+        }
         double mem_us = hbm_us > stream_us ? hbm_us : stream_us;
         double fixed_w, wave_us;
-        if (p->prologue_loads > 0) { /* no cross-item prefetch: nothing hides the wave's gap */
-            fixed_w = wave_gap;
+        if (p->prologue_loads > 0) { /* no cross-item prefetch: nothing hides the wave's gap, but
+                                      * where the CU's load path bounds the wave, its other resident
+                                      * items keep that path busy through one item's gap (after the
+                                      * first wave, whose items start in step) */
+            fixed_w = load_bound && w > 0 ? 0.0 : wave_gap;
             wave_us = (mem_us > compute_w ? mem_us : compute_w) + fixed_w;
             fixed_total += fixed_w;
-            if (mem_us >= compute_w) mem_bound_us += wave_us;
+            if (mem_us >= compute_w) mem_bound_us += wave_us, load_bound_us += load_bound ? wave_us : 0.0;
             else cmp_bound_us += wave_us;
         } else {
             /* the per-item fixed cost (prologue: dependent loads of sorted ids and gathered rows;
@@ -450,7 +483,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             /* the first wave starts in step (every CU in its prologue at once): nothing hides it */
             wave_us = w == 0 ? hbm_us + fixed_w : hbm_us;
             if (own_us > wave_us) wave_us = own_us;
-            if (hbm_us >= own_us - fixed_w || stream_us > compute_w) mem_bound_us += wave_us;
+            if (hbm_us >= own_us - fixed_w || stream_us > compute_w) mem_bound_us += wave_us, load_bound_us += load_bound ? wave_us : 0.0;
             else cmp_bound_us += wave_us;
             if (w == 0 || hbm_us < own_us) fixed_total += fixed_w;
         }
@@ -530,7 +563,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     long long last_items = items - (waves - 1) * slots;
     if (r->fixed_us > 0.5 * r->time_us) r->limiter = "fixed";
     else if (waves >= 2 && last_items * 2 < slots && r->tail_us > 0.25 * r->time_us) r->limiter = "tail";
-    else if (mem_bound_us >= cmp_bound_us) r->limiter = "hbm";
+    else if (mem_bound_us >= cmp_bound_us) r->limiter = load_bound_us > 0.5 * mem_bound_us ? "loads" : "hbm";
     else if (r->flops_issued >= 2.0 * r->flops_useful) r->limiter = "padding";
     else if (r->dequant_us > 0.5 * r->compute_us) r->limiter = "dequant";
     else r->limiter = "matrix";

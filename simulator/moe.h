@@ -111,13 +111,30 @@
  *      items' mean stream). Under balanced routing every tile is alike and these are the average.
  *      What it does not see: the kernel deals items n-block-major, so which tiles share the last
  *      wave differs from the model's tile-major walk.
+ *    * cu_load_cap, the CU's load stream: every byte a CU's items load, L2 hits included, passes
+ *      its load path at most hw->hbm_per_cu_gbps (the preset's per-SM stream, 55 GB/s on the
+ *      H200, fitted to a Triton fused-MoE's timings; not re-fitted here), so a wave lasts at
+ *      least (its items' streamed bytes on the busiest CU) / that rate. Where an expert's tiles
+ *      are many (M >= 1024 on DeepSeek-V3.2), each item re-reads its tile's activation rows for
+ *      every n-block (stage 1: 16 SwiGLU columns an item, so the rows are read 128 times) and the
+ *      items of an expert's later tiles re-read its weights from L2: the stage is bound by these
+ *      loads, not by HBM (run 50: at M = 1024 bf16 and fp8, balanced and random routing, both
+ *      stages stream 6.4-7.4 TB/s of loads over the 132 SMs, about 55 GB/s an SM). act_loads:
+ *      stage 2's 4 warps each load the item's rows (split N), so its activation bytes count 4
+ *      times. With this term an expert's later tiles hit L2 for their weights (weights_per_tile
+ *      off): run 50's fp8 re-reads at M = 1024 (2.4 reads of each weight) take less time than
+ *      HBM would.
+ *    * Tile groups (tl_moe_tiles_per_item, contract/moe.h): bf16 items multiply 2 or 4 tiles of one
+ *      expert (tile_m 32 or 64 in the model, whose worklist of tile_m rows gives the same items:
+ *      ceil(ceil(c / 16) / g) = ceil(c / 16 g)); the group of 4 runs TL_MOE_GROUP_MINB blocks per SM.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
- *    M <= 256 (every committed bench file); at M = 1024 the prediction is 10-35% off (next
- *    paragraph).
+ *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
+ *    M = 4096 (run 50, -12% to +12%) is printed, not asserted.
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
- *    compute-bound ones; "padding" when compute bounds and flops_issued >= 2 x flops_useful (a
+ *    compute-bound ones, "loads" instead when most of that time is waves the CU's load path
+ *    bounds (cu_load_cap: loads that L2 serves, not HBM); "padding" when compute bounds and flops_issued >= 2 x flops_useful (a
  *    tile's compute, its matrix work and any conversion of its weights, serves at most half as
  *    many real rows as it could: seed 000 Table 3's word for a16w4 at low M, where the conversion
  *    is most of that compute); "dequant" when compute bounds on fuller tiles and most of the
@@ -196,6 +213,10 @@ typedef struct {
     int after_flush;     /* the stage is timed right after a store pass over more than the L2 (as
                             `tilelab bench moe --flush write` flushes it, kernels/bench.hip): the L2
                             starts full of dirty lines, which its loads write back to HBM first */
+    int cu_load_cap;     /* > 0: a CU's loads, L2 hits included, stream at most hw->hbm_per_cu_gbps
+                            in all (its resident items share it); see "the CU's load stream" above */
+    int act_loads;       /* times an item loads its tile's activation rows (0 = 1): tilelab's stage 2
+                            splits N over 4 warps, each of which loads the rows over the whole K */
     int n_shared;        /* shared experts (the model's n_shared; 0 = none), each width / tp wide: an
                             expert every token routes to, after its k routed ones (ids E..E+n_shared-1,
                             top-k weight 1), so its tiles, bytes and FLOPs join the stage's. Routed
@@ -237,7 +258,7 @@ typedef struct {
     int kernels;         /* kernels the stage launches */
     double bw_gbps;      /* the full-GPU bandwidth used */
     double matrix_tflops;/* the instruction rate used (measured-scaled) */
-    const char *limiter; /* "hbm", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
+    const char *limiter; /* "hbm", "loads", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
     double dequant_us;   /* of compute_us: the weights' conversion to BF16 (dequant_instr) */
     tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
 } tl_moe_result;
@@ -252,6 +273,10 @@ typedef struct {
  * widths, the tile pairing rule, the prologue's dependent loads, moe_quant_act's blocks per SM.
  * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
+/* The same with `group` tiles of one expert per work item (1, 2 or 4; above 1 bf16 only) in place
+ * of the kernel's own choice, tl_moe_tiles_per_item: for weighing the choices against each other
+ * (tests/test_sim_moe.c holds the kernel's choice to the fastest of them). TL_EUSAGE otherwise. */
+int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group);
 
 /* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
  * re-quantizes its input (the op's Q2, contract/moe.h) in a kernel of its own (requant_kernel), as

@@ -541,6 +541,81 @@ static void test_exact_bytes(void **state)
     assert_true(r.act_bytes == 7.0 * 6 * 176 * 2 && r.out_bytes == 7.0 * 6 * 2048 * 2);
 }
 
+/* The kernel's tile group (tl_moe_tiles_per_item, contract/moe.h) is the model's pick: under the
+ * default random routing its modelled time is within 5% of the fastest of groups 1, 2 and 4
+ * (tl_moe_tilelab_kernel_group) for bf16 on DeepSeek-V3.2 and Kimi-K2.6, full width and TP8, both
+ * stages, M = 64..16384; and the group 4 path is the pick somewhere (it is not dead). Not held:
+ * ZAYA1 (E = 24, top-1), whose grids are a few waves: there the model's fastest group follows
+ * the waves' rounding, not the rows per expert, and the rule is up to 32% slower than it
+ * (M = 1536, TP8, stage 1: 51.7 us against group 2's 39.1). */
+static void test_tile_group_is_the_models_pick(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("h200", &hw), 0);
+    const char *models[] = {"deepseek-v3.2", "kimi-k2.6"};
+    const int tps[] = {1, 8}, Ms[] = {64, 256, 512, 768, 1024, 1536, 2048, 4096, 8192, 16384};
+    int fours = 0, misses = 0;
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        tl_model m;
+        assert_int_equal(tl_model_load(models[mi], &m), 0);
+        int E, k, width;
+        tl_model_moe_shape(&m, &E, &k, &width);
+        for (size_t ti = 0; ti < 2; ti++)
+            for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
+                for (int st = 1; st <= 2; st++) {
+                    double t[5] = {0};
+                    for (int g = 1; g <= 4; g *= 2) {
+                        tl_moe_problem p;
+                        memset(&p, 0, sizeof p);
+                        p.hw = &hw;
+                        p.model = &m;
+                        p.dtype = TL_MOE_BF16;
+                        p.tokens = Ms[i];
+                        p.stage = st;
+                        p.tp = tps[ti];
+                        p.seed = 1;
+                        assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+                        assert_int_equal(tl_moe_tilelab_kernel_group(&p, g), 0);
+                        tl_moe_result r;
+                        assert_int_equal(tl_moe_sim(&p, &r), 0);
+                        t[g] = r.time_us;
+                        tl_moe_result_free(&r);
+                    }
+                    const tl_moe_shape s = {.tokens = Ms[i], .hidden = m.hidden, .width = width / tps[ti],
+                                            .n_experts = E, .top_k = k, .dtype = TL_MOE_BF16};
+                    const int pick = tl_moe_tiles_per_item(&s, st);
+                    double best = t[1] < t[2] ? t[1] : t[2];
+                    best = t[4] < best ? t[4] : best;
+                    fours += pick == 4;
+                    if (t[pick] > 1.05 * best && ++misses)
+                        print_error("%s tp %d stage %d M = %d: the kernel's group %d takes %.1f us, the model's fastest "
+                                 "%.1f (groups 1, 2, 4: %.1f, %.1f, %.1f)", models[mi], tps[ti], st, Ms[i], pick,
+                                 t[pick], best, t[1], t[2], t[4]);
+                }
+    }
+    assert_int_equal(misses, 0);
+    assert_true(fours > 0);
+    /* the other dtypes never group; a group the kernel has not is refused */
+    const tl_moe_shape fp8 = {.tokens = 8192, .hidden = 7168, .width = 2048, .n_experts = 256, .top_k = 8,
+                              .dtype = TL_MOE_FP8};
+    assert_int_equal(tl_moe_tiles_per_item(&fp8, 1), 1);
+    tl_model m;
+    assert_int_equal(tl_model_load("deepseek-v3.2", &m), 0);
+    tl_moe_problem p;
+    memset(&p, 0, sizeof p);
+    p.hw = &hw;
+    p.model = &m;
+    p.dtype = TL_MOE_BF16;
+    p.tokens = 64;
+    p.stage = 1;
+    p.tp = 1;
+    assert_int_equal(tl_moe_tilelab_kernel_group(&p, 3), TL_EUSAGE);
+    p.dtype = TL_MOE_FP8;
+    assert_int_equal(tl_moe_tilelab_kernel_group(&p, 2), TL_EUSAGE);
+    tl_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_seed_table3_limiters),
         cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
         cmocka_unit_test(test_shared_experts),         cmocka_unit_test(test_exact_bytes),
+        cmocka_unit_test(test_tile_group_is_the_models_pick),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
