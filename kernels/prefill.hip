@@ -747,7 +747,7 @@ enum { PF_TURN = 2 };
  * (S's registers; wgmma's E4M3 accumulator keeps 13 mantissa bits), waited and folded into the
  * float32 O (o = o corr + P V) inside the turn, before S(kt + 1) is issued: the fp8 softmax does not
  * overlap the warpgroup's own P V. Scores, masks, scales and P's rounding as pf_body_wgmma. */
-template <int DQK, bool FP8>
+template <int DQK, bool FP8, int MODE>
 static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
 {
     using L = PfWs<DQK, FP8>;
@@ -836,6 +836,10 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     /* the online softmax of tile kt on S (exponentials left in S); corr: the factor of what O held
      * (fp8: with the value scales' ratio) */
     auto softmax = [&](int kt, float (&corr)[2]) {
+        if (MODE == 2) { /* experiment: no softmax (P = S; timing only) */
+            corr[0] = corr[1] = 1.0f;
+            return;
+        }
         const long k0 = (long)kt * BN;
         float sc = a.scale_log2, vf_new = vf;
         if (FP8) {
@@ -879,8 +883,12 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         }
         vf = vf_new;
     };
-    auto turn_wait = [&]() { tl_named_sync(PF_TURN + cw, 256); };
-    auto turn_signal = [&]() { tl_named_arrive(PF_TURN + 1 - cw, 256); };
+    auto turn_wait = [&]() {
+        if (MODE != 1) tl_named_sync(PF_TURN + cw, 256);
+    };
+    auto turn_signal = [&]() {
+        if (MODE != 1) tl_named_arrive(PF_TURN + 1 - cw, 256);
+    };
 
     constexpr int NPA = FP8 ? BN / 32 : BN / 16;
     uint32_t pa[NPA][4];
@@ -1240,11 +1248,11 @@ __global__ void __launch_bounds__(256, 1) pf_wg_kernel(PfArgs a)
 /* the sm_90a warp-specialized kernel: 384 threads (a producer warpgroup and two computing ones),
  * one group an SM (its 160-226 KB of shared memory), launched at 168 registers a thread (the
  * warpgroups then move them: 24 / 240) */
-template <int DQK, bool FP8>
+template <int DQK, bool FP8, int MODE>
 __global__ void __launch_bounds__(384, 1) pf_ws_kernel(const __grid_constant__ PfWsArgs w)
 {
 #if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
-    pf_body_ws<DQK, FP8>(w);
+    pf_body_ws<DQK, FP8, MODE>(w);
 #else
     (void)w;
 #endif
@@ -1344,8 +1352,12 @@ static int pick(tl_prefill_gpu *g)
         g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->threads = 256,                      \
         g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;                                                       \
     if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8)   \
-        g->wkern = pf_ws_kernel<DQK, F>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,          \
-        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
+        g->wkern = pf_ws_kernel<DQK, F, 0>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,       \
+        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;                                                       \
+    if (g->arch == PF_SM90 && d == 128 && DQK == 128 && fp8 == F && t.block_m == 128 && t.block_n == 128 &&  \
+        (t.warps == 9 || t.warps == 10))                                                                      \
+        g->wkern = t.warps == 9 ? pf_ws_kernel<128, F, 1> : pf_ws_kernel<128, F, 2>, g->ws = 1,                \
+        g->smem = PfWs<128, F>::BYTES, g->threads = 384, g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
     PF_TRY_WG(128, false);
     PF_TRY_WG(192, false);
     PF_TRY_WG(128, true);
