@@ -16,16 +16,12 @@
  *           pf_body_ws: a producer warpgroup loads Q and the K/V tiles by the copy engine (TMA,
  *           128-byte swizzle, mbarriers; three buffers, two for bf16 dqk 192) and two warpgroups
  *           of 64 rows compute in turns (see pf_body_ws); fp8's V comes as V^T codes from
- *           pf_vt_kernel, launched before it (keys in P's fragment order). Its products, scales and
- *           P rules are pf_body_wgmma's, which --tile 128x128x16 still runs (run 52's kernel:
- *           every thread copies by cp.async, V^T transposed in the kernel):
- *           two warpgroups of 64 rows on wgmma (kernels/wgmma.h), S = Q K^T from
- *           shared memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O +=
- *           P V with P in registers (bf16: P rounded to bf16, V read MN-major through the
- *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448, V transposed into
- *           V^T codes in shared memory once per tile, e4m3 m64n128k32, each tile's P V summed
- *           in its own accumulator: wgmma's E4M3 accumulator keeps 13 mantissa bits), K/V tiles in
- *           three buffers (bf16 dqk 192: two) filled by cp.async; scales and softmax as below.
+ *           pf_vt_kernel, launched before it (keys in P's fragment order). S = Q K^T from shared
+ *           memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O += P V
+ *           with P in registers (bf16: P rounded to bf16, V read MN-major through the
+ *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448 on the V^T codes,
+ *           e4m3 m64n128k32, each tile's P V summed in its own accumulator: wgmma's E4M3
+ *           accumulator keeps 13 mantissa bits); scales and softmax as below.
  *           Other tilings run the mma.sync body.
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
  *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
@@ -88,22 +84,6 @@ struct PfSmem {
     static constexpr int ESZ = NATIVE ? 1 : 2, DQKP = NATIVE ? (DQK + 127) / 128 * 128 : DQK;
     static constexpr size_t AMD = (size_t)ESZ * (BM * DQKP + BN * DQKP + DV * BN + BM * BN) + (size_t)4 * BM * BN;
     static constexpr size_t BYTES = ARCH == PF_SM90 ? SM90 : AMD;
-};
-
-/* sm_90a warpgroup kernel (pf_body_wgmma): its geometry and shared memory, host and device */
-template <int DQK, bool FP8>
-struct PfWg {
-    static constexpr int BM = 128, BN = 128, DV = 128, THREADS = 256;
-    static constexpr int ESZ = FP8 ? 1 : 2;
-    static constexpr int QKB = (DQK * ESZ + 127) / 128; /* 128-byte column blocks of a Q/K row */
-    static constexpr int KSTEPS = DQK * ESZ / 32;       /* 32-byte k-steps of S = Q K^T */
-    static constexpr size_t Q_BYTES = (size_t)QKB * BM * 128, K_BYTES = (size_t)QKB * BN * 128;
-    static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ; /* a V tile (bf16) or a code staging (fp8) */
-    static constexpr size_t VT_BYTES = FP8 ? (size_t)DV * BN : 0;
-    /* K/V buffers: three where they fit (a tile's P V then runs on while the next tile starts), two
-     * for bf16 dqk 192 (three would take 290 KB) */
-    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + VT_BYTES <= 232448 ? 3 : 2;
-    static constexpr size_t BYTES = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES) + VT_BYTES; /* + alignment */
 };
 
 /* sm_90a warp-specialized kernel (pf_body_ws): its geometry and shared memory, host and device.
@@ -437,40 +417,8 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
     }
 }
 
-/* ---- sm_90a: the warpgroup kernel (kernels/wgmma.h) -------------------------------------------
- * Two warpgroups of 64 query rows (block_m 128), key tiles of block_n 128, 256 threads, one group
- * an SM. Shared memory in wgmma's 128-byte swizzle (tl_wgmma_sw128_offset), every tile 1024-byte
- * aligned, STAGES (PfWg: 3, or 2 for bf16 dqk 192) K/V buffers: Q [QKB][128 rows][128 B] (QKB
- * column blocks of 128 bytes of a row), K tiles [STAGES][QKB][128 keys][128 B], and V:
- *   bf16  V tiles [STAGES][2][128 keys][128 B]: 64 values of a key a row, read MN-major by the
- *         transposed-B form (tl_wgmma_desc_sw128_mn);
- *   fp8   the codes' staging [STAGES][128 keys][128 B] (swizzled too, for conflict-free reads) and
- *         one V^T tile [128 dims][128 B]: K-major for the E4M3 product, its keys in the order of
- *         P's register fragments (pf_wg_key_of: no shuffle of P).
- * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (the
- * buffer tile kt + 1 goes to is free: its products were waited for), issue the copies of tile
- * kt + 1; S = Q K^T (shared memory x shared memory) issued, warpgroup 0's before warpgroup 1's
- * (named barrier 1: FlashAttention-3's ping-pong, once a tile); fp8: V^T built from the staged
- * codes while it runs, then a second barrier; wait for S (and the bf16 P V of tile kt - 1 issued
- * before it); the online softmax on S's registers; P packed into the A registers (bf16 RNE, or
- * the contract's E4M3 codes); O += P V issued (fp8: into S's registers, waited, then added to O).
- * Scores, masks and scales as the mma.sync body. */
+/* ---- sm_90a: the warp-specialized warpgroup kernel (kernels/wgmma.h; pf_body_ws below) ---- */
 #if TL_WGMMA_AVAILABLE
-
-/* ROWS rows of ROWB bytes (global rows from r0, stride gs; rows >= seq zero-filled) into column
- * blocks of 128-byte swizzled rows: chunk c of row r at block c / 8, tl_wgmma_sw128_offset(r, c % 8) */
-template <int ROWS, int ROWB, int THREADS>
-static __device__ __forceinline__ void pf_wg_copy(uint8_t *dst, const uint8_t *src, size_t gs, long r0, long seq, int tid)
-{
-    constexpr int CPR = ROWB / 16;
-#pragma unroll
-    for (int i = tid; i < ROWS * CPR; i += THREADS) {
-        const int r = i / CPR, c = i % CPR;
-        const bool live = r0 + r < seq;
-        pf_cp16(dst + (c / 8) * (ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16),
-                live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live);
-    }
-}
 
 /* The key (0..31 within a 32-key step) at byte k of P's E4M3 register fragment: lane t's word holds
  * its S columns 2t, 2t + 1, 8 + 2t, 9 + 2t (and + 16), which the fragment reads as k = 4t..4t + 3. */
@@ -479,35 +427,6 @@ static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
     const int h = k / 16, t = (k % 16) / 4, i = k % 4;
     return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
 }
-
-/* V^T [128 dims][128 keys] E4M3 in the 128-byte swizzle, keys in pf_wg_key_of's order, from the
- * staged codes [128 keys][128 dims] (swizzled): 4 x 4 byte blocks by byte permutes; lanes cover 4
- * dim quads x 8 key quads (two-way bank conflicts on both sides). */
-static __device__ __forceinline__ void pf_wg_transpose_v(uint8_t *vt, const uint8_t *raw, int tid)
-{
-    const int lane = tid % 32, warp = tid / 32;
-    const int d4 = (lane & 3) | (warp << 2);
-#pragma unroll 1 /* unrolled, its addresses stay live across the tile loop and spill */
-    for (int it = 0; it < 4; it++) {
-        const int kq = (lane >> 2) | (it << 3);              /* 4 key slots 4 kq.. of V^T's row */
-        const int k0 = 32 * (kq / 8) + pf_wg_key_of(4 * (kq % 8)); /* keys k0, k0 + 1, k0 + 8, k0 + 9 */
-        const uint32_t w0 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0, 4 * d4));
-        const uint32_t w1 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 1, 4 * d4));
-        const uint32_t w2 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 8, 4 * d4));
-        const uint32_t w3 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 9, 4 * d4));
-        const uint32_t lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
-        const uint32_t lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 0, 4 * kq)) = __byte_perm(lo01, lo23, 0x5410);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 1, 4 * kq)) = __byte_perm(lo01, lo23, 0x7632);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 2, 4 * kq)) = __byte_perm(hi01, hi23, 0x5410);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 3, 4 * kq)) = __byte_perm(hi01, hi23, 0x7632);
-    }
-}
-
-/* Named barrier 1 over both warpgroups: warpgroup 0 signals (arrives) once its S products are
- * issued, warpgroup 1 waits for that before issuing its own. */
-static __device__ __forceinline__ void pf_wg_signal() { asm volatile("bar.arrive 1, 256;" ::: "memory"); }
-static __device__ __forceinline__ void pf_wg_await() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 /* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
 static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
@@ -518,220 +437,6 @@ static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c,
     return (uint32_t)lo | ((uint32_t)hi << 16);
 }
 
-template <int DQK, bool FP8>
-static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
-{
-    using L = PfWg<DQK, FP8>;
-    constexpr int BM = L::BM, BN = L::BN, DV = L::DV, THREADS = L::THREADS, BPE = L::ESZ;
-    static_assert(!FP8 || (TL_PREFILL_BLOCK == BM && TL_PREFILL_BLOCK == BN), "an fp8 tile is one scale block");
-    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
-    uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
-    constexpr int STAGES = L::STAGES;
-    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES, *Vt = Vs + STAGES * L::V_BYTES;
-
-    const int tid = (int)tl_thread_x(), wg = tid / 128, ww = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
-    const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
-    const int kvh = h / (a.heads / a.kv_heads);
-    const long q0 = (long)qb * BM, seq = a.seq;
-    const int wrow = 64 * wg + 16 * ww; /* this warp's first row in the block */
-    const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
-    const int ntiles = (int)((kend + BN - 1) / BN);
-    unsigned long long c0 = 0, n0 = 0;
-    if (b == 0 && tid == 0) c0 = clock64(), n0 = tl_gpu_clock();
-
-    const size_t qgs = (size_t)a.heads * DQK * BPE, kgs = (size_t)a.kv_heads * DQK * BPE, vgs = (size_t)a.kv_heads * DV * BPE;
-    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK * BPE;
-    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK * BPE;
-    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV * BPE;
-
-    pf_wg_copy<BM, DQK * BPE, THREADS>(Qs, qg, qgs, q0, seq, tid);
-    pf_wg_copy<BN, DQK * BPE, THREADS>(Ks, kg, kgs, 0, seq, tid);
-    pf_wg_copy<BN, DV * BPE, THREADS>(Vs, vg, vgs, 0, seq, tid);
-    pf_commit();
-
-    float qsc = 1.0f, vf = 1.0f;
-    if (FP8) {
-        qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
-        vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
-    }
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    /* o: O's accumulator (fp32); fp8: each tile's P V goes to a fresh accumulator (wgmma's E4M3
-     * accumulator keeps about 13 mantissa bits, so it sums one tile only), added to o once done */
-    float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) o[i] = 0.0f;
-
-    /* Q's descriptor for this warpgroup's 64 rows; a column block further is BM x 128 bytes */
-    const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * wg * 128);
-    /* ntiles >= 1: a loop without a zero-trip path (with one, ptxas serializes the products) */
-    int kt = 0, buf = 0;
-    do {
-        const long k0 = (long)kt * BN;
-        const int nbuf = buf + 1 == STAGES ? 0 : buf + 1; /* tile kt + 1's */
-        uint8_t *Kb = Ks + buf * L::K_BYTES, *Vb = Vs + buf * L::V_BYTES;
-        /* two buffers: this warpgroup's P V of tile kt - 1 must be done with buffer nbuf; three:
-         * nbuf held tile kt - 2, whose P V the wait for S of tile kt - 1 saw done */
-        if (STAGES == 2) tl_wgmma_wait<0>();
-        pf_wait<0>();
-        tl_fence_proxy_async();
-        tl_block_sync(); /* tile kt landed; every warpgroup is done with buffer nbuf */
-        if (kt + 1 < ntiles) {
-            pf_wg_copy<BN, DQK * BPE, THREADS>(Ks + nbuf * L::K_BYTES, kg, kgs, k0 + BN, seq, tid);
-            pf_wg_copy<BN, DV * BPE, THREADS>(Vs + nbuf * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
-            pf_commit();
-        }
-        /* the scores' scale (log2 domain) and, fp8, the tile's value scale: loaded before the waits */
-        float sc = a.scale_log2, vf_new = vf;
-        if (FP8) {
-            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
-            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
-        }
-        float S[64];
-        const bool active = !a.causal || k0 <= q0 + 64 * wg + 63;
-        /* S = Q K^T */
-        if (wg == 1) pf_wg_await();
-        if (active) {
-            const uint64_t dk = tl_wgmma_desc_sw128(Kb);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < L::KSTEPS; ks++) {
-                const uint32_t qoff = (ks * 32 / 128) * (BM * 128) + (ks * 32) % 128;
-                const uint32_t koff = (ks * 32 / 128) * (BN * 128) + (ks * 32) % 128;
-                if (FP8) tl_wgmma_m64n128k32_e4m3(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
-                else tl_wgmma_m64n128k16_bf16(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
-            }
-            tl_wgmma_commit();
-        }
-        /* warpgroup 0's products first: it exponentiates while warpgroup 1's S is computed, and
-         * its P V runs while warpgroup 1 exponentiates (each scheduler's tensor core takes the
-         * two warpgroups' products in issue order) */
-        if (wg == 0) pf_wg_signal();
-        if (FP8) {
-            pf_wg_transpose_v(Vt, Vb, tid); /* while S is computed */
-            tl_fence_proxy_async();
-            tl_block_sync();
-        }
-        buf = nbuf;
-        if (!active) { /* to the loop's test, every product of this warpgroup done */
-            tl_wgmma_wait<0>();
-            continue;
-        }
-        tl_wgmma_wait<0>(); /* S, and the P V of tile kt - 1 before it */
-        tl_wgmma_hold(S);
-        tl_wgmma_hold(o);
-
-        /* mask, online softmax: element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
-        const bool mask = (a.causal && k0 + BN - 1 > q0 + 64 * wg + 16 * ww) || k0 + BN > seq;
-        const int dk = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) {
-                float x = S[4 * j + r];
-                if (mask) {
-                    const int c = 8 * j + (r & 1);
-                    if ((a.causal && dk + c - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
-                }
-                S[4 * j + r] = x;
-                mx[r / 2] = fmaxf(mx[r / 2], x);
-            }
-        float corr[2];
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
-            mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 2));
-            const float mn = fmaxf(m[hr], mx[hr] * sc), mu = mn == -INFINITY ? 0.0f : mn;
-            corr[hr] = pf_exp2(m[hr] - mu);
-            m[hr] = mn;
-            float sum = 0.0f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const float p = pf_exp2(fmaf(S[4 * j + 2 * hr + e], sc, -mu));
-                    S[4 * j + 2 * hr + e] = p;
-                    sum += p;
-                }
-            l[hr] = l[hr] * corr[hr] + sum;
-            if (FP8) corr[hr] *= vf / vf_new;
-        }
-        vf = vf_new;
-        /* the rescale (fp8: with the tile's P V, below), unless no row of the warp needs it */
-        if (!FP8 && __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
-#pragma unroll
-            for (int j = 0; j < DV / 8; j++) {
-                o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
-                o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
-            }
-        }
-        /* O += P V, P in registers */
-        if (FP8) {
-            uint32_t pa[BN / 32][4];
-#pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) {
-                const float *s = S + 16 * kk;
-                pa[kk][0] = pf_p_code4(s[0], s[1], s[4], s[5]);
-                pa[kk][1] = pf_p_code4(s[2], s[3], s[6], s[7]);
-                pa[kk][2] = pf_p_code4(s[8], s[9], s[12], s[13]);
-                pa[kk][3] = pf_p_code4(s[10], s[11], s[14], s[15]);
-            }
-            const uint64_t dv = tl_wgmma_desc_sw128(Vt);
-            /* the tile's P V into S's registers (free once P is packed), then o = o corr + P V */
-#pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_hold(pa[kk]);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_m64n128k32_e4m3_rs(S, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), kk > 0);
-            tl_wgmma_commit();
-            tl_wgmma_wait<0>(); /* the other warpgroup's products fill the tensor cores meanwhile */
-            tl_wgmma_hold(S);
-#pragma unroll
-            for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr[(i % 4) / 2], S[i]);
-        } else {
-            uint32_t pa[BN / 16][4];
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
-                const float *s = S + 8 * kk;
-                pa[kk][0] = pf_pack_bf16(s[0], s[1]);
-                pa[kk][1] = pf_pack_bf16(s[2], s[3]);
-                pa[kk][2] = pf_pack_bf16(s[4], s[5]);
-                pa[kk][3] = pf_pack_bf16(s[6], s[7]);
-            }
-            const uint64_t dv = tl_wgmma_desc_sw128_mn(Vb, BN * 128);
-            tl_wgmma_hold(o);
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) tl_wgmma_hold(pa[kk]);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-                tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
-            tl_wgmma_commit(); /* waited at the next tile's top (or after the loop) */
-        }
-    } while (++kt < ntiles);
-    tl_wgmma_wait<0>();
-    tl_wgmma_hold(o);
-    pf_wait<0>();
-
-    /* O = o x vf / l (bf16), LSE = m ln 2 + ln l */
-#pragma unroll
-    for (int hr = 0; hr < 2; hr++) {
-        float s = l[hr];
-        s += tl_shfl_xor(s, 1);
-        s += tl_shfl_xor(s, 2);
-        const long row = q0 + wrow + g + 8 * hr;
-        if (row >= seq) continue;
-        const float f = vf / s;
-        uint16_t *orow = a.o + ((size_t)row * a.heads + h) * DV + 2 * t;
-#pragma unroll
-        for (int j = 0; j < DV / 8; j++) *(uint32_t *)(orow + 8 * j) = pf_pack_bf16(o[4 * j + 2 * hr] * f, o[4 * j + 2 * hr + 1] * f);
-        if (t == 0) a.lse[(size_t)h * seq + row] = m[hr] * 0.69314718055994531f + logf(s);
-    }
-    if (b == 0 && tid == 0) {
-        a.clk[0] = c0, a.clk[1] = n0;
-        a.clk[2] = clock64(), a.clk[3] = tl_gpu_clock();
-    }
-}
 /* Named barriers of the two computing warpgroups' turns (pf_body_ws): warpgroup c waits on
  * PF_TURN + c before issuing its products and arrives on the other's after. */
 enum { PF_TURN = 2 };
@@ -746,8 +451,10 @@ enum { PF_TURN = 2 };
  * rescale O, pack P(kt + 1) into the A registers. fp8: each tile's P V lands in its own accumulator
  * (S's registers; wgmma's E4M3 accumulator keeps 13 mantissa bits), waited and folded into the
  * float32 O (o = o corr + P V) inside the turn, before S(kt + 1) is issued: the fp8 softmax does not
- * overlap the warpgroup's own P V. Scores, masks, scales and P's rounding as pf_body_wgmma. */
-template <int DQK, bool FP8, int MODE>
+ * overlap the warpgroup's own P V. Scores, masks and scales as the mma.sync body; P as there (bf16
+ * RNE, or the contract's E4M3 codes of P x 448, which the register-A E4M3 form reads in
+ * pf_wg_key_of's key order). */
+template <int DQK, bool FP8>
 static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
 {
     using L = PfWs<DQK, FP8>;
@@ -836,10 +543,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     /* the online softmax of tile kt on S (exponentials left in S); corr: the factor of what O held
      * (fp8: with the value scales' ratio) */
     auto softmax = [&](int kt, float (&corr)[2]) {
-        if (MODE == 2) { /* experiment: no softmax (P = S; timing only) */
-            corr[0] = corr[1] = 1.0f;
-            return;
-        }
         const long k0 = (long)kt * BN;
         float sc = a.scale_log2, vf_new = vf;
         if (FP8) {
@@ -883,12 +586,8 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         }
         vf = vf_new;
     };
-    auto turn_wait = [&]() {
-        if (MODE != 1) tl_named_sync(PF_TURN + cw, 256);
-    };
-    auto turn_signal = [&]() {
-        if (MODE != 1) tl_named_arrive(PF_TURN + 1 - cw, 256);
-    };
+    auto turn_wait = [&]() { tl_named_sync(PF_TURN + cw, 256); };
+    auto turn_signal = [&]() { tl_named_arrive(PF_TURN + 1 - cw, 256); };
 
     constexpr int NPA = FP8 ? BN / 32 : BN / 16;
     uint32_t pa[NPA][4];
@@ -1233,26 +932,15 @@ __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 
 #endif
 }
 
-/* the sm_90a warpgroup kernel: 256 threads, one group an SM (its 160-208 KB of shared memory) */
-template <int DQK, bool FP8>
-__global__ void __launch_bounds__(256, 1) pf_wg_kernel(PfArgs a)
-{
-#if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
-    pf_body_wgmma<DQK, FP8>(a);
-#else
-    (void)a;
-#endif
-}
-
 #if defined(TL_GPU_NVIDIA)
 /* the sm_90a warp-specialized kernel: 384 threads (a producer warpgroup and two computing ones),
  * one group an SM (its 160-226 KB of shared memory), launched at 168 registers a thread (the
  * warpgroups then move them: 24 / 240) */
-template <int DQK, bool FP8, int MODE>
+template <int DQK, bool FP8>
 __global__ void __launch_bounds__(384, 1) pf_ws_kernel(const __grid_constant__ PfWsArgs w)
 {
 #if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
-    pf_body_ws<DQK, FP8, MODE>(w);
+    pf_body_ws<DQK, FP8>(w);
 #else
     (void)w;
 #endif
@@ -1345,19 +1033,12 @@ static int pick(tl_prefill_gpu *g)
     PF_TRY(PF_SM90, 192, false, 128, 64, 8);
 #if defined(TL_HAVE_WGMMA)
     /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
-    /* 128 x 128 x 8 (8 computing warps): the warp-specialized kernel (plus its producer warpgroup);
-     * 128 x 128 x 16: run 52's kernel (all 8 warps copy and compute; kept to compare) */
-#define PF_TRY_WG(DQK, F)                                                                                             \
-    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 16)  \
-        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->threads = 256,                      \
-        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;                                                       \
-    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8)   \
-        g->wkern = pf_ws_kernel<DQK, F, 0>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,       \
-        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;                                                       \
-    if (g->arch == PF_SM90 && d == 128 && DQK == 128 && fp8 == F && t.block_m == 128 && t.block_n == 128 &&  \
-        (t.warps == 9 || t.warps == 10))                                                                      \
-        g->wkern = t.warps == 9 ? pf_ws_kernel<128, F, 1> : pf_ws_kernel<128, F, 2>, g->ws = 1,                \
-        g->smem = PfWs<128, F>::BYTES, g->threads = 384, g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
+    /* the contract's 128 x 128 x 8 (8 computing warps): the warp-specialized kernel (with its
+     * producer warpgroup: 384 threads) */
+#define PF_TRY_WG(DQK, F)                                                                                           \
+    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
+        g->wkern = pf_ws_kernel<DQK, F>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,        \
+        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
     PF_TRY_WG(128, false);
     PF_TRY_WG(192, false);
     PF_TRY_WG(128, true);

@@ -144,7 +144,24 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
     const double c_soft = fmax(c_exp, c_issue) / wgs + TL_PREFILL_SM90_CHAIN;
     /* a warpgroup's own loop: S, its softmax, a turn; fp8 also waits for its P V inside the turn */
     r->chain_cycles = c_s + c_soft + TL_PREFILL_SM90_TURN + (fp8 ? c_pv + TL_PREFILL_SM90_TURN : 0.0);
-    r->period_cycles = fmax(fmax(c_mma, fmax(c_exp, c_issue)), r->chain_cycles);
+    const double compute = fmax(fmax(c_mma, fmax(c_exp, c_issue)), r->chain_cycles);
+    /* a tile's K and V by the copy engine: one round trip (hbm_latency_us) and its bytes at one
+     * SM's L2 stream (l2_per_cu_gbps). A stage is refilled once its tile's P V is done, at the end
+     * of that tile's iteration, and the tile it gets is needed (its S issued) at the start of the
+     * iteration stages - 2 later: the load has stages - 2 periods to land, none with two stages
+     * (then it adds to the compute) */
+    const int stages = stages_of(hw, s);
+    const double elem = fp8 ? 1.0 : 2.0;
+    const double kv_bytes = tn * (s->dqk + s->dv) * elem;
+    const double l2_cu = or_default(hw->l2_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
+    r->load_cycles = (or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US) + kv_bytes / (l2_cu * 1e3)) * r->load_mhz;
+    r->period_cycles = stages > 2 ? fmax(compute, r->load_cycles / (stages - 2)) : compute + r->load_cycles;
+    /* the part that sets the period (the load when it adds or exceeds) */
+    r->part = r->period_cycles > compute ? "load"
+              : compute == c_mma                  ? "matrix"
+              : compute == r->chain_cycles        ? "pipeline"
+              : c_exp >= c_issue                  ? "exp"
+                                                  : "vector";
     /* a block's first tile: Q and the first K/V from memory, S(0) and its softmax alone */
     const double first = or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US) * r->load_mhz + c_s + c_soft;
     const double per_us = (double)active * r->load_mhz;
@@ -153,6 +170,7 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
     r->vec_us = tiles * c_issue / per_us;
     r->soft_us = fmax(r->exp_us, r->vec_us);
     r->chain_us = tiles * r->chain_cycles / per_us;
+    r->load_us = tiles * r->load_cycles / per_us;
     r->compute_us = tiles * r->period_cycles / per_us + (double)r->blocks * first / per_us;
 }
 
@@ -164,7 +182,7 @@ static void name_limiter(tl_prefill_model_result *r)
     } part[] = {{r->mma_us, "matrix"}, {r->exp_us, "exp"}, {r->vec_us, "vector"}};
     /* compute: the larger of matrix and softmax, the softmax by its larger part */
     const char *compute = r->mma_us >= r->soft_us ? "matrix" : part[1].us >= part[2].us ? "exp" : "vector";
-    if (r->chain_us > r->mma_us && r->chain_us > r->soft_us) compute = "pipeline";
+    if (r->part) compute = r->part; /* sm_90: the part that sets the tile period */
     const char *body = compute;
     double b = r->compute_us;
     if (r->lds_us > b) b = r->lds_us, body = "lds";

@@ -49,6 +49,12 @@
  *               a turn (TL_PREFILL_SM90_TURN); fp8 also its P V and a second turn (its P V is
  *               waited inside the turn, before the next S). bf16's P V runs during the next
  *               softmax and is not on the chain;
+ *       load:   a K/V tile's load by the copy engine, one round trip (hbm_latency_us) and its
+ *               bytes at one SM's L2 stream (l2_per_cu_gbps), over the periods it has to land:
+ *               a stage is refilled when its tile's P V is done, at the end of that tile's
+ *               iteration, and the tile it gets is needed (its S issued one iteration early) at the
+ *               start of the iteration stages - 2 later; with two stages the load adds to the
+ *               rest of the period;
  *     plus, per block, the first tile alone: one memory round trip (hbm_latency_us) for Q and the
  *     first K/V, S(0) and its softmax.
  *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
@@ -68,7 +74,7 @@
  *   - fixed: launch_us + item_fixed_us (the first loads, the last epilogue); sm_90 fp8 adds V^T's
  *     kernel: V read and written at the HBM read rate, and next_kernel_us.
  * time = fixed + body + tail; the limiter names the largest of body (by its largest part:
- * "matrix", "exp", "vector", "pipeline", "lds", "l2", "hbm"), "tail" and "fixed".
+ * "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm"), "tail" and "fixed".
  * Constants: guesses or instruction measurements, stated below; none fitted to this kernel's times.
  * Ignored: bank conflicts, barriers between tiles, register spills, a CU's blocks finishing at
  * different times (a block alone on a CU gets no more than its share), clock changes under load
@@ -137,10 +143,13 @@ typedef struct {
     double chain_us;                 /* sm_90: the warpgroups' own chains (0 on AMD) */
     double load_mhz;                 /* sm_90: the clock the matrix ceiling implies (0 on AMD) */
     double chain_cycles, period_cycles; /* sm_90: a warpgroup's chain and the tile period (cycles) */
+    double load_cycles, load_us;     /* sm_90: a K/V tile's load (cycles), and all tiles' (us) */
+    const char *part;                /* sm_90: what sets the tile period ("matrix", "exp", "vector",
+                                      * "pipeline", "load"); NULL on AMD */
     double body_us, tail_us, fixed_us, time_us;
     double tile_us;                  /* one tile of one block in the schedule */
     double tflops;                   /* counted FLOPs / time */
-    const char *limiter;             /* "matrix", "exp", "vector", "pipeline", "lds", "l2", "hbm", "tail" or "fixed" */
+    const char *limiter;             /* "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail" or "fixed" */
 } tl_prefill_model_result;
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,

@@ -504,7 +504,7 @@ static void test_model_counts(void **state)
 
 static int known_limiter(const char *l)
 {
-    const char *const names[] = {"matrix", "exp", "vector", "pipeline", "lds", "l2", "hbm", "tail", "fixed"};
+    const char *const names[] = {"matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail", "fixed"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (l && strcmp(l, names[i]) == 0) return 1;
     return 0;
@@ -524,7 +524,7 @@ static void test_model_limiters(void **state)
             assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
             assert_true(known_limiter(r.limiter));
             assert_true(strcmp(r.limiter, "matrix") == 0 || strcmp(r.limiter, "exp") == 0 ||
-                        strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "pipeline") == 0 ||
+                        strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "pipeline") == 0 || strcmp(r.limiter, "load") == 0 ||
                         strcmp(r.limiter, "lds") == 0);
             const double terms[] = {r.mma_us, r.exp_us, r.vec_us, r.soft_us, r.compute_us, r.lds_us, r.l2_us, r.hbm_us, r.fixed_us};
             for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) assert_true(terms[i] > 0 && terms[i] <= r.time_us);
