@@ -171,7 +171,9 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
     r->soft_us = fmax(r->exp_us, r->vec_us);
     r->chain_us = tiles * r->chain_cycles / per_us;
     r->load_us = tiles * r->load_cycles / per_us;
-    r->compute_us = tiles * r->period_cycles / per_us + (double)r->blocks * first / per_us;
+    /* a block's first tile: the fill above and one period without the load (its loads are in the
+     * fill); every later tile: the period */
+    r->compute_us = ((tiles - (double)r->blocks) * r->period_cycles + (double)r->blocks * (first + compute)) / per_us;
 }
 
 static void name_limiter(tl_prefill_model_result *r)
