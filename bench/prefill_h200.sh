@@ -9,8 +9,10 @@
 # Writes under $OUT: prefill_roofline.txt, prefill_check.txt, prefill_bench.csv, prefill_sim.csv,
 # prefill_torch.csv, prefill_env.txt, prefill_err.txt. PREFILL_PARTS (default "check bench torch") picks what runs,
 # PREFILL_QUICK=1 a short list of checks, PREFILL_STOP=1 skips the bench and torch after a failed check;
-# PREFILL_SEQS (default "1024 4096 16384 32768") the bench lengths; PREFILL_TILES extra --tile
-# values benched at 16K (kernel experiments).
+# PREFILL_SEQS (default "1024 4096 16384 32768") the bench lengths; PREFILL_SHORT (default
+# "qwen3-8b") the shapes benched and timed by torch at 16K only; PREFILL_TILES extra --tile values
+# benched at 16K, both dtypes, mistral-7b (kernel experiments). The first small check of each dtype
+# runs under PREFILL_FIRST_S seconds (default 30: a kernel that hangs ends the call early).
 set -uo pipefail
 [ -n "${OUT:-}" ] || { echo "prefill_h200.sh: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +58,7 @@ if [[ " $parts " == *" check "* ]] && [ "${PREFILL_QUICK:-0}" = 1 ]; then
   grep -E "FAIL|error|passed" "$OUT/prefill_check.txt" | head -40
 elif [[ " $parts " == *" check "* ]]; then
   for dt in bf16 fp8; do
-    chk --shape 4x2x128 --dtype $dt --seq 300 --seed 10
+    PREFILL_CMD_S=${PREFILL_FIRST_S:-30} chk --shape 4x2x128 --dtype $dt --seq 300 --seed 10
   done >"$OUT/prefill_check_first.txt" 2>&1
   cat "$OUT/prefill_check_first.txt"
   if grep -q "exit [1-9]" "$OUT/prefill_check_first.txt"; then
@@ -99,7 +101,7 @@ if [[ " $parts " == *" bench "* ]] && [ $stop = 0 ]; then
     for dt in bf16 fp8; do
       [ $SECONDS -lt ${PREFILL_BENCH_S:-330} ] || { echo "skipped (time): bench $sh $dt" >>"$err"; continue; }
       s=$list
-      [ $sh = qwen3-8b ] && s=16384
+      [[ " ${PREFILL_SHORT:-qwen3-8b} " == *" $sh "* ]] && s=16384
       args=(--shape $sh --dtype $dt --seq "$s" --hw h200 --format csv)
       if [ $first -eq 1 ]; then
         timeout 150 "$T" bench prefill "${args[@]}" >"$OUT/prefill_bench.csv" 2>>"$err" || rc=1
@@ -112,15 +114,22 @@ if [[ " $parts " == *" bench "* ]] && [ $stop = 0 ]; then
     done
   done
   for tile in ${PREFILL_TILES:-}; do
-    timeout 60 "$T" bench prefill --shape mistral-7b --seq 16384 --tile "$tile" --hw h200 --format csv 2>>"$err" \
-      | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
+    for dt in bf16 fp8; do
+      timeout 60 "$T" bench prefill --shape mistral-7b --dtype $dt --seq 16384 --tile "$tile" --hw h200 --format csv \
+        2>>"$err" | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
+    done
   done
   cut -d, -f1,8,11-16 "$OUT/prefill_bench.csv"
 fi
 if [[ " $parts " == *" torch "* ]] && [ $stop = 0 ]; then
   echo "== torch SDPA"
   shapes=""
-  for s in $seqs; do shapes="$shapes,mistral-7b:32:8:128:128:$s,deepseek-v2-lite:16:16:192:128:$s"; done
+  short=" ${PREFILL_SHORT:-qwen3-8b} "
+  for s in $seqs; do
+    shapes="$shapes,mistral-7b:32:8:128:128:$s"
+    [[ $short == *" deepseek-v2-lite "* ]] || shapes="$shapes,deepseek-v2-lite:16:16:192:128:$s"
+  done
+  [[ $short == *" deepseek-v2-lite "* ]] && shapes="$shapes,deepseek-v2-lite:16:16:192:128:16384"
   shapes="${shapes#,},qwen3-8b:32:8:128:128:16384"
   PYTHONUNBUFFERED=1 PYTHONPATH=$B timeout $((${PREFILL_END_S:-420} - SECONDS)) python3 "$B/torch_prefill.py" \
     --shapes "$shapes" >"$OUT/prefill_torch.csv" 2>>"$err" || rc=1

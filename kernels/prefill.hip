@@ -1,6 +1,6 @@
 /* kernels/prefill.hip: causal prefill attention forward (contract/prefill.h; the launcher's API:
- * kernels/prefill.h), a FlashAttention-2 style kernel; on Hopper FlashAttention-3's warpgroup form,
- * simplified (no producer warps: every thread copies).
+ * kernels/prefill.h), a FlashAttention-2 style kernel; on Hopper FlashAttention-3's warp-specialized
+ * warpgroup form (pf_body_ws).
  *
  * Work-group: block_m query rows of one head (tl_prefill_tiling_for), grid ceil(seq / block_m) x H
  * with the head fastest (the heads of one KV head run side by side and share its K/V in L2) and the
@@ -12,14 +12,16 @@
  * score scale, exp2); the row sum l keeps the unrounded P; LSE = m ln 2 + ln l.
  *
  * Formats per target:
- *   sm_90a  (Hopper, nvcc for sm_90a: TL_WGMMA_AVAILABLE) the contract's 128 x 128 tiling runs
- *           pf_body_wgmma: two warpgroups of 64 rows on wgmma (kernels/wgmma.h), S = Q K^T from
- *           shared memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O +=
- *           P V with P in registers (bf16: P rounded to bf16, V read MN-major through the
- *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448, V transposed into
- *           V^T codes in shared memory once per tile, e4m3 m64n128k32, each tile's P V summed
- *           in its own accumulator: wgmma's E4M3 accumulator keeps 13 mantissa bits), K/V tiles in
- *           three buffers (bf16 dqk 192: two) filled by cp.async; scales and softmax as below.
+ *   sm_90a  (Hopper, nvcc for sm_90a: TL_WGMMA_AVAILABLE) the contract's 128 x 128 x 8 tiling runs
+ *           pf_body_ws: a producer warpgroup loads Q and the K/V tiles by the copy engine (TMA,
+ *           128-byte swizzle, mbarriers; three buffers, two for bf16 dqk 192) and two warpgroups
+ *           of 64 rows compute in turns (see pf_body_ws); fp8's V comes as V^T codes from
+ *           pf_vt_kernel, launched before it (keys in P's fragment order). S = Q K^T from shared
+ *           memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O += P V
+ *           with P in registers (bf16: P rounded to bf16, V read MN-major through the
+ *           transposed-B form; fp8: P as the contract's E4M3 codes of P x 448 on the V^T codes,
+ *           e4m3 m64n128k32, each tile's P V summed in its own accumulator: wgmma's E4M3
+ *           accumulator keeps 13 mantissa bits); scales and softmax as below.
  *           Other tilings run the mma.sync body.
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
  *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
@@ -84,20 +86,35 @@ struct PfSmem {
     static constexpr size_t BYTES = ARCH == PF_SM90 ? SM90 : AMD;
 };
 
-/* sm_90a warpgroup kernel (pf_body_wgmma): its geometry and shared memory, host and device */
+/* sm_90a warp-specialized kernel (pf_body_ws): its geometry and shared memory, host and device.
+ * Warpgroup 0 produces (one thread issues the copy engine's loads), warpgroups 1 and 2 compute 64
+ * query rows each. Shared memory: Q [QKB column blocks][BM rows][128 bytes]; per stage K the same
+ * for BN keys and V (bf16: [2 column blocks of 64 dims][BN keys][128 bytes], read MN-major; fp8:
+ * V^T [DV dims][BN keys' bytes], keys in P's fragment order, pf_vt_kernel's layout); then the
+ * barriers: Q's, the stages' full and empty. */
 template <int DQK, bool FP8>
-struct PfWg {
-    static constexpr int BM = 128, BN = 128, DV = 128, THREADS = 256;
+struct PfWs {
+    static constexpr int BM = 128, BN = 128, DV = 128, THREADS = 384;
     static constexpr int ESZ = FP8 ? 1 : 2;
-    static constexpr int QKB = (DQK * ESZ + 127) / 128; /* 128-byte column blocks of a Q/K row */
+    static constexpr int CE = 128 / ESZ;                /* elements of a 128-byte column block */
+    static constexpr int QKB = (DQK * ESZ + 127) / 128; /* column blocks of a Q/K row (fp8 192: the last half zeros) */
     static constexpr int KSTEPS = DQK * ESZ / 32;       /* 32-byte k-steps of S = Q K^T */
     static constexpr size_t Q_BYTES = (size_t)QKB * BM * 128, K_BYTES = (size_t)QKB * BN * 128;
-    static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ; /* a V tile (bf16) or a code staging (fp8) */
-    static constexpr size_t VT_BYTES = FP8 ? (size_t)DV * BN : 0;
-    /* K/V buffers: three where they fit (a tile's P V then runs on while the next tile starts), two
-     * for bf16 dqk 192 (three would take 290 KB) */
-    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + VT_BYTES <= 232448 ? 3 : 2;
-    static constexpr size_t BYTES = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES) + VT_BYTES; /* + alignment */
+    static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ;
+    /* three stages where they fit (bf16 dqk 192: two) */
+    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + 64 <= 232448 ? 3 : 2;
+    static constexpr size_t BAR_OFF = Q_BYTES + STAGES * (K_BYTES + V_BYTES);
+    static constexpr size_t BYTES = 1024 + BAR_OFF + 8 * (1 + 2 * STAGES); /* + alignment */
+};
+
+/* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the warp-specialized
+ * kernel's arguments: Q, K and V (bf16) or V^T (fp8) maps first (64-byte aligned). */
+struct alignas(64) PfTmap {
+    unsigned long long w[16];
+};
+struct PfWsArgs {
+    PfTmap tq, tk, tv;
+    PfArgs a;
 };
 
 static __device__ __forceinline__ float pf_exp2(float x)
@@ -400,40 +417,8 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
     }
 }
 
-/* ---- sm_90a: the warpgroup kernel (kernels/wgmma.h) -------------------------------------------
- * Two warpgroups of 64 query rows (block_m 128), key tiles of block_n 128, 256 threads, one group
- * an SM. Shared memory in wgmma's 128-byte swizzle (tl_wgmma_sw128_offset), every tile 1024-byte
- * aligned, STAGES (PfWg: 3, or 2 for bf16 dqk 192) K/V buffers: Q [QKB][128 rows][128 B] (QKB
- * column blocks of 128 bytes of a row), K tiles [STAGES][QKB][128 keys][128 B], and V:
- *   bf16  V tiles [STAGES][2][128 keys][128 B]: 64 values of a key a row, read MN-major by the
- *         transposed-B form (tl_wgmma_desc_sw128_mn);
- *   fp8   the codes' staging [STAGES][128 keys][128 B] (swizzled too, for conflict-free reads) and
- *         one V^T tile [128 dims][128 B]: K-major for the E4M3 product, its keys in the order of
- *         P's register fragments (pf_wg_key_of: no shuffle of P).
- * A tile: wait for the cp.async copies of tile kt, fence them into the async proxy, barrier (the
- * buffer tile kt + 1 goes to is free: its products were waited for), issue the copies of tile
- * kt + 1; S = Q K^T (shared memory x shared memory) issued, warpgroup 0's before warpgroup 1's
- * (named barrier 1: FlashAttention-3's ping-pong, once a tile); fp8: V^T built from the staged
- * codes while it runs, then a second barrier; wait for S (and the bf16 P V of tile kt - 1 issued
- * before it); the online softmax on S's registers; P packed into the A registers (bf16 RNE, or
- * the contract's E4M3 codes); O += P V issued (fp8: into S's registers, waited, then added to O).
- * Scores, masks and scales as the mma.sync body. */
+/* ---- sm_90a: the warp-specialized warpgroup kernel (kernels/wgmma.h; pf_body_ws below) ---- */
 #if TL_WGMMA_AVAILABLE
-
-/* ROWS rows of ROWB bytes (global rows from r0, stride gs; rows >= seq zero-filled) into column
- * blocks of 128-byte swizzled rows: chunk c of row r at block c / 8, tl_wgmma_sw128_offset(r, c % 8) */
-template <int ROWS, int ROWB, int THREADS>
-static __device__ __forceinline__ void pf_wg_copy(uint8_t *dst, const uint8_t *src, size_t gs, long r0, long seq, int tid)
-{
-    constexpr int CPR = ROWB / 16;
-#pragma unroll
-    for (int i = tid; i < ROWS * CPR; i += THREADS) {
-        const int r = i / CPR, c = i % CPR;
-        const bool live = r0 + r < seq;
-        pf_cp16(dst + (c / 8) * (ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16),
-                live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live);
-    }
-}
 
 /* The key (0..31 within a 32-key step) at byte k of P's E4M3 register fragment: lane t's word holds
  * its S columns 2t, 2t + 1, 8 + 2t, 9 + 2t (and + 16), which the fragment reads as k = 4t..4t + 3. */
@@ -442,35 +427,6 @@ static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
     const int h = k / 16, t = (k % 16) / 4, i = k % 4;
     return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
 }
-
-/* V^T [128 dims][128 keys] E4M3 in the 128-byte swizzle, keys in pf_wg_key_of's order, from the
- * staged codes [128 keys][128 dims] (swizzled): 4 x 4 byte blocks by byte permutes; lanes cover 4
- * dim quads x 8 key quads (two-way bank conflicts on both sides). */
-static __device__ __forceinline__ void pf_wg_transpose_v(uint8_t *vt, const uint8_t *raw, int tid)
-{
-    const int lane = tid % 32, warp = tid / 32;
-    const int d4 = (lane & 3) | (warp << 2);
-#pragma unroll 1 /* unrolled, its addresses stay live across the tile loop and spill */
-    for (int it = 0; it < 4; it++) {
-        const int kq = (lane >> 2) | (it << 3);              /* 4 key slots 4 kq.. of V^T's row */
-        const int k0 = 32 * (kq / 8) + pf_wg_key_of(4 * (kq % 8)); /* keys k0, k0 + 1, k0 + 8, k0 + 9 */
-        const uint32_t w0 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0, 4 * d4));
-        const uint32_t w1 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 1, 4 * d4));
-        const uint32_t w2 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 8, 4 * d4));
-        const uint32_t w3 = *(const uint32_t *)(raw + tl_wgmma_sw128_offset(k0 + 9, 4 * d4));
-        const uint32_t lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
-        const uint32_t lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 0, 4 * kq)) = __byte_perm(lo01, lo23, 0x5410);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 1, 4 * kq)) = __byte_perm(lo01, lo23, 0x7632);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 2, 4 * kq)) = __byte_perm(hi01, hi23, 0x5410);
-        *(uint32_t *)(vt + tl_wgmma_sw128_offset(4 * d4 + 3, 4 * kq)) = __byte_perm(hi01, hi23, 0x7632);
-    }
-}
-
-/* Named barrier 1 over both warpgroups: warpgroup 0 signals (arrives) once its S products are
- * issued, warpgroup 1 waits for that before issuing its own. */
-static __device__ __forceinline__ void pf_wg_signal() { asm volatile("bar.arrive 1, 256;" ::: "memory"); }
-static __device__ __forceinline__ void pf_wg_await() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 /* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
 static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
@@ -481,111 +437,121 @@ static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c,
     return (uint32_t)lo | ((uint32_t)hi << 16);
 }
 
+/* Named barriers of the two computing warpgroups' turns (pf_body_ws): warpgroup c waits on
+ * PF_TURN + c before issuing its products and arrives on the other's after. */
+enum { PF_TURN = 2 };
+
+/* The warp-specialized body (FlashAttention-3's schedule). Warpgroup 0 (24 registers a thread)
+ * loads Q once and the K/V tiles through STAGES buffers by the copy engine (one thread; a stage
+ * refilled once the eight computing warps have arrived on its empty barrier). Warpgroups 1 and 2
+ * (240 registers) each own 64 query rows; per tile kt, in turns (the named barriers: the tensor
+ * cores take one warpgroup's products, then the other's, so each one's softmax runs while the
+ * other's products do): issue S(kt + 1) = Q K^T and O += P(kt) V, wait for S(kt + 1) only, the
+ * online softmax of tile kt + 1 while P(kt) V runs, wait for P(kt) V, release tile kt's stage,
+ * rescale O, pack P(kt + 1) into the A registers. fp8: each tile's P V lands in its own accumulator
+ * (S's registers; wgmma's E4M3 accumulator keeps 13 mantissa bits), waited and folded into the
+ * float32 O (o = o corr + P V) inside the turn, before S(kt + 1) is issued: the fp8 softmax does not
+ * overlap the warpgroup's own P V. Scores, masks and scales as the mma.sync body; P as there (bf16
+ * RNE, or the contract's E4M3 codes of P x 448, which the register-A E4M3 form reads in
+ * pf_wg_key_of's key order). */
 template <int DQK, bool FP8>
-static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
+static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
 {
-    using L = PfWg<DQK, FP8>;
-    constexpr int BM = L::BM, BN = L::BN, DV = L::DV, THREADS = L::THREADS, BPE = L::ESZ;
+    using L = PfWs<DQK, FP8>;
+    constexpr int BM = L::BM, BN = L::BN, DV = L::DV, STAGES = L::STAGES;
     static_assert(!FP8 || (TL_PREFILL_BLOCK == BM && TL_PREFILL_BLOCK == BN), "an fp8 tile is one scale block");
+    const PfArgs &a = w.a;
     extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
     uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
-    constexpr int STAGES = L::STAGES;
-    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES, *Vt = Vs + STAGES * L::V_BYTES;
+    uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES;
+    uint64_t *qfull = (uint64_t *)(base + L::BAR_OFF), *full = qfull + 1, *empty = full + STAGES;
 
-    const int tid = (int)tl_thread_x(), wg = tid / 128, ww = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int tid = (int)tl_thread_x(), wg = tid / 128;
     const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
     const int kvh = h / (a.heads / a.kv_heads);
     const long q0 = (long)qb * BM, seq = a.seq;
-    const int wrow = 64 * wg + 16 * ww; /* this warp's first row in the block */
     const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
     const int ntiles = (int)((kend + BN - 1) / BN);
     unsigned long long c0 = 0, n0 = 0;
-    if (b == 0 && tid == 0) c0 = clock64(), n0 = tl_gpu_clock();
+    if (b == 0 && tid == 128) c0 = clock64(), n0 = tl_gpu_clock();
+    if (tid == 0) {
+        tl_mbar_init(qfull, 1);
+#pragma unroll
+        for (int s = 0; s < STAGES; s++) tl_mbar_init(full + s, 1), tl_mbar_init(empty + s, 8);
+        tl_mbar_init_fence();
+    }
+    tl_block_sync();
 
-    const size_t qgs = (size_t)a.heads * DQK * BPE, kgs = (size_t)a.kv_heads * DQK * BPE, vgs = (size_t)a.kv_heads * DV * BPE;
-    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK * BPE;
-    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK * BPE;
-    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV * BPE;
+    if (wg == 0) { /* the producer */
+        tl_setmaxnreg_dec<24>();
+        if (tid == 0) {
+            tl_mbar_expect_tx(qfull, (uint32_t)L::Q_BYTES);
+#pragma unroll
+            for (int c = 0; c < L::QKB; c++) tl_tma_load_3d(Qs + c * (BM * 128), &w.tq, c * L::CE, h, (int)q0, qfull);
+            if (FP8) tl_grid_dep_wait(); /* V^T comes from pf_vt_kernel, launched just before */
+            int kt = 0;
+            do {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) tl_mbar_wait(empty + s, ((kt / STAGES) - 1) & 1);
+                uint64_t *f = full + s;
+                tl_mbar_expect_tx(f, (uint32_t)(L::K_BYTES + L::V_BYTES));
+                uint8_t *Kb = Ks + s * L::K_BYTES, *Vb = Vs + s * L::V_BYTES;
+#pragma unroll
+                for (int c = 0; c < L::QKB; c++) tl_tma_load_3d(Kb + c * (BN * 128), &w.tk, c * L::CE, kvh, kt * BN, f);
+                if (FP8) tl_tma_load_2d(Vb, &w.tv, kt * BN, kvh * DV, f);
+                else
+#pragma unroll
+                    for (int c = 0; c < 2; c++) tl_tma_load_3d(Vb + c * (BN * 128), &w.tv, c * 64, kvh, kt * BN, f);
+            } while (++kt < ntiles);
+        }
+        return;
+    }
 
-    pf_wg_copy<BM, DQK * BPE, THREADS>(Qs, qg, qgs, q0, seq, tid);
-    pf_wg_copy<BN, DQK * BPE, THREADS>(Ks, kg, kgs, 0, seq, tid);
-    pf_wg_copy<BN, DV * BPE, THREADS>(Vs, vg, vgs, 0, seq, tid);
-    pf_commit();
-
+    /* the two computing warpgroups */
+    tl_setmaxnreg_inc<240>();
+    const int cw = wg - 1, ww = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int wrow = 64 * cw + 16 * ww; /* this warp's first row in the block */
     float qsc = 1.0f, vf = 1.0f;
     if (FP8) {
         qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
         vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    /* o: O's accumulator (fp32); fp8: each tile's P V goes to a fresh accumulator (wgmma's E4M3
-     * accumulator keeps about 13 mantissa bits, so it sums one tile only), added to o once done */
-    float o[64];
+    float S[64], o[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.0f;
+    const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * cw * 128);
+    const bool mask_rows = a.causal; /* the diagonal tile is the last */
 
-    /* Q's descriptor for this warpgroup's 64 rows; a column block further is BM x 128 bytes */
-    const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * wg * 128);
-    /* ntiles >= 1: a loop without a zero-trip path (with one, ptxas serializes the products) */
-    int kt = 0, buf = 0;
-    do {
-        const long k0 = (long)kt * BN;
-        const int nbuf = buf + 1 == STAGES ? 0 : buf + 1; /* tile kt + 1's */
-        uint8_t *Kb = Ks + buf * L::K_BYTES, *Vb = Vs + buf * L::V_BYTES;
-        /* two buffers: this warpgroup's P V of tile kt - 1 must be done with buffer nbuf; three:
-         * nbuf held tile kt - 2, whose P V the wait for S of tile kt - 1 saw done */
-        if (STAGES == 2) tl_wgmma_wait<0>();
-        pf_wait<0>();
-        tl_fence_proxy_async();
-        tl_block_sync(); /* tile kt landed; every warpgroup is done with buffer nbuf */
-        if (kt + 1 < ntiles) {
-            pf_wg_copy<BN, DQK * BPE, THREADS>(Ks + nbuf * L::K_BYTES, kg, kgs, k0 + BN, seq, tid);
-            pf_wg_copy<BN, DV * BPE, THREADS>(Vs + nbuf * L::V_BYTES, vg, vgs, k0 + BN, seq, tid);
-            pf_commit();
+    /* S = Q K^T of the tile in stage st (the caller fences and commits) */
+    auto issue_s = [&](int st) {
+        const uint64_t dk = tl_wgmma_desc_sw128(Ks + st * L::K_BYTES);
+#pragma unroll
+        for (int ks = 0; ks < L::KSTEPS; ks++) {
+            const uint32_t qoff = (ks * 32 / 128) * (BM * 128) + (ks * 32) % 128;
+            const uint32_t koff = (ks * 32 / 128) * (BN * 128) + (ks * 32) % 128;
+            const uint64_t da = tl_wgmma_desc_advance(dq, qoff), db = tl_wgmma_desc_advance(dk, koff);
+            if (FP8) {
+                if (ks == 0) tl_wgmma_m64n128k32_e4m3_z(S, da, db);
+                else tl_wgmma_m64n128k32_e4m3(S, da, db, 1);
+            } else {
+                if (ks == 0) tl_wgmma_m64n128k16_bf16_z(S, da, db);
+                else tl_wgmma_m64n128k16_bf16(S, da, db, 1);
+            }
         }
-        /* the scores' scale (log2 domain) and, fp8, the tile's value scale: loaded before the waits */
+    };
+    /* the online softmax of tile kt on S (exponentials left in S); corr: the factor of what O held
+     * (fp8: with the value scales' ratio) */
+    auto softmax = [&](int kt, float (&corr)[2]) {
+        const long k0 = (long)kt * BN;
         float sc = a.scale_log2, vf_new = vf;
         if (FP8) {
             sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
             vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
         }
-        float S[64];
-        const bool active = !a.causal || k0 <= q0 + 64 * wg + 63;
-        /* S = Q K^T */
-        if (wg == 1) pf_wg_await();
-        if (active) {
-            const uint64_t dk = tl_wgmma_desc_sw128(Kb);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < L::KSTEPS; ks++) {
-                const uint32_t qoff = (ks * 32 / 128) * (BM * 128) + (ks * 32) % 128;
-                const uint32_t koff = (ks * 32 / 128) * (BN * 128) + (ks * 32) % 128;
-                if (FP8) tl_wgmma_m64n128k32_e4m3(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
-                else tl_wgmma_m64n128k16_bf16(S, tl_wgmma_desc_advance(dq, qoff), tl_wgmma_desc_advance(dk, koff), ks > 0);
-            }
-            tl_wgmma_commit();
-        }
-        /* warpgroup 0's products first: it exponentiates while warpgroup 1's S is computed, and
-         * its P V runs while warpgroup 1 exponentiates (each scheduler's tensor core takes the
-         * two warpgroups' products in issue order) */
-        if (wg == 0) pf_wg_signal();
-        if (FP8) {
-            pf_wg_transpose_v(Vt, Vb, tid); /* while S is computed */
-            tl_fence_proxy_async();
-            tl_block_sync();
-        }
-        buf = nbuf;
-        if (!active) { /* to the loop's test, every product of this warpgroup done */
-            tl_wgmma_wait<0>();
-            continue;
-        }
-        tl_wgmma_wait<0>(); /* S, and the P V of tile kt - 1 before it */
-        tl_wgmma_hold(S);
-        tl_wgmma_hold(o);
-
-        /* mask, online softmax: element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
-        const bool mask = (a.causal && k0 + BN - 1 > q0 + 64 * wg + 16 * ww) || k0 + BN > seq;
-        const int dk = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
+        /* element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
+        const bool mask = (mask_rows && k0 + BN - 1 > q0 + wrow) || k0 + BN > seq;
+        const int dkey = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
@@ -594,12 +560,11 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
                 float x = S[4 * j + r];
                 if (mask) {
                     const int c = 8 * j + (r & 1);
-                    if ((a.causal && dk + c - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
+                    if ((a.causal && dkey + c - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
                 }
                 S[4 * j + r] = x;
                 mx[r / 2] = fmaxf(mx[r / 2], x);
             }
-        float corr[2];
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
             mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
@@ -620,61 +585,116 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
             if (FP8) corr[hr] *= vf / vf_new;
         }
         vf = vf_new;
-        /* the rescale (fp8: with the tile's P V, below), unless no row of the warp needs it */
-        if (!FP8 && __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+    };
+    auto turn_wait = [&]() { tl_named_sync(PF_TURN + cw, 256); };
+    auto turn_signal = [&]() { tl_named_arrive(PF_TURN + 1 - cw, 256); };
+
+    constexpr int NPA = FP8 ? BN / 32 : BN / 16;
+    uint32_t pa[NPA][4];
+    auto pack = [&]() {
 #pragma unroll
-            for (int j = 0; j < DV / 8; j++) {
-                o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
-                o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+        for (int kk = 0; kk < NPA; kk++) {
+            if (FP8) {
+                const float *p = S + 16 * kk;
+                pa[kk][0] = pf_p_code4(p[0], p[1], p[4], p[5]);
+                pa[kk][1] = pf_p_code4(p[2], p[3], p[6], p[7]);
+                pa[kk][2] = pf_p_code4(p[8], p[9], p[12], p[13]);
+                pa[kk][3] = pf_p_code4(p[10], p[11], p[14], p[15]);
+            } else {
+                const float *p = S + 8 * kk;
+                pa[kk][0] = pf_pack_bf16(p[0], p[1]);
+                pa[kk][1] = pf_pack_bf16(p[2], p[3]);
+                pa[kk][2] = pf_pack_bf16(p[4], p[5]);
+                pa[kk][3] = pf_pack_bf16(p[6], p[7]);
             }
         }
-        /* O += P V, P in registers */
+    };
+
+    if (cw == 1) turn_signal(); /* warpgroup 0 takes the first turn */
+    tl_mbar_wait(qfull, 0);
+    /* tile 0's S, its softmax and P */
+    tl_mbar_wait(full, 0);
+    turn_wait();
+    tl_wgmma_fence();
+    issue_s(0);
+    tl_wgmma_commit();
+    turn_signal();
+    tl_wgmma_wait<0>();
+    tl_wgmma_hold(S);
+    float corr[2], corr_pv[2]; /* corr_pv (fp8): the factor O takes when P(kt) V is folded in */
+    softmax(0, corr);
+    corr_pv[0] = corr[0], corr_pv[1] = corr[1];
+    pack();
+    int kt = 0;
+    do {
+        const bool next = kt + 1 < ntiles;
+        const int st = kt % STAGES, sn = (kt + 1) % STAGES;
+        if (next) tl_mbar_wait(full + sn, ((kt + 1) / STAGES) & 1);
+        turn_wait();
+#pragma unroll
+        for (int kk = 0; kk < NPA; kk++) tl_wgmma_hold(pa[kk]);
+        tl_wgmma_hold(o);
+        tl_wgmma_fence();
+        float cn[2] = {1.0f, 1.0f};
         if (FP8) {
-            uint32_t pa[BN / 32][4];
+            /* fp8: P(kt) V into its own accumulator (S's registers, free once P is packed), waited
+             * and folded into O inside the turn, then S(kt + 1) (a third accumulator of 64
+             * registers beside S and O spills the 240) */
+            const uint64_t dv = tl_wgmma_desc_sw128(Vs + st * L::V_BYTES);
 #pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) {
-                const float *s = S + 16 * kk;
-                pa[kk][0] = pf_p_code4(s[0], s[1], s[4], s[5]);
-                pa[kk][1] = pf_p_code4(s[2], s[3], s[6], s[7]);
-                pa[kk][2] = pf_p_code4(s[8], s[9], s[12], s[13]);
-                pa[kk][3] = pf_p_code4(s[10], s[11], s[14], s[15]);
+            for (int kk = 0; kk < NPA; kk++) {
+                if (kk == 0) tl_wgmma_m64n128k32_e4m3_rs_z(S, pa[kk], dv);
+                else tl_wgmma_m64n128k32_e4m3_rs(S, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), 1);
             }
-            const uint64_t dv = tl_wgmma_desc_sw128(Vt);
-            /* the tile's P V into S's registers (free once P is packed), then o = o corr + P V */
-#pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_hold(pa[kk]);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 32; kk++) tl_wgmma_m64n128k32_e4m3_rs(S, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), kk > 0);
             tl_wgmma_commit();
-            tl_wgmma_wait<0>(); /* the other warpgroup's products fill the tensor cores meanwhile */
+            tl_wgmma_wait<0>();
             tl_wgmma_hold(S);
 #pragma unroll
-            for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr[(i % 4) / 2], S[i]);
-        } else {
-            uint32_t pa[BN / 16][4];
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
-                const float *s = S + 8 * kk;
-                pa[kk][0] = pf_pack_bf16(s[0], s[1]);
-                pa[kk][1] = pf_pack_bf16(s[2], s[3]);
-                pa[kk][2] = pf_pack_bf16(s[4], s[5]);
-                pa[kk][3] = pf_pack_bf16(s[6], s[7]);
+            for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr_pv[(i % 4) / 2], S[i]);
+            if (next) {
+                tl_wgmma_hold(o);
+                tl_wgmma_fence();
+                issue_s(sn);
+                tl_wgmma_commit();
             }
-            const uint64_t dv = tl_wgmma_desc_sw128_mn(Vb, BN * 128);
-            tl_wgmma_hold(o);
+            if (cw == 0 || next) turn_signal(); /* warpgroup 1's last turn has no one to hand over to */
+            if (next) {
+                tl_wgmma_wait<0>();
+                tl_wgmma_hold(S);
+                softmax(kt + 1, cn);
+                corr_pv[0] = cn[0], corr_pv[1] = cn[1];
+            }
+        } else {
+            /* bf16: S(kt + 1), then O += P(kt) V */
+            if (next) {
+                issue_s(sn);
+                tl_wgmma_commit();
+            }
+            const uint64_t dv = tl_wgmma_desc_sw128_mn(Vs + st * L::V_BYTES, BN * 128);
 #pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) tl_wgmma_hold(pa[kk]);
-            tl_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
+            for (int kk = 0; kk < NPA; kk++)
                 tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
-            tl_wgmma_commit(); /* waited at the next tile's top (or after the loop) */
+            tl_wgmma_commit();
+            if (cw == 0 || next) turn_signal();
+            if (next) {
+                tl_wgmma_wait<1>(); /* S(kt + 1); P(kt) V runs on */
+                tl_wgmma_hold(S);
+                softmax(kt + 1, cn);
+            }
+            tl_wgmma_wait<0>();
+            tl_wgmma_hold(o);
+            if (__any_sync(0xffffffffu, cn[0] != 1.0f || cn[1] != 1.0f)) {
+#pragma unroll
+                for (int j = 0; j < DV / 8; j++) {
+                    o[4 * j + 0] *= cn[0], o[4 * j + 1] *= cn[0];
+                    o[4 * j + 2] *= cn[1], o[4 * j + 3] *= cn[1];
+                }
+            }
         }
+        __syncwarp();
+        if (lane == 0) tl_mbar_arrive(empty + st); /* this warp is done with tile kt's K and V */
+        if (next) pack();
     } while (++kt < ntiles);
-    tl_wgmma_wait<0>();
-    tl_wgmma_hold(o);
-    pf_wait<0>();
 
     /* O = o x vf / l (bf16), LSE = m ln 2 + ln l */
 #pragma unroll
@@ -690,7 +710,7 @@ static __device__ __forceinline__ void pf_body_wgmma(const PfArgs &a)
         for (int j = 0; j < DV / 8; j++) *(uint32_t *)(orow + 8 * j) = pf_pack_bf16(o[4 * j + 2 * hr] * f, o[4 * j + 2 * hr + 1] * f);
         if (t == 0) a.lse[(size_t)h * seq + row] = m[hr] * 0.69314718055994531f + logf(s);
     }
-    if (b == 0 && tid == 0) {
+    if (b == 0 && tid == 128) {
         a.clk[0] = c0, a.clk[1] = n0;
         a.clk[2] = clock64(), a.clk[3] = tl_gpu_clock();
     }
@@ -912,16 +932,53 @@ __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 
 #endif
 }
 
-/* the sm_90a warpgroup kernel: 256 threads, one group an SM (its 160-208 KB of shared memory) */
+#if defined(TL_GPU_NVIDIA)
+/* the sm_90a warp-specialized kernel: 384 threads (a producer warpgroup and two computing ones),
+ * one group an SM (its 160-226 KB of shared memory), launched at 168 registers a thread (the
+ * warpgroups then move them: 24 / 240) */
 template <int DQK, bool FP8>
-__global__ void __launch_bounds__(256, 1) pf_wg_kernel(PfArgs a)
+__global__ void __launch_bounds__(384, 1) pf_ws_kernel(const __grid_constant__ PfWsArgs w)
 {
 #if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
-    pf_body_wgmma<DQK, FP8>(a);
+    pf_body_ws<DQK, FP8>(w);
 #else
-    (void)a;
+    (void)w;
 #endif
 }
+
+/* fp8 (the warp-specialized kernel): V's codes [seq][kv_heads][128] as V^T [kv_heads][128 dims][seqp]
+ * (seqp = seq rounded up to 128; keys >= seq zero), each 32 keys in P's register-fragment order
+ * (pf_wg_key_of), so that the copy engine lands a tile as the K-major B of the E4M3 P V. Grid
+ * seqp / 128 x kv_heads, 256 threads; one read and one write of V (a launch of its own before the
+ * attention kernel, which waits for it only before its first V load). */
+__global__ void __launch_bounds__(256) pf_vt_kernel(const uint8_t *v, uint8_t *vt, long seq, long seqp, int kv_heads)
+{
+#if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
+    __shared__ uint32_t tile[128][33];
+    const int tid = (int)tl_thread_x(), kvh = (int)blockIdx.y;
+    const long k0 = (long)blockIdx.x * 128;
+    tl_grid_dep_launch();
+    for (int i = tid; i < 128 * 32; i += 256) {
+        const int r = i / 32, c = i % 32;
+        const long key = k0 + r;
+        tile[r][c] = key < seq ? *(const uint32_t *)(v + ((size_t)key * kv_heads + kvh) * 128 + 4 * c) : 0u;
+    }
+    __syncthreads();
+    for (int i = tid; i < 128 * 32; i += 256) {
+        const int d = i / 32, sw = i % 32;
+        uint32_t out = 0;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int slot = 4 * sw + q, key = 32 * (slot / 32) + pf_wg_key_of(slot % 32);
+            out |= ((tile[key][d / 4] >> (8 * (d % 4))) & 0xFFu) << (8 * q);
+        }
+        *(uint32_t *)(vt + ((size_t)kvh * 128 + d) * seqp + k0 + 4 * sw) = out;
+    }
+#else
+    (void)v, (void)vt, (void)seq, (void)seqp, (void)kv_heads;
+#endif
+}
+#endif
 
 /* ---- the launcher ----------------------------------------------------------------------------- */
 struct tl_prefill_gpu {
@@ -935,6 +992,13 @@ struct tl_prefill_gpu {
     uint16_t *o;
     unsigned long long *clk;
     int acc_bits; /* tl_prefill_gpu_acc_bits */
+    int threads;  /* a group's threads */
+    /* the warp-specialized kernel (ws): its entry, tensor maps and fp8's V^T [kv_heads][128][seqp] */
+    int ws;
+    void (*wkern)(PfWsArgs);
+    unsigned long long tq[16], tk[16], tv[16]; /* CUtensorMap's bytes (calloc'd: not 64-byte aligned) */
+    uint8_t *vt;
+    long seqp;
 };
 
 extern "C" int tl_prefill_gpu_dims_ok(int dqk, int dv) { return (dqk == 128 || dqk == 192) && dv == 128; }
@@ -946,7 +1010,10 @@ static int pick(tl_prefill_gpu *g)
     const bool fp8 = g->s.dtype == TL_PREFILL_FP8;
     const int d = g->s.dqk;
     g->kern = NULL;
+    g->wkern = NULL;
+    g->ws = 0;
     g->acc_bits = 23;
+    g->threads = (g->arch == PF_SM90 ? 32 : 64) * t.warps;
 #define PF_TRY(A, DQK, F, BM, BN, W)                                                                \
     if (g->arch == A && d == DQK && fp8 == F && t.block_m == BM && t.block_n == BN && t.warps == W) \
         g->kern = pf_kernel<A, DQK, 128, BM, BN, W, F>, g->smem = PfSmem<A, DQK, 128, BM, BN, F>::BYTES;
@@ -966,9 +1033,12 @@ static int pick(tl_prefill_gpu *g)
     PF_TRY(PF_SM90, 192, false, 128, 64, 8);
 #if defined(TL_HAVE_WGMMA)
     /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
-#define PF_TRY_WG(DQK, F)                                                                                            \
+    /* the contract's 128 x 128 x 8 (8 computing warps): the warp-specialized kernel (with its
+     * producer warpgroup: 384 threads) */
+#define PF_TRY_WG(DQK, F)                                                                                           \
     if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
-        g->kern = pf_wg_kernel<DQK, F>, g->smem = PfWg<DQK, F>::BYTES, g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
+        g->wkern = pf_ws_kernel<DQK, F>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,        \
+        g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
     PF_TRY_WG(128, false);
     PF_TRY_WG(192, false);
     PF_TRY_WG(128, true);
@@ -982,7 +1052,7 @@ static int pick(tl_prefill_gpu *g)
 #endif
 #endif
 #undef PF_TRY
-    if (!g->kern)
+    if (!g->kern && !g->wkern)
         return tl_error(TL_EUSAGE, "prefill gpu", "no kernel for block_m %d, block_n %d, %d warps, dqk %d, %s", t.block_m,
                         t.block_n, t.warps, d, tl_prefill_dtype_name(g->s.dtype));
     return 0;
@@ -1005,11 +1075,13 @@ static int gpu_alloc(void **p, size_t bytes, const char *what)
 extern "C" void tl_prefill_gpu_close(tl_prefill_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->q, g->k, g->v, g->qs, g->ks, g->vs, g->o, g->lse, g->clk};
+    void *ptrs[] = {g->q, g->k, g->v, g->qs, g->ks, g->vs, g->o, g->lse, g->clk, g->vt};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) (void)hipFree(ptrs[i]);
     free(g);
 }
+
+static int encode_maps(tl_prefill_gpu *g);
 
 extern "C" int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_tiling *tile, tl_prefill_gpu **out)
 {
@@ -1030,11 +1102,12 @@ extern "C" int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_t
     if (!rc && info.smem_per_block && g->smem > info.smem_per_block)
         rc = tl_error(TL_EUSAGE, "prefill gpu", "the kernel needs %zu bytes of shared memory a group; the device allows %zu",
                       g->smem, info.smem_per_block);
-    if (!rc && hipFuncSetAttribute((const void *)g->kern, hipFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem) != hipSuccess) {
+    const void *fn = g->ws ? (const void *)g->wkern : (const void *)g->kern;
+    if (!rc && hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem) != hipSuccess) {
         (void)hipGetLastError();
         rc = tl_error(TL_EFAIL, "prefill gpu", "cannot allow %zu bytes of shared memory", g->smem);
     }
-    if (!rc && tl_prefer_shared(g->kern) != hipSuccess) {
+    if (!rc && (g->ws ? tl_prefer_shared(g->wkern) : tl_prefer_shared(g->kern)) != hipSuccess) {
         (void)hipGetLastError();
         rc = tl_error(TL_EFAIL, "prefill gpu", "cannot set the shared-memory carveout");
     }
@@ -1048,6 +1121,9 @@ extern "C" int tl_prefill_gpu_open(const tl_prefill_shape *s, const tl_prefill_t
     if (!rc) rc = GALLOC(g->o, tl_prefill_o_elems(s) * sizeof(uint16_t), "O");
     if (!rc) rc = GALLOC(g->lse, tl_prefill_lse_elems(s) * sizeof(float), "LSE");
     if (!rc) rc = GALLOC(g->clk, 4 * sizeof(unsigned long long), "the clock marks");
+    g->seqp = (s->seq + 127) / 128 * 128;
+    if (!rc && g->ws && bpe == 1) rc = GALLOC(g->vt, (size_t)s->kv_heads * s->dv * g->seqp, "V^T");
+    if (!rc && g->ws) rc = encode_maps(g);
     if (rc) {
         tl_prefill_gpu_close(g);
         return rc;
@@ -1080,6 +1156,50 @@ extern "C" int tl_prefill_gpu_poison(tl_prefill_gpu *g)
     return 0;
 }
 
+/* The ws kernel's tensor maps (kernels/wgmma.h tl_tma_encode): Q [seq][heads][dqk] and K
+ * [seq][kv_heads][dqk] in boxes of one 128-byte column block x 128 rows of one head; V (bf16)
+ * likewise in 64-dim blocks; fp8's V^T [kv_heads x 128][seqp] in boxes of 128 x 128 bytes. */
+static int encode_maps(tl_prefill_gpu *g)
+{
+#if defined(TL_GPU_NVIDIA) && defined(TL_HAVE_WGMMA)
+    static_assert(sizeof(CUtensorMap) == sizeof(PfTmap) && sizeof(CUtensorMap) == sizeof g->tq, "a tensor map is 128 bytes");
+    const tl_prefill_shape *s = &g->s;
+    const int e = s->dtype == TL_PREFILL_FP8 ? 1 : 2, ce = 128 / e;
+    const uint64_t seq = (uint64_t)s->seq;
+    CUtensorMap m;
+    {
+        const uint64_t dims[3] = {(uint64_t)s->dqk, (uint64_t)s->heads, seq};
+        const uint64_t st[2] = {(uint64_t)s->dqk * e, (uint64_t)s->heads * s->dqk * e};
+        const uint32_t box[3] = {(uint32_t)ce, 1, 128};
+        if (tl_tma_encode(&m, g->q, 3, dims, st, box, e)) return TL_EFAIL;
+        memcpy(g->tq, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[3] = {(uint64_t)s->dqk, (uint64_t)s->kv_heads, seq};
+        const uint64_t st[2] = {(uint64_t)s->dqk * e, (uint64_t)s->kv_heads * s->dqk * e};
+        const uint32_t box[3] = {(uint32_t)ce, 1, 128};
+        if (tl_tma_encode(&m, g->k, 3, dims, st, box, e)) return TL_EFAIL;
+        memcpy(g->tk, &m, sizeof m);
+    }
+    if (e == 1) {
+        const uint64_t dims[2] = {(uint64_t)g->seqp, (uint64_t)s->kv_heads * s->dv};
+        const uint64_t st[1] = {(uint64_t)g->seqp};
+        const uint32_t box[2] = {128, 128};
+        if (tl_tma_encode(&m, g->vt, 2, dims, st, box, 1)) return TL_EFAIL;
+    } else {
+        const uint64_t dims[3] = {(uint64_t)s->dv, (uint64_t)s->kv_heads, seq};
+        const uint64_t st[2] = {(uint64_t)s->dv * 2, (uint64_t)s->kv_heads * s->dv * 2};
+        const uint32_t box[3] = {64, 1, 128};
+        if (tl_tma_encode(&m, g->v, 3, dims, st, box, 2)) return TL_EFAIL;
+    }
+    memcpy(g->tv, &m, sizeof m);
+    return 0;
+#else
+    (void)g;
+    return tl_error(TL_EFAIL, "prefill gpu", "the warp-specialized kernel needs an sm_90a build");
+#endif
+}
+
 static int enqueue(tl_prefill_gpu *g, hipStream_t st)
 {
     const tl_prefill_shape *s = &g->s;
@@ -1090,8 +1210,23 @@ static int enqueue(tl_prefill_gpu *g, hipStream_t st)
     a.heads = s->heads, a.kv_heads = s->kv_heads, a.causal = s->causal;
     a.nqb = (int)((s->seq + g->tile.block_m - 1) / g->tile.block_m);
     a.scale_log2 = tl_prefill_scale(s) * 1.4426950408889634f;
-    const int wave = g->arch == PF_SM90 ? 32 : 64;
-    const dim3 grid((unsigned)((long)a.nqb * s->heads)), block((unsigned)(wave * g->tile.warps));
+    const dim3 grid((unsigned)((long)a.nqb * s->heads)), block((unsigned)g->threads);
+#if defined(TL_GPU_NVIDIA)
+    if (g->ws) {
+        PfWsArgs w;
+        memcpy(w.tq.w, g->tq, sizeof w.tq), memcpy(w.tk.w, g->tk, sizeof w.tk), memcpy(w.tv.w, g->tv, sizeof w.tv);
+        w.a = a;
+        const bool fp8 = s->dtype == TL_PREFILL_FP8;
+        if (fp8) {
+            const hipError_t e = tl_launch(pf_vt_kernel, dim3((unsigned)(g->seqp / 128), (unsigned)s->kv_heads), dim3(256), 0,
+                                           st, false, (const uint8_t *)g->v, g->vt, s->seq, g->seqp, s->kv_heads);
+            if (e != hipSuccess) return tl_gpu_fail("pf_vt_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+        }
+        const hipError_t e = tl_launch(g->wkern, grid, block, g->smem, st, fp8, w);
+        if (e != hipSuccess) return tl_gpu_fail("pf_ws_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+        return 0;
+    }
+#endif
     const hipError_t e = tl_launch(g->kern, grid, block, g->smem, st, false, a);
     if (e != hipSuccess) return tl_gpu_fail("pf_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;

@@ -59,13 +59,21 @@ static double lay_out(const tl_hw *hw, const tl_prefill_shape *s, const tl_prefi
 
 /* ---- the terms ---- */
 
+/* K/V buffers of the kernel: on sm_90 the warp-specialized kernel's (three, two for bf16 dqk 192:
+ * what fits 227 KB with Q), else TL_PREFILL_STAGES. */
+static int stages_of(const tl_hw *hw, const tl_prefill_shape *s)
+{
+    if (!is_sm(hw)) return TL_PREFILL_STAGES;
+    return s->dtype == TL_PREFILL_BF16 && s->dqk > 128 ? 2 : 3;
+}
+
 /* Blocks a CU holds: the waves the kernel's registers allow, and the LDS its K/V stages (and, on
  * sm_90, Q's staging tile) take. */
 static int resident_of(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_tiling t, double lds_elem)
 {
     const int waves = is_sm(hw) ? TL_PREFILL_WAVES_SM90 : TL_PREFILL_WAVES_AMD;
     int by_waves = waves / t.warps;
-    double lds = TL_PREFILL_STAGES * (double)t.block_n * (s->dqk + s->dv) * lds_elem;
+    double lds = stages_of(hw, s) * (double)t.block_n * (s->dqk + s->dv) * lds_elem;
     if (is_sm(hw)) lds += (double)t.block_m * s->dqk * lds_elem;
     int by_lds = (int)(hw->lds_kib * 1024.0 / lds);
     int n = by_waves < by_lds ? by_waves : by_lds;
@@ -88,8 +96,8 @@ static double vector_ops(const tl_hw *hw, const tl_prefill_shape *s, const tl_pr
     const double q_values = (double)r->blocks * t.block_m * s->dqk;
     if (is_sm(hw)) {
         /* wgmma: a warpgroup's few product instructions a tile take no issue share worth counting;
-         * FP8's V is transposed into V^T once per block and tile */
-        if (fp8) ops += (double)r->tiles_computed * t.block_n * s->dv * TL_PREFILL_VT_OPS;
+         * FP8's V^T comes from its own kernel (fixed_us) */
+        (void)kv_values, (void)q_values;
     } else if (fp8 && strcmp(hw->arch, "gfx942") == 0) {
         ops += (kv_values + q_values) / 4.0; /* E4M3FN codes as FNUZ: 0x80 fixed, four bytes an op */
     }
@@ -108,9 +116,64 @@ static double l2_us_of(const tl_hw *hw, const tl_prefill_shape *s, const tl_pref
     const double miss_us = or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US), hit_us = miss_us * hbm_cu / l2_cu;
     const double miss = fmin(1.0, kv_all * r->kv_passes / r->l2_bytes);
     const double latency = miss * miss_us + (1.0 - miss) * hit_us, cap = 1.0 / (miss / hbm_cu + (1.0 - miss) / l2_cu);
-    const double in_flight = (double)r->resident * (TL_PREFILL_STAGES - 1) * r->tile.block_n * (s->dqk + s->dv) * elem;
+    const double in_flight = (double)r->resident * (stages_of(hw, s) - 1) * r->tile.block_n * (s->dqk + s->dv) * elem;
     const double cu_gbps = fmin(cap, in_flight / (latency * 1e3)); /* bytes / ns = GB/s */
     return r->l2_bytes / ((double)active * cu_gbps * 1e3);
+}
+
+/* sm_90's compute term (simulator/prefill.h): the warp-specialized kernel's tile period in SM
+ * cycles, at the clock the matrix ceiling implies. */
+static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_result *r, long active, double lanes)
+{
+    const int fp8 = s->dtype == TL_PREFILL_FP8;
+    const tl_prefill_tiling t = r->tile;
+    const double tm = t.block_m, tn = t.block_n, tiles = (double)r->tiles_computed;
+    const double fpc = fp8 ? TL_PREFILL_SM90_FLOP_CLK_FP8 : TL_PREFILL_SM90_FLOP_CLK_BF16;
+    r->load_mhz = r->mma_tflops * 1e6 / (hw->cus * fpc);
+    const double wgs = t.warps / 4.0, rows_wg = tm / wgs;
+    /* one tile of the group: both warpgroups' products; one warpgroup's S and P V alone */
+    const double c_mma = r->flops_matrix / tiles / fpc;
+    const double c_s = 2.0 * rows_wg * tn * round_up(s->dqk, r->instr_k) / fpc;
+    const double c_pv = 2.0 * rows_wg * s->dv * round_up(tn, r->instr_k) / fpc;
+    /* the exponentials (MUFU, its own pipe) and the issue slots (one warp instruction a scheduler
+     * and clock: the vector lane-ops and the exponentials' own issue), the group's per tile */
+    const double exps = r->exps / tiles;
+    const double c_exp = exps / hw->transcendental_per_cu_clk;
+    const double c_issue = (r->vector_ops / tiles + exps) / lanes;
+    /* one warpgroup's softmax: its share of both, at once, behind the row max's chain */
+    const double c_soft = fmax(c_exp, c_issue) / wgs + TL_PREFILL_SM90_CHAIN;
+    /* a warpgroup's own loop: S, its softmax, a turn; fp8 also waits for its P V inside the turn */
+    r->chain_cycles = c_s + c_soft + TL_PREFILL_SM90_TURN + (fp8 ? c_pv + TL_PREFILL_SM90_TURN : 0.0);
+    const double compute = fmax(fmax(c_mma, fmax(c_exp, c_issue)), r->chain_cycles);
+    /* a tile's K and V by the copy engine: one round trip (hbm_latency_us) and its bytes at one
+     * SM's L2 stream (l2_per_cu_gbps). A stage is refilled once its tile's P V is done, at the end
+     * of that tile's iteration, and the tile it gets is needed (its S issued) at the start of the
+     * iteration stages - 2 later: the load has stages - 2 periods to land, none with two stages
+     * (then it adds to the compute) */
+    const int stages = stages_of(hw, s);
+    const double elem = fp8 ? 1.0 : 2.0;
+    const double kv_bytes = tn * (s->dqk + s->dv) * elem;
+    const double l2_cu = or_default(hw->l2_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
+    r->load_cycles = (or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US) + kv_bytes / (l2_cu * 1e3)) * r->load_mhz;
+    r->period_cycles = stages > 2 ? fmax(compute, r->load_cycles / (stages - 2)) : compute + r->load_cycles;
+    /* the part that sets the period (the load when it adds or exceeds) */
+    r->part = r->period_cycles > compute ? "load"
+              : compute == c_mma                  ? "matrix"
+              : compute == r->chain_cycles        ? "pipeline"
+              : c_exp >= c_issue                  ? "exp"
+                                                  : "vector";
+    /* a block's first tile: Q and the first K/V from memory, S(0) and its softmax alone */
+    const double first = or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US) * r->load_mhz + c_s + c_soft;
+    const double per_us = (double)active * r->load_mhz;
+    r->mma_us = tiles * c_mma / per_us;
+    r->exp_us = tiles * c_exp / per_us;
+    r->vec_us = tiles * c_issue / per_us;
+    r->soft_us = fmax(r->exp_us, r->vec_us);
+    r->chain_us = tiles * r->chain_cycles / per_us;
+    r->load_us = tiles * r->load_cycles / per_us;
+    /* a block's first tile: the fill above and one period without the load (its loads are in the
+     * fill); every later tile: the period */
+    r->compute_us = ((tiles - (double)r->blocks) * r->period_cycles + (double)r->blocks * (first + compute)) / per_us;
 }
 
 static void name_limiter(tl_prefill_model_result *r)
@@ -121,6 +184,7 @@ static void name_limiter(tl_prefill_model_result *r)
     } part[] = {{r->mma_us, "matrix"}, {r->exp_us, "exp"}, {r->vec_us, "vector"}};
     /* compute: the larger of matrix and softmax, the softmax by its larger part */
     const char *compute = r->mma_us >= r->soft_us ? "matrix" : part[1].us >= part[2].us ? "exp" : "vector";
+    if (r->part) compute = r->part; /* sm_90: the part that sets the tile period */
     const char *body = compute;
     double b = r->compute_us;
     if (r->lds_us > b) b = r->lds_us, body = "lds";
@@ -148,15 +212,11 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     const int fp8 = s->dtype == TL_PREFILL_FP8;
     r->operand = fp8 ? "fp8" : "bf16";
     if (is_sm(hw)) {
-        /* wgmma (sm_90a): m64n128, K-depth 16 (bf16) or 32 (e4m3), at the preset's measured matrix
-         * ceiling of the format */
-        const tl_ceiling c = fp8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
+        /* wgmma (sm_90a): m64n128, K-depth 16 (bf16) or 32 (e4m3), at the instruction's measured
+         * ceiling (TL_PREFILL_WGMMA_*_TFLOPS) */
         snprintf(r->instr, sizeof r->instr, "wgmma.mma_async.m64n128k%d.%s", fp8 ? 32 : 16, fp8 ? "e4m3" : "bf16");
         r->instr_k = fp8 ? 32 : 16;
-        r->mma_tflops = tl_ceiling_value(c);
-        if (!(r->mma_tflops > 0))
-            return tl_error(TL_EUSAGE, "sim prefill", "preset %s has no %s_tflops ceiling (the wgmma rate the model "
-                            "charges on sm_90)", hw->name, r->operand);
+        r->mma_tflops = fp8 ? TL_PREFILL_WGMMA_FP8_TFLOPS : TL_PREFILL_WGMMA_BF16_TFLOPS;
     } else {
         tl_instr in;
         if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;
@@ -205,7 +265,7 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
          * V^T is written and its staged codes read once per tile */
         const double wgs = t.warps / 4.0;
         r->lds_bytes = tiles * (tm * s->dqk + wgs * tn * (s->dqk + s->dv) + tn * (s->dqk + s->dv)) * lds_elem +
-                       (double)r->blocks * tm * s->dqk * lds_elem + (fp8 ? tiles * 2.0 * tn * s->dv : 0.0);
+                       (double)r->blocks * tm * s->dqk * lds_elem;
     } else {
         r->lds_bytes = tiles * (t.warps + 1.0) * tn * (s->dqk + s->dv) * lds_elem;
     }
@@ -221,16 +281,27 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     /* the terms (clock_mhz = cycles per us) */
     r->vector_ops = vector_ops(hw, s, r);
     const double lanes = or_default(hw->vector_lanes_per_cu, (double)hw->wave_size * schedulers);
-    r->mma_us = r->flops_matrix / (r->mma_tflops * TL_PREFILL_MMA_EFF * share * 1e6);
-    r->exp_us = r->exps / (hw->transcendental_per_cu_clk * active * hw->clock_mhz);
-    r->vec_us = r->vector_ops / (lanes * active * hw->clock_mhz);
-    r->soft_us = is_sm(hw) ? fmax(r->exp_us, r->vec_us) : r->exp_us + r->vec_us;
-    r->compute_us = fmax(r->mma_us, r->soft_us) + (1.0 - r->overlap) * fmin(r->mma_us, r->soft_us);
-    r->lds_us = r->lds_bytes / (hw->lds_bytes_per_cu_clk * active * hw->clock_mhz);
+    double mhz = hw->clock_mhz;
+    if (is_sm(hw)) {
+        sm90_compute(hw, s, r, active, lanes);
+        mhz = r->load_mhz;
+    } else {
+        r->mma_us = r->flops_matrix / (r->mma_tflops * TL_PREFILL_MMA_EFF * share * 1e6);
+        r->exp_us = r->exps / (hw->transcendental_per_cu_clk * active * hw->clock_mhz);
+        r->vec_us = r->vector_ops / (lanes * active * hw->clock_mhz);
+        r->soft_us = r->exp_us + r->vec_us;
+        r->compute_us = fmax(r->mma_us, r->soft_us) + (1.0 - r->overlap) * fmin(r->mma_us, r->soft_us);
+    }
+    r->lds_us = r->lds_bytes / (hw->lds_bytes_per_cu_clk * active * mhz);
     r->l2_us = l2_us_of(hw, s, r, elem, kv_all, active);
     r->hbm_us = r->hbm_bytes / (tl_ceiling_value(hw->ceilings.hbm_read_gbps) * 1e3);
     r->body_us = fmax(fmax(r->compute_us, r->lds_us), fmax(r->l2_us, r->hbm_us));
     r->fixed_us = or_default(hw->launch_us, 5.0) + or_default(hw->item_fixed_us, 0.0);
+    if (is_sm(hw) && fp8) {
+        /* V^T's kernel before it: V read and written once (at the HBM read rate), one more launch */
+        const double v_bytes = (double)s->seq * s->kv_heads * s->dv;
+        r->fixed_us += 2.0 * v_bytes / (tl_ceiling_value(hw->ceilings.hbm_read_gbps) * 1e3) + or_default(hw->next_kernel_us, 0.0);
+    }
     /* the tail: the list schedule at one tile's share of the body */
     r->tile_us = r->body_us * r->slots / tiles;
     const double end = lay_out(hw, s, r, span);

@@ -10,7 +10,8 @@
  * softmax in registers, O += P.V on the matrix cores; causal tiles above the diagonal are skipped,
  * the diagonal ones computed whole and masked; the grid runs the longest blocks (the last query
  * rows) first. Operands: sm_90 (Hopper, sm_90a) wgmma m64n128 on two warpgroups of 64 rows, bf16
- * or the FP8 codes in e4m3 for both products (V transposed into V^T codes once per tile);
+ * or the FP8 codes in e4m3 for both products (V^T codes from a kernel of their own), a producer
+ * warpgroup loading K/V tiles by the copy engine (three buffers; two for bf16 dqk 192);
  * gfx950 v_mfma_f32_16x16x32_bf16 or the FP8 v_mfma_scale_f32_16x16x128_f8f6f4; gfx942 16x16x16
  * bf16 or 16x16x32 FP8 (FNUZ).
  *
@@ -26,22 +27,41 @@
  *   - vector: per computed score TL_PREFILL_SCORE_OPS lane-operations (scale and max subtraction in
  *     one FMA, the running max, the row sum), the conversion of P (TL_PREFILL_P_OPS_*), the masking
  *     of diagonal tiles (TL_PREFILL_MASK_OPS), the rescale of O (dv / block_n per score: one multiply
- *     per O element per tile; twice that for FP8, whose P.V is scaled by v_scale / 448 into O), the
- *     row reductions (TL_PREFILL_ROW_OPS per row and tile); FP8 V transposed into V^T on sm_90
- *     (TL_PREFILL_VT_OPS per value, once per block and tile), or K and V bytes fixed to FNUZ on
- *     gfx942 (a quarter op per value). At the preset's vector lanes per CU and clock.
+ *     per O element per tile; twice that for AMD's FP8, whose P.V is scaled by v_scale / 448 into
+ *     O; sm_90's fp8 folds each tile's P.V into O in one FMA), the row reductions
+ *     (TL_PREFILL_ROW_OPS per row and tile), or K and V bytes fixed to FNUZ on gfx942 (a quarter
+ *     op per value). At the preset's vector lanes per CU and clock.
  *   - softmax = max(exp, vector) on sm_90 (MUFU is its own pipe beside the FMA pipe; the issue is
  *     in vector) and exp + vector on AMD (the transcendentals run on the VALU at quarter rate).
- *   - compute = max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave the
- *     loop is serial (S, then its softmax, then P.V); only another wave on the same scheduler /
- *     SIMD can fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a
- *     scheduler holds): 0 with one wave (nothing to overlap with), 1/2 with two (sm_90: the two
- *     warpgroups, one warp of each on every scheduler).
+ *   - compute (AMD) = max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave
+ *     the loop is serial (S, then its softmax, then P.V); only another wave on the same SIMD can
+ *     fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a SIMD holds).
+ *   - compute (sm_90, the warp-specialized kernel) in SM cycles per tile of a block, at the clock
+ *     its matrix ceiling implies (load_mhz = the measured wgmma rate / (SMs x the datasheet's
+ *     FLOPs a clock: 4096 bf16, 8192 e4m3)): the tile period is the largest of
+ *       matrix: both warpgroups' S and P V at that rate (the tensor cores take one warpgroup's
+ *               products, then the other's, in turns);
+ *       exp:    the tile's exponentials at transcendental_per_cu_clk (MUFU, its own pipe);
+ *       vector: the issue slots, the vector lane-ops above plus the exponentials' own issue, at
+ *               one warp instruction a scheduler and clock;
+ *       pipeline: one warpgroup's own chain: its S at the full rate, its softmax (its half of
+ *               max(exp, vector), behind the row max's dependent chain TL_PREFILL_SM90_CHAIN),
+ *               a turn (TL_PREFILL_SM90_TURN); fp8 also its P V and a second turn (its P V is
+ *               waited inside the turn, before the next S). bf16's P V runs during the next
+ *               softmax and is not on the chain;
+ *       load:   a K/V tile's load by the copy engine, one round trip (hbm_latency_us) and its
+ *               bytes at one SM's L2 stream (l2_per_cu_gbps), over the periods it has to land:
+ *               a stage is refilled when its tile's P V is done, at the end of that tile's
+ *               iteration, and the tile it gets is needed (its S issued one iteration early) at the
+ *               start of the iteration stages - 2 later; with two stages the load adds to the
+ *               rest of the period;
+ *     plus, per block, the first tile alone: one memory round trip (hbm_latency_us) for Q and the
+ *     first K/V, S(0) and its softmax.
  *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
  *     operand's bytes a tile and block) and the tile is written once; on sm_90 wgmma reads them
  *     once per warpgroup, and Q's rows once per tile; at lds_bytes_per_cu_clk.
  *   - l2: every block reads its computed tiles' K and V (and scales) from L2; a CU streams at most
- *     min(its cap, bytes in flight / latency): (TL_PREFILL_STAGES - 1) tiles a resident block; of
+ *     min(its cap, bytes in flight / latency): (stages - 1) tiles a resident block; of
  *     those bytes the HBM term's K/V passes miss and the rest hit (the blocks running at once walk
  *     the same keys from the first), the latency and the cap's time per byte weighted by the two.
  *   - hbm: Q read, O (bf16) and LSE written once; K and V (and FP8 scales) read once when all of
@@ -51,10 +71,11 @@
  *   - tail: the blocks laid over the block slots (CUs x resident blocks) by the list schedule
  *     (tl_prefill_schedule: longest first, each to the slot that frees first), a tile of any
  *     block taking body x slots in use / computed tiles; tail = the schedule's end - body.
- *   - fixed: launch_us + item_fixed_us (the first loads, the last epilogue).
+ *   - fixed: launch_us + item_fixed_us (the first loads, the last epilogue); sm_90 fp8 adds V^T's
+ *     kernel: V read and written at the HBM read rate, and next_kernel_us.
  * time = fixed + body + tail; the limiter names the largest of body (by its largest part:
- * "matrix", "exp", "vector", "lds", "l2", "hbm"), "tail" and "fixed".
- * Constants: guesses, stated below; none fitted (no measurement of this kernel yet).
+ * "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm"), "tail" and "fixed".
+ * Constants: guesses or instruction measurements, stated below; none fitted to this kernel's times.
  * Ignored: bank conflicts, barriers between tiles, register spills, a CU's blocks finishing at
  * different times (a block alone on a CU gets no more than its share), clock changes under load
  * (the seed's data-dependent MI355X clock).
@@ -65,8 +86,19 @@
 #include "../contract/prefill.h"
 #include "hw.h"
 
-#define TL_PREFILL_MMA_EFF 0.90      /* share of the instruction's rate the inner loop keeps (guess:
-                                      * the waits for the next tile and the barriers) */
+#define TL_PREFILL_MMA_EFF 0.90      /* AMD: share of the instruction's rate the inner loop keeps
+                                      * (guess: the waits for the next tile and the barriers) */
+#define TL_PREFILL_WGMMA_BF16_TFLOPS 917.0 /* sm_90: wgmma m64n128k16 bf16 in a loop, `tilelab bench
+                                      * roofline` on the H200 (bench/results/h200_prefill_roofline_run52.txt) */
+#define TL_PREFILL_WGMMA_FP8_TFLOPS 1717.5 /* the same, m64n128k32 e4m3 */
+#define TL_PREFILL_SM90_FLOP_CLK_BF16 4096.0 /* an SM's dense bf16 FLOPs a clock: the datasheet's
+                                      * 989.4 TFLOP/s / (132 SMs x 1830 MHz) */
+#define TL_PREFILL_SM90_FLOP_CLK_FP8 8192.0 /* e4m3: twice that */
+#define TL_PREFILL_SM90_CHAIN 200.0  /* cycles: a row's running max as a dependent chain (32 max a
+                                      * half row at ~4 cycles) and two shuffles before the first
+                                      * exponential (guess) */
+#define TL_PREFILL_SM90_TURN 100.0   /* cycles: a turn's named barrier, fence and product issue, and
+                                      * a wait's return (guess) */
 #define TL_PREFILL_STAGES 2          /* K/V tile buffers in LDS (double buffering; guess) */
 #define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
 #define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */
@@ -76,9 +108,6 @@
 #define TL_PREFILL_ROW_OPS 8.0       /* lane-ops per row and tile: the max and sum reductions
                                       * across the lanes sharing a row (shuffles and ops), the
                                       * correction factor */
-#define TL_PREFILL_VT_OPS 1.5        /* sm_90 FP8: lane-ops per V value transposed into V^T: four
-                                      * loads, eight byte permutes, four stores and their addresses
-                                      * per 16 values */
 #define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: its O, S and Q fragments
                                       * take up to 255 registers a thread, 8 warps of the 64K (guess) */
 #define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
@@ -111,10 +140,16 @@ typedef struct {
     double kv_passes;                /* passes over K and V from HBM */
     double hbm_bytes;                /* Q, K, V (and scales) read, O and LSE written */
     double mma_us, exp_us, vec_us, soft_us, compute_us, lds_us, l2_us, hbm_us;
+    double chain_us;                 /* sm_90: the warpgroups' own chains (0 on AMD) */
+    double load_mhz;                 /* sm_90: the clock the matrix ceiling implies (0 on AMD) */
+    double chain_cycles, period_cycles; /* sm_90: a warpgroup's chain and the tile period (cycles) */
+    double load_cycles, load_us;     /* sm_90: a K/V tile's load (cycles), and all tiles' (us) */
+    const char *part;                /* sm_90: what sets the tile period ("matrix", "exp", "vector",
+                                      * "pipeline", "load"); NULL on AMD */
     double body_us, tail_us, fixed_us, time_us;
     double tile_us;                  /* one tile of one block in the schedule */
     double tflops;                   /* counted FLOPs / time */
-    const char *limiter;             /* "matrix", "exp", "vector", "lds", "l2", "hbm", "tail" or "fixed" */
+    const char *limiter;             /* "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail" or "fixed" */
 } tl_prefill_model_result;
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,

@@ -504,7 +504,7 @@ static void test_model_counts(void **state)
 
 static int known_limiter(const char *l)
 {
-    const char *const names[] = {"matrix", "exp", "vector", "lds", "l2", "hbm", "tail", "fixed"};
+    const char *const names[] = {"matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail", "fixed"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (l && strcmp(l, names[i]) == 0) return 1;
     return 0;
@@ -524,17 +524,20 @@ static void test_model_limiters(void **state)
             assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
             assert_true(known_limiter(r.limiter));
             assert_true(strcmp(r.limiter, "matrix") == 0 || strcmp(r.limiter, "exp") == 0 ||
-                        strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "lds") == 0);
+                        strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "pipeline") == 0 || strcmp(r.limiter, "load") == 0 ||
+                        strcmp(r.limiter, "lds") == 0);
             const double terms[] = {r.mma_us, r.exp_us, r.vec_us, r.soft_us, r.compute_us, r.lds_us, r.l2_us, r.hbm_us, r.fixed_us};
             for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) assert_true(terms[i] > 0 && terms[i] <= r.time_us);
             assert_true(r.tail_us < 0.05 * r.time_us && r.fixed_us < 0.01 * r.time_us);
             assert_true(fabs(r.time_us - (r.fixed_us + r.body_us + r.tail_us)) < 1e-9 * r.time_us);
             assert_true(r.tflops > 0 && r.tflops < r.mma_tflops);
-            if (a == 0) { /* wgmma on the codes: both dtypes native, at the preset's measured ceiling */
+            if (a == 0) { /* wgmma on the codes: both dtypes native, at the instruction's measured ceiling */
                 assert_string_equal(r.operand, d ? "fp8" : "bf16");
                 assert_non_null(strstr(r.instr, "wgmma"));
                 assert_int_equal(r.instr_k, d ? 32 : 16);
-                assert_true(r.mma_tflops == tl_ceiling_value(d ? hw.ceilings.fp8_tflops : hw.ceilings.bf16_tflops));
+                assert_true(r.mma_tflops == (d ? TL_PREFILL_WGMMA_FP8_TFLOPS : TL_PREFILL_WGMMA_BF16_TFLOPS));
+                /* the tile period holds every part, the chain included */
+                assert_true(r.period_cycles >= r.chain_cycles && r.chain_cycles > 0 && r.load_mhz > 1000);
             } else {
                 assert_string_equal(r.instr, d ? "v_mfma_scale_f32_16x16x128_f8f6f4" : "v_mfma_f32_16x16x32_bf16");
             }
@@ -603,9 +606,10 @@ static void test_model_bad(void **state)
     tl_hw no_exp = hw;
     no_exp.transcendental_per_cu_clk = 0;
     assert_int_equal(tl_prefill_model(&no_exp, &s, &r), TL_EUSAGE);
-    tl_hw no_ceiling = hw; /* sm_90 charges the preset's bf16 ceiling */
+    tl_hw no_ceiling = hw; /* sm_90 charges wgmma's own measured rate, not the preset's GEMM ceiling */
     memset(&no_ceiling.ceilings.bf16_tflops, 0, sizeof no_ceiling.ceilings.bf16_tflops);
-    assert_int_equal(tl_prefill_model(&no_ceiling, &s, &r), TL_EUSAGE);
+    assert_int_equal(tl_prefill_model(&no_ceiling, &s, &r), 0);
+    assert_true(r.mma_tflops == TL_PREFILL_WGMMA_BF16_TFLOPS);
     tl_hw no_bf16 = load_hw("mi355x");
     no_bf16.n_instr = 0;
     assert_int_equal(tl_prefill_model(&no_bf16, &s, &r), TL_EUSAGE);
