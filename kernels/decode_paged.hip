@@ -21,6 +21,12 @@
  *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of
  *          3 stages in shared memory (2 units in flight ahead of the one computed: 8 warps x 16 KB
  *          per SM against HBM's ~4600-cycle loaded latency), by one of two copy paths:
+ *          sm_90a (TL_GPU_TENSOR_MAPS, a 9.x device; both formats): one tensor copy
+ *            (cp.async.bulk.tensor from the pools' tensor maps, a __grid_constant__ parameter) a
+ *            page's K or V rows of the KV head, 4 KB (bf16) or 2 KB (fp8), issued by lane 0 on the
+ *            stage's mbarrier, landing with the 128-byte swizzle; the fragments' keys are permuted
+ *            (pg_pi) so that the swizzled reads are conflict-free; fp8 scales by 4-byte cp.async;
+ *          otherwise:
  *          bf16: each 256-byte row by one bulk copy (cp.async.bulk: a page is one instruction of
  *            the warp, lane r < 16 copying K row r and lane 16 + r V row r) that completes on the
  *            stage's mbarrier; the rows land at offsets that keep the fragment reads free of bank
@@ -31,6 +37,7 @@
  *          Cost: a bulk copy moves one row (rows of a page are 4 KB apart in the pool); the H200
  *          completes about 16 G of them a second, so fp8's 128-byte rows (twice the copies a
  *          byte) stream faster through 16-byte cp.async; bf16's 256-byte rows through bulk copies.
+ *          A tensor copy moves 16 rows: 16 (bf16) or 32 (fp8) times fewer copies a byte.
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
