@@ -124,6 +124,7 @@ struct tl_decode_gpu {
     int part_shards;
     int wave, cus;
     size_t mla_smem;
+    DecPagedMaps maps;    /* paged: the pools' tensor maps (maps.tma = 0: not used) */
     unsigned long long *trace; /* while tl_decode_gpu_trace runs: the shard groups' records, then the merge's */
 };
 
@@ -220,7 +221,7 @@ extern "C" int tl_decode_gpu_open(const tl_decode_shape *s, tl_decode_gpu **out)
     if (!rc) rc = GALLOC(g->o, tl_decode_o_elems(t) * sizeof(float), "O");
     if (!rc) rc = GALLOC(g->lse, tl_decode_lse_elems(t) * sizeof(float), "LSE");
     if (!rc) rc = ensure_partials(g, auto_shards(g));
-    if (!rc && paged) rc = dec_paged_prepare(g->wave);
+    if (!rc && paged) rc = dec_paged_prepare(&g->maps, g->k, g->v, t->pages, t->kv_heads, fp8, g->wave);
     if (!rc && !paged) {
         g->mla_smem = dec_mla_smem(t->heads, t->topk, g->wave);
         size_t limit = 0;
@@ -296,7 +297,7 @@ static int enqueue(tl_decode_gpu *g, int shards, hipStream_t st)
         a.o = o, a.lse = lse;
         a.kv_heads = t->kv_heads, a.gqa = t->gqa, a.max_blocks = t->max_blocks, a.shards = shards;
         a.scale_log2 = scale_log2;
-        rc = dec_paged_launch(a, fp8, tl_decode_groups(t, shards), g->wave, st);
+        rc = dec_paged_launch(a, g->maps, fp8, tl_decode_groups(t, shards), g->wave, st);
     } else {
         DecMlaArgs a;
         a.q = g->q, a.kv = g->k, a.ks = g->ks, a.topk = g->topk, a.lens = g->lens;

@@ -44,10 +44,18 @@ struct DecMlaArgs {
  * its SM, then its cycle counter at each of contract/decode.h's TL_DECODE_TRACE_* points. */
 #define DEC_TRACE_WORDS (2 + TL_DECODE_TRACE_POINTS)
 
-/* Raises the paged kernel's dynamic shared-memory limit (sm_90: its cp.async rings) at open. */
-int dec_paged_prepare(int wave);
+/* The paged kernel's tensor maps of the K and V pools (two CUtensorMap, 128 bytes each, copied into
+ * the launch's parameters): built at open where TL_GPU_TENSOR_MAPS and the device allow (tma = 1),
+ * otherwise tma = 0 and the kernel copies by its other path (decode_paged.hip). */
+struct DecPagedMaps {
+    unsigned char k[128], v[128];
+    int tma;
+};
+/* Builds m for the pools k, v of `pages` pages (kv_heads heads, fp8 or bf16), where usable, and raises
+ * the paged kernel's dynamic shared-memory limit (sm_90: its rings) for the path m picks; at open. */
+int dec_paged_prepare(DecPagedMaps *m, const void *k, const void *v, long pages, int kv_heads, int fp8, int wave);
 /* Launches the paged shard kernel over `groups` work-groups (4 waves each: 4 x wave threads). */
-int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st);
+int dec_paged_launch(const DecPagedArgs &a, const DecPagedMaps &m, int fp8, long groups, int wave, hipStream_t st);
 /* Dynamic shared memory of the dual-scope kernel (bytes) for H heads, k top-k entries and the
  * device's wave size. */
 size_t dec_mla_smem(int heads, int topk, int wave);

@@ -24,8 +24,13 @@
  * The key set: slot i < nwin is window position wlo + i; slot nwin + i is top-k entry i, counted
  * as tl_decode_topk_counts says: when it is a candidate (in [0, visible), before the window) and no
  * entry j < i holds its position. A tile's 32 slots are settled by the whole group at once (ml
- * tile_pos: 8 threads a slot, each comparing a strided eighth of the entries before it, OR-ed by
- * shuffles: i / 8 shared loads a thread, no atomics). Slots that do not count load their request's
+ * tile_pos). The shard's first tile by comparison: 8 threads a slot, each comparing a strided
+ * eighth of the entries before it, four a 16-byte shared load, OR-ed by shuffles (i / 32 loads a
+ * thread, no atomics). The tiles after it by a hash set of the entries before the shard's end
+ * (position -> lowest entry index: a compare-and-swap and an atomic min an entry, k_end / 256 a
+ * thread), built while the first tile's loads are in flight, then one probe a slot: without it a
+ * tile's compares cost i / 32 loads a thread every tile, which at k = 2048 outgrew the tile's
+ * work. A shard of one tile (batch 1's) builds none. Slots that do not count load their request's
  * row 0 (nothing waits on a load before its use) and are stored as zero rows with scale 0; they
  * score -inf. The first tile's loads are issued before its repeats are settled, from the list as
  * it is (a repeat is zeroed at the store like any slot that does not count). One tile's loads are
@@ -34,7 +39,8 @@
  * Epilogue: O / l through shared memory (one m-tile at a time over the tile's space) as 16-byte
  * stores of whole rows.
  * Shared memory: the tile (32 x 584 bf16), the S partials (waves x 16 x 36 f32), P (HB x 40 bf16),
- * per-head statistics, the positions and scales of the tile, the list (dec_mla_smem). Registers
+ * per-head statistics, the positions and scales of the tile, the list, its hash set (position and
+ * entry index, 2 x 4 bytes a slot; dec_mla_smem). Registers
  * (sm_90, HB = 32): O 64, Q 36, next tile 20 (fp8) / 36 (bf16).
  */
 #include "decode_launch.h"
@@ -61,9 +67,17 @@ static_assert(16 * ML_LDO * 4 <= ML_TK * ML_LDK * 2, "the epilogue's O stage fit
 
 /* the shared-memory carve (bytes), in this order; every part 16-byte aligned */
 struct MlLayout {
-    size_t kt, sp, ps, stat, pos, sc, list, total;
+    size_t kt, sp, ps, stat, pos, sc, list, hkey, hidx, total;
 };
 static __host__ __device__ inline size_t ml_align16(size_t x) { return (x + 15) & ~(size_t)15; }
+/* the hash set's slots for n entries: the power of two >= 2 n (at most half full), 0 for none */
+static __host__ __device__ inline int ml_hash_slots(int n)
+{
+    int hs = 4;
+    while (hs < 2 * n) hs *= 2;
+    return n > 0 ? hs : 0;
+}
+static __device__ __forceinline__ uint32_t ml_hash(uint32_t p, uint32_t mask) { return (p * 0x9E3779B1u >> 11) & mask; }
 static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves)
 {
     MlLayout L;
@@ -75,6 +89,9 @@ static __host__ __device__ inline MlLayout ml_layout(int hb, int topk, int waves
     L.pos = at, at += ml_align16((size_t)2 * ML_TK * 4);
     L.sc = at, at += ml_align16((size_t)ML_TK * 4);
     L.list = at, at += ml_align16((size_t)(topk > 0 ? topk : 0) * 4);
+    const size_t hs = (size_t)ml_hash_slots(topk > 0 ? topk : 0);
+    L.hkey = at, at += hs * 4;
+    L.hidx = at, at += hs * 4;
     L.total = at;
     return L;
 }
@@ -185,6 +202,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     int32_t *posb = (int32_t *)(ml_smem + L.pos); /* [2][TK] */
     float *scb = (float *)(ml_smem + L.sc);
     int32_t *list = (int32_t *)(ml_smem + L.list);
+    int32_t *hkey = (int32_t *)(ml_smem + L.hkey), *hidx = (int32_t *)(ml_smem + L.hidx);
 
     tl_grid_dep_launch();
     const int tid = (int)tl_thread_x(), lane = tl_lane(), w = tl_wave_id();
@@ -237,8 +255,14 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     long lo, hi;
     tl_decode_shard_range(nwin + a.topk_n, a.shards, ML_TK, s, &lo, &hi);
 
+    /* the hash set: for shards of more than one tile with top-k slots, the entries before the end */
+    const int k_end = hi - lo > ML_TK && hi > nwin ? (int)(hi - nwin < a.topk_n ? hi - nwin : a.topk_n) : 0;
+    const int hslots = ml_hash_slots(k_end);
+    const uint32_t hmask = (uint32_t)hslots - 1u;
+
     /* ---- prologue: statistics; the first tile's loads; its positions settled ---- */
     for (int i = tid; i < HB; i += ML_THREADS) m_s[i] = -__builtin_inff(), l_s[i] = 0.0f, al_s[i] = 1.0f;
+    for (int i = tid; i < hslots; i += ML_THREADS) hkey[i] = -1, hidx[i] = 0x7FFFFFFF;
     tl_block_sync();
     /* the position slot `slot` loads before its repeats are settled (-1: none): the window's, or a
      * top-k candidate's (a repeat of an earlier entry is found by tile_pos) */
@@ -280,8 +304,24 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         }
     };
     prefetch(lo + ML_TK);
+    /* the hash set (see above): entry j inserted as (position, lowest index); a slot's key, once set,
+     * never changes */
+    for (int j = tid; j < k_end; j += ML_THREADS) {
+        const int32_t p = list[j];
+        if (p < 0 || p >= vis || p >= wlo) continue;
+        for (uint32_t at = ml_hash((uint32_t)p, hmask);; at = (at + 1) & hmask) {
+            int32_t cur = ((volatile int32_t *)hkey)[at];
+            if (cur < 0) cur = atomicCAS(&hkey[at], -1, p);
+            if (cur < 0 || cur == p) {
+                atomicMin(&hidx[at], j);
+                break;
+            }
+        }
+    }
     /* The positions of the 32 slots t0 .. t0 + 31 into pb (-1: does not count), by the whole group:
-     * slot tid / 8, thread tid % 8 compares entries tid % 8, + 8, .. before it. */
+     * slot tid / 8; the shard's first tile: thread tid % 8 compares the entries 4 q .. 4 q + 3 before
+     * it, q = tid % 8, + 8, .. (the list's region holds whole 16-byte chunks: ml_align16; entries at
+     * or past i are masked); later tiles: thread tid % 8 = 0 probes the hash set. */
     static_assert(ML_THREADS == 8 * ML_TK, "tile_pos: 8 threads a slot");
     auto tile_pos = [&](long t0, int32_t *pb) {
         const int sl = tid >> 3, c = tid & 7;
@@ -290,8 +330,25 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
         int dup = 0;
         if (p >= 0 && slot >= nwin) {
             const int i = (int)(slot - nwin);
-#pragma unroll 4
-            for (int j = c; j < i; j += 8) dup |= list[j] == p;
+            if (t0 != lo && hslots > 0) {
+                if (c == 0)
+                    for (uint32_t at = ml_hash((uint32_t)p, hmask);; at = (at + 1) & hmask) {
+                        const int32_t kk = hkey[at];
+                        if (kk == p) {
+                            dup = hidx[at] < i;
+                            break;
+                        }
+                        if (kk < 0) break; /* not in the set: cannot happen for i < k_end */
+                    }
+            } else {
+                const int4 *l4 = (const int4 *)list;
+#pragma unroll 2
+                for (int q = c; 4 * q < i; q += 8) {
+                    const int4 v = l4[q];
+                    const int j = 4 * q;
+                    dup |= (v.x == p) | ((v.y == p) & (j + 1 < i)) | ((v.z == p) & (j + 2 < i)) | ((v.w == p) & (j + 3 < i));
+                }
+            }
         }
         dup |= tl_shfl_xor(dup, 1);
         dup |= tl_shfl_xor(dup, 2);

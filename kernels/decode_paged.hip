@@ -21,6 +21,12 @@
  *          2t + 8, 2t + 9, chunk g (and g + 8 for bf16). The pieces come through a per-warp ring of
  *          3 stages in shared memory (2 units in flight ahead of the one computed: 8 warps x 16 KB
  *          per SM against HBM's ~4600-cycle loaded latency), by one of two copy paths:
+ *          sm_90a (TL_GPU_TENSOR_MAPS, a 9.x device; both formats): one tensor copy
+ *            (cp.async.bulk.tensor from the pools' tensor maps, a __grid_constant__ parameter) a
+ *            page's K or V rows of the KV head, 4 KB (bf16) or 2 KB (fp8), issued by lane 0 on the
+ *            stage's mbarrier, landing with the 128-byte swizzle; the fragments' keys are permuted
+ *            (pg_pi) so that the swizzled reads are conflict-free; fp8 scales by 4-byte cp.async;
+ *          otherwise:
  *          bf16: each 256-byte row by one bulk copy (cp.async.bulk: a page is one instruction of
  *            the warp, lane r < 16 copying K row r and lane 16 + r V row r) that completes on the
  *            stage's mbarrier; the rows land at offsets that keep the fragment reads free of bank
@@ -31,6 +37,7 @@
  *          Cost: a bulk copy moves one row (rows of a page are 4 KB apart in the pool); the H200
  *          completes about 16 G of them a second, so fp8's 128-byte rows (twice the copies a
  *          byte) stream faster through 16-byte cp.async; bf16's 256-byte rows through bulk copies.
+ *          A tensor copy moves 16 rows: 16 (bf16) or 32 (fp8) times fewer copies a byte.
  *   gfx942 / gfx950 (waves of 64; lane = (n, q), n = lane % 16, q = lane / 16) keys as M:
  *          S^T[16 keys][16 heads] = K Q^T, 8 v_mfma_f32_16x16x16_bf16 (gfx950 runs the same
  *          CDNA3 instruction: this kernel is bound by HBM, not by the matrix rate); the S^T
@@ -64,6 +71,12 @@
 #define PG_PAGE_BYTES(RB) (32 * (RB) + 256)
 #define PG_STAGE_BYTES (2 * PG_PAGE_BYTES(128) + 2 * 32 * 4)
 #define PG_RING_BYTES (PG_WAVES * PG_STAGES * PG_STAGE_BYTES)
+/* sm_90a tensor copies: a stage holds its unit's K and V boxes as the copies put them (page u's K
+ * at 2 u 16 RB, its V 16 RB further; 8 KB a unit), rows swizzled in 128-byte segments, the ring
+ * 1024-byte aligned; after the ring, 256 bytes of fp8 scales a stage, then the barriers */
+#define PG_TSTAGE_BYTES 8192
+#define PG_TRING_BYTES (PG_WAVES * PG_STAGES * PG_TSTAGE_BYTES)
+#define PG_TSCL_BYTES 256
 #define PG_PAGE TL_DECODE_PAGE
 
 #if defined(TL_GPU_AMD)
@@ -205,6 +218,36 @@ static __device__ __forceinline__ int pg_vrow(int r)
 {
     return 16 * RB + 64 + r * RB + 32 * ((r >> 1) & 3) + 96 * (r >> 3);
 }
+/* Tensor copies (sm_90a): one box of a tensor map (a __grid_constant__ parameter) into shared
+ * memory, completing on bar. The box of a page and KV head: 16 rows of RB bytes, stored with the
+ * 128-byte swizzle (16-byte chunk c of 128-byte segment q at chunk c ^ (q % 8)); pg_sw gives where
+ * chunk c of row r lands. */
+static __device__ __forceinline__ void pg_tma3(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+                     pg_saddr(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(pg_saddr(bar))
+                 : "memory");
+}
+static __device__ __forceinline__ void pg_tma4(void *dst, const void *map, int c0, int c1, int c2, int c3, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(
+                     pg_saddr(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(pg_saddr(bar))
+                 : "memory");
+}
+template <int RB>
+static __device__ __forceinline__ int pg_sw(int r, int c)
+{
+    const int q = RB == 256 ? 2 * r + (c >> 3) : r;
+    return q * 128 + (((c & 7) ^ (q & 7)) << 4);
+}
+/* With tensor copies the rows of a page land in key order, so the fragments' keys are permuted
+ * instead: column n of an n-tile of S (and k-index n of P V's 8-key halves) is key 8 nt + pg_pi(n),
+ * pi = (0 6 2 4 5 3 7 1). The softmax does not care in which order the keys come, and with it the
+ * K reads (rows pi(g), pi(g + 1) of a quarter-warp) and the V reads (rows pi(2t + e), t = 0..3) hit
+ * 8 distinct 16-byte banks under the swizzle, for both row sizes. */
+static __device__ __forceinline__ int pg_pi(int n) { return (int)((0x17354620u >> (4 * n)) & 7u); }
 
 /* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
  * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
@@ -216,8 +259,8 @@ static __device__ __forceinline__ int pg_vrow(int r)
  * copies (and any zeroed rows) before the reads, and every lane's reads of a stage before it is
  * refilled. */
 
-template <bool FP8>
-static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
+template <bool FP8, bool TMA>
+static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void *maps)
 {
     extern __shared__ __attribute__((aligned(16))) uint8_t pg_smem[];
     tl_grid_dep_launch(); /* the merge may be scheduled; it waits for this grid to finish */
@@ -266,7 +309,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
      * entries come 32 units at a time (lane j holds unit j's, handed out by shuffles), the next 32
      * loaded one chunk ahead. */
     constexpr int PPI = FP8 ? 2 : 1;
-    constexpr bool BULK = !FP8;     /* the copy path (see above) */
+    constexpr bool BULK = !FP8 && !TMA; /* the copy path (see above) */
     constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane reads */
     constexpr int VL = FP8 ? 4 : 8;
     constexpr int PP = KL + VL;     /* pieces a page (cp.async layout) */
@@ -276,9 +319,14 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
     const long nunits = first < p_end ? (p_end - first + ustride - 1) / ustride : 0;
     const int32_t *table = a.table + (size_t)b * a.max_blocks;
     constexpr int RB = FP8 ? 128 : 256, PAGEB = PG_PAGE_BYTES(RB);
-    uint8_t *ring = pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
-    uint64_t *bars = (uint64_t *)(pg_smem + PG_RING_BYTES) + w * PG_STAGES;
-    if (BULK && lane == 0) {
+    constexpr int STB = TMA ? PG_TSTAGE_BYTES : PG_STAGE_BYTES;
+    uint8_t *tbase = pg_smem + ((1024u - (pg_saddr(pg_smem) & 1023u)) & 1023u); /* TMA: the swizzle's alignment */
+    uint8_t *ring = TMA ? tbase + (size_t)w * PG_STAGES * PG_TSTAGE_BYTES : pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
+    uint8_t *tscl = tbase + PG_TRING_BYTES + (size_t)w * PG_STAGES * PG_TSCL_BYTES;
+    uint64_t *bars = TMA ? (uint64_t *)(tbase + PG_TRING_BYTES + PG_WAVES * PG_STAGES * PG_TSCL_BYTES) + w * PG_STAGES
+                         : (uint64_t *)(pg_smem + PG_RING_BYTES) + w * PG_STAGES;
+    const unsigned char *kmap = (const unsigned char *)maps, *vmap = kmap + 128;
+    if ((BULK || TMA) && lane == 0) {
 #pragma unroll
         for (int j = 0; j < PG_STAGES; j++) pg_mbar_init(bars + j);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -300,7 +348,35 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 for (int u = 0; u < PPI; u++) tb[u] = tbn[u];
                 table_chunk((j >> 5) + 1, tbn);
             }
-            uint8_t *st = ring + (size_t)(j % PG_STAGES) * PG_STAGE_BYTES;
+            uint8_t *st = ring + (size_t)(j % PG_STAGES) * STB;
+            uint8_t *scs = TMA ? tscl + (size_t)(j % PG_STAGES) * PG_TSCL_BYTES : st + SCL;
+            if (TMA) {
+                /* lane 0: the unit's boxes, K and V of each page before the shard's end (the rows
+                 * of its last page past the end come too: masked in the scores, V zeroed when used) */
+                uint64_t *bar = bars + j % PG_STAGES;
+                int32_t blk[PPI];
+#pragma unroll
+                for (int u = 0; u < PPI; u++) blk[u] = tl_shfl(tb[u], (int)(j & 31));
+                if (lane == 0) {
+                    unsigned n = 0;
+#pragma unroll
+                    for (int u = 0; u < PPI; u++) n += first + j * ustride + u < p_end ? 1u : 0u;
+                    pg_mbar_expect(bar, n * 2u * 16u * RB);
+#pragma unroll
+                    for (int u = 0; u < PPI; u++) {
+                        if (first + j * ustride + u >= p_end) continue;
+                        const int row = blk[u] * PG_PAGE;
+                        uint8_t *kd = st + u * 2 * 16 * RB;
+                        if (FP8) {
+                            pg_tma3(kd, kmap, 0, h, row, bar);
+                            pg_tma3(kd + 16 * RB, vmap, 0, h, row, bar);
+                        } else {
+                            pg_tma4(kd, kmap, 0, 0, h, row, bar);
+                            pg_tma4(kd + 16 * RB, vmap, 0, 0, h, row, bar);
+                        }
+                    }
+                }
+            }
             if (BULK) {
                 uint64_t *bar = bars + j % PG_STAGES;
                 /* lane 0 announces the unit's bytes (its live rows', K and V) before any copy lands */
@@ -318,7 +394,8 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 const long p = first + j * ustride + u, pos0 = p * PG_PAGE;
                 const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
                 const int key = lane & 15;
-                if (BULK) {
+                if (TMA) {
+                } else if (BULK) {
                     /* lane < 16: K row `lane`; lane >= 16: V row lane - 16, one bulk copy each; rows
                      * past the shard's end are not copied (their V rows are zeroed when the unit is
                      * used) */
@@ -354,7 +431,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 }
                 if (FP8) { /* lane < 16: k_scale of key lane; lane >= 16: v_scale of key lane - 16 */
                     const float *src = (lane < 16 ? a.ks : a.vs) + (slot0 + key) * a.kv_heads + h;
-                    pg_cp4(st + SCL + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
+                    pg_cp4(scs + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
                 }
             }
         }
@@ -369,7 +446,23 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 
     for (long it = 0; it < nunits; it++) {
         pg_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
-        uint8_t *st = ring + (size_t)(it % PG_STAGES) * PG_STAGE_BYTES;
+        uint8_t *st = ring + (size_t)(it % PG_STAGES) * STB;
+        if (TMA) {
+            pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's boxes */
+            /* V rows at or past the shard's end (a page's tail, a page not copied) as zeros */
+            bool zeroed = false;
+#pragma unroll
+            for (int u = 0; u < PPI; u++) {
+                const long live = hi - (first + it * ustride + u) * PG_PAGE;
+                if (live < PG_PAGE) {
+                    const int from = live < 0 ? 0 : (int)live;
+                    uint8_t *vz = st + u * 2 * 16 * RB + 16 * RB + from * RB;
+                    for (int c = lane; c < (PG_PAGE - from) * (RB / 16); c += 32) *(uint4 *)(vz + 16 * c) = make_uint4(0, 0, 0, 0);
+                    zeroed = true;
+                }
+            }
+            if (zeroed) asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later tensor copy */
+        }
         if (BULK) {
             pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
             /* a shard's last page: V rows past its end as zeros (p = 0 there) */
@@ -383,7 +476,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
         }
         __syncwarp(); /* every lane's copies and zeros; every lane is done with unit it - 1 */
         issue(it + PG_STAGES - 1);
-        const float *scl = (const float *)(st + SCL);
+        const float *scl = (const float *)(TMA ? tscl + (size_t)(it % PG_STAGES) * PG_TSCL_BYTES : st + SCL);
         /* ---- QK of the unit's pages ---- */
         tl_frag_c sc[PPI][2];
 #pragma unroll
@@ -393,8 +486,9 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
             for (int x = 0; x < KL; x++) {
                 /* bf16: x = 4 nt + i, fp8: x = 2 nt + i; key 8 nt + g, chunk t + 4i */
                 const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3;
-                kr[x] = BULK ? *(const uint4 *)(st + pg_krow<RB>(8 * nt + g) + 16 * (t + 4 * i))
-                             : *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
+                kr[x] = TMA    ? *(const uint4 *)(st + u * 2 * 16 * RB + pg_sw<RB>(8 * nt + pg_pi(g), t + 4 * i))
+                        : BULK ? *(const uint4 *)(st + pg_krow<RB>(8 * nt + g) + 16 * (t + 4 * i))
+                               : *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
             }
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
@@ -426,7 +520,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int key = 8 * nt + 2 * t + (e & 1);
+                    const int key = 8 * nt + (TMA ? pg_pi(2 * t + (e & 1)) : 2 * t + (e & 1));
                     const float ksc = FP8 ? scl[u * 32 + key] : 1.0f;
                     x[u][nt][e] = pos0 + key < hi ? sc[u][nt].v[e] * ksc * a.scale_log2 : -__builtin_inff();
                 }
@@ -469,8 +563,9 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
                 /* keys 2t, 2t + 1 (nt 0) and 2t + 8, 2t + 9 (nt 1) */
                 float v0 = 1.0f, v1 = 1.0f, v2 = 1.0f, v3 = 1.0f;
                 if (FP8) {
-                    v0 = scl[u * 32 + 16 + 2 * t], v1 = scl[u * 32 + 17 + 2 * t];
-                    v2 = scl[u * 32 + 24 + 2 * t], v3 = scl[u * 32 + 25 + 2 * t];
+                    const int k0 = TMA ? pg_pi(2 * t) : 2 * t, k1 = TMA ? pg_pi(2 * t + 1) : 2 * t + 1;
+                    v0 = scl[u * 32 + 16 + k0], v1 = scl[u * 32 + 16 + k1];
+                    v2 = scl[u * 32 + 24 + k0], v3 = scl[u * 32 + 24 + k1];
                 }
                 pg_split2(x[u][0][0] * v0, x[u][0][1] * v1, ph.r[0], pl.r[0]);
                 pg_split2(x[u][0][2] * v0, x[u][0][3] * v1, ph.r[1], pl.r[1]);
@@ -481,9 +576,11 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 #pragma unroll
             for (int xx = 0; xx < VL; xx++) {
                 /* keys 2t, 2t + 1, 2t + 8, 2t + 9 (xx & 3); bf16 chunk g + 8 (xx >> 2), fp8 chunk g */
-                const int kk = xx & 3, key = 2 * t + (kk & 1) + 8 * (kk >> 1);
-                vr[xx] = BULK ? *(const uint4 *)(st + pg_vrow<RB>(key) + 16 * (g + 8 * (xx >> 2)))
-                              : *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
+                const int kk = xx & 3;
+                const int key = (TMA ? pg_pi(2 * t + (kk & 1)) : 2 * t + (kk & 1)) + 8 * (kk >> 1);
+                vr[xx] = TMA    ? *(const uint4 *)(st + u * 2 * 16 * RB + 16 * RB + pg_sw<RB>(key, FP8 ? g : g + 8 * (xx >> 2)))
+                         : BULK ? *(const uint4 *)(st + pg_vrow<RB>(key) + 16 * (g + 8 * (xx >> 2)))
+                                : *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
             }
             /* O += P V: n-tile n, column = lane g's chunk; B rows (keys) 2t, 2t + 1 | 2t + 8, 2t + 9 */
 #pragma unroll
@@ -708,43 +805,117 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 template <bool FP8>
 __global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2)) dec_paged_kernel(DecPagedArgs a)
 {
-#if defined(TL_MMA_TARGET_SM80) || defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
+#if defined(TL_MMA_TARGET_SM80)
+    pg_body<FP8, false>(a, nullptr);
+#elif defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
     pg_body<FP8>(a);
 #endif
 }
 
-/* Dynamic shared memory of the paged kernel: the sm_90 rings (101 KB: two groups per SM); none on
- * AMD (its epilogue's memory is static). */
-static size_t pg_smem_bytes(int wave) { return wave == 32 ? (size_t)PG_RING_BYTES + PG_WAVES * PG_STAGES * 8 : 0; }
-
+#if TL_GPU_TENSOR_MAPS
+/* The sm_90a kernel: the pools' pages by tensor copies (one per 4 KB of K or V for bf16, 2 KB for
+ * fp8) from the maps, passed as a __grid_constant__ parameter (the copies read them in place). */
+struct PgMaps {
+    CUtensorMap k, v;
+};
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(PgMaps, v) == 128, "PgMaps: two 128-byte maps");
 template <bool FP8>
-static int pg_allow(size_t smem)
+__global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2))
+    dec_paged_tma_kernel(DecPagedArgs a, const __grid_constant__ PgMaps maps)
 {
-    static size_t allowed = 48 * 1024;
-    if (smem <= allowed) return 0;
-    void (*k)(DecPagedArgs) = dec_paged_kernel<FP8>;
+#if defined(TL_MMA_TARGET_SM80) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    pg_body<FP8, true>(a, &maps);
+#endif
+}
+#endif
+
+/* Dynamic shared memory of the paged kernel: the sm_90 rings (bulk / cp.async 105 KB, tensor copies
+ * 100 KB with the 1 KB the alignment may take: two groups per SM); none on AMD (its epilogue's
+ * memory is static). */
+static size_t pg_smem_bytes(int wave, int tma)
+{
+    if (wave != 32) return 0;
+    if (tma) return 1024 + (size_t)PG_TRING_BYTES + PG_WAVES * PG_STAGES * (PG_TSCL_BYTES + 8);
+    return (size_t)PG_RING_BYTES + PG_WAVES * PG_STAGES * 8;
+}
+
+/* Raises kernel k's dynamic shared-memory limit to smem (once: *allowed remembers it). */
+template <typename... P>
+static int pg_allow(void (*k)(P...), size_t smem, size_t *allowed)
+{
+    if (smem <= *allowed) return 0;
     TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    /* two groups' rings (2 x 101 KB) fit only the largest shared-memory carveout: ask for it rather
-     * than leave it to the driver's choice */
+    /* two groups' rings (2 x 100-105 KB) fit only the largest shared-memory carveout: ask for it
+     * rather than leave it to the driver's choice */
     TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributePreferredSharedMemoryCarveout, 100));
-    allowed = smem;
+    *allowed = smem;
     return 0;
 }
+static size_t pg_allowed[2][2] = {{48 * 1024, 48 * 1024}, {48 * 1024, 48 * 1024}}; /* [tma][fp8] */
 
-int dec_paged_prepare(int wave)
+static int pg_allow_kind(int fp8, int tma, int wave)
 {
-    const int rc = pg_allow<false>(pg_smem_bytes(wave));
-    return rc ? rc : pg_allow<true>(pg_smem_bytes(wave));
+    const size_t smem = pg_smem_bytes(wave, tma);
+#if TL_GPU_TENSOR_MAPS
+    if (tma)
+        return fp8 ? pg_allow(dec_paged_tma_kernel<true>, smem, &pg_allowed[1][1])
+                   : pg_allow(dec_paged_tma_kernel<false>, smem, &pg_allowed[1][0]);
+#endif
+    return fp8 ? pg_allow(dec_paged_kernel<true>, smem, &pg_allowed[0][1]) : pg_allow(dec_paged_kernel<false>, smem, &pg_allowed[0][0]);
 }
 
-int dec_paged_launch(const DecPagedArgs &a, int fp8, long groups, int wave, hipStream_t st)
+int dec_paged_prepare(DecPagedMaps *m, const void *k, const void *v, long pages, int kv_heads, int fp8, int wave)
 {
-    const size_t smem = pg_smem_bytes(wave);
-    int rc = fp8 ? pg_allow<true>(smem) : pg_allow<false>(smem);
+    memset(m, 0, sizeof *m);
+#if TL_GPU_TENSOR_MAPS
+    if (wave == 32 && tl_gpu_tensor_maps_usable()) {
+        /* [pages x 16 rows][kv_heads][128]: fp8 a 3-d map, box 128 x 1 x 16 (2 KB); bf16 the 128 dims
+         * as 2 x 64 (the swizzle takes rows of at most 128 bytes), box 64 x 2 x 1 x 16 (4 KB) */
+        const cuuint64_t rows = (cuuint64_t)pages * PG_PAGE, kvh = (cuuint64_t)kv_heads;
+        CUtensorMap mk, mv;
+        int rc;
+        if (fp8) {
+            const cuuint64_t dims[3] = {PG_D, kvh, rows}, strides[2] = {PG_D, kvh * PG_D};
+            const cuuint32_t box[3] = {PG_D, 1, PG_PAGE};
+            rc = tl_tensor_map_tiled(&mk, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, k, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+            if (!rc) rc = tl_tensor_map_tiled(&mv, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, v, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+        } else {
+            const cuuint64_t dims[4] = {PG_D / 2, 2, kvh, rows}, strides[3] = {PG_D, 2 * PG_D, kvh * 2 * PG_D};
+            const cuuint32_t box[4] = {PG_D / 2, 2, 1, PG_PAGE};
+            rc = tl_tensor_map_tiled(&mk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, k, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+            if (!rc) rc = tl_tensor_map_tiled(&mv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, v, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+        }
+        if (rc) return rc;
+        memcpy(m->k, &mk, sizeof mk);
+        memcpy(m->v, &mv, sizeof mv);
+        m->tma = 1;
+    }
+#else
+    (void)k, (void)v, (void)pages, (void)kv_heads;
+#endif
+    return pg_allow_kind(fp8, m->tma, wave);
+}
+
+int dec_paged_launch(const DecPagedArgs &a, const DecPagedMaps &m, int fp8, long groups, int wave, hipStream_t st)
+{
+    int rc = pg_allow_kind(fp8, m.tma, wave);
     if (rc) return rc;
+    const size_t smem = pg_smem_bytes(wave, m.tma);
     const dim3 grid((unsigned)groups), block((unsigned)(PG_WAVES * wave));
-    const hipError_t e = fp8 ? tl_launch(dec_paged_kernel<true>, grid, block, smem, st, false, a)
-                             : tl_launch(dec_paged_kernel<false>, grid, block, smem, st, false, a);
+    hipError_t e;
+#if TL_GPU_TENSOR_MAPS
+    if (m.tma) {
+        PgMaps pm;
+        memcpy(&pm.k, m.k, sizeof pm.k);
+        memcpy(&pm.v, m.v, sizeof pm.v);
+        e = fp8 ? tl_launch(dec_paged_tma_kernel<true>, grid, block, smem, st, false, a, pm)
+                : tl_launch(dec_paged_tma_kernel<false>, grid, block, smem, st, false, a, pm);
+        if (e != hipSuccess) return tl_gpu_fail("dec_paged_tma_kernel", hipGetErrorString(e), __FILE__, __LINE__);
+        return 0;
+    }
+#endif
+    e = fp8 ? tl_launch(dec_paged_kernel<true>, grid, block, smem, st, false, a)
+            : tl_launch(dec_paged_kernel<false>, grid, block, smem, st, false, a);
     if (e != hipSuccess) return tl_gpu_fail("dec_paged_kernel", hipGetErrorString(e), __FILE__, __LINE__);
     return 0;
 }

@@ -419,6 +419,52 @@ static inline hipError_t tl_prefer_shared(void (*k)(KArgs...))
 #endif
 }
 
+/* Tensor maps (host code): the descriptor of a tiled view of a global tensor that Hopper's tensor
+ * copy (cp.async.bulk.tensor, "TMA") reads one box of at a time. TL_GPU_TENSOR_MAPS is 1 in an
+ * NVIDIA build that includes sm_90a (TL_HAVE_WGMMA: the kernels that use tensor maps are compiled
+ * for it); it is 0 on AMD and in other NVIDIA builds, which keep their kernels' other copy paths.
+ * tl_tensor_map_tiled(map, type, rank, base, dims, strides, box, swizzle): dims[rank] innermost
+ * first, strides[rank - 1] in bytes of dims 1.., box[rank] elements; every element stride 1, no
+ * interleave, no out-of-range fill beyond zeros. The driver's cuTensorMapEncodeTiled is found
+ * through the runtime (cudaGetDriverEntryPointByVersion: no link to libcuda). Returns 0, or
+ * TL_EFAIL with a one-line reason. tl_gpu_tensor_maps_usable(): the current device runs this
+ * build's sm_90a code (compute capability 9.x). */
+#if defined(TL_GPU_NVIDIA) && defined(TL_HAVE_WGMMA)
+#define TL_GPU_TENSOR_MAPS 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
+static inline int tl_tensor_map_tiled(CUtensorMap *map, CUtensorMapDataType type, unsigned rank, const void *base,
+                                      const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                      CUtensorMapSwizzle swizzle)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    if (!encode) {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)
+            return tl_error(TL_EFAIL, "cuTensorMapEncodeTiled", "not found in the driver (%s)", cudaGetErrorString(e));
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }
+    const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
+    const CUresult r = encode(map, type, rank, (void *)base, dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return tl_error(TL_EFAIL, "cuTensorMapEncodeTiled", "error %d (rank %u)", (int)r, rank);
+    return 0;
+}
+static inline int tl_gpu_tensor_maps_usable(void)
+{
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major == 9;
+}
+#else
+#define TL_GPU_TENSOR_MAPS 0
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Checked calls (host code)
  * ------------------------------------------------------------------------------------------- */

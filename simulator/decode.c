@@ -108,16 +108,79 @@ static double matrix_flops_per_us(const tl_hw *hw, double cus)
     return tl_ceiling_value(hw->ceilings.bf16_tflops) * 1e6 * cus / hw->cus;
 }
 
-/* One CU's streaming rate for a group's cache reads: the preset's hbm_per_cu_gbps; for the paged
- * kernel with an fp8 cache on a preset that gives async_copy_per_cu_gbps (the sm_90 kernel brings
- * fp8 K and V by 16-byte cp.async copies into shared memory) the lower of the two. (bf16 rows come
- * by bulk copies; the dual-scope kernel loads into registers.) */
+/* One CU's streaming rate for a group's cache reads: the preset's hbm_per_cu_gbps, for both kinds
+ * and formats (the sm_90a paged kernel brings K and V by tensor copies of a page's 16 rows, 4 KB
+ * (bf16) or 2 KB (fp8) a copy, so the per-copy cost that held the 16-byte cp.async and the 256-byte
+ * bulk copies below the HBM rate is paid ~16 or ~32 times less often; async_copy_per_cu_gbps, the
+ * cp.async rate, is no longer charged; the dual-scope kernel loads into registers). */
 static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
 {
-    if (s->kind == TL_DECODE_PAGED && s->kv == TL_DECODE_KV_FP8 && hw->async_copy_per_cu_gbps > 0 &&
-        hw->async_copy_per_cu_gbps < hw->hbm_per_cu_gbps)
-        return hw->async_copy_per_cu_gbps;
+    (void)s;
     return hw->hbm_per_cu_gbps;
+}
+
+/* ---- the dual-scope group's timeline (kernels/decode_mla.hip), from the traces of decode runs 53
+ * and 54 (bench/journal/runs.md; H200, H 128, fp8, 32-head groups). Fitted constants, each from a
+ * trace point of those runs, none from the run the model is then compared with:
+ *   DS_PROLOGUE_US   2.96  the group's start to its first tile's positions settled, for a shard
+ *                          with no top-k compares (run 54: the window shards' median READY): the
+ *                          cold loads of Q, the top-k list and the length, the first positions;
+ *   DS_TILE_US       2.0   one tile's work alone, a shard of one tile (run 53 1.93, run 54 2.02:
+ *                          LANDED to TILES at batch 1): the decoded store, QK, softmax, PV, four
+ *                          barriers;
+ *   DS_TILE_PERIOD_US 3.0  a tile of a longer shard (run 53, batch 32, 20 tiles in 60.6 us, the
+ *                          repeats found by a hash set, no compares): the work and the next tile's
+ *                          loads that one tile of work does not hide;
+ *   DS_STORE_GBPS    26.4  a group's O and LSE as staged 16-byte row stores, per SM (run 54: 32
+ *                          heads x 513 floats, 65.7 KB, in 2.48 us);
+ *   DS_MERGE_GBPS    16.6  the merge's partials read by one block, per SM (run 54, batch 1: a
+ *                          block's 2 row-heads x 20 shards x 513 floats, 82 KB, in 4.95 us).
+ * Derived: the first tile's rows land one HBM round trip (hbm_latency_us) after its loads leave
+ * (run 54: 0.85); the first tile's repeats cost ceil(i / 32) 16-byte shared loads a thread for its
+ * last slot's entry index i at DS_CMP_CYCLES each (run 54's reading: ~23 cycles a load, there one
+ * entry a load; here four); the hash set of the later tiles (k_end / 256 entries a thread, a
+ * compare-and-swap and an atomic min each, not measured) is built while the first tile's loads are
+ * in flight and charged only where it outlasts them, at DS_HASH_CYCLES an entry (assumed). */
+#define DS_PROLOGUE_US 2.96
+#define DS_TILE_US 2.0
+#define DS_TILE_PERIOD_US 3.0
+#define DS_STORE_GBPS 26.4
+#define DS_MERGE_GBPS 16.6
+#define DS_CMP_CYCLES 23.0
+#define DS_HASH_CYCLES 100.0
+#define DS_THREADS 256.0
+
+/* Shard `sh` of a row of `slots` slots (nwin of them the window's) on one SM: the timeline above. */
+static double ds_shard_us(const tl_hw *hw, const tl_decode_shape *s, long slots, long nwin, int shards, int sh)
+{
+    long lo, hi;
+    tl_decode_shard_range(slots, shards, TL_DECODE_DS_GRANULE, sh, &lo, &hi);
+    if (lo >= hi) return DS_PROLOGUE_US + 4.0 * tl_decode_group_heads(s) * (tl_decode_v_dim(s) + 1.0) / (DS_STORE_GBPS * 1e3);
+    const long tiles = (hi - lo + TL_DECODE_DS_GRANULE - 1) / TL_DECODE_DS_GRANULE;
+    const long first_end = hi < lo + TL_DECODE_DS_GRANULE ? hi : lo + TL_DECODE_DS_GRANULE;
+    const double cyc_us = 1.0 / hw->clock_mhz;
+    const double cmp = first_end - 1 > nwin ? ceil((double)(first_end - 1 - nwin) / 32.0) * DS_CMP_CYCLES * cyc_us : 0;
+    long k_end = tiles > 1 && hi > nwin ? hi - nwin : 0;
+    if (k_end > s->topk) k_end = s->topk;
+    double hash = ceil(k_end / DS_THREADS) * DS_HASH_CYCLES * cyc_us - hw->hbm_latency_us;
+    if (hash < 0) hash = 0;
+    const double out = 4.0 * tl_decode_group_heads(s) * (tl_decode_v_dim(s) + 1.0);
+    return DS_PROLOGUE_US + cmp + hash + hw->hbm_latency_us + DS_TILE_US + (tiles - 1) * DS_TILE_PERIOD_US +
+           out / (DS_STORE_GBPS * 1e3);
+}
+
+/* The longest shard group of any row (dual-scope). */
+static double ds_longest_us(const tl_hw *hw, const tl_decode_shape *s, int shards)
+{
+    double most = 0;
+    for (long r = 0; r < tl_decode_rows(s); r++) {
+        const long slots = tl_decode_row_slots(s, r), nwin = slots - s->topk;
+        for (int sh = 0; sh < shards; sh++) {
+            const double t = ds_shard_us(hw, s, slots, nwin, shards, sh);
+            if (t > most) most = t;
+        }
+    }
+    return most;
 }
 
 /* A group's latency: the first load of its index (block table or top-k list), then of its keys. */
@@ -141,6 +204,8 @@ static double group_body_us(const tl_hw *hw, const tl_decode_shape *s, long keys
 double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards)
 {
     (void)shards;
+    if (s->kind == TL_DECODE_DUAL_SCOPE) /* the timeline above, for keys slots of the window (no compares) */
+        return ds_shard_us(hw, s, keys + s->topk, keys + s->topk, 1, 0);
     return group_latency_us(hw) + group_body_us(hw, s, keys);
 }
 
@@ -176,16 +241,21 @@ static int partials_cached(const tl_hw *hw, double bytes)
     return bytes <= (hw->l2_mib_per_xcd * hw->xcds + hw->llc_mib) * 1048576.0;
 }
 
+/* The merge launch: blocks of 256 threads, dv / 4 a row-head (kernels/decode.hip), each reading its
+ * row-heads' partials; the busiest SM runs ceil(blocks / CUs) of them, each at DS_MERGE_GBPS
+ * (the rate run 54's trace gave the merge's blocks, from L2), or the whole launch at the HBM ceiling
+ * when the partials did not stay in the caches, whichever is longer. */
 static void merge_time(const tl_hw *hw, const tl_decode_shape *s, tl_decode_model_result *r)
 {
     if (r->shards <= 1) return;
     const int in_l2 = partials_cached(hw, r->partial_bytes);
-    const double groups = (double)tl_decode_lse_elems(s), active = groups < hw->cus ? groups : hw->cus;
-    const double per_cu = in_l2 ? hw->l2_per_cu_gbps : hw->hbm_per_cu_gbps;
-    double bw = active * per_cu, ceiling = tl_ceiling_value(hw->ceilings.hbm_read_gbps);
-    if (!in_l2 && bw > ceiling) bw = ceiling;
+    const double items = (double)tl_decode_lse_elems(s), dv = tl_decode_v_dim(s);
+    const double per_block = 256.0 / (dv / 4.0), blocks = ceil(items / per_block);
+    const double block_bytes = per_block * r->shards * (dv + 1.0) * 4.0;
+    const double busiest = ceil(blocks / hw->cus) * block_bytes / (DS_MERGE_GBPS * 1e3);
     const double out = 4.0 * tl_decode_o_elems(s) + 4.0 * tl_decode_lse_elems(s);
-    r->merge_us = hw->hbm_latency_us + (r->partial_bytes + out) / (bw * 1e3);
+    const double whole = in_l2 ? 0 : (r->partial_bytes + out) / (tl_ceiling_value(hw->ceilings.hbm_read_gbps) * 1e3);
+    r->merge_us = busiest > whole ? busiest : whole;
     r->fixed_us += hw->next_kernel_us;
 }
 
@@ -239,7 +309,10 @@ int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *to
     /* the busiest CU runs ceil(groups / CUs) groups, each as long as the longest, sharing its rates
      * (together or one after another); the first loads' latency once */
     const double per_cu = ceil((double)r->groups / hw->cus);
-    r->group_us = group_latency_us(hw) + per_cu * group_body_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards));
+    if (s->kind == TL_DECODE_DUAL_SCOPE) /* one group a SM: each its whole timeline */
+        r->group_us = per_cu * ds_longest_us(hw, s, r->shards);
+    else
+        r->group_us = group_latency_us(hw) + per_cu * group_body_us(hw, s, longest_shard_keys(s, r->longest_keys, r->shards));
     const double work = r->mma_us + r->dequant_us + r->softmax_us;
     r->body_us = r->hbm_us > work ? r->hbm_us : work;
     if (r->group_us > r->body_us) r->body_us = r->group_us;

@@ -61,17 +61,23 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                   throughput  max(bytes / bandwidth, matrix + dequant + softmax) where the
  *                               bandwidth is the HBM read ceiling, or active CUs x one
  *                               CU's streaming rate when that is less, and
- *                   the busiest CU  the first loads' latency (the index: block table or top-k
- *                               list, then the keys), then ceil(groups / CUs) groups as long
- *                               as the longest, each its reads at one CU's streaming rate
- *                               overlapped with its work at one CU's share of the rates, then
- *                               its partial (or rows of O) written at one CU's L2 rate.
- *                 One CU's streaming rate: hbm_per_cu_gbps; for the paged kernel with an fp8
- *                 cache on a preset that gives async_copy_per_cu_gbps (the sm_90 kernel's fp8 K
- *                 and V come by 16-byte cp.async copies; bf16 by bulk copies) the lower of the two.
- *   merge launch  (shards > 1) reads the partials and writes O and LSE: from L2 when the partials
- *                 fit it (l2_mib_per_xcd x xcds plus the last-level cache), else HBM; rows x H
- *                 groups; one load latency.
+ *                   the busiest CU  paged: the first loads' latency (the index: block table,
+ *                               then the keys), then ceil(groups / CUs) groups as long as the
+ *                               longest, each its reads at one CU's streaming rate
+ *                               (hbm_per_cu_gbps: the sm_90a kernel copies pages by tensor
+ *                               copies, both formats) overlapped with its work at one CU's
+ *                               share of the rates, then its partial (or rows of O) written at
+ *                               one CU's L2 rate; dual-scope: ceil(groups / CUs) times the
+ *                               longest shard's timeline (simulator/decode.c, DS_*: a prologue,
+ *                               the first tile's repeat compares, one HBM round trip for its
+ *                               rows, one tile's work, a tile period for each further tile, the
+ *                               O and LSE stores; constants fitted to the traces of decode runs
+ *                               53-54, each named there).
+ *   merge launch  (shards > 1) reads the partials and writes O and LSE: the busiest SM's blocks
+ *                 (256 threads, dv / 4 a row-head) at the merge's per-SM rate (DS_MERGE_GBPS,
+ *                 fitted to run 54's trace), or the whole at the HBM ceiling when the partials do
+ *                 not fit the caches (l2_mib_per_xcd x xcds plus the last-level cache), whichever
+ *                 is longer.
  *   fixed         launch_us for the first launch, next_kernel_us for the merge.
  * Ignored: L2 hits of the cache (a window shared by MTP queries is counted once already), bank
  * conflicts, the block table's gather misses beyond one dependent load, unequal CU clocks. */
