@@ -376,39 +376,21 @@ TL_WGMMA_FN void tl_named_arrive(int id, int count) { asm volatile("bar.arrive %
 #endif /* TL_WGMMA_AVAILABLE */
 
 /* ---- tensor maps for the copy engine (host, nvcc builds for sm_90a: TL_HAVE_WGMMA) ------------ */
-#if defined(TL_GPU_NVIDIA) && defined(TL_HAVE_WGMMA)
-#include <cuda.h>
+#if TL_GPU_TENSOR_MAPS
 /* Encodes *m for a tensor of `rank` (2 or 3) dimensions at `base` (16-byte aligned): dims[i]
  * elements along dimension i (0 innermost, contiguous), strides[i - 1] bytes between steps of
  * dimension i (multiples of 16), boxes of box[i] elements, `elem` bytes an element (1: uint8, 2:
- * bf16), the 128-byte swizzle (box[0] x elem <= 128), zeros outside the tensor. The driver's
- * cuTensorMapEncodeTiled through the runtime's entry point (no link to libcuda). 0 or TL_EFAIL. */
+ * bf16), the 128-byte swizzle (box[0] x elem <= 128), zeros outside the tensor: gpu.h's
+ * tl_tensor_map_tiled with those choices. 0 or TL_EFAIL. */
 static inline __host__ int tl_tma_encode(CUtensorMap *m, const void *base, int rank, const uint64_t *dims, const uint64_t *strides,
                                 const uint32_t *box, int elem)
 {
-    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-    static encode_fn fn = NULL;
-    if (!fn) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess || !p) {
-            (void)cudaGetLastError();
-            return tl_error(TL_EFAIL, "tma", "the driver has no cuTensorMapEncodeTiled");
-        }
-        fn = (encode_fn)p;
-    }
     cuuint64_t d[3], st[2];
-    cuuint32_t b[3], es[3] = {1, 1, 1};
+    cuuint32_t b[3];
     for (int i = 0; i < rank; i++) d[i] = dims[i], b[i] = box[i];
     for (int i = 0; i + 1 < rank; i++) st[i] = strides[i];
-    const CUresult r = fn(m, elem == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, (cuuint32_t)rank,
-                          (void *)base, d, st, b, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return tl_error(TL_EFAIL, "tma", "cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
-    return 0;
+    return tl_tensor_map_tiled(m, elem == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, (unsigned)rank,
+                               base, d, st, b, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 #endif
 #endif
