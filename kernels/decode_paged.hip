@@ -197,6 +197,12 @@ static __device__ __forceinline__ void pg_mbar_wait(uint64_t *bar, unsigned pari
                  "r"(parity)
                  : "memory");
 }
+/* Bulk copies and mbarriers need sm_90; an sm_80-89 build brings bf16 rows by cp.async instead. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PG_BULK_COPIES 0
+#else
+#define PG_BULK_COPIES 1
+#endif
 /* a bulk copy of `bytes` (a multiple of 16; both ends 16-byte aligned) that completes on bar */
 static __device__ __forceinline__ void pg_bulk(void *dst, const void *src, unsigned bytes, uint64_t *bar)
 {
@@ -309,7 +315,8 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
      * entries come 32 units at a time (lane j holds unit j's, handed out by shuffles), the next 32
      * loaded one chunk ahead. */
     constexpr int PPI = FP8 ? 2 : 1;
-    constexpr bool BULK = !FP8 && !TMA; /* the copy path (see above) */
+    constexpr bool ROWL = !FP8 && !TMA;          /* bf16's row layout (pg_krow, pg_vrow) */
+    constexpr bool BULK = ROWL && PG_BULK_COPIES; /* its rows by bulk copies (see above) */
     constexpr int KL = FP8 ? 4 : 8; /* 16-byte K pieces of a page a lane reads */
     constexpr int VL = FP8 ? 4 : 8;
     constexpr int PP = KL + VL;     /* pieces a page (cp.async layout) */
@@ -406,6 +413,17 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                         pg_bulk(st + u * PAGEB + (lane < 16 ? pg_krow<RB>(key) : pg_vrow<RB>(key)), src, RB,
                                 bars + j % PG_STAGES);
                     }
+                } else if (ROWL) {
+                    /* sm_80-89: the bulk path's layout by 16-byte cp.async, the page's 16 K and 16 V
+                     * rows of 16 chunks, 16 chunks a lane; rows past the shard's end land as zeros */
+#pragma unroll
+                    for (int x = 0; x < 16; x++) {
+                        const int c = 32 * x + lane, row = c >> 4, ch = c & 15, kk = row & 15;
+                        const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D + 8 * ch;
+                        const uint16_t *src = (row < 16 ? (const uint16_t *)a.k : (const uint16_t *)a.v) + e;
+                        pg_cp16(st + u * PAGEB + (row < 16 ? pg_krow<RB>(kk) : pg_vrow<RB>(kk)) + 16 * ch, src,
+                                pos0 + kk < hi ? 16 : 0);
+                    }
                 } else {
 #pragma unroll
                     for (int x = 0; x < KL; x++) {
@@ -487,7 +505,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                 /* bf16: x = 4 nt + i, fp8: x = 2 nt + i; key 8 nt + g, chunk t + 4i */
                 const int nt = FP8 ? x >> 1 : x >> 2, i = FP8 ? x & 1 : x & 3;
                 kr[x] = TMA    ? *(const uint4 *)(st + u * 2 * 16 * RB + pg_sw<RB>(8 * nt + pg_pi(g), t + 4 * i))
-                        : BULK ? *(const uint4 *)(st + pg_krow<RB>(8 * nt + g) + 16 * (t + 4 * i))
+                        : ROWL ? *(const uint4 *)(st + pg_krow<RB>(8 * nt + g) + 16 * (t + 4 * i))
                                : *(const uint4 *)(st + (u * PP + x) * 512 + lane * 16);
             }
 #pragma unroll
@@ -579,7 +597,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                 const int kk = xx & 3;
                 const int key = (TMA ? pg_pi(2 * t + (kk & 1)) : 2 * t + (kk & 1)) + 8 * (kk >> 1);
                 vr[xx] = TMA    ? *(const uint4 *)(st + u * 2 * 16 * RB + 16 * RB + pg_sw<RB>(key, FP8 ? g : g + 8 * (xx >> 2)))
-                         : BULK ? *(const uint4 *)(st + pg_vrow<RB>(key) + 16 * (g + 8 * (xx >> 2)))
+                         : ROWL ? *(const uint4 *)(st + pg_vrow<RB>(key) + 16 * (g + 8 * (xx >> 2)))
                                 : *(const uint4 *)(st + (u * PP + KL + xx) * 512 + lane * 16);
             }
             /* O += P V: n-tile n, column = lane g's chunk; B rows (keys) 2t, 2t + 1 | 2t + 8, 2t + 9 */

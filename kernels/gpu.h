@@ -262,6 +262,18 @@ static __device__ __forceinline__ int tl_gpu_sm_id(void)
  * NVIDIA sm_89+ (cvt.rn.satfinite.e4m3x2.f32, one F2FP); elsewhere 0 and the function is the
  * software encoder twice (gfx950's v_cvt_pk_fp8_f32 is not used: its saturation follows a mode
  * this project has not run). */
+/* tl_e4m3x2_f16x2(h): the f16 pair of the two E4M3FN codes in h's low 16 bits (low byte first, low
+ * half first), exact: every E4M3FN value is an f16 (NaN codes give an f16 NaN). NVIDIA sm_89+: one
+ * cvt.rn.f16x2.e4m3x2; elsewhere tl_e4m3_f16_bits on each byte (integer operations). */
+static __host__ __device__ __forceinline__ uint32_t tl_e4m3_f16_bits(uint32_t b)
+{
+    const uint32_t s = (b & 0x80u) << 8, e = (b >> 3) & 15u, m = b & 7u;
+    if ((b & 0x7Fu) == 0x7Fu) return s | 0x7E00u;
+    if (e) return s | (e + 8u) << 10 | m << 7; /* exponent bias 7 -> 15 */
+    if (!m) return s;
+    const uint32_t p = m >= 4u ? 2u : m >= 2u ? 1u : 0u; /* m 2^-9 = 1.f 2^(p - 9) */
+    return s | (p + 6u) << 10 | (m ^ (1u << p)) << (10u - p);
+}
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define TL_GPU_HAS_E4M3X2_HW 1
 static __device__ __forceinline__ uint32_t tl_e4m3x2_hw(float a, float b)
@@ -270,11 +282,21 @@ static __device__ __forceinline__ uint32_t tl_e4m3x2_hw(float a, float b)
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(h) : "f"(a), "f"(b));
     return h;
 }
+static __device__ __forceinline__ uint32_t tl_e4m3x2_f16x2(uint32_t h)
+{
+    uint32_t y;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(y) : "h"((unsigned short)h));
+    return y;
+}
 #else
 #define TL_GPU_HAS_E4M3X2_HW 0
 static __device__ __forceinline__ uint32_t tl_e4m3x2_hw(float a, float b)
 {
     return tl_code_e4m3_from_f32(a) | tl_code_e4m3_from_f32(b) << 8;
+}
+static __device__ __forceinline__ uint32_t tl_e4m3x2_f16x2(uint32_t h)
+{
+    return tl_e4m3_f16_bits(h & 0xFFu) | tl_e4m3_f16_bits((h >> 8) & 0xFFu) << 16;
 }
 #endif
 

@@ -155,13 +155,9 @@ static __device__ __forceinline__ void pf_copy(uint8_t *dst, int ld, const uint8
     }
 }
 
-/* two E4M3 codes (low byte first) as their exact f16 values (low half first): one instruction */
-static __device__ __forceinline__ uint32_t pf_e4m3x2_f16(uint32_t h)
-{
-    uint32_t y;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(y) : "h"((unsigned short)h));
-    return y;
-}
+/* two E4M3 codes (low byte first) as their exact f16 values (low half first): gpu.h's
+ * tl_e4m3x2_f16x2, one instruction on sm_89+ */
+static __device__ __forceinline__ uint32_t pf_e4m3x2_f16(uint32_t h) { return tl_e4m3x2_f16x2(h); }
 /* ROWS rows of DIM codes (dense in src, or global rows of stride gs from r0 when gs > 0) decoded
  * into f16 rows of stride ld elements; rows >= seq become zeros */
 template <int ROWS, int DIM, int THREADS>
@@ -193,9 +189,7 @@ struct PfPackBf16 {
 struct PfPackP8 {
     __device__ __forceinline__ uint32_t operator()(float lo, float hi) const
     {
-        unsigned short c;
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(c) : "f"(hi * TL_PREFILL_P_MULT), "f"(lo * TL_PREFILL_P_MULT));
-        return pf_e4m3x2_f16(c);
+        return pf_e4m3x2_f16(tl_e4m3x2_hw(lo * TL_PREFILL_P_MULT, hi * TL_PREFILL_P_MULT));
     }
 };
 /* c += a b: bf16 fragments, or (FP8 inputs) f16 ones */
@@ -431,10 +425,8 @@ static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
 /* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
 static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
 {
-    unsigned short lo, hi;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b * TL_PREFILL_P_MULT), "f"(a * TL_PREFILL_P_MULT));
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d * TL_PREFILL_P_MULT), "f"(c * TL_PREFILL_P_MULT));
-    return (uint32_t)lo | ((uint32_t)hi << 16);
+    return tl_e4m3x2_hw(a * TL_PREFILL_P_MULT, b * TL_PREFILL_P_MULT) |
+           tl_e4m3x2_hw(c * TL_PREFILL_P_MULT, d * TL_PREFILL_P_MULT) << 16;
 }
 
 /* Named barriers of the two computing warpgroups' turns (pf_body_ws): warpgroup c waits on

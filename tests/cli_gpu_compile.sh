@@ -2,7 +2,9 @@
 # GPU checks that need no GPU (ctest runs them everywhere; usage: cli_gpu_compile.sh TILELAB SRC):
 #   1. the command: `bench roofline` without a GPU says so in one line and exits 1; `mfma list`
 #      and `mfma layout` print what they promise and refuse bad input with exit 2;
-#   2. every kernels/ .hip file compiles with nvcc for sm_90a (wgmma included; skipped, saying so, without nvcc);
+#   2. every kernels/ .hip file compiles with nvcc for sm_90a (wgmma included) and for sm_80 and
+#      sm_89 (README's other NVIDIA builds); gpu.h's software E4M3 -> f16 matches numerics/codes.h
+#      (skipped, saying so, without nvcc);
 #   3. every kernels/ .hip file's device code compiles with clang-19 for gfx942 and clang-22 for
 #      gfx950 (FACTS.md's toolchain lines; each skipped, saying so, without its compiler); in both
 #      arches' assembly every kernel spills nothing to scratch (ScratchSize 0, private segment 0)
@@ -10,7 +12,7 @@
 #      per accumulator, the MoE GEMM's per dtype); the top-k kernels are all there for both arches
 #      and hold no matrix instruction at all, and so are the quant kernels; kernels/mma.h's scaled
 #      f8f6f4 form takes its E8M0 scales as VGPRs and each operand's format (gfx950).
-# Cost: about 20 s for nvcc and 10 s for each clang on two cores.
+# Cost: about 90 s for nvcc sm_90a, 60 s for sm_80 + sm_89 and 10 s for each clang on two cores.
 set -uo pipefail
 tilelab=$1
 src=$2
@@ -111,6 +113,36 @@ else
     fi
   done
   echo "nvcc sm_90a: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
+  # README's other NVIDIA builds (-DCMAKE_CUDA_ARCHITECTURES=80 or 89: mma.sync paths, no wgmma, no
+  # bulk or tensor copies, E4M3 conversions in software on sm_80): every file compiles for both
+  for f in "$src"/kernels/*.hip; do
+    if ! "$nvcc" -std=c++17 -x cu -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -O3 -I"$src" \
+        -c "$f" -o "$tmp/$(basename "$f").o" 2>"$tmp/nvcc.err"; then
+      fail "nvcc sm_80/sm_89: $(basename "$f")"; head -20 "$tmp/nvcc.err"
+    fi
+  done
+  echo "nvcc sm_80, sm_89: compiled $(ls "$src"/kernels/*.hip | wc -l) files"
+  # gpu.h's software E4M3 -> f16 (sm_80's path) against numerics/codes.h on all 256 codes
+  cat >"$tmp/e4m3f16.cu" <<'EOF'
+#include "kernels/gpu.h"
+#include <cuda_fp16.h>
+#include <math.h>
+int main(void)
+{
+    for (uint32_t b = 0; b < 256; b++) {
+        __half_raw raw;
+        raw.x = (unsigned short)tl_e4m3_f16_bits(b);
+        const float got = __half2float(__half(raw)), want = tl_code_e4m3_to_f32(b);
+        if (isnan(want) ? !isnan(got) : (got != want || signbit(got) != signbit(want))) return 1;
+    }
+    return 0;
+}
+EOF
+  if "$nvcc" -std=c++17 -x cu -arch=sm_90 -O1 -I"$src" "$tmp/e4m3f16.cu" -o "$tmp/e4m3f16" 2>"$tmp/nvcc.err"; then
+    "$tmp/e4m3f16" || fail "gpu.h's tl_e4m3_f16_bits differs from tl_code_e4m3_to_f32 on some E4M3 code"
+  else
+    fail "nvcc: the host check of tl_e4m3_f16_bits does not compile"; head -20 "$tmp/nvcc.err"
+  fi
   # the plain-loop target of kernels/mma.h (what every host pass sees) computes a two-step tile
   # product with the same load/store conventions as the matrix-core targets, and decodes E4M3
   cat >"$tmp/generic.cu" <<'EOF'
