@@ -206,19 +206,23 @@ static inline int tl_moe_kernel_supports(const tl_moe_shape *s)
  * flight) of 1 and 2 on an SM. The thresholds are simulator/moe.c's picks (the model of each group,
  * tl_moe_tilelab_kernel_group, under random routing; tests/test_sim_moe.c holds this function to
  * within 5% of the model's fastest group on DeepSeek-V3.2 and Kimi-K2.6, full width and TP8,
- * M = 64..16384; on ZAYA1's 24 experts, whose grids are a few waves, the model's pick follows the
- * waves' rounding instead, and this rule is up to 32% slower than it): with the expected rows per expert r = M k / E, group 4 from r >=
+ * M = 64..16384): with the expected rows per expert r = M k / E, group 4 from r >=
  * TL_MOE_GROUP4_ROWS (stage 2 only when its K, the width, is at least 1024: a short K gives an
- * item too little to stream), 2 from r >= TL_MOE_GROUP2_ROWS (random routing gives some experts a
- * second tile from r = 12-16), else 1. */
+ * item too little to stream) on models of at least TL_MOE_GROUP4_EXPERTS experts, 2 from r >=
+ * TL_MOE_GROUP2_ROWS (random routing gives some experts a second tile from r = 12-16), else 1.
+ * Few experts (ZAYA1's 16 and 24) make grids of a few waves, where group 4's halved blocks per SM
+ * cost more than its weight reuse gains (the model: up to 65% slower than group 2 there); with
+ * group 4 left out the rule stays within 20% of the model's fastest group on them (it follows the
+ * waves' rounding, which the rows per expert do not see). */
 #define TL_MOE_GROUP_MINB 2
 #define TL_MOE_GROUP2_ROWS 16
 #define TL_MOE_GROUP4_ROWS 36
+#define TL_MOE_GROUP4_EXPERTS 64
 static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
 {
     if (s->dtype != TL_MOE_BF16) return 1;
     const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
-    if (rk >= (long long)TL_MOE_GROUP4_ROWS * e && (stage == 1 || s->width >= 1024)) return 4;
+    if (rk >= (long long)TL_MOE_GROUP4_ROWS * e && e >= TL_MOE_GROUP4_EXPERTS && (stage == 1 || s->width >= 1024)) return 4;
     return rk >= (long long)TL_MOE_GROUP2_ROWS * e ? 2 : 1;
 }
 

@@ -30,7 +30,8 @@
  *          bf16: each 256-byte row by one bulk copy (cp.async.bulk: a page is one instruction of
  *            the warp, lane r < 16 copying K row r and lane 16 + r V row r) that completes on the
  *            stage's mbarrier; the rows land at offsets that keep the fragment reads free of bank
- *            conflicts (pg_krow, pg_vrow);
+ *            conflicts (pg_krow, pg_vrow); below sm_90 (no bulk copies, no mbarriers) the same
+ *            layout by 16-byte cp.async, 16 a lane (PG_BULK_COPIES 0);
  *          fp8: 16-byte cp.async copies (LDGSTS) of whole 128-byte lines (K: 4 rows of 32 lanes x
  *            16 bytes; V: 4 rows' 128-byte spans), each piece landing where the lane that reads it
  *            looks (piece-major, lane-contiguous: conflict-free).
@@ -48,16 +49,18 @@
  * packed FMA per pair); the key scale multiplies the score, the value scale multiplies p.
  * P (x value scale) enters P V as bf16 hi + bf16 lo (two MMAs): ~2^-17 relative, where one bf16
  * rounding (2^-9) would be the largest error of the whole kernel.
- * Masking: a key at or past the shard's end scores -inf (sm_90 bf16: its rows are not copied and
- * its V row is zeroed in shared memory; fp8: the copy zero-fills it, source size 0; so that p = 0
- * meets 0); a running max of -inf is replaced by 0 in the exponent (no -inf - -inf); a shard with
- * no key (lo == hi, also at a row's unaligned end) runs no page: o = 0, lse = -inf.
- * Cost per page and wave: sm_90 one bulk copy a lane (fp8: 8 cp.async of 16 bytes) and 16 shared
- * loads of 16 bytes, AMD 8 loads of 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2; fp8 ~9 integer
- * ops per 4 codes. Occupancy on sm_90: 2 groups (8 warps, 2 x 105 KB of rings) per SM, by registers
- * (<= 255 a thread) and by shared memory (the launcher asks for the largest carveout, 228 KB, where
- * 2 x 106 KB fit). The model charges the fp8 kind the preset's async_copy_per_cu_gbps (the
- * cp.async path's rate) and bf16 the HBM rate.
+ * Masking: a key at or past the shard's end scores -inf (its V row must then hold zeros so that
+ * p = 0 meets 0: tensor and bulk copies bring or skip such rows and the V rows are zeroed in shared
+ * memory after the wait; cp.async zero-fills them, source size 0); a running max of -inf is replaced
+ * by 0 in the exponent (no -inf - -inf); a shard with no key (lo == hi, also at a row's unaligned
+ * end) runs no page: o = 0, lse = -inf.
+ * Cost per page and wave: sm_90a two tensor copies (K, V) by lane 0; otherwise one bulk copy a lane
+ * (fp8: 8 cp.async of 16 bytes; below sm_90 bf16 16); 16 shared loads of 16 bytes, AMD 8 loads of
+ * 16 bytes a lane; 48 mma (AMD 24 MFMA); 16 exp2; fp8 ~9 integer ops per 4 codes. Occupancy on
+ * sm_90: 2 groups (8 warps, 2 x 100-106 KB of rings) per SM, by registers (<= 255 a thread) and by
+ * shared memory (the launcher asks for the largest carveout, 228 KB); sm_89 allows 99 KB a block,
+ * less than one ring of this kernel: the launcher refuses it with a one-line error. The model
+ * charges both kinds the HBM rate.
  */
 #include "decode_launch.h"
 #include "mma.h"
@@ -253,7 +256,37 @@ static __device__ __forceinline__ int pg_sw(int r, int c)
  * pi = (0 6 2 4 5 3 7 1). The softmax does not care in which order the keys come, and with it the
  * K reads (rows pi(g), pi(g + 1) of a quarter-warp) and the V reads (rows pi(2t + e), t = 0..3) hit
  * 8 distinct 16-byte banks under the swizzle, for both row sizes. */
-static __device__ __forceinline__ int pg_pi(int n) { return (int)((0x17354620u >> (4 * n)) & 7u); }
+static __host__ __device__ constexpr int pg_pi(int n) { return (int)((0x17354260u >> (4 * n)) & 7u); }
+/* The promise above, checked at compile time: every 8 lanes that share a shared-memory pass (a
+ * quarter-warp: g = 2 p, 2 p + 1; t = 0..3) read 8 distinct 16-byte banks, K (row 8 nt + pi(g),
+ * chunk t + 4 i) and V (row pi(2 t + e) + 8 h, chunk g, bf16 also g + 8). */
+template <int RB>
+static constexpr int pg_sw_bank(int r, int c)
+{
+    return (((RB == 256 ? 2 * r + (c >> 3) : r) * 8 + (((c & 7) ^ ((RB == 256 ? 2 * r + (c >> 3) : r) & 7)))) & 7);
+}
+template <int RB>
+static constexpr bool pg_pi_conflict_free()
+{
+    for (int pass = 0; pass < 4; pass++) {
+        for (int nt = 0; nt < 2; nt++)
+            for (int i = 0; i < RB / 64; i++) {
+                int seen = 0;
+                for (int l = 8 * pass; l < 8 * pass + 8; l++) seen |= 1 << pg_sw_bank<RB>(8 * nt + pg_pi(l / 4), l % 4 + 4 * i);
+                if (seen != 0xFF) return false;
+            }
+        for (int e = 0; e < 2; e++)
+            for (int h = 0; h < 2; h++)
+                for (int half = 0; half < RB / 128; half++) {
+                    int seen = 0;
+                    for (int l = 8 * pass; l < 8 * pass + 8; l++)
+                        seen |= 1 << pg_sw_bank<RB>(pg_pi(2 * (l % 4) + e) + 8 * h, l / 4 + 8 * half);
+                    if (seen != 0xFF) return false;
+                }
+    }
+    return true;
+}
+static_assert(pg_pi_conflict_free<128>() && pg_pi_conflict_free<256>(), "pg_pi: the swizzled reads must be conflict-free");
 
 /* Each warp streams its units through a ring of PG_STAGES stages in shared memory, one unit (8 KB
  * of K and V codes, fp8: plus the 2 pages' 32 scales) a stage, PG_STAGES - 1 units in flight ahead
@@ -333,10 +366,12 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     uint64_t *bars = TMA ? (uint64_t *)(tbase + PG_TRING_BYTES + PG_WAVES * PG_STAGES * PG_TSCL_BYTES) + w * PG_STAGES
                          : (uint64_t *)(pg_smem + PG_RING_BYTES) + w * PG_STAGES;
     const unsigned char *kmap = (const unsigned char *)maps, *vmap = kmap + 128;
-    if ((BULK || TMA) && lane == 0) {
+    if constexpr (BULK || TMA) {
+        if (lane == 0) {
 #pragma unroll
-        for (int j = 0; j < PG_STAGES; j++) pg_mbar_init(bars + j);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            for (int j = 0; j < PG_STAGES; j++) pg_mbar_init(bars + j);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
     }
     __syncwarp();
     int32_t tb[PPI], tbn[PPI];
@@ -357,7 +392,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
             }
             uint8_t *st = ring + (size_t)(j % PG_STAGES) * STB;
             uint8_t *scs = TMA ? tscl + (size_t)(j % PG_STAGES) * PG_TSCL_BYTES : st + SCL;
-            if (TMA) {
+            if constexpr (TMA) {
                 /* lane 0: the unit's boxes, K and V of each page before the shard's end (the rows
                  * of its last page past the end come too: masked in the scores, V zeroed when used) */
                 uint64_t *bar = bars + j % PG_STAGES;
@@ -384,7 +419,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                     }
                 }
             }
-            if (BULK) {
+            if constexpr (BULK) {
                 uint64_t *bar = bars + j % PG_STAGES;
                 /* lane 0 announces the unit's bytes (its live rows', K and V) before any copy lands */
                 unsigned bytes = 0;
@@ -401,8 +436,9 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                 const long p = first + j * ustride + u, pos0 = p * PG_PAGE;
                 const size_t slot0 = (size_t)tl_shfl(tb[u], (int)(j & 31)) * PG_PAGE;
                 const int key = lane & 15;
-                if (TMA) {
-                } else if (BULK) {
+                if constexpr (TMA) {
+                    /* lane 0 issued the unit's boxes above */
+                } else if constexpr (BULK) {
                     /* lane < 16: K row `lane`; lane >= 16: V row lane - 16, one bulk copy each; rows
                      * past the shard's end are not copied (their V rows are zeroed when the unit is
                      * used) */
@@ -413,7 +449,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                         pg_bulk(st + u * PAGEB + (lane < 16 ? pg_krow<RB>(key) : pg_vrow<RB>(key)), src, RB,
                                 bars + j % PG_STAGES);
                     }
-                } else if (ROWL) {
+                } else if constexpr (ROWL) {
                     /* sm_80-89: the bulk path's layout by 16-byte cp.async, the page's 16 K and 16 V
                      * rows of 16 chunks, 16 chunks a lane; rows past the shard's end land as zeros */
 #pragma unroll
@@ -465,7 +501,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     for (long it = 0; it < nunits; it++) {
         pg_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
         uint8_t *st = ring + (size_t)(it % PG_STAGES) * STB;
-        if (TMA) {
+        if constexpr (TMA) {
             pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's boxes */
             /* V rows at or past the shard's end (a page's tail, a page not copied) as zeros */
             bool zeroed = false;
@@ -481,7 +517,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
             }
             if (zeroed) asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later tensor copy */
         }
-        if (BULK) {
+        if constexpr (BULK) {
             pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
             /* a shard's last page: V rows past its end as zeros (p = 0 there) */
             const long live = hi - (first + it * ustride) * PG_PAGE;
@@ -862,6 +898,12 @@ template <typename... P>
 static int pg_allow(void (*k)(P...), size_t smem, size_t *allowed)
 {
     if (smem <= *allowed) return 0;
+    int dev = 0, most = 0; /* the opt-in limit a block (sm_89: 99 KB, below the non-TMA ring) */
+    TL_GPU_CHECK(hipGetDevice(&dev));
+    TL_GPU_CHECK(hipDeviceGetAttribute(&most, hipDeviceAttributeMaxSharedMemoryPerBlock, dev));
+    if (smem > (size_t)most)
+        return tl_error(TL_EFAIL, "decode paged", "the kernel needs %zu bytes of shared memory a block; this GPU allows %d",
+                        smem, most);
     TL_GPU_CHECK(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     /* two groups' rings (2 x 100-105 KB) fit only the largest shared-memory carveout: ask for it
      * rather than leave it to the driver's choice */

@@ -261,10 +261,10 @@ static __device__ __forceinline__ int tl_gpu_sm_id(void)
  * NaN (whose sign the software keeps): callers patch NaN themselves. TL_GPU_HAS_E4M3X2_HW is 1 on
  * NVIDIA sm_89+ (cvt.rn.satfinite.e4m3x2.f32, one F2FP); elsewhere 0 and the function is the
  * software encoder twice (gfx950's v_cvt_pk_fp8_f32 is not used: its saturation follows a mode
- * this project has not run). */
-/* tl_e4m3x2_f16x2(h): the f16 pair of the two E4M3FN codes in h's low 16 bits (low byte first, low
- * half first), exact: every E4M3FN value is an f16 (NaN codes give an f16 NaN). NVIDIA sm_89+: one
- * cvt.rn.f16x2.e4m3x2; elsewhere tl_e4m3_f16_bits on each byte (integer operations). */
+ * this project has not run).
+ * And back: tl_e4m3x2_f16x2(h) = the f16 pair of the two E4M3FN codes in h's low 16 bits (low byte
+ * first, low half first), exact: every E4M3FN value is an f16 (NaN codes give an f16 NaN). NVIDIA
+ * sm_89+: one cvt.rn.f16x2.e4m3x2; elsewhere tl_e4m3_f16_bits on each byte (integer operations). */
 static __host__ __device__ __forceinline__ uint32_t tl_e4m3_f16_bits(uint32_t b)
 {
     const uint32_t s = (b & 0x80u) << 8, e = (b >> 3) & 15u, m = b & 7u;
@@ -464,8 +464,10 @@ static inline int tl_tensor_map_tiled(CUtensorMap *map, CUtensorMapDataType type
         void *fn = NULL;
         cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
         const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
+            (void)cudaGetLastError(); /* leave no sticky error for the next checked call */
             return tl_error(TL_EFAIL, "cuTensorMapEncodeTiled", "not found in the driver (%s)", cudaGetErrorString(e));
+        }
         encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     }
     const cuuint32_t ones[5] = {1, 1, 1, 1, 1};

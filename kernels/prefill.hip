@@ -24,7 +24,8 @@
  *           accumulator keeps 13 mantissa bits); scales and softmax as below.
  *           Other tilings run the mma.sync body.
  *   sm_90   bf16 mma.sync m16n8k16 (kernels/mma.h) for both products, in both dtypes. FP8 codes are
- *           decoded exactly into f16 while being staged in shared memory (one cvt per two codes;
+ *           decoded exactly into f16 while being staged in shared memory (gpu.h's tl_e4m3x2_f16x2:
+ *           one cvt per two codes on sm_89+, integer decoding on sm_80;
  *           f16 mma.sync m16n8k16 runs at bf16's rate, while sm_90's e4m3 mma.sync is emulated:
  *           391 against 645.7 TFLOP/s, kernels/mma.h); Q.K^T runs on the codes'
  *           values and the score is multiplied by q_scale x k_scale x scale x log2 e; P follows the
@@ -926,7 +927,7 @@ __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 
 
 #if defined(TL_GPU_NVIDIA)
 /* the sm_90a warp-specialized kernel: 384 threads (a producer warpgroup and two computing ones),
- * one group an SM (its 160-226 KB of shared memory), launched at 168 registers a thread (the
+ * one group an SM (its 113-225 KB of shared memory: PfWs::BYTES), launched at 168 registers a thread (the
  * warpgroups then move them: 24 / 240) */
 template <int DQK, bool FP8>
 __global__ void __launch_bounds__(384, 1) pf_ws_kernel(const __grid_constant__ PfWsArgs w)
@@ -1026,9 +1027,11 @@ static int pick(tl_prefill_gpu *g)
 #if defined(TL_HAVE_WGMMA)
     /* the contract's sm_90 tiling runs the warpgroup kernel (Hopper: sm_90a) */
     /* the contract's 128 x 128 x 8 (8 computing warps): the warp-specialized kernel (with its
-     * producer warpgroup: 384 threads) */
+     * producer warpgroup: 384 threads), on a device that runs this build's sm_90a code (a build
+     * that also holds sm_80 code has no kernel for this tiling on other devices: pick says so) */
 #define PF_TRY_WG(DQK, F)                                                                                           \
-    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8) \
+    if (g->arch == PF_SM90 && d == DQK && fp8 == F && t.block_m == 128 && t.block_n == 128 && t.warps == 8 && \
+        tl_gpu_tensor_maps_usable())                                                                     \
         g->wkern = pf_ws_kernel<DQK, F>, g->ws = 1, g->smem = PfWs<DQK, F>::BYTES, g->threads = 384,        \
         g->acc_bits = F ? TL_WGMMA_E4M3_ACC_BITS : 23;
     PF_TRY_WG(128, false);

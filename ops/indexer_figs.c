@@ -115,7 +115,7 @@ static int draw_pipeline(int argc, char **argv)
              "%s (%s): %ld KV positions, H = %d, D = %d, BLOCK_Q %d; a tile copy %.2f us, its products %.3f us (%s), "
              "its epilogue %.3f us",
              hw.name, hw.arch, pos, heads, TL_INDEXER_DIM, bq, c.load_us, c.mma_us,
-             strncmp(hw.arch, "sm_", 3) == 0 ? "FP8 decoded to bf16" : "FP8", c.epi_us);
+             strncmp(hw.arch, "sm_", 3) == 0 ? "E4M3 wgmma" : "FP8", c.epi_us);
     return tl_fig_indexer_pipeline(out, st, n, &c, about, hw.name);
 }
 

@@ -134,11 +134,13 @@ static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
  *   DS_STORE_GBPS    26.4  a group's O and LSE as staged 16-byte row stores, per SM (run 54: 32
  *                          heads x 513 floats, 65.7 KB, in 2.48 us);
  *   DS_MERGE_GBPS    16.6  the merge's partials read by one block, per SM (run 54, batch 1: a
- *                          block's 2 row-heads x 20 shards x 513 floats, 82 KB, in 4.95 us).
+ *                          block's 2 row-heads x 20 shards x 513 floats, 82 KB, in 4.95 us; the
+ *                          paged merge (128 values a row) takes it too: extrapolated);
+ *   DS_CMP_CYCLES    23    a shared load of the first tile's repeat compares (run 54's reading of
+ *                          its trace: ~23 cycles a load, there one entry a load; here four).
  * Derived: the first tile's rows land one HBM round trip (hbm_latency_us) after its loads leave
  * (run 54: 0.85); the first tile's repeats cost ceil(i / 32) 16-byte shared loads a thread for its
- * last slot's entry index i at DS_CMP_CYCLES each (run 54's reading: ~23 cycles a load, there one
- * entry a load; here four); the hash set of the later tiles (k_end / 256 entries a thread, a
+ * last slot's entry index i at DS_CMP_CYCLES each; the hash set of the later tiles (k_end / 256 entries a thread, a
  * compare-and-swap and an atomic min each, not measured) is built while the first tile's loads are
  * in flight and charged only where it outlasts them, at DS_HASH_CYCLES an entry (assumed). */
 #define DS_PROLOGUE_US 2.96
@@ -205,7 +207,7 @@ double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long 
 {
     (void)shards;
     if (s->kind == TL_DECODE_DUAL_SCOPE) /* the timeline above, for keys slots of the window (no compares) */
-        return ds_shard_us(hw, s, keys + s->topk, keys + s->topk, 1, 0);
+        return ds_shard_us(hw, s, keys, keys, 1, 0);
     return group_latency_us(hw) + group_body_us(hw, s, keys);
 }
 

@@ -105,10 +105,11 @@ typedef struct {
  * shards outside [0, TL_DECODE_MAX_SHARDS] or a cache larger than the preset's HBM. Cost: O(B),
  * or a sort per request with topk. */
 int tl_decode_model(const tl_hw *hw, const tl_decode_shape *s, const int32_t *topk, int shards, tl_decode_model_result *r);
-/* One work-group's time in the model: `keys` counted keys (its shard of a row) of shape s: the
- * first loads' latency + max(its reads at one CU's streaming rate, its work at one CU's share of
- * the rates) + its output's write at one CU's L2 rate (the busiest CU's term above, for one
- * group). shards: unused (the output is one partial or one set of O rows either way). */
+/* One work-group's time in the model: `keys` counted keys (its shard of a row) of shape s. Paged:
+ * the first loads' latency + max(its reads at one CU's streaming rate, its work at one CU's share
+ * of the rates) + its output's write at one CU's L2 rate (the busiest CU's term above, for one
+ * group). Dual-scope: the group timeline of simulator/decode.c (prologue, tiles, stores) for
+ * `keys` slots with no repeat compares. shards: unused. */
 double tl_decode_model_group_us(const tl_hw *hw, const tl_decode_shape *s, long keys, int shards);
 
 #endif

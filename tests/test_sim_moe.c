@@ -544,16 +544,15 @@ static void test_exact_bytes(void **state)
 /* The kernel's tile group (tl_moe_tiles_per_item, contract/moe.h) is the model's pick: under the
  * default random routing its modelled time is within 5% of the fastest of groups 1, 2 and 4
  * (tl_moe_tilelab_kernel_group) for bf16 on DeepSeek-V3.2 and Kimi-K2.6, full width and TP8, both
- * stages, M = 64..16384; and the group 4 path is the pick somewhere (it is not dead). Not held:
- * ZAYA1 (E = 24, top-1), whose grids are a few waves: there the model's fastest group follows
- * the waves' rounding, not the rows per expert, and the rule is up to 32% slower than it
- * (M = 1536, TP8, stage 1: 51.7 us against group 2's 39.1). */
+ * stages, M = 64..16384; and the group 4 path is the pick somewhere (it is not dead). ZAYA1 (E =
+ * 16 and 24, top-1), whose grids are a few waves and whose fastest group follows the waves'
+ * rounding rather than the rows per expert, is held to 20% (the rule gives it no group 4). */
 static void test_tile_group_is_the_models_pick(void **state)
 {
     (void)state;
     tl_hw hw;
     assert_int_equal(tl_hw_load("h200", &hw), 0);
-    const char *models[] = {"deepseek-v3.2", "kimi-k2.6"};
+    const char *models[] = {"deepseek-v3.2", "kimi-k2.6", "zaya1", "zaya1-e24"};
     const int tps[] = {1, 8}, Ms[] = {64, 256, 512, 768, 1024, 1536, 2048, 4096, 8192, 16384};
     int fours = 0, misses = 0;
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
@@ -588,7 +587,8 @@ static void test_tile_group_is_the_models_pick(void **state)
                     double best = t[1] < t[2] ? t[1] : t[2];
                     best = t[4] < best ? t[4] : best;
                     fours += pick == 4;
-                    if (t[pick] > 1.05 * best && ++misses)
+                    const double bound = E >= TL_MOE_GROUP4_EXPERTS ? 1.05 : 1.20;
+                    if (t[pick] > bound * best && ++misses)
                         print_error("%s tp %d stage %d M = %d: the kernel's group %d takes %.1f us, the model's fastest "
                                  "%.1f (groups 1, 2, 4: %.1f, %.1f, %.1f)", models[mi], tps[ti], st, Ms[i], pick,
                                  t[pick], best, t[1], t[2], t[4]);
