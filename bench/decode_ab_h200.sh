@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Decode A/B call (prepared for run 55's second call, which got no machine): in one device call the
-# bar shapes of issue 19 benched with this branch's binary (tilelab: tensor-copy paged kernel,
-# hash-set dual-scope repeats), with the variant of bench/results/decode_variant_early_unrun.patch
-# (tilelab_early.xz: the unit read into registers and its stage refilled at once; its paged checks
-# too) and with run 54's binary (tilelab_r54.xz: main at 6291994), then torch SDPA on the same
-# shapes. ~105 s of command. Bundle (here):
+# Decode A/B in one device call: issue 19's bar shapes benched with the bundle's binary (tilelab:
+# tensor-copy paged kernel, hash-set dual-scope repeats), with the variant of
+# bench/results/decode_variant_early_unrun.patch (tilelab_early.xz: the unit read into registers and
+# its stage refilled at once; its paged checks too) and with a baseline binary (tilelab_r54.xz: the
+# kernels before the tensor copies, main at 6291994), then torch SDPA on the same shapes. ~105 s
+# of command. Bundle (here):
 #   bash scripts/device_bundle.sh build-decode-bundle build-cuda
 #   cp bench/decode_ab_h200.sh bench/decode_h200.sh bench/torch_decode.py bench/torch_timing.py build-decode-bundle/
 #   a second build with -DTL_PG_EARLY=1 after applying the patch, stripped, xz -c > build-decode-bundle/tilelab_early.xz;
 #   main's build, stripped, xz -c > build-decode-bundle/tilelab_r54.xz; copy the bundle to /work/main/
 # Device: run(command="bash build-decode-bundle/decode_ab_h200.sh", carry=["build-decode-bundle"], timeout_s=115)
+# Either variant binary may be left out of the bundle (its rows are skipped).
 # Writes under $OUT: env.txt, bench.csv, bench_early.csv, check_early.txt, bench_r54.csv, torch.csv, err.txt.
 set -uo pipefail
 B=$(cd "$(dirname "$0")" && pwd)
@@ -17,12 +18,13 @@ B=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=16
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,driver_version --format=csv; } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-for x in tilelab_early tilelab_r54; do xz -dc "$B/$x.xz" >/tmp/$x && chmod +x /tmp/$x; done
+for x in tilelab_early tilelab_r54; do [ -f "$B/$x.xz" ] && xz -dc "$B/$x.xz" >/tmp/$x && chmod +x /tmp/$x; done
 bench() { # binary time-limit
   local bin=$1 lim=$2 s
   for s in "${shapes[@]}"; do
     [ $SECONDS -lt $lim ] || { echo "skipped (time): $bin $s" >&2; continue; }
     local exe=$B/$bin; [ -x "$exe" ] || exe=/tmp/$bin
+    [ -x "$exe" ] || { echo "skipped (not in the bundle): $bin" >&2; return; }
     timeout 40 "$exe" bench decode --kind $s --hw h200 --format csv 2>>"$OUT/err.txt" | sed "s/^/$bin,/"
   done
 }

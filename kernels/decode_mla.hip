@@ -126,10 +126,9 @@ static __device__ __forceinline__ void ml_load_b_rm2(tl_frag_b_bf16 &b0, tl_frag
 {
     const int l = tl_lane();
     const uint16_t *p = base + (size_t)((l & 7) + 8 * ((l >> 3) & 1)) * ld + 8 * (l >> 4);
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(b0.r[0]), "=r"(b0.r[1]), "=r"(b1.r[0]), "=r"(b1.r[1])
-                 : "r"(a));
+                 : "r"(tl_smem_addr(p)));
 }
 #elif defined(TL_MMA_TARGET_GFX942) || defined(TL_MMA_TARGET_GFX950)
 #if defined(TL_MMA_TARGET_GFX942)

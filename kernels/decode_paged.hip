@@ -168,39 +168,18 @@ static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
 /* cp.async of 16 (or 4) bytes; bytes = 0 writes zeros (the source is not read) */
 static __device__ __forceinline__ void pg_cp16(void *dst, const void *src, int bytes)
 {
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
 }
 static __device__ __forceinline__ void pg_cp4(void *dst, const void *src, int bytes)
 {
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(src), "r"(bytes));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
 }
 static __device__ __forceinline__ void pg_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-static __device__ __forceinline__ unsigned pg_saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-/* the warp's stage barrier: one arrival (lane 0's, with the bytes to expect) a phase */
-static __device__ __forceinline__ void pg_mbar_init(uint64_t *bar)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(pg_saddr(bar)) : "memory");
-}
-static __device__ __forceinline__ void pg_mbar_expect(uint64_t *bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(pg_saddr(bar)), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void pg_mbar_wait(uint64_t *bar, unsigned parity)
-{
-    asm volatile("{\n"
-                 ".reg .pred P1;\n"
-                 "PG_WAIT:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-                 "@!P1 bra PG_WAIT;\n"
-                 "}\n" ::"r"(pg_saddr(bar)),
-                 "r"(parity)
-                 : "memory");
-}
-/* Bulk copies and mbarriers need sm_90; an sm_80-89 build brings bf16 rows by cp.async instead. */
+/* The warp's stage barriers are gpu.h's mbarriers (tl_mbar_*), one arrival a phase (lane 0's, with
+ * the bytes to expect). Bulk copies and mbarriers need sm_90; an sm_80-89 build brings bf16 rows by
+ * cp.async instead. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define PG_BULK_COPIES 0
 #else
@@ -209,8 +188,8 @@ static __device__ __forceinline__ void pg_mbar_wait(uint64_t *bar, unsigned pari
 /* a bulk copy of `bytes` (a multiple of 16; both ends 16-byte aligned) that completes on bar */
 static __device__ __forceinline__ void pg_bulk(void *dst, const void *src, unsigned bytes, uint64_t *bar)
 {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(pg_saddr(dst)),
-                 "l"(src), "r"(bytes), "r"(pg_saddr(bar))
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(tl_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(tl_smem_addr(bar))
                  : "memory");
 }
 /* Where row r of a page's K and V lands in the stage (RB bytes a row): K rows even then odd, the
@@ -227,24 +206,9 @@ static __device__ __forceinline__ int pg_vrow(int r)
 {
     return 16 * RB + 64 + r * RB + 32 * ((r >> 1) & 3) + 96 * (r >> 3);
 }
-/* Tensor copies (sm_90a): one box of a tensor map (a __grid_constant__ parameter) into shared
- * memory, completing on bar. The box of a page and KV head: 16 rows of RB bytes, stored with the
- * 128-byte swizzle (16-byte chunk c of 128-byte segment q at chunk c ^ (q % 8)); pg_sw gives where
- * chunk c of row r lands. */
-static __device__ __forceinline__ void pg_tma3(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
-                     pg_saddr(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(pg_saddr(bar))
-                 : "memory");
-}
-static __device__ __forceinline__ void pg_tma4(void *dst, const void *map, int c0, int c1, int c2, int c3, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(
-                     pg_saddr(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(pg_saddr(bar))
-                 : "memory");
-}
+/* Tensor copies (sm_90a: gpu.h's tl_tma_load_3d/4d from a __grid_constant__ map): the box of a
+ * page and KV head is 16 rows of RB bytes, stored with the 128-byte swizzle (16-byte chunk c of
+ * 128-byte segment q at chunk c ^ (q % 8)); pg_sw gives where chunk c of row r lands. */
 template <int RB>
 static __device__ __forceinline__ int pg_sw(int r, int c)
 {
@@ -360,7 +324,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     const int32_t *table = a.table + (size_t)b * a.max_blocks;
     constexpr int RB = FP8 ? 128 : 256, PAGEB = PG_PAGE_BYTES(RB);
     constexpr int STB = TMA ? PG_TSTAGE_BYTES : PG_STAGE_BYTES;
-    uint8_t *tbase = pg_smem + ((1024u - (pg_saddr(pg_smem) & 1023u)) & 1023u); /* TMA: the swizzle's alignment */
+    uint8_t *tbase = pg_smem + ((1024u - (tl_smem_addr(pg_smem) & 1023u)) & 1023u); /* TMA: the swizzle's alignment */
     uint8_t *ring = TMA ? tbase + (size_t)w * PG_STAGES * PG_TSTAGE_BYTES : pg_smem + (size_t)w * PG_STAGES * PG_STAGE_BYTES;
     uint8_t *tscl = tbase + PG_TRING_BYTES + (size_t)w * PG_STAGES * PG_TSCL_BYTES;
     uint64_t *bars = TMA ? (uint64_t *)(tbase + PG_TRING_BYTES + PG_WAVES * PG_STAGES * PG_TSCL_BYTES) + w * PG_STAGES
@@ -369,8 +333,8 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     if constexpr (BULK || TMA) {
         if (lane == 0) {
 #pragma unroll
-            for (int j = 0; j < PG_STAGES; j++) pg_mbar_init(bars + j);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            for (int j = 0; j < PG_STAGES; j++) tl_mbar_init(bars + j, 1);
+            tl_mbar_init_fence();
         }
     }
     __syncwarp();
@@ -403,18 +367,18 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                     unsigned n = 0;
 #pragma unroll
                     for (int u = 0; u < PPI; u++) n += first + j * ustride + u < p_end ? 1u : 0u;
-                    pg_mbar_expect(bar, n * 2u * 16u * RB);
+                    tl_mbar_expect_tx(bar, n * 2u * 16u * RB);
 #pragma unroll
                     for (int u = 0; u < PPI; u++) {
                         if (first + j * ustride + u >= p_end) continue;
                         const int row = blk[u] * PG_PAGE;
                         uint8_t *kd = st + u * 2 * 16 * RB;
                         if (FP8) {
-                            pg_tma3(kd, kmap, 0, h, row, bar);
-                            pg_tma3(kd + 16 * RB, vmap, 0, h, row, bar);
+                            tl_tma_load_3d(kd, kmap, 0, h, row, bar);
+                            tl_tma_load_3d(kd + 16 * RB, vmap, 0, h, row, bar);
                         } else {
-                            pg_tma4(kd, kmap, 0, 0, h, row, bar);
-                            pg_tma4(kd + 16 * RB, vmap, 0, 0, h, row, bar);
+                            tl_tma_load_4d(kd, kmap, 0, 0, h, row, bar);
+                            tl_tma_load_4d(kd + 16 * RB, vmap, 0, 0, h, row, bar);
                         }
                     }
                 }
@@ -428,7 +392,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                     const long live = hi - (first + j * ustride + u) * PG_PAGE;
                     bytes += 2u * RB * (unsigned)(live < 0 ? 0 : live > PG_PAGE ? PG_PAGE : live);
                 }
-                if (lane == 0) pg_mbar_expect(bar, bytes);
+                if (lane == 0) tl_mbar_expect_tx(bar, bytes);
                 __syncwarp();
             }
 #pragma unroll
@@ -502,7 +466,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
         pg_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
         uint8_t *st = ring + (size_t)(it % PG_STAGES) * STB;
         if constexpr (TMA) {
-            pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's boxes */
+            tl_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's boxes */
             /* V rows at or past the shard's end (a page's tail, a page not copied) as zeros */
             bool zeroed = false;
 #pragma unroll
@@ -518,7 +482,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
             if (zeroed) asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later tensor copy */
         }
         if constexpr (BULK) {
-            pg_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
+            tl_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
             /* a shard's last page: V rows past its end as zeros (p = 0 there) */
             const long live = hi - (first + it * ustride) * PG_PAGE;
             if (live < PG_PAGE) {

@@ -441,6 +441,66 @@ static inline hipError_t tl_prefer_shared(void (*k)(KArgs...))
 #endif
 }
 
+#if defined(TL_GPU_NVIDIA)
+/* ---- the copy engine (bulk and tensor copies) and its barriers (NVIDIA sm_90+) --------------
+ * Declared in every NVIDIA pass, emitted only where a kernel compiled for sm_90 or later calls them
+ * (kernels for older targets keep them in discarded `if constexpr` branches or behind __CUDA_ARCH__).
+ * mbarrier: a 64-bit shared-memory barrier (PTX ISA, "Parallel Synchronization and Communication
+ * Instructions: mbarrier"). tl_mbar_init(bar, n): a phase completes once n arrivals and every byte
+ * announced by tl_mbar_expect_tx have come; tl_mbar_wait(bar, parity) returns once the phase of that
+ * parity (0 for the first, 1 for the second, ...) has completed. Initialized by one thread, then
+ * tl_mbar_init_fence and a block barrier before any other thread uses it.
+ * tl_tma_load_2d/3d/4d: one cp.async.bulk.tensor of a box of the tensor map (host:
+ * tl_tensor_map_tiled, below; wgmma.h's tl_tma_encode) at coordinates (c0 innermost) into shared memory (1024-byte aligned for the
+ * 128-byte swizzle), completing the box's bytes of the barrier's transaction count (the whole box:
+ * the engine fills elements outside the tensor with zeros and counts them; tl_mbar_expect_tx
+ * announces them). One thread issues it. */
+#define TL_ASYNC_FN static __device__ __forceinline__
+/* the 32-bit shared-window address of a generic pointer into shared memory (PTX's shared operands) */
+TL_ASYNC_FN uint32_t tl_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+TL_ASYNC_FN void tl_mbar_init(uint64_t *bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tl_smem_addr(bar)), "r"(count) : "memory");
+}
+TL_ASYNC_FN void tl_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+TL_ASYNC_FN void tl_mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(tl_smem_addr(bar)), "r"(bytes) : "memory");
+}
+TL_ASYNC_FN void tl_mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tl_smem_addr(bar)) : "memory");
+}
+TL_ASYNC_FN void tl_mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(tl_smem_addr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+TL_ASYNC_FN void tl_tma_load_3d(void *dst, const void *tmap, int c0, int c1, int c2, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(tl_smem_addr(dst)), "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(tl_smem_addr(bar))
+                 : "memory");
+}
+TL_ASYNC_FN void tl_tma_load_4d(void *dst, const void *tmap, int c0, int c1, int c2, int c3, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                 ::"r"(tl_smem_addr(dst)), "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(tl_smem_addr(bar))
+                 : "memory");
+}
+TL_ASYNC_FN void tl_tma_load_2d(void *dst, const void *tmap, int c0, int c1, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(tl_smem_addr(dst)), "l"(tmap), "r"(c0), "r"(c1), "r"(tl_smem_addr(bar))
+                 : "memory");
+}
+#endif
+
 /* Tensor maps (host code): the descriptor of a tiled view of a global tensor that Hopper's tensor
  * copy (cp.async.bulk.tensor, "TMA") reads one box of at a time. TL_GPU_TENSOR_MAPS is 1 in an
  * NVIDIA build that includes sm_90a (TL_HAVE_WGMMA: the kernels that use tensor maps are compiled

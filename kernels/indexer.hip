@@ -189,7 +189,6 @@ static __device__ __forceinline__ void idx_score16(const uint8_t *kt, const floa
 #define IDX_RAW_BYTES (IDX_TILE * IDX_D + IDX_TILE * 4)
 #define IDX_DEC_BYTES (IDX_TILE * IDX_KB_STRIDE * 2 + IDX_TILE * 4)
 
-static __device__ __forceinline__ unsigned idx_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 /* Tile j0's codes and scales into raw stage `raw` (positions >= kv: zero, their scale 0). */
 static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0, uint8_t *raw, int nthreads)
@@ -200,7 +199,7 @@ static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0,
         const long j = j0 + row;
         const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
         const int bytes = j < a.kv ? 16 : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(raw + row * IDX_D + col)),
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(raw + row * IDX_D + col)),
                      "l"(src), "r"(bytes));
     }
     if (IDX_TID < IDX_TILE / 4) {
@@ -209,7 +208,7 @@ static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0,
         const int bytes = left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0;
         const float *src = a.k_scale + (bytes ? j : 0);
         asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(
-                         idx_smem_addr(raw + IDX_TILE * IDX_D + 16 * IDX_TID)),
+                         tl_smem_addr(raw + IDX_TILE * IDX_D + 16 * IDX_TID)),
                      "l"(src), "r"(bytes));
     }
     asm volatile("cp.async.commit_group;");
@@ -389,7 +388,7 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
         }
         const bool edge = j0 < lo || j0 + IDX_TILE > hi || j0 + IDX_TILE > a.kv;
         const uint8_t *d = dec + (int)(k & 1) * IDX_DEC_BYTES;
-        const unsigned kb = idx_smem_addr(d);
+        const unsigned kb = tl_smem_addr(d);
         const float *ks = (const float *)(d + IDX_TILE * IDX_KB_STRIDE * 2);
         float *rd = red + (((int)(k & 1) * BQ + rib) * 2 + half) * IDX_TILE;
 #pragma unroll 1
@@ -436,14 +435,14 @@ static __device__ __forceinline__ void idxw_issue(const IdxArgs &a, long j0, uin
         const int row = c / 8, col = 16 * (c % 8);
         const long j = j0 + row;
         const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(kst + tl_wgmma_sw128_offset(row, col))),
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(kst + tl_wgmma_sw128_offset(row, col))),
                      "l"(src), "r"(j < a.kv ? 16 : 0));
     }
     if (IDX_TID < IDX_TILE / 4) {
         const long j = j0 + 4 * IDX_TID;
         const long left = a.kv - j;
         const int bytes = left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0;
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(idx_smem_addr(sc + 4 * IDX_TID)),
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(sc + 4 * IDX_TID)),
                      "l"(a.k_scale + (bytes ? j : 0)), "r"(bytes));
     }
 }
@@ -456,7 +455,7 @@ static __device__ __forceinline__ void idxw_load_a(uint32_t (&a)[4][4], const ui
 {
     const int l = tl_lane(), w = tl_wave_id() % 4;
     const int row = 16 * w + (l & 7) + 8 * ((l >> 3) & 1);
-    const unsigned base = idx_smem_addr(kst);
+    const unsigned base = tl_smem_addr(kst);
 #pragma unroll
     for (int ks = 0; ks < IDX_D / 32; ks++)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -532,7 +531,7 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
     constexpr int WGS = BQ >= 2 ? 2 : 1, R = BQ / WGS;
     extern __shared__ __attribute__((aligned(1024))) uint8_t idxw_smem[];
     /* the swizzled tiles need 1024-byte alignment in the shared window */
-    uint8_t *qs = idxw_smem + ((1024u - (idx_smem_addr(idxw_smem) & 1023u)) & 1023u); /* [BQ][H][128] */
+    uint8_t *qs = idxw_smem + ((1024u - (tl_smem_addr(idxw_smem) & 1023u)) & 1023u); /* [BQ][H][128] */
     uint8_t *ks = qs + BQ * H * IDX_D;                         /* [STAGES][64][128] */
     float *scs = (float *)(ks + IDXW_STAGES * IDXW_KBYTES);   /* [STAGES][64] */
     float *ws = scs + IDXW_STAGES * IDX_TILE;                  /* [BQ][H] */

@@ -339,7 +339,6 @@ TL_MMA_FN int tl_frag_c_col(int lane, int r) { return 2 * (lane % 4) + (r % 2); 
  *       tiles c0 (columns 0..7) and c1 (8..15) of the same 16 rows become, two values at a time
  *       through pack(lo, hi) -> a 16-bit pair (low half first): registers only, because the
  *       m16n8k16 C layout is half of the A layout (FlashAttention-2's P in registers). */
-TL_MMA_FN uint32_t tl_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 TL_MMA_FN void tl_frag_ldsm_a_bf16(tl_frag_a_bf16 *a, const uint16_t *A, int lda)
 {
     const int l = tl_lane();

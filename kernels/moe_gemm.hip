@@ -649,9 +649,8 @@ static int launch_stage(const GemmArgs &args, long long blocks, bool dependent, 
 }
 
 /* `group` tiles of one expert per work item (tl_moe_tiles_per_item: each weight byte feeds up to
- * 16 x group rows); bf16 only (2 tiles at M = 1024 took 31% less time in stage 1, 15% in stage 2).
- * fp8's stage 2 would spill 144 bytes paired; its stage 1 paired (16 bytes of spills) is no faster:
- * its per-row work, not its weights, holds it (bench/journal/moe-kernel.md, tile pairing). */
+ * 16 x group rows); bf16 only: fp8's stage 2 would spill 144 bytes paired, and its stage 1 is held
+ * by per-row work, not by its weights (bench/journal/moe-kernel.md, tile pairing). */
 template <int DT, int STAGE>
 static int launch_grouped(const GemmArgs &a, long long blocks, int group, bool dependent, hipStream_t st)
 {

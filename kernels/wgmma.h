@@ -72,8 +72,7 @@ static __host__ __device__ __forceinline__ uint32_t tl_wgmma_sw128_offset(uint32
 /* Descriptor of a K-major, 128-byte-swizzled tile starting at `smem` (1024-byte aligned). */
 TL_WGMMA_FN uint64_t tl_wgmma_desc_sw128(const void *smem)
 {
-    uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem);
-    uint64_t d = (uint64_t)((addr >> 4) & 0x3FFFu);
+    uint64_t d = (uint64_t)((tl_smem_addr(smem) >> 4) & 0x3FFFu);
     d |= (uint64_t)1u << 16;            /* leading byte offset: unused here */
     d |= (uint64_t)(1024u >> 4) << 32;  /* stride byte offset: 8 rows of 128 bytes */
     d |= (uint64_t)1u << 62;            /* 128-byte swizzle */
@@ -84,8 +83,7 @@ TL_WGMMA_FN uint64_t tl_wgmma_desc_sw128(const void *smem)
  * apart (the leading byte offset), 8 k-rows of 128 bytes every 1024 bytes (the stride byte offset). */
 TL_WGMMA_FN uint64_t tl_wgmma_desc_sw128_mn(const void *smem, uint32_t block_bytes)
 {
-    uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem);
-    uint64_t d = (uint64_t)((addr >> 4) & 0x3FFFu);
+    uint64_t d = (uint64_t)((tl_smem_addr(smem) >> 4) & 0x3FFFu);
     d |= (uint64_t)((block_bytes >> 4) & 0x3FFFu) << 16; /* leading byte offset: the next 64 columns */
     d |= (uint64_t)(1024u >> 4) << 32;                   /* stride byte offset: the next 8 k-rows */
     d |= (uint64_t)1u << 62;                             /* 128-byte swizzle */
@@ -264,53 +262,6 @@ TL_WGMMA_FN void tl_wgmma_m64n128k32_e4m3_rs_z(float d[64], const uint32_t a[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(0));
 }
 
-/* ---- the copy engine (TMA) and its barriers (sm_90a) ----------------------------------------
- * mbarrier: a 64-bit shared-memory barrier (PTX ISA, "Parallel Synchronization and Communication
- * Instructions: mbarrier"). tl_mbar_init(bar, n): a phase completes once n arrivals and every byte
- * announced by tl_mbar_expect_tx have come; tl_mbar_wait(bar, parity) returns once the phase of that
- * parity (0 for the first, 1 for the second, ...) has completed. Initialized by one thread, then
- * tl_mbar_init_fence and a block barrier before any other thread uses it.
- * tl_tma_load_3d/2d: one cp.async.bulk.tensor of a box of the tensor map (host:
- * tl_tma_encode, below) at coordinates (c0 innermost) into shared memory (1024-byte aligned for the
- * 128-byte swizzle), completing the box's bytes of the barrier's transaction count (the whole box:
- * the engine fills elements outside the tensor with zeros and counts them; tl_mbar_expect_tx
- * announces them). One thread issues it. */
-TL_WGMMA_FN uint32_t tl_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-TL_WGMMA_FN void tl_mbar_init(uint64_t *bar, uint32_t count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tl_smem_u32(bar)), "r"(count) : "memory");
-}
-TL_WGMMA_FN void tl_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-TL_WGMMA_FN void tl_mbar_expect_tx(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(tl_smem_u32(bar)), "r"(bytes) : "memory");
-}
-TL_WGMMA_FN void tl_mbar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tl_smem_u32(bar)) : "memory");
-}
-TL_WGMMA_FN void tl_mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(tl_smem_u32(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-TL_WGMMA_FN void tl_tma_load_3d(void *dst, const void *tmap, int c0, int c1, int c2, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 ::"r"(tl_smem_u32(dst)), "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(tl_smem_u32(bar))
-                 : "memory");
-}
-TL_WGMMA_FN void tl_tma_load_2d(void *dst, const void *tmap, int c0, int c1, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(tl_smem_u32(dst)), "l"(tmap), "r"(c0), "r"(c1), "r"(tl_smem_u32(bar))
-                 : "memory");
-}
 /* Registers a thread of this warpgroup may hold from here on (setmaxnreg; all 128 threads of the
  * warpgroup execute it; N a multiple of 8 in 24..256): a producer warpgroup gives registers back,
  * the consumers take them. The kernel's register count at launch must be what the launch bounds

@@ -119,30 +119,28 @@ static double stream_per_cu_gbps(const tl_hw *hw, const tl_decode_shape *s)
     return hw->hbm_per_cu_gbps;
 }
 
-/* ---- the dual-scope group's timeline (kernels/decode_mla.hip), from the traces of decode runs 53
- * and 54 (bench/journal/runs.md; H200, H 128, fp8, 32-head groups). Fitted constants, each from a
- * trace point of those runs, none from the run the model is then compared with:
+/* ---- the dual-scope group's timeline (kernels/decode_mla.hip). H200 constants (H 128, fp8,
+ * 32-head groups), fitted to the kernel's phase traces (`bench decode --trace`; which trace points,
+ * in bench/journal/runs.md), none to the timings the model is judged on:
  *   DS_PROLOGUE_US   2.96  the group's start to its first tile's positions settled, for a shard
- *                          with no top-k compares (run 54: the window shards' median READY): the
- *                          cold loads of Q, the top-k list and the length, the first positions;
- *   DS_TILE_US       2.0   one tile's work alone, a shard of one tile (run 53 1.93, run 54 2.02:
- *                          LANDED to TILES at batch 1): the decoded store, QK, softmax, PV, four
- *                          barriers;
- *   DS_TILE_PERIOD_US 3.0  a tile of a longer shard (run 53, batch 32, 20 tiles in 60.6 us, the
- *                          repeats found by a hash set, no compares): the work and the next tile's
- *                          loads that one tile of work does not hide;
- *   DS_STORE_GBPS    26.4  a group's O and LSE as staged 16-byte row stores, per SM (run 54: 32
- *                          heads x 513 floats, 65.7 KB, in 2.48 us);
- *   DS_MERGE_GBPS    16.6  the merge's partials read by one block, per SM (run 54, batch 1: a
- *                          block's 2 row-heads x 20 shards x 513 floats, 82 KB, in 4.95 us; the
- *                          paged merge (128 values a row) takes it too: extrapolated);
- *   DS_CMP_CYCLES    23    a shared load of the first tile's repeat compares (run 54's reading of
- *                          its trace: ~23 cycles a load, there one entry a load; here four).
- * Derived: the first tile's rows land one HBM round trip (hbm_latency_us) after its loads leave
- * (run 54: 0.85); the first tile's repeats cost ceil(i / 32) 16-byte shared loads a thread for its
- * last slot's entry index i at DS_CMP_CYCLES each; the hash set of the later tiles (k_end / 256 entries a thread, a
- * compare-and-swap and an atomic min each, not measured) is built while the first tile's loads are
- * in flight and charged only where it outlasts them, at DS_HASH_CYCLES an entry (assumed). */
+ *                          with no top-k compares: the cold loads of Q, the top-k list and the
+ *                          length, the first positions;
+ *   DS_TILE_US       2.0   one tile's work alone (a shard of one tile): the decoded store, QK,
+ *                          softmax, PV, four barriers;
+ *   DS_TILE_PERIOD_US 3.0  a tile of a longer shard: its work and the next tile's loads that one
+ *                          tile of work does not hide;
+ *   DS_STORE_GBPS    26.4  a group's O and LSE (32 heads x 513 floats) as staged 16-byte row
+ *                          stores, per SM;
+ *   DS_MERGE_GBPS    16.6  the merge's partials read by one block, per SM (fitted on the
+ *                          dual-scope merge's 513-float rows; the paged merge's 129-float rows
+ *                          take it too: extrapolated);
+ *   DS_CMP_CYCLES    23    a 16-byte shared load of the first tile's repeat compares.
+ * Derived: the first tile's rows land one HBM round trip (hbm_latency_us) after its loads leave;
+ * the first tile's repeats cost ceil(i / 32) 16-byte shared loads a thread for its last slot's
+ * entry index i at DS_CMP_CYCLES each; the hash set of the later tiles (k_end / 256 entries a
+ * thread, a compare-and-swap and an atomic min each, not measured) is built while the first
+ * tile's loads are in flight and charged only where it outlasts them, at DS_HASH_CYCLES an entry
+ * (assumed). */
 #define DS_PROLOGUE_US 2.96
 #define DS_TILE_US 2.0
 #define DS_TILE_PERIOD_US 3.0
@@ -245,7 +243,7 @@ static int partials_cached(const tl_hw *hw, double bytes)
 
 /* The merge launch: blocks of 256 threads, dv / 4 a row-head (kernels/decode.hip), each reading its
  * row-heads' partials; the busiest SM runs ceil(blocks / CUs) of them, each at DS_MERGE_GBPS
- * (the rate run 54's trace gave the merge's blocks, from L2), or the whole launch at the HBM ceiling
+ * (the fitted rate of a merge block's reads from L2), or the whole launch at the HBM ceiling
  * when the partials did not stay in the caches, whichever is longer. */
 static void merge_time(const tl_hw *hw, const tl_decode_shape *s, tl_decode_model_result *r)
 {

@@ -71,11 +71,11 @@ int tl_decode_sim(const tl_decode_problem *p, tl_decode_result *r);
  *                               longest shard's timeline (simulator/decode.c, DS_*: a prologue,
  *                               the first tile's repeat compares, one HBM round trip for its
  *                               rows, one tile's work, a tile period for each further tile, the
- *                               O and LSE stores; constants fitted to the traces of decode runs
- *                               53-54, each named there).
+ *                               O and LSE stores; constants fitted to the kernel's measured phase
+ *                               traces, each named there).
  *   merge launch  (shards > 1) reads the partials and writes O and LSE: the busiest SM's blocks
  *                 (256 threads, dv / 4 a row-head) at the merge's per-SM rate (DS_MERGE_GBPS,
- *                 fitted to run 54's trace), or the whole at the HBM ceiling when the partials do
+ *                 fitted to a measured trace), or the whole at the HBM ceiling when the partials do
  *                 not fit the caches (l2_mib_per_xcd x xcds plus the last-level cache), whichever
  *                 is longer.
  *   fixed         launch_us for the first launch, next_kernel_us for the merge.

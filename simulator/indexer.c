@@ -31,13 +31,13 @@ static int is_sm(const tl_hw *hw) { return strncmp(hw->arch, "sm_", 3) == 0; }
  * TL_INDEXER_WAVES_AMD. */
 static int cu_waves_of(const tl_hw *hw) { return is_sm(hw) ? TL_INDEXER_WAVES_SM90 : TL_INDEXER_WAVES_AMD; }
 
-/* Warps (waves) a block has: BLOCK_Q on AMD; on sm_90a one warpgroup (4 warps) for BLOCK_Q 1, two
- * otherwise. */
-static int block_waves_of(const tl_hw *hw, int q, int heads)
-{
-    (void)heads;
-    return is_sm(hw) ? (q >= 2 ? 8 : 4) : q;
-}
+/* sm_90a block geometry: one warpgroup for BLOCK_Q 1, two otherwise, each holding BLOCK_Q / groups
+ * query rows. */
+static int wgmma_groups(int block_q) { return block_q >= 2 ? 2 : 1; }
+static int wgmma_rows(int block_q) { return block_q / wgmma_groups(block_q); }
+
+/* Warps (waves) a block has: BLOCK_Q on AMD, four a warpgroup on sm_90a. */
+static int block_waves_of(const tl_hw *hw, int q) { return is_sm(hw) ? 4 * wgmma_groups(q) : q; }
 
 /* Blocks one CU holds: the waves it holds over the block's, and what its LDS holds (AMD: two tiles
  * of codes; sm_90a: TL_INDEXER_SMEM_WGMMA). */
@@ -45,7 +45,7 @@ static int resident_limit(const tl_hw *hw, int q, int heads, int tile)
 {
     const double lds = is_sm(hw) ? (double)TL_INDEXER_SMEM_WGMMA(heads, q) : 2.0 * tile * (TL_INDEXER_DIM + 4.0);
     int by_lds = (int)(hw->lds_kib * 1024.0 / lds);
-    int by_waves = cu_waves_of(hw) / block_waves_of(hw, q, heads);
+    int by_waves = cu_waves_of(hw) / block_waves_of(hw, q);
     int n = by_lds < by_waves ? by_lds : by_waves;
     return n > 0 ? n : 1;
 }
@@ -83,15 +83,14 @@ static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long fu
  * Q (H x 128 bytes) once a tile, so a score costs 128 / R + 2 H bytes. */
 static double smem_bytes_per_score(int block_q, int heads)
 {
-    const double rows = block_q >= 2 ? block_q / 2 : 1;
-    return TL_INDEXER_DIM / rows + 2.0 * heads;
+    return TL_INDEXER_DIM / (double)wgmma_rows(block_q) + 2.0 * heads;
 }
 
 /* sm_90a: the N of the kernel's products: 64 / H rows a product when the warpgroup holds that many
  * (H = 32 at BLOCK_Q >= 4: two rows, N = 64), else one (N = H). */
 static int wgmma_n(int block_q, int heads)
 {
-    const int rows = block_q >= 2 ? block_q / 2 : 1, pair = 64 / heads;
+    const int rows = wgmma_rows(block_q), pair = 64 / heads;
     return (pair >= 1 && pair <= rows ? pair : 1) * heads;
 }
 

@@ -67,20 +67,21 @@
 /* sm_90a: the epilogue as warp instructions a product (64 positions x RP rows, 4 warps) issues at
  * TL_INDEXER_IPC_WGMMA a scheduler: a thread's accumulators of a row cost H / 2 maxes, H / 2 FMAs
  * and H / 8 weight loads (1.125 H), plus PRODUCT_INSTR a product (the wgmma issue, fences, waits)
- * and ROW_INSTR a row (its cross-lane sum, bound, scale, store and bookkeeping). Indexer run 51's
- * Nsight Compute profile (the kernel of that run, 8K squares, SM clock 1.78 GHz): 2.36 warp
- * instructions a clock an SM at both H, 0.59 a scheduler, 203 instructions a warp a product at
- * H = 64 (one row) and 288 at H = 32 (two rows): 46 + 85 a row, fitted. ROW_INSTR 68 is the
- * prediction for the kernel whose rows' sums are finished in pairs (three shuffles for two rows,
- * int windows from shared memory): 85 less the 17 instructions a row that change removes by count. */
+ * and ROW_INSTR a row (its cross-lane sum, bound, scale, store and bookkeeping). IPC and
+ * PRODUCT_INSTR are fitted to a Nsight Compute profile of the 8K squares (SM clock 1.78 GHz): 2.36
+ * warp instructions a clock an SM at both H, 203 a warp a product at H = 64 (one row a product)
+ * and 288 at H = 32 (two rows), so 46 a product and 85 a row for a kernel that summed each row
+ * across its quad alone. ROW_INSTR counts the shipped kernel, which sums two rows at once (three
+ * shuffles for two rows, int windows from shared memory): 85 less the 17 instructions a row that
+ * removes, by count. The profile and its kernel: bench/journal/runs.md. */
 #define TL_INDEXER_IPC_WGMMA 0.59
 #define TL_INDEXER_PRODUCT_INSTR_WGMMA 46.0
 #define TL_INDEXER_ROW_INSTR_WGMMA 68.0
 #define TL_INDEXER_SMEM_GBPS_WGMMA 79.2 /* sm_90a: GB/s an SM's products read their shared-memory operands
                                          * at (the K tile by ldmatrix, each product's Q by the wgmma).
-                                         * Fitted: the shared-A kernel of indexer run 50 (SM clock 1980
-                                         * MHz) read 39-42 bytes a clock at H = 32 and 64 (192 and 256
-                                         * bytes a score): 40 x 1.98 */
+                                         * Fitted to a kernel that read the K tile from shared memory for
+                                         * every row: 39-42 bytes a clock at 1980 MHz at H = 32 and 64
+                                         * (192 and 256 bytes a score): 40 x 1.98 */
 #define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: up to 128 registers a thread (2 blocks of 8 warps) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */

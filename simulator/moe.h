@@ -84,12 +84,9 @@
  *      load 8 values each at once (passes = ceil(width / 8 / TL_MOE_QUANT_THREADS), 1 up to width
  *      2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows resident
  *      per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). extra_us reports both kernels.
- *    * weights_per_tile: an expert's later tiles (not paired: kernels/moe.hip pairs tiles only
- *      for bf16) take as long as if their weights came from HBM again. A stand-in, not the
- *      mechanism: unpaired fp8 tiles at M = 1024 run 1.9x the floor of one weight read although the
- *      weights are read from HBM once; what holds them is per-row work (activation loads from L2,
- *      the scaling of each 128 group's partial sums) that the model has no term for
- *      (bench/journal/moe-model.md). The cost is time only: hbm_bytes counts each byte once.
+ *    * weights_per_tile (an option; tl_moe_tilelab_kernel leaves it off, the CU's load stream below
+ *      charges those re-reads instead): an expert's later tiles take as long as if their weights
+ *      came from HBM again. The cost is time only: hbm_bytes counts each byte once.
  *    * dequant_instr: a16w4, mxfp4 and mxfp8 weights are turned into BF16 in registers, element
  *      by element, before the BF16 matrix instruction (kernels/moe.hip, weights_bf16). That work runs
  *      on the CU's vector units: an item's dequant time = its weight elements (tile_n x K) x
@@ -118,19 +115,20 @@
  *      are many (M >= 1024 on DeepSeek-V3.2), each item re-reads its tile's activation rows for
  *      every n-block (stage 1: 16 SwiGLU columns an item, so the rows are read 128 times) and the
  *      items of an expert's later tiles re-read its weights from L2: the stage is bound by these
- *      loads, not by HBM (run 50: at M = 1024 bf16 and fp8, balanced and random routing, both
- *      stages stream 6.4-7.4 TB/s of loads over the 132 SMs, about 55 GB/s an SM). act_loads:
+ *      loads, not by HBM (measured on the H200 at M = 1024, bf16 and fp8, balanced and random
+ *      routing, both stages: 6.4-7.4 TB/s of loads over the 132 SMs, about 55 GB/s an SM;
+ *      bench/journal/moe-model.md). act_loads:
  *      stage 2's 4 warps each load the item's rows (split N), so its activation bytes count 4
  *      times. With this term an expert's later tiles hit L2 for their weights (weights_per_tile
- *      off): run 50's fp8 re-reads at M = 1024 (2.4 reads of each weight) take less time than
- *      HBM would.
+ *      off): fp8's re-reads at M = 1024 (2.4 reads of each weight) take less time than HBM
+ *      would.
  *    * Tile groups (tl_moe_tiles_per_item, contract/moe.h): bf16 items multiply 2 or 4 tiles of one
  *      expert (tile_m 32 or 64 in the model, whose worklist of tile_m rows gives the same items:
  *      ceil(ceil(c / 16) / g) = ceil(c / 16 g)); the group of 4 runs TL_MOE_GROUP_MINB blocks per SM.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
- *    M = 4096 is printed, not asserted (run 50 timed group 2 there; the model of group 2 is +1.2% /
- *    +19.3%, while the test models the group the kernel now picks).
+ *    M = 4096 is printed, not asserted (its committed rows timed group 2, which the model puts at
+ *    +1.2% / +19.3%, while the test models the group the kernel picks there).
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
@@ -197,8 +195,8 @@ typedef struct {
                             in 1x128 groups (one row per block) before the GEMM */
     int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
     int weights_per_tile; /* each of an expert's tiles pays the time of reading its weights from
-                            HBM, not only its first (unpaired tiles; see the stand-in above); the
-                            cost is time only: hbm_bytes still counts each byte once */
+                            HBM, not only its first (an option, off for this project's kernel; see
+                            above); the cost is time only: hbm_bytes still counts each byte once */
     double dequant_instr; /* instructions a lane issues per weight element that the kernel turns
                             into BF16 in registers before its matrix instruction (> 0: the BF16
                             instruction; 0: the weights go to the matrix cores as stored where the
