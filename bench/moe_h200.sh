@@ -35,6 +35,8 @@ fi
 [ -n "${OUT:-}" ] || { echo "moe_h200.sh run: \$OUT is not set (run it through the device tool)" >&2; exit 2; }
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+# the model column on the preset of the GPU the call got (TL_HW overrides)
+hw=${TL_HW:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100 && echo h100 || echo h200)}
 T=$B/tilelab
 parts=${MOE_PARTS:-quick check bench benchrandom torch}
 tokens=${MOE_TOKENS:-1,8,64,256,1024}
@@ -73,7 +75,7 @@ fi
 if [[ " $parts " == *" bench "* ]]; then
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== bench $d (balanced routing, as the torch peer)"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing balanced --format csv \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw $hw --routing balanced --format csv \
       >"$OUT/moe_bench_$d.csv" 2>"$OUT/moe_bench_$d.err" || rc=1
     cut -d, -f1,7,10,12,13 "$OUT/moe_bench_$d.csv"
   done
@@ -81,7 +83,7 @@ fi
 if [[ " $parts " == *" benchrandom "* ]]; then # the default routing: k distinct experts a token, uniform
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== bench $d (random routing, seed 1)"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing random --seed 1 \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw $hw --routing random --seed 1 \
       --format csv >"$OUT/moe_bench_${d}_random.csv" 2>"$OUT/moe_bench_${d}_random.err" || rc=1
     cut -d, -f1,7,10,12,13,18 "$OUT/moe_bench_${d}_random.csv"
   done
@@ -89,7 +91,7 @@ fi
 if [[ " $parts " == *" benchwrite "* ]]; then # the same with a write flush (dirty L2 lines; runs 1-11)
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== bench $d --flush write"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw h200 --routing balanced --flush write --format csv \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens "$tokens" --hw $hw --routing balanced --flush write --format csv \
       >"$OUT/moe_bench_${d}_write.csv" 2>"$OUT/moe_bench_${d}_write.err" || rc=1
     cut -d, -f1,7,10,12,13 "$OUT/moe_bench_${d}_write.csv"
   done
@@ -97,7 +99,7 @@ fi
 if [[ " $parts " == *" trace "* ]]; then # where the time of small M goes, block by block
   for d in ${MOE_BENCH_DTYPES:-bf16 fp8}; do
     echo "== trace $d"
-    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw h200 --routing balanced --trace "$OUT/moe_trace_$d.csv" \
+    $T bench moe --model deepseek-v3.2 --dtype "$d" --tokens 1,8 --hw $hw --routing balanced --trace "$OUT/moe_trace_$d.csv" \
       --format csv >/dev/null 2>"$OUT/moe_trace_$d.err" || rc=1
   done
 fi

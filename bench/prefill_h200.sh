@@ -19,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 B=$here
 . "$B/env.sh"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+# the model column on the preset of the GPU the call got (TL_HW overrides)
+hw=${TL_HW:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100 && echo h100 || echo h200)}
 T=$B/tilelab
 parts=${PREFILL_PARTS:-check bench torch}
 seqs=${PREFILL_SEQS:-1024 4096 16384 32768}
@@ -102,7 +104,7 @@ if [[ " $parts " == *" bench "* ]] && [ $stop = 0 ]; then
       [ $SECONDS -lt ${PREFILL_BENCH_S:-330} ] || { echo "skipped (time): bench $sh $dt" >>"$err"; continue; }
       s=$list
       [[ " ${PREFILL_SHORT:-qwen3-8b} " == *" $sh "* ]] && s=16384
-      args=(--shape $sh --dtype $dt --seq "$s" --hw h200 --format csv)
+      args=(--shape $sh --dtype $dt --seq "$s" --hw $hw --format csv)
       if [ $first -eq 1 ]; then
         timeout 150 "$T" bench prefill "${args[@]}" >"$OUT/prefill_bench.csv" 2>>"$err" || rc=1
         "$T" sim prefill "${args[@]}" >"$OUT/prefill_sim.csv" 2>>"$err" || rc=1
@@ -115,7 +117,7 @@ if [[ " $parts " == *" bench "* ]] && [ $stop = 0 ]; then
   done
   for tile in ${PREFILL_TILES:-}; do
     for dt in bf16 fp8; do
-      timeout 60 "$T" bench prefill --shape mistral-7b --dtype $dt --seq 16384 --tile "$tile" --hw h200 --format csv \
+      timeout 60 "$T" bench prefill --shape mistral-7b --dtype $dt --seq 16384 --tile "$tile" --hw $hw --format csv \
         2>>"$err" | tail -n +2 >>"$OUT/prefill_bench.csv" || rc=1
     done
   done

@@ -54,7 +54,7 @@ static double report_value(const tl_roofline_report *r, size_t i)
 static const char HW_USAGE[] =
     "usage: tilelab hw list [--format table|csv|json]\n"
     "       tilelab hw show NAME|FILE[,OVERLAY.json...] [--instructions] [--format table|csv|json]\n"
-    "A preset name (mi355x, mi300x, h200), a JSON file of the same shape, or a base followed by\n"
+    "A preset name (mi355x, mi300x, h200, h100), a JSON file of the same shape, or a base followed by\n"
     "overlay files (e.g. h200,bench/results/h200.json) merged over it key by key.\n"
     "hw show prints the preset's fields and its matrix instructions. --format json gives one object\n"
     "of the preset file's shape (a file `hw show` reads back), each ceiling {datasheet, measured,\n"
@@ -361,7 +361,7 @@ static const char ROOFLINE_USAGE[] =
     "iterations, a 256 MB L2 flush between them (read, then a 20 us busy-wait; saved results from\n"
     "before 2026-11-29 15:00 UTC wrote it), the median; each ceiling is the best of a few launch\n"
     "configurations. Prints each ceiling beside the preset's datasheet and measured values.\n"
-    "  --hw PRESET    preset to compare with (default: from the device name: h200, mi300x, mi355x)\n"
+    "  --hw PRESET    preset to compare with (default: from the device name: h100, h200, mi300x, mi355x)\n"
     "  --save FILE    write the measured ceilings as an overlay JSON for --hw PRESET,FILE\n"
     "  --points FILE  also write every configuration as CSV (kernel, ceiling, config, best, flops,\n"
     "                 hbm_bytes, time_us, intensity, tflops, gbps, source): `draw roofline --points`\n"
@@ -375,6 +375,7 @@ static const char ROOFLINE_USAGE[] =
 static const char *preset_for_device(const char *name)
 {
     if (strstr(name, "H200")) return "h200";
+    if (strstr(name, "H100")) return "h100";
     if (strstr(name, "MI355") || strstr(name, "MI350")) return "mi355x";
     if (strstr(name, "MI300") || strstr(name, "MI325")) return "mi300x";
     return NULL;

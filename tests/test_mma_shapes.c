@@ -69,7 +69,7 @@ static const tl_mfma_instr *mfma_entry(const char *arch, const tl_instr *in)
 static void presets_agree(void **state)
 {
     (void)state;
-    const char *presets[] = {"h200", "mi300x", "mi355x"};
+    const char *presets[] = {"h100", "h200", "mi300x", "mi355x"};
     for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++) {
         tl_hw hw;
         if (tl_hw_load(presets[p], &hw)) fail_msg("preset %s: %s", presets[p], tl_last_error());

@@ -28,9 +28,9 @@ static void test_hw_presets_load(void **state)
 {
     (void)state;
     const char *const *names = tl_hw_list();
-    const char *want[] = {"h200", "mi300x", "mi355x"};
-    for (int i = 0; i < 3; i++) assert_string_equal(names[i], want[i]);
-    assert_null(names[3]);
+    const char *want[] = {"h100", "h200", "mi300x", "mi355x"};
+    for (int i = 0; i < 4; i++) assert_string_equal(names[i], want[i]);
+    assert_null(names[4]);
     for (int i = 0; names[i]; i++) {
         tl_hw hw;
         assert_int_equal(tl_hw_load(names[i], &hw), 0);
@@ -50,6 +50,13 @@ static void test_hw_presets_load(void **state)
     assert_int_equal(tl_hw_load("h200", &hw), 0);
     assert_int_equal(hw.wave_size, 32);
     assert_true(hw.ceilings.bf16_tflops.measured == 795);
+    /* the H100: the H200's chip with HBM3 (datasheet 3.35 TB/s) and a 50 MB L2 */
+    assert_int_equal(tl_hw_load("h100", &hw), 0);
+    assert_string_equal(hw.arch, "sm_90");
+    assert_int_equal(hw.cus, 132);
+    assert_true(hw.ceilings.hbm_read_gbps.datasheet == 3350);
+    assert_true(tl_ceiling_value(hw.ceilings.hbm_read_gbps) < 3350);
+    assert_true(hw.l2_mib_per_xcd == 50);
 }
 
 /* The fastest instruction of each dtype reproduces the datasheet peak (FACTS.md's rule). */

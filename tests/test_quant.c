@@ -313,8 +313,8 @@ static void division_by_the_reciprocal_is_exact(void **state)
 static void model_floor_and_limiter(void **state)
 {
     (void)state;
-    static const char *const presets[] = {"h200", "mi300x", "mi355x"};
-    for (int p = 0; p < 3; p++) {
+    static const char *const presets[] = {"h100", "h200", "mi300x", "mi355x"};
+    for (int p = 0; p < 4; p++) {
         tl_hw hw;
         assert_int_equal(tl_hw_load(presets[p], &hw), 0);
         tl_quant_shape s = shape(TL_QUANT_FP8);
