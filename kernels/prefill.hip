@@ -92,7 +92,7 @@ struct PfSmem {
  * query rows each. Shared memory: Q [QKB column blocks][BM rows][128 bytes]; per stage K the same
  * for BN keys and V (bf16: [2 column blocks of 64 dims][BN keys][128 bytes], read MN-major; fp8:
  * V^T [DV dims][BN keys' bytes], keys in P's fragment order, pf_vt_kernel's layout); then the
- * barriers: Q's, the stages' full and empty. */
+ * barriers: Q's, then each stage's K full, V full, K empty and V empty. */
 template <int DQK, bool FP8>
 struct PfWs {
     static constexpr int BM = 128, BN = 128, DV = 128, THREADS = 384;
@@ -103,9 +103,9 @@ struct PfWs {
     static constexpr size_t Q_BYTES = (size_t)QKB * BM * 128, K_BYTES = (size_t)QKB * BN * 128;
     static constexpr size_t V_BYTES = (size_t)BN * DV * ESZ;
     /* three stages where they fit (bf16 dqk 192: two) */
-    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + 64 <= 232448 ? 3 : 2;
+    static constexpr int STAGES = 1024 + Q_BYTES + 3 * (K_BYTES + V_BYTES) + 8 * (1 + 4 * 3) <= 232448 ? 3 : 2;
     static constexpr size_t BAR_OFF = Q_BYTES + STAGES * (K_BYTES + V_BYTES);
-    static constexpr size_t BYTES = 1024 + BAR_OFF + 8 * (1 + 2 * STAGES); /* + alignment */
+    static constexpr size_t BYTES = 1024 + BAR_OFF + 8 * (1 + 4 * STAGES); /* + alignment */
 };
 
 /* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the warp-specialized
@@ -457,7 +457,10 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
     uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
     uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES;
-    uint64_t *qfull = (uint64_t *)(base + L::BAR_OFF), *full = qfull + 1, *empty = full + STAGES;
+    /* K and V have barriers of their own: S(kt + 1) waits for K alone, P(kt + 1) V for V an iteration
+     * later, and K's stage is released once S is done, V's once P V is */
+    uint64_t *qfull = (uint64_t *)(base + L::BAR_OFF), *fullk = qfull + 1, *fullv = fullk + STAGES;
+    uint64_t *emptyk = fullv + STAGES, *emptyv = emptyk + STAGES;
 
     const int tid = (int)tl_thread_x(), wg = tid / 128;
     const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
@@ -470,7 +473,10 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     if (tid == 0) {
         tl_mbar_init(qfull, 1);
 #pragma unroll
-        for (int s = 0; s < STAGES; s++) tl_mbar_init(full + s, 1), tl_mbar_init(empty + s, 8);
+        for (int s = 0; s < STAGES; s++) {
+            tl_mbar_init(fullk + s, 1), tl_mbar_init(fullv + s, 1);
+            tl_mbar_init(emptyk + s, 8), tl_mbar_init(emptyv + s, 8);
+        }
         tl_mbar_init_fence();
     }
     tl_block_sync();
@@ -485,12 +491,15 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             int kt = 0;
             do {
                 const int s = kt % STAGES;
-                if (kt >= STAGES) tl_mbar_wait(empty + s, ((kt / STAGES) - 1) & 1);
-                uint64_t *f = full + s;
-                tl_mbar_expect_tx(f, (uint32_t)(L::K_BYTES + L::V_BYTES));
+                const uint32_t ph = ((kt / STAGES) - 1) & 1;
                 uint8_t *Kb = Ks + s * L::K_BYTES, *Vb = Vs + s * L::V_BYTES;
+                if (kt >= STAGES) tl_mbar_wait(emptyk + s, ph);
+                tl_mbar_expect_tx(fullk + s, (uint32_t)L::K_BYTES);
 #pragma unroll
-                for (int c = 0; c < L::QKB; c++) tl_tma_load_3d(Kb + c * (BN * 128), &w.tk, c * L::CE, kvh, kt * BN, f);
+                for (int c = 0; c < L::QKB; c++) tl_tma_load_3d(Kb + c * (BN * 128), &w.tk, c * L::CE, kvh, kt * BN, fullk + s);
+                if (kt >= STAGES) tl_mbar_wait(emptyv + s, ph);
+                uint64_t *f = fullv + s;
+                tl_mbar_expect_tx(f, (uint32_t)L::V_BYTES);
                 if (FP8) tl_tma_load_2d(Vb, &w.tv, kt * BN, kvh * DV, f);
                 else
 #pragma unroll
@@ -606,7 +615,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     if (cw == 1) turn_signal(); /* warpgroup 0 takes the first turn */
     tl_mbar_wait(qfull, 0);
     /* tile 0's S, its softmax and P */
-    tl_mbar_wait(full, 0);
+    tl_mbar_wait(fullk, 0);
     turn_wait();
     tl_wgmma_fence();
     issue_s(0);
@@ -614,6 +623,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     turn_signal();
     tl_wgmma_wait<0>();
     tl_wgmma_hold(S);
+    if (lane == 0) tl_mbar_arrive(emptyk); /* this warp is done with K(0) */
     float corr[2], corr_pv[2]; /* corr_pv (fp8): the factor O takes when P(kt) V is folded in */
     softmax(0, corr);
     corr_pv[0] = corr[0], corr_pv[1] = corr[1];
@@ -622,7 +632,8 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     do {
         const bool next = kt + 1 < ntiles;
         const int st = kt % STAGES, sn = (kt + 1) % STAGES;
-        if (next) tl_mbar_wait(full + sn, ((kt + 1) / STAGES) & 1);
+        if (next) tl_mbar_wait(fullk + sn, ((kt + 1) / STAGES) & 1);
+        tl_mbar_wait(fullv + st, (kt / STAGES) & 1);
         turn_wait();
 #pragma unroll
         for (int kk = 0; kk < NPA; kk++) tl_wgmma_hold(pa[kk]);
@@ -642,6 +653,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             tl_wgmma_commit();
             tl_wgmma_wait<0>();
             tl_wgmma_hold(S);
+            if (lane == 0) tl_mbar_arrive(emptyv + st); /* done with V(kt) */
 #pragma unroll
             for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr_pv[(i % 4) / 2], S[i]);
             if (next) {
@@ -654,6 +666,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             if (next) {
                 tl_wgmma_wait<0>();
                 tl_wgmma_hold(S);
+                if (lane == 0) tl_mbar_arrive(emptyk + sn); /* done with K(kt + 1) */
                 softmax(kt + 1, cn);
                 corr_pv[0] = cn[0], corr_pv[1] = cn[1];
             }
@@ -672,10 +685,12 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             if (next) {
                 tl_wgmma_wait<1>(); /* S(kt + 1); P(kt) V runs on */
                 tl_wgmma_hold(S);
+                if (lane == 0) tl_mbar_arrive(emptyk + sn); /* done with K(kt + 1) */
                 softmax(kt + 1, cn);
             }
             tl_wgmma_wait<0>();
             tl_wgmma_hold(o);
+            if (lane == 0) tl_mbar_arrive(emptyv + st); /* done with V(kt) */
             if (__any_sync(0xffffffffu, cn[0] != 1.0f || cn[1] != 1.0f)) {
 #pragma unroll
                 for (int j = 0; j < DV / 8; j++) {
@@ -684,8 +699,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
                 }
             }
         }
-        __syncwarp();
-        if (lane == 0) tl_mbar_arrive(empty + st); /* this warp is done with tile kt's K and V */
         if (next) pack();
     } while (++kt < ntiles);
 

@@ -146,16 +146,16 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
     r->chain_cycles = c_s + c_soft + TL_PREFILL_SM90_TURN + (fp8 ? c_pv + TL_PREFILL_SM90_TURN : 0.0);
     const double compute = fmax(fmax(c_mma, fmax(c_exp, c_issue)), r->chain_cycles);
     /* a tile's K and V by the copy engine: one round trip (hbm_latency_us) and its bytes at one
-     * SM's L2 stream (l2_per_cu_gbps). A stage is refilled once its tile's P V is done, at the end
-     * of that tile's iteration, and the tile it gets is needed (its S issued) at the start of the
-     * iteration stages - 2 later: the load has stages - 2 periods to land, none with two stages
-     * (then it adds to the compute) */
+     * SM's L2 stream (l2_per_cu_gbps). K's and V's stages are released apart (K once S is done, V
+     * once P V is) and refilled in the order K, V: K(kt + stages) goes out at the end of iteration
+     * kt - 1 and is needed at the start of iteration kt + stages - 1, V(kt + stages) at the end of
+     * iteration kt for P V in iteration kt + stages: stages - 1 periods to land */
     const int stages = stages_of(hw, s);
     const double elem = fp8 ? 1.0 : 2.0;
     const double kv_bytes = tn * (s->dqk + s->dv) * elem;
     const double l2_cu = or_default(hw->l2_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
     r->load_cycles = (or_default(hw->hbm_latency_us, TL_PREFILL_MISS_US) + kv_bytes / (l2_cu * 1e3)) * r->load_mhz;
-    r->period_cycles = stages > 2 ? fmax(compute, r->load_cycles / (stages - 2)) : compute + r->load_cycles;
+    r->period_cycles = fmax(compute, r->load_cycles / (stages - 1));
     /* the part that sets the period (the load when it adds or exceeds) */
     r->part = r->period_cycles > compute ? "load"
               : compute == c_mma                  ? "matrix"

@@ -8,7 +8,7 @@ src=${2:-.}
 
 # ---- presets ----
 expect 0 "hw list" -- "$tl" hw list --format csv
-check "hw list has three presets" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "h200 mi300x mi355x "
+check "hw list has four presets" -- test "$(echo "$LAST_OUT" | tail -n +2 | cut -d, -f1 | tr '\n' ' ')" = "h100 h200 mi300x mi355x "
 expect 0 "hw show mi355x" -- "$tl" hw show mi355x
 check "hw show lists the f8f6f4 instruction" -- grep -q "v_mfma_scale_f32_16x16x128_f8f6f4" <<<"$LAST_OUT"
 expect 0 "hw show json" -- "$tl" hw show h200 --format json
@@ -112,7 +112,7 @@ expect 2 "sim unknown" -- "$tl" sim frob
 
 # ---- bench sim ----
 expect 0 "bench sim" -- "$tl" bench sim --format csv
-check "bench sim ran every combination" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f6)" -eq 3360
+check "bench sim ran every combination (4 presets x 8 models x 5 dtypes x 14 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f6)" -eq 4480
 # ---- the seed's GLM-5.3 decode arithmetic (examples/glm5_decode_bytes.sh) ----
 expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
 check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"
