@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decode A/B in one device call: issue 19's bar shapes benched with the bundle's binary (tilelab:
 # tensor-copy paged kernel, hash-set dual-scope repeats), with the variant of
-# bench/results/decode_variant_early_unrun.patch (tilelab_early.xz: the unit read into registers and
+# bench/results/h100_decode_variant_early_run56.patch (tilelab_early.xz: the unit read into registers and
 # its stage refilled at once; its paged checks too) and with a baseline binary (tilelab_r54.xz: the
 # kernels before the tensor copies, main at 6291994), then torch SDPA on the same shapes. ~105 s
 # of command. Bundle (here):

@@ -9,6 +9,8 @@
 #            moe_env.txt. Checks draw fresh seeds (printed). MOE_PARTS (default "quick check bench benchrandom
 #            torch"; "bench" runs balanced routing, as bench/torch_grouped_mm.py routes its peer, and
 #            "benchrandom" tilelab's default random routing, seed 1: moe_bench_<dtype>_random.csv;
+#            "prefill" checks bf16 with stage 1 on moe_prefill_s1 (sm_90a wgmma; TILELAB_MOE_PREFILL=1) and, if
+#            they pass, times stage 1 with and without it: moe_prefill_{check.txt,bench_1.csv,bench_0.csv};
 #            "torchrandom" times torch._grouped_mm on the same random routing (seed 1, the same rows per
 #            expert): moe_torch_random.csv; "shapes" checks seed 000 Figure 10's Kimi-K2.6 a16w4 and ZAYA1 fp8 (zaya1-e24) shapes at MOE_CHECK_TOKENS:
 #            moe_shapes.txt; "benchwrite" adds the bench with --flush write: moe_bench_<dtype>_write.csv; "trace" one cold
@@ -134,6 +136,21 @@ if [[ " $parts " == *" torch "* ]]; then
   PYTHONUNBUFFERED=1 python3 bench/torch_grouped_mm.py --tokens "$tokens" >"$OUT/moe_torch.csv" \
     2>"$OUT/moe_torch.err" || rc=1
   cut -d, -f1,4,5 "$OUT/moe_torch.csv"
+fi
+if [[ " $parts " == *" prefill "* ]]; then # bf16 stage 1 on moe_prefill_s1 (TILELAB_MOE_PREFILL=1) beside moe_gemm
+  {
+    echo "== check bf16 with moe_prefill_s1: E 16 top-4 (groups of 1-8 tiles), E 32 top-8 full width"
+    TILELAB_MOE_PREFILL=1 $T check moe --model deepseek-v3.2 --experts 16 --topk 4 --dtype bf16 --tokens 1,5,64,200,400 --seed 7 || rc=1
+    TILELAB_MOE_PREFILL=1 $T check moe --model deepseek-v3.2 --experts 32 --dtype bf16 --tokens 256,1024 || rc=1
+  } 2>&1 | tee "$OUT/moe_prefill_check.txt"
+  if ! grep -q "FAIL\|error:" "$OUT/moe_prefill_check.txt"; then
+    for v in 1 0; do
+      echo "== bench bf16 stage 1, random routing seed 1, TILELAB_MOE_PREFILL=$v"
+      TILELAB_MOE_PREFILL=$v $T bench moe --model deepseek-v3.2 --dtype bf16 --stage 1 --tokens "$tokens" --hw $hw \
+        --routing random --seed 1 --format csv >"$OUT/moe_prefill_bench_$v.csv" 2>"$OUT/moe_prefill_bench_$v.err" || rc=1
+      cut -d, -f1,7,10,12,13,18 "$OUT/moe_prefill_bench_$v.csv"
+    done
+  fi
 fi
 if [[ " $parts " == *" torchrandom "* ]]; then # the peer on benchrandom's routing (bench/torch_grouped_mm.py ports tl_route)
   echo "== torch._grouped_mm bf16, random routing seed 1"

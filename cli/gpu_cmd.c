@@ -372,15 +372,6 @@ static const char ROOFLINE_USAGE[] =
     "                 --save, against --hw (default: the preset of the device it names); no GPU needed\n"
     "Without a GPU (a build without -DTILELAB_GPU, or no device) it says so and exits 1.\n";
 
-static const char *preset_for_device(const char *name)
-{
-    if (strstr(name, "H200")) return "h200";
-    if (strstr(name, "H100")) return "h100";
-    if (strstr(name, "MI355") || strstr(name, "MI350")) return "mi355x";
-    if (strstr(name, "MI300") || strstr(name, "MI325")) return "mi300x";
-    return NULL;
-}
-
 static void add_ceiling(json_t *ceilings, const char *key, double v)
 {
     if (v <= 0.0) return;
@@ -646,7 +637,7 @@ static int load_preset(const char *hw_spec, const char *device, tl_hw *hw)
 {
     memset(hw, 0, sizeof *hw);
     if (hw_spec) return tl_hw_load(hw_spec, hw);
-    const char *p = preset_for_device(device);
+    const char *p = tl_hw_for_device(device);
     if (p) return tl_hw_load(p, hw);
     snprintf(hw->name, sizeof hw->name, "none");
     return 0;

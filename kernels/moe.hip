@@ -16,6 +16,7 @@
 #include "../numerics/blockfp8.h" /* the FP8 scale group */
 
 #include <stdlib.h>
+#include <string.h>
 
 __global__ void moe_fill_f32(float *p, size_t n, float v)
 {
@@ -250,6 +251,25 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
+/* Whether bf16 stage 1 runs moe_prefill_s1 (sm_90a's warpgroup kernel) instead of moe_gemm: only
+ * when TILELAB_MOE_PREFILL=1 is set, in a build with wgmma (TL_HAVE_WGMMA), for bf16. An opt-in
+ * for its first device check and timing beside moe_gemm; the model has no term for it yet, so it
+ * picks nothing. */
+static bool moe_prefill_asked(const tl_moe_shape *s)
+{
+#if defined(TL_HAVE_WGMMA)
+    static int asked = -1;
+    if (asked < 0) {
+        const char *v = getenv("TILELAB_MOE_PREFILL");
+        asked = v && strcmp(v, "1") == 0;
+    }
+    return asked && s->dtype == TL_MOE_BF16;
+#else
+    (void)s;
+    return false;
+#endif
+}
+
 static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
 {
     const tl_moe_shape *s = &g->s;
@@ -260,6 +280,8 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     a.tile_expert = g->tile_expert;
     a.tile_rows = g->tile_rows;
     a.tile_off = g->tile_off;
+    a.expert_count = g->expert_count;
+    a.n_experts = s->n_experts;
     a.n_tiles = g->n_tiles;
     a.max_tiles = max_tiles;
     a.top_k = s->top_k;
@@ -301,6 +323,10 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
      * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
     const bool dep = stage == 2 && fp8;
     const StageGrid grid = stage_grid(s, stage);
+    if (stage == 1 && moe_prefill_asked(s)) { /* groups: at most edges / 128 + min(E, edges) */
+        const long long edges = (long long)s->tokens * s->top_k;
+        return tl_moe_launch_prefill_s1(a, (int)(edges / 128 + (edges < s->n_experts ? edges : s->n_experts)), st);
+    }
     int rc = grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
                        : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;

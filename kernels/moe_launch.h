@@ -88,6 +88,8 @@ struct GemmArgs {
     int K;                   /* reduction length (hidden, then width) */
     int n_out;               /* output columns (width, then hidden) */
     const int32_t *sorted_ids, *tile_expert, *tile_rows, *tile_off, *n_tiles;
+    const int32_t *expert_count; /* edges per expert (the sort's), read by moe_prefill_s1 */
+    int n_experts;
     int max_tiles, top_k;
     const float *topk_w;
     uint16_t *act;           /* stage 1 output [rows][width] bf16 */
@@ -124,6 +126,11 @@ int tl_moe_launch_sort(const int32_t *ids, int edges, int n_experts, int32_t *ex
  * 1 otherwise); dependent: a programmatic dependent launch (gpu.h, tl_launch). */
 int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks, int group, bool dependent,
                        hipStream_t st);
+/* moe_prefill.hip: bf16 stage 1 on sm_90a's warpgroup MMA, items of up to 128 rows of one expert x
+ * 64 SwiGLU columns; `groups` >= the device's group count (sum over experts of ceil(edges / 128)).
+ * TL_EUSAGE (recorded) in a build without wgmma or for a hidden size not a multiple of 128 or a
+ * width not a multiple of 64. */
+int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
 /* moe_gemv.hip: moe_gemv_down on the StageGrid g (g.gemv), an ordinary launch. */
 int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t st);
 /* moe_requant.hip: the activation rows [rows][width] bf16 of act to E4M3 codes act_q [rows][width]

@@ -15,7 +15,7 @@
  *   sm_90a  (Hopper, nvcc for sm_90a: TL_WGMMA_AVAILABLE) the contract's 128 x 128 x 8 tiling runs
  *           pf_body_ws: a producer warpgroup loads Q and the K/V tiles by the copy engine (TMA,
  *           128-byte swizzle, mbarriers; three buffers, two for bf16 dqk 192) and two warpgroups
- *           of 64 rows compute in turns (see pf_body_ws); fp8's V comes as V^T codes from
+ *           of 64 rows compute side by side (see pf_body_ws); fp8's V comes as V^T codes from
  *           pf_vt_kernel, launched before it (keys in P's fragment order). S = Q K^T from shared
  *           memory (bf16 m64n128k16, or e4m3 m64n128k32 on the FP8 codes: no decode), O += P V
  *           with P in registers (bf16: P rounded to bf16, V read MN-major through the
@@ -430,21 +430,17 @@ static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c,
            tl_e4m3x2_hw(c * TL_PREFILL_P_MULT, d * TL_PREFILL_P_MULT) << 16;
 }
 
-/* Named barriers of the two computing warpgroups' turns (pf_body_ws): warpgroup c waits on
- * PF_TURN + c before issuing its products and arrives on the other's after. */
-enum { PF_TURN = 2 };
-
-/* The warp-specialized body (FlashAttention-3's schedule). Warpgroup 0 (24 registers a thread)
- * loads Q once and the K/V tiles through STAGES buffers by the copy engine (one thread; a stage
- * refilled once the eight computing warps have arrived on its empty barrier). Warpgroups 1 and 2
- * (240 registers) each own 64 query rows; per tile kt, in turns (the named barriers: the tensor
- * cores take one warpgroup's products, then the other's, so each one's softmax runs while the
- * other's products do): issue S(kt + 1) = Q K^T and O += P(kt) V, wait for S(kt + 1) only, the
- * online softmax of tile kt + 1 while P(kt) V runs, wait for P(kt) V, release tile kt's stage,
- * rescale O, pack P(kt + 1) into the A registers. fp8: each tile's P V lands in its own accumulator
- * (S's registers; wgmma's E4M3 accumulator keeps 13 mantissa bits), waited and folded into the
- * float32 O (o = o corr + P V) inside the turn, before S(kt + 1) is issued: the fp8 softmax does not
- * overlap the warpgroup's own P V. Scores, masks and scales as the mma.sync body; P as there (bf16
+/* The warp-specialized body (FlashAttention-3's producer and consumers, without its ping-pong:
+ * ordering the two warpgroups' products by named barriers was measured no faster for bf16 and
+ * 3-7% slower for fp8). Warpgroup 0 (24 registers a thread) loads Q once and the K/V tiles through
+ * STAGES buffers by the copy engine (one thread; K and V of a stage refilled once the eight
+ * computing warps have arrived on that half's empty barrier). Warpgroups 1 and 2 (240 registers)
+ * each own 64 query rows and share the tensor cores as their products come: per tile kt, issue
+ * S(kt + 1) = Q K^T and O += P(kt) V, wait for S(kt + 1) only (K(kt + 1) released), the online
+ * softmax of tile kt + 1 while P(kt) V runs, wait for P(kt) V (V(kt) released), rescale O, pack
+ * P(kt + 1) into the A registers. fp8: each tile's P V lands in its own accumulator (S's registers;
+ * wgmma's E4M3 accumulator keeps 13 mantissa bits), waited and folded into the float32 O (o = o corr
+ * + P V) before S(kt + 1) is issued: the fp8 softmax does not overlap the warpgroup's own P V. Scores, masks and scales as the mma.sync body; P as there (bf16
  * RNE, or the contract's E4M3 codes of P x 448, which the register-A E4M3 form reads in
  * pf_wg_key_of's key order). */
 template <int DQK, bool FP8>
@@ -588,8 +584,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         }
         vf = vf_new;
     };
-    auto turn_wait = [&]() { tl_named_sync(PF_TURN + cw, 256); };
-    auto turn_signal = [&]() { tl_named_arrive(PF_TURN + 1 - cw, 256); };
 
     constexpr int NPA = FP8 ? BN / 32 : BN / 16;
     uint32_t pa[NPA][4];
@@ -612,15 +606,12 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         }
     };
 
-    if (cw == 1) turn_signal(); /* warpgroup 0 takes the first turn */
     tl_mbar_wait(qfull, 0);
     /* tile 0's S, its softmax and P */
     tl_mbar_wait(fullk, 0);
-    turn_wait();
     tl_wgmma_fence();
     issue_s(0);
     tl_wgmma_commit();
-    turn_signal();
     tl_wgmma_wait<0>();
     tl_wgmma_hold(S);
     if (lane == 0) tl_mbar_arrive(emptyk); /* this warp is done with K(0) */
@@ -634,7 +625,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         const int st = kt % STAGES, sn = (kt + 1) % STAGES;
         if (next) tl_mbar_wait(fullk + sn, ((kt + 1) / STAGES) & 1);
         tl_mbar_wait(fullv + st, (kt / STAGES) & 1);
-        turn_wait();
 #pragma unroll
         for (int kk = 0; kk < NPA; kk++) tl_wgmma_hold(pa[kk]);
         tl_wgmma_hold(o);
@@ -642,7 +632,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         float cn[2] = {1.0f, 1.0f};
         if (FP8) {
             /* fp8: P(kt) V into its own accumulator (S's registers, free once P is packed), waited
-             * and folded into O inside the turn, then S(kt + 1) (a third accumulator of 64
+             * and folded into O, then S(kt + 1) (a third accumulator of 64
              * registers beside S and O spills the 240) */
             const uint64_t dv = tl_wgmma_desc_sw128(Vs + st * L::V_BYTES);
 #pragma unroll
@@ -662,7 +652,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
                 issue_s(sn);
                 tl_wgmma_commit();
             }
-            if (cw == 0 || next) turn_signal(); /* warpgroup 1's last turn has no one to hand over to */
             if (next) {
                 tl_wgmma_wait<0>();
                 tl_wgmma_hold(S);
@@ -681,7 +670,6 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             for (int kk = 0; kk < NPA; kk++)
                 tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
             tl_wgmma_commit();
-            if (cw == 0 || next) turn_signal();
             if (next) {
                 tl_wgmma_wait<1>(); /* S(kt + 1); P(kt) V runs on */
                 tl_wgmma_hold(S);

@@ -270,10 +270,6 @@ template <int N>
 TL_WGMMA_FN void tl_setmaxnreg_dec(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N>
 TL_WGMMA_FN void tl_setmaxnreg_inc(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
-/* Named barrier `id` (1..15; 0 is __syncthreads') over `count` threads (a multiple of 32): sync waits
- * for the count, arrive counts this warp's threads and goes on. */
-TL_WGMMA_FN void tl_named_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
-TL_WGMMA_FN void tl_named_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 
 #endif /* TL_WGMMA_AVAILABLE */
 

@@ -106,7 +106,7 @@ static const char dec_bench_usage[] =
     "usage: tilelab bench decode [--kind paged|dual-scope] [options] [--hw PRESET] [--format table|csv|json]\n"
     "Times the kernels (both launches; L2 flushed, 20 warm-up, 200 timed, median, graph replay) and\n"
     "reports TB/s of the contract's bytes (each cache position once) beside floor_us (a plain read of\n"
-    "the same bytes) and the model's prediction on the preset (default h200) with its error, both at\n"
+    "the same bytes) and the model's prediction on the preset (default: the GPU's own, h200 where no preset matches) with its error, both at\n"
     "the shard count the launcher ran (its shards column).\n"
     "--trace FILE.csv (dual-scope) also runs each case once more (direct launches, after the same flush),\n"
     "every shard group and merge block recording when it started, had its list and first positions\n"
@@ -292,7 +292,7 @@ static int dec_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     dec_args a;
     memset(&a, 0, sizeof a);
-    a.hw = mode == TL_OP_SIM ? "mi355x" : "h200";
+    a.hw = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200";
     tl_opt opts[] = {TL_OPT_V("--kind", &a.kind),     TL_OPT_V("--batch", &a.batch),     TL_OPT_V("--seq", &a.seq),
                      TL_OPT_V("--lens", &a.lens),     TL_OPT_F("--mixed", &a.mixed, 1),  TL_OPT_V("--kv", &a.kv),
                      TL_OPT_V("--kv-heads", &a.kv_heads), TL_OPT_V("--gqa", &a.gqa),     TL_OPT_V("--heads", &a.heads),

@@ -79,7 +79,7 @@ static const char idx_bench_usage[] =
     "                             [--hw PRESET] [--format table|csv|json]\n"
     "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median) and reports\n"
     "TFLOP/s counting only in-window work, beside floor_us (a plain read of the op's bytes) and the\n"
-    "model's prediction on the preset (default h200) with its error.\n" IDX_COMMON_USAGE;
+    "model's prediction on the preset (default: the GPU's own, h200 where no preset matches) with its error.\n" IDX_COMMON_USAGE;
 
 static const char idx_sim_usage[] =
     "usage: tilelab sim indexer [--hw mi355x] [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P]\n"
@@ -154,7 +154,7 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->prefix = -1;
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *rows_s = "4096", *kv_s = "4096", *heads_s = "64", *prefix_s = NULL, *bq_s = NULL, *seed_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *sample_s = NULL, *windows_s = NULL;
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200", *sample_s = NULL, *windows_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--rows", &rows_s),     TL_OPT_V("--kv", &kv_s),   TL_OPT_V("--heads", &heads_s),
                      TL_OPT_V("--prefix", &prefix_s), TL_OPT_V("--block-q", &bq_s), TL_OPT_V("--seed", &seed_s),
                      TL_OPT_V("--hw", &hw_s),         TL_OPT_V("--sample-rows", &sample_s),

@@ -254,7 +254,7 @@ static void moe_defaults(tl_op_mode mode, moe_args *a, moe_problem *p)
     a->routing = "random";
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     p->dtype = mode == TL_OP_CHECK || mode == TL_OP_RUN ? TL_MOE_BF16 : TL_MOE_FP8;
-    a->hw = mode == TL_OP_SIM ? "mi355x" : "h200";
+    a->hw = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200";
     p->tile_m = TL_MOE_TILE_M;
     p->tile_n = 128;
     p->tilelab_kernel = 1;

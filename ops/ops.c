@@ -1,6 +1,7 @@
 /* ops/ops.c: the op table (core/op.h), one row per op, and what the rows share. A new op adds its
  * file ops/OP.c and one entry below. */
 #include "ops.h"
+#include "../simulator/hw.h"
 
 #include <errno.h>
 #include <math.h>
@@ -111,6 +112,20 @@ int tl_ops_measured_where(char *where, size_t n)
     for (char *ch = where; *ch; ch++)
         if (*ch == ',') *ch = ' ';
     return 0;
+}
+
+const char *tl_ops_bench_hw(void)
+{
+    static const char *hw;
+    if (hw) return hw;
+    hw = "h200";
+    tl_gpu_info info;
+    if (tl_gpu_kernels && tl_gpu_kernels->count() > 0 && tl_gpu_kernels->query(0, &info) == 0) {
+        const char *p = tl_hw_for_device(info.name);
+        if (p) hw = p;
+    }
+    tl_clear_error();
+    return hw;
 }
 
 double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts)

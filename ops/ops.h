@@ -48,6 +48,9 @@ void tl_ops_work_set(tl_op_work *w, const char *part, double flops, double hbm_b
 /* The bench's read floor: a plain read of `bytes` timed with opts (kernels/roofline.h), in us;
  * NAN (the error cleared) when it cannot be timed. */
 double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts);
+/* The preset `bench OP` models by default: the one of the first GPU (tl_hw_for_device), "h200"
+ * when there is none or no preset describes it. Cost: one device query, the first call only. */
+const char *tl_ops_bench_hw(void);
 
 /* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
 int tl_ops_need_output(const char *out, const char *cmd);

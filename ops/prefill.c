@@ -66,7 +66,7 @@ static const tl_op_input pf_inputs[] = {
 };
 
 static const tl_op_target pf_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma kernel: checks pass; timed beside SDPA)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (sm_90a wgmma kernel: checks pass on both; timed beside SDPA)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
@@ -101,8 +101,8 @@ static const char pf_bench_usage[] =
     "Times the kernel (L2 flushed, 20 warm-up, 200 timed, median) and reports TFLOP/s of the causal\n"
     "FLOPs (tl_prefill_flops: 2 (dqk + dv) per row, key and head with key <= row), the SM clock during\n"
     "the last timed run (work-group 0's cycles over ns), and the model's time and limiter on the preset\n"
-    "(default h200) with its error. --tile runs another tiling than the contract's (kernel experiments;\n"
-    "the model columns stay the contract's).\n" PF_COMMON_USAGE;
+    "(default: the GPU's own, h200 where no preset matches) with its error. --tile runs another tiling\n"
+    "than the contract's (kernel experiments; the model columns stay the contract's).\n" PF_COMMON_USAGE;
 
 static const char pf_sim_usage[] =
     "usage: tilelab sim prefill [options] [--hw PRESET] [--format table|csv|json]\n"
@@ -166,7 +166,7 @@ static int pf_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->cur_case = -1;
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *shape = "mistral-7b", *seq = "1024", *dtype = NULL, *rot = NULL, *dist = NULL, *seed = NULL,
-               *scale = NULL, *tile = NULL, *hw = "h200";
+               *scale = NULL, *tile = NULL, *hw = mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200";
     tl_opt opts[] = {TL_OPT_V("--shape", &shape), TL_OPT_V("--seq", &seq),   TL_OPT_V("--dtype", &dtype),
                      TL_OPT_V("--rotate", &rot),  TL_OPT_V("--dist", &dist), TL_OPT_V("--seed", &seed),
                      TL_OPT_V("--scale", &scale), TL_OPT_V("--tile", &tile), TL_OPT_V("--hw", &hw),

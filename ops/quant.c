@@ -79,7 +79,7 @@ static const char quant_bench_usage[] =
     "usage: tilelab bench quant [options] [--hw PRESET] [--format table|csv|json]\n"
     "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median, graph replay)\n"
     "beside floor_us, a plain read of the same bytes (read + write) timed the same way, and the\n"
-    "model's prediction on the preset (default h200) with its error. Inputs: --dist, seed 1.\n"
+    "model's prediction on the preset (default: the GPU's own, h200 where no preset matches) with its error. Inputs: --dist, seed 1.\n"
     QUANT_COMMON_USAGE;
 
 static const char quant_sim_usage[] =
@@ -150,7 +150,7 @@ static int quant_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->base.topk = 8;
     const char *rows_s = mode == TL_OP_RUN ? "1" : "1,4096,16384", *k_s = mode == TL_OP_RUN ? "128" : "7168,4096",
                *scheme_s = NULL, *rule_s = NULL, *layout_s = NULL, *topk_s = NULL, *dist_s = NULL, *seed_s = NULL,
-               *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200";
+               *hw_s = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200";
     tl_opt opts[] = {TL_OPT_V("--scheme", &scheme_s), TL_OPT_V("--rows", &rows_s), TL_OPT_V("--k", &k_s),
                      TL_OPT_F("--ue8m0", &p->base.ue8m0, 1), TL_OPT_V("--rule", &rule_s),
                      TL_OPT_V("--scale-layout", &layout_s), TL_OPT_F("--hadamard", &p->base.hadamard, 1),

@@ -81,7 +81,7 @@ static const char topk_bench_usage[] =
     "                          [--hw PRESET] [--trace FILE.csv] [--format table|csv|json]\n"
     "Times the kernel with the seed's method (L2 flush, 20 warm-up, 200 timed, median, graph replay)\n"
     "beside floor_us, a plain read of the valid scores timed the same way, and the model's prediction\n"
-    "on the preset (default h200) with its error. Scores: normal, seed 1.\n"
+    "on the preset (default: the GPU's own, h200 where no preset matches) with its error. Scores: normal, seed 1.\n"
     "--trace FILE.csv also runs each case once more (direct launch, after the same flush), every\n"
     "block recording when it started (device clock) and, by its SM's cycle counter, when it had\n"
     "loaded its chunk, passed each radix pass's histogram and barrier, exchanged its counts, placed\n"
@@ -162,7 +162,7 @@ static int topk_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->seed = mode == TL_OP_CHECK ? tl_fresh_seed() : 1;
     const char *n_s = mode == TL_OP_RUN ? "1" : "4096,65536,262144,1048576", *b_s = mode == TL_OP_RUN ? "1" : "1,32",
                *k_s = "512,2048", *dtype_s = NULL, *dist_s = NULL, *seed_s = NULL, *split_s = NULL,
-               *path_s = NULL, *hw_s = mode == TL_OP_SIM ? "mi355x" : "h200", *trace_s = NULL;
+               *path_s = NULL, *hw_s = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200", *trace_s = NULL;
     int causal = 0, sorted = 0;
     tl_opt opts[] = {TL_OPT_V("--n", &n_s),         TL_OPT_V("--batch", &b_s),     TL_OPT_V("--k", &k_s),
                      TL_OPT_F("--causal", &causal, 1), TL_OPT_F("--sorted", &sorted, 1), TL_OPT_V("--dtype", &dtype_s),

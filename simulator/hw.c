@@ -249,6 +249,16 @@ int tl_hw_load(const char *spec, tl_hw *out)
 
 const char *const *tl_hw_list(void) { return tl_preset_names("hw"); }
 
+const char *tl_hw_for_device(const char *name)
+{
+    if (!name) return NULL;
+    if (strstr(name, "H200")) return "h200";
+    if (strstr(name, "H100")) return "h100";
+    if (strstr(name, "MI355") || strstr(name, "MI350")) return "mi355x";
+    if (strstr(name, "MI300") || strstr(name, "MI325")) return "mi300x";
+    return NULL;
+}
+
 double tl_ceiling_value(tl_ceiling c)
 {
     if (c.measured > 0) return c.measured;

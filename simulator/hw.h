@@ -124,9 +124,13 @@ typedef struct {
  * Cost: parses each file once; microseconds. *out is plain data: nothing to free. */
 int tl_hw_load(const char *spec, tl_hw *out);
 
-/* The preset names compiled into the binary, NULL-terminated, sorted ("h200", "mi300x", "mi355x").
- * Static storage; do not free. */
+/* The preset names compiled into the binary, NULL-terminated, sorted ("h100", "h200", "mi300x",
+ * "mi355x"). Static storage; do not free. */
 const char *const *tl_hw_list(void);
+
+/* The preset of a GPU from the name its driver reports ("NVIDIA H100 80GB HBM3" -> "h100", "AMD
+ * Instinct MI355X" -> "mi355x"), or NULL when no preset describes it. */
+const char *tl_hw_for_device(const char *device_name);
 
 /* The ceiling's best-known value: measured when present, else datasheet, else 0. */
 double tl_ceiling_value(tl_ceiling c);

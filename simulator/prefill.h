@@ -39,22 +39,20 @@
  *   - compute (sm_90, the warp-specialized kernel) in SM cycles per tile of a block, at the clock
  *     its matrix ceiling implies (load_mhz = the measured wgmma rate / (SMs x the datasheet's
  *     FLOPs a clock: 4096 bf16, 8192 e4m3)): the tile period is the largest of
- *       matrix: both warpgroups' S and P V at that rate (the tensor cores take one warpgroup's
- *               products, then the other's, in turns);
+ *       matrix: both warpgroups' S and P V at that rate (the tensor cores take both warpgroups'
+ *               products as they are issued);
  *       exp:    the tile's exponentials at transcendental_per_cu_clk (MUFU, its own pipe);
  *       vector: the issue slots, the vector lane-ops above plus the exponentials' own issue, at
  *               one warp instruction a scheduler and clock;
  *       pipeline: one warpgroup's own chain: its S at the full rate, its softmax (its half of
  *               max(exp, vector), behind the row max's dependent chain TL_PREFILL_SM90_CHAIN),
- *               a turn (TL_PREFILL_SM90_TURN); fp8 also its P V and a second turn (its P V is
- *               waited inside the turn, before the next S). bf16's P V runs during the next
+ *               a product issue (TL_PREFILL_SM90_TURN); fp8 also its P V and a second issue
+ *               (its P V is waited for before the next S). bf16's P V runs during the next
  *               softmax and is not on the chain;
  *       load:   a K/V tile's load by the copy engine, one round trip (hbm_latency_us) and its
  *               bytes at one SM's L2 stream (l2_per_cu_gbps), over the periods it has to land:
- *               a stage is refilled when its tile's P V is done, at the end of that tile's
- *               iteration, and the tile it gets is needed (its S issued one iteration early) at the
- *               start of the iteration stages - 2 later; with two stages the load adds to the
- *               rest of the period;
+ *               K's and V's halves of a stage have barriers of their own (K released once S is
+ *               done, V once P V is), so each load has stages - 1 periods;
  *     plus, per block, the first tile alone: one memory round trip (hbm_latency_us) for Q and the
  *     first K/V, S(0) and its softmax.
  *   - lds: every wave reads the whole K and V tile from LDS (warps x block_n x (dqk + dv) x the
@@ -97,8 +95,8 @@
 #define TL_PREFILL_SM90_CHAIN 200.0  /* cycles: a row's running max as a dependent chain (32 max a
                                       * half row at ~4 cycles) and two shuffles before the first
                                       * exponential (guess) */
-#define TL_PREFILL_SM90_TURN 100.0   /* cycles: a turn's named barrier, fence and product issue, and
-                                      * a wait's return (guess) */
+#define TL_PREFILL_SM90_TURN 100.0   /* cycles: a fence, a product issue and commit, and a wait's
+                                      * return (guess) */
 #define TL_PREFILL_STAGES 2          /* K/V tile buffers in LDS (double buffering; guess) */
 #define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
 #define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */

@@ -59,6 +59,18 @@ static void test_hw_presets_load(void **state)
     assert_true(hw.l2_mib_per_xcd == 50);
 }
 
+/* A device's preset from the name its driver reports. */
+static void test_hw_for_device(void **state)
+{
+    (void)state;
+    assert_string_equal(tl_hw_for_device("NVIDIA H100 80GB HBM3"), "h100");
+    assert_string_equal(tl_hw_for_device("NVIDIA H200"), "h200");
+    assert_string_equal(tl_hw_for_device("AMD Instinct MI355X"), "mi355x");
+    assert_string_equal(tl_hw_for_device("AMD Instinct MI300X"), "mi300x");
+    assert_null(tl_hw_for_device("NVIDIA A100-SXM4-80GB"));
+    assert_null(tl_hw_for_device(NULL));
+}
+
 /* The fastest instruction of each dtype reproduces the datasheet peak (FACTS.md's rule). */
 static void check_peak(const tl_hw *hw, const char *dtype, double datasheet)
 {
@@ -328,7 +340,8 @@ static void test_model_unused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hw_presets_load), cmocka_unit_test(test_peaks_match_datasheet),
+        cmocka_unit_test(test_hw_presets_load),
+        cmocka_unit_test(test_hw_for_device), cmocka_unit_test(test_peaks_match_datasheet),
         cmocka_unit_test(test_pick_instr),      cmocka_unit_test(test_overlay),
         cmocka_unit_test(test_hw_errors),       cmocka_unit_test(test_models),
         cmocka_unit_test(test_model_errors),    cmocka_unit_test(test_model_unused),
