@@ -31,6 +31,8 @@ err=$OUT/prefill_err.txt
 rc=0
 # time limits: checks until PREFILL_CHECK_S, benches until PREFILL_BENCH_S, torch until PREFILL_END_S
 # a command that hits its time limit marks the kernel hung ($OUT/pf_hang): later checks are skipped
+# (the 16K + 32K commands get PREFILL_LONG_S, default 240 s: their float64 references on a quarter of
+# the cores took over 90 s on the lent H100 machine)
 chk() {
   [ $SECONDS -lt ${PREFILL_CHECK_S:-150} ] || { echo "-- skipped (time): check prefill $*"; return; }
   [ ! -e "$OUT/pf_hang" ] || { echo "-- skipped (a check hung): check prefill $*"; return; }
@@ -73,13 +75,13 @@ elif [[ " $parts " == *" check "* ]]; then
   for dt in bf16 fp8; do
     [ $stop = 0 ] || break
     {
-      chk --shape mistral-7b --dtype $dt --seq 16384,32768 --seed 12
+      PREFILL_CMD_S=${PREFILL_LONG_S:-240} chk --shape mistral-7b --dtype $dt --seq 16384,32768 --seed 12
       chk --shape mistral-7b --dtype $dt --seq 1000,1024,4096,4097 --seed 11
       chk --shape qwen3-8b --dtype $dt --seq 1,77,4097 --seed 13
       chk --shape 4x2x128 --dtype $dt --seq 300 --dist outliers --rotate hadamard --seed 16
     } >"$OUT/pf_chk_mistral_$dt.txt" 2>&1 &
     {
-      chk --shape deepseek-v2-lite --dtype $dt --seq 16384,32768 --seed 15
+      PREFILL_CMD_S=${PREFILL_LONG_S:-240} chk --shape deepseek-v2-lite --dtype $dt --seq 16384,32768 --seed 15
       chk --shape deepseek-v2-lite --dtype $dt --seq 1000,1024,4096,4097 --seed 14
       chk --shape deepseek-v2-lite --dtype $dt --seq 1500 --rotate random --seed 17
     } >"$OUT/pf_chk_deepseek_$dt.txt" 2>&1 &
