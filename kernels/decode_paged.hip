@@ -165,18 +165,6 @@ static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
 {
     return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
 }
-/* cp.async of 16 (or 4) bytes; bytes = 0 writes zeros (the source is not read) */
-static __device__ __forceinline__ void pg_cp16(void *dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
-}
-static __device__ __forceinline__ void pg_cp4(void *dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
-}
-static __device__ __forceinline__ void pg_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-static __device__ __forceinline__ void pg_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 /* The warp's stage barriers are gpu.h's mbarriers (tl_mbar_*), one arrival a phase (lane 0's, with
  * the bytes to expect). Bulk copies and mbarriers need sm_90; an sm_80-89 build brings bf16 rows by
  * cp.async instead. */
@@ -421,7 +409,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                         const int c = 32 * x + lane, row = c >> 4, ch = c & 15, kk = row & 15;
                         const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D + 8 * ch;
                         const uint16_t *src = (row < 16 ? (const uint16_t *)a.k : (const uint16_t *)a.v) + e;
-                        pg_cp16(st + u * PAGEB + (row < 16 ? pg_krow<RB>(kk) : pg_vrow<RB>(kk)) + 16 * ch, src,
+                        tl_cp_async16(st + u * PAGEB + (row < 16 ? pg_krow<RB>(kk) : pg_vrow<RB>(kk)) + 16 * ch, src,
                                 pos0 + kk < hi ? 16 : 0);
                     }
                 } else {
@@ -434,7 +422,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                         constexpr int C = 8, R = 32 / C;
                         const int nt = x / (8 / R), kk = 8 * nt + R * (x % (8 / R)) + lane / C, ch = lane % C;
                         const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D;
-                        pg_cp16(st + (u * PP + (C / 4) * nt + (ch >> 2)) * 512 + (4 * (kk & 7) + (ch & 3)) * 16,
+                        tl_cp_async16(st + (u * PP + (C / 4) * nt + (ch >> 2)) * 512 + (4 * (kk & 7) + (ch & 3)) * 16,
                                 (const uint8_t *)a.k + e + 16 * ch, pos0 + kk < hi ? 16 : 0);
                     }
 #pragma unroll
@@ -443,17 +431,17 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                          * 128 contiguous bytes of a row (whole lines) as they are */
                         const int kq = x & 3, kk = 2 * t + (kq & 1) + 8 * (kq >> 1);
                         const size_t e = ((slot0 + kk) * a.kv_heads + h) * PG_D;
-                        pg_cp16(st + (u * PP + KL + x) * 512 + lane * 16, (const uint8_t *)a.v + e + 16 * g,
+                        tl_cp_async16(st + (u * PP + KL + x) * 512 + lane * 16, (const uint8_t *)a.v + e + 16 * g,
                                 pos0 + kk < hi ? 16 : 0);
                     }
                 }
                 if (FP8) { /* lane < 16: k_scale of key lane; lane >= 16: v_scale of key lane - 16 */
                     const float *src = (lane < 16 ? a.ks : a.vs) + (slot0 + key) * a.kv_heads + h;
-                    pg_cp4(scs + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
+                    tl_cp_async4(scs + u * 128 + lane * 4, src, pos0 + key < hi ? 4 : 0);
                 }
             }
         }
-        pg_commit(); /* an empty group past the last unit keeps the count */
+        tl_cp_async_commit(); /* an empty group past the last unit keeps the count */
     };
     if (nunits > 0) {
         table_chunk(0, tb);
@@ -463,7 +451,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     for (int j = 0; j < PG_STAGES - 1; j++) issue(j);
 
     for (long it = 0; it < nunits; it++) {
-        pg_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
+        tl_cp_async_wait<PG_STAGES - 2>(); /* this lane's cp.async copies of unit it have landed */
         uint8_t *st = ring + (size_t)(it % PG_STAGES) * STB;
         if constexpr (TMA) {
             tl_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's boxes */
@@ -479,7 +467,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                     zeroed = true;
                 }
             }
-            if (zeroed) asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later tensor copy */
+            if (zeroed) tl_fence_proxy_async(); /* before a later tensor copy */
         }
         if constexpr (BULK) {
             tl_mbar_wait(bars + it % PG_STAGES, (unsigned)((it / PG_STAGES) & 1)); /* the unit's bulk copies */
@@ -489,7 +477,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
                 const int from = live < 0 ? 0 : (int)live;
                 for (int c = lane; c < (PG_PAGE - from) * (RB / 16); c += 32)
                     *(uint4 *)(st + pg_vrow<RB>(from + c / (RB / 16)) + 16 * (c % (RB / 16))) = make_uint4(0, 0, 0, 0);
-                asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* before a later bulk copy */
+                tl_fence_proxy_async(); /* before a later bulk copy */
             }
         }
         __syncwarp(); /* every lane's copies and zeros; every lane is done with unit it - 1 */
@@ -625,7 +613,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
             }
         }
     }
-    pg_wait<0>();
+    tl_cp_async_wait<0>();
 
     /* ---- the group: the 4 warps' partial softmaxes into one (the ring's memory reused) ---- */
     tl_block_sync();

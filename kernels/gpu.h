@@ -458,6 +458,24 @@ static inline hipError_t tl_prefer_shared(void (*k)(KArgs...))
 #define TL_ASYNC_FN static __device__ __forceinline__
 /* the 32-bit shared-window address of a generic pointer into shared memory (PTX's shared operands) */
 TL_ASYNC_FN uint32_t tl_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* cp.async (sm_80+): 16 (tl_cp_async16, through L2 only) or 4 (tl_cp_async4) bytes from global into
+ * shared memory; bytes = 0 writes zeros and does not read the source. tl_cp_async_commit closes
+ * this thread's group of copies; tl_cp_async_wait<N> returns once at most N of its groups are still
+ * in flight (their data then visible to this thread; a block or warp barrier shares it). */
+TL_ASYNC_FN void tl_cp_async16(void *dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
+}
+TL_ASYNC_FN void tl_cp_async4(void *dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(tl_smem_addr(dst)), "l"(src), "r"(bytes));
+}
+TL_ASYNC_FN void tl_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
+template <int N>
+TL_ASYNC_FN void tl_cp_async_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+/* Orders this thread's generic-proxy writes to shared memory (stores, cp.async data it waited for)
+ * before later async-proxy accesses (wgmma operands, bulk and tensor copies into the same bytes). */
+TL_ASYNC_FN void tl_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 TL_ASYNC_FN void tl_mbar_init(uint64_t *bar, uint32_t count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tl_smem_addr(bar)), "r"(count) : "memory");

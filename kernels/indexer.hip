@@ -189,7 +189,6 @@ static __device__ __forceinline__ void idx_score16(const uint8_t *kt, const floa
 #define IDX_RAW_BYTES (IDX_TILE * IDX_D + IDX_TILE * 4)
 #define IDX_DEC_BYTES (IDX_TILE * IDX_KB_STRIDE * 2 + IDX_TILE * 4)
 
-
 /* Tile j0's codes and scales into raw stage `raw` (positions >= kv: zero, their scale 0). */
 static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0, uint8_t *raw, int nthreads)
 {
@@ -199,8 +198,7 @@ static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0,
         const long j = j0 + row;
         const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
         const int bytes = j < a.kv ? 16 : 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(raw + row * IDX_D + col)),
-                     "l"(src), "r"(bytes));
+        tl_cp_async16(raw + row * IDX_D + col, src, bytes);
     }
     if (IDX_TID < IDX_TILE / 4) {
         const long j = j0 + 4 * IDX_TID;
@@ -211,7 +209,7 @@ static __device__ __forceinline__ void idx_issue_sm90(const IdxArgs &a, long j0,
                          tl_smem_addr(raw + IDX_TILE * IDX_D + 16 * IDX_TID)),
                      "l"(src), "r"(bytes));
     }
-    asm volatile("cp.async.commit_group;");
+    tl_cp_async_commit();
 }
 
 /* Raw stage -> decoded tile: 8 codes a piece (8 bytes read, 16 written), the row's scale sign
@@ -358,17 +356,17 @@ static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
     }
     /* tile t0 decoded before the loop: its copy (the oldest of the groups in flight) in */
     const long issued0 = t1 - t0 < IDX_STAGES ? t1 - t0 : IDX_STAGES;
-    if (issued0 >= 3) asm volatile("cp.async.wait_group 2;");
-    else if (issued0 == 2) asm volatile("cp.async.wait_group 1;");
-    else asm volatile("cp.async.wait_group 0;");
+    if (issued0 >= 3) tl_cp_async_wait<2>();
+    else if (issued0 == 2) tl_cp_async_wait<1>();
+    else tl_cp_async_wait<0>();
     IDX_SYNC();
     idx_decode_sm90(raw, dec, nthreads);
     for (long t = t0; t < t1; t++) {
         const long k = t - t0;
         /* tile t + 1's copy in: the groups issued after it (up to IDX_STAGES - 2 of them) may fly */
         const long after = (t1 - 1 < t0 + k + IDX_STAGES - 1 ? t1 - 1 : t0 + k + IDX_STAGES - 1) - (t + 1);
-        if (after >= 1) asm volatile("cp.async.wait_group 1;");
-        else asm volatile("cp.async.wait_group 0;");
+        if (after >= 1) tl_cp_async_wait<1>();
+        else tl_cp_async_wait<0>();
         IDX_SYNC(); /* tile t decoded and visible; tile t + 1's codes visible; tile t - 1 scored */
         if (t + IDX_STAGES < t1)
             idx_issue_sm90(a, (t + IDX_STAGES) * IDX_TILE, raw + (int)(k % IDX_STAGES) * IDX_RAW_BYTES, nthreads);
@@ -435,8 +433,7 @@ static __device__ __forceinline__ void idxw_issue(const IdxArgs &a, long j0, uin
         const int row = c / 8, col = 16 * (c % 8);
         const long j = j0 + row;
         const uint8_t *src = a.k + (size_t)(j < a.kv ? j : 0) * IDX_D + col;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(kst + tl_wgmma_sw128_offset(row, col))),
-                     "l"(src), "r"(j < a.kv ? 16 : 0));
+        tl_cp_async16(kst + tl_wgmma_sw128_offset(row, col), src, j < a.kv ? 16 : 0);
     }
     if (IDX_TID < IDX_TILE / 4) {
         const long j = j0 + 4 * IDX_TID;
@@ -552,7 +549,7 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
 #pragma unroll
     for (int k = 0; k < IDXW_STAGES - 1; k++) {
         if (t0 + k < t1) idxw_issue(a, (t0 + k) * IDX_TILE, ks + k * IDXW_KBYTES, scs + k * IDX_TILE, nthreads);
-        asm volatile("cp.async.commit_group;");
+        tl_cp_async_commit();
     }
     /* Q and w of the block's rows (rows past the last: zeros) */
     for (int c = IDX_TID; c < BQ * H * 8; c += nthreads) {
@@ -595,13 +592,13 @@ static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
     for (long t = t0; t < t1; t++) {
         const int k = (int)((t - t0) % IDXW_STAGES);
         /* tile t in (its group and the STAGES - 2 after it may still fly: none of them is read) */
-        asm volatile("cp.async.wait_group %0;" ::"n"(IDXW_STAGES - 2));
+        tl_cp_async_wait<IDXW_STAGES - 2>();
         IDX_SYNC(); /* tile t visible to all; tile t - 1's stage read by all (ldmatrix, last iteration) */
         {
             const long tn = t + IDXW_STAGES - 1;
             const int kn = (int)((tn - t0) % IDXW_STAGES);
             if (tn < t1) idxw_issue(a, tn * IDX_TILE, ks + kn * IDXW_KBYTES, scs + kn * IDX_TILE, nthreads);
-            asm volatile("cp.async.commit_group;");
+            tl_cp_async_commit();
         }
         const long j0 = t * IDX_TILE;
         const float *sc = scs + k * IDX_TILE;

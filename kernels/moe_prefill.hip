@@ -48,16 +48,6 @@
 
 static_assert(TL_MOE_NCOLS == 32 && TL_MOE_S1_NB == 16, "an n-block is 4 packing groups of 16 gate + 16 up rows");
 
-#if TL_WGMMA_AVAILABLE
-static __device__ __forceinline__ void mp_cp16(void *dst, const void *src, bool live)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)),
-                 "l"(src), "r"(live ? 16 : 0));
-}
-static __device__ __forceinline__ void mp_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-static __device__ __forceinline__ void mp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-#endif
 
 __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
 {
@@ -125,7 +115,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
         for (int i = tid; i < MP_ROWS * 16; i += MP_THREADS) { /* 16 pieces of 16 bytes a row */
             const int r = i / 16, c = i % 16, tok = s_src[r];
             const uint8_t *src = tok >= 0 ? p.A + (size_t)tok * row_bytes + (size_t)s * MP_KSTEP * 2 + 16 * c : p.A;
-            mp_cp16(A + (c / 8) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16), src, tok >= 0);
+            tl_cp_async16(A + (c / 8) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16), src, tok >= 0 ? 16 : 0);
         }
 #pragma unroll
         for (int i = tid; i < 4 * 512; i += MP_THREADS) { /* 4 packed chunks of 512 pieces */
@@ -134,7 +124,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
             const int n = f < 2 ? gl * 16 + f * 8 + col : MP_NB + gl * 16 + (f - 2) * 8 + col;
             const uint8_t *src = wexp + (size_t)gl * group_bytes + (size_t)s * tl_moe_pack_chunk_bytes(64) + 16 * q;
             const int kb = kgrp * 64 + v * 16; /* byte of K within the step */
-            mp_cp16(B + (kb / 128) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(n, kb % 128), src, true);
+            tl_cp_async16(B + (kb / 128) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(n, kb % 128), src, 16);
         }
     };
 
@@ -147,14 +137,14 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
 #pragma unroll
     for (int s = 0; s < MP_STAGES - 1; s++) {
         if (s < nsteps) load_step(s, s);
-        mp_commit();
+        tl_cp_async_commit();
     }
     for (int s = 0; s < nsteps; s++) {
-        mp_wait<MP_STAGES - 2>(); /* step s landed (this thread's pieces) */
+        tl_cp_async_wait<MP_STAGES - 2>(); /* step s landed (this thread's pieces) */
         tl_fence_proxy_async();
         __syncthreads(); /* every thread's pieces; every warpgroup done with slot (s - 1) % STAGES */
         if (s + MP_STAGES - 1 < nsteps) load_step(s + MP_STAGES - 1, (s + MP_STAGES - 1) % MP_STAGES);
-        mp_commit();
+        tl_cp_async_commit();
         const uint8_t *A = ring + (size_t)(s % MP_STAGES) * MP_STEP_BYTES, *B = A + MP_ROWS * MP_KSTEP * 2;
         const uint64_t da = tl_wgmma_desc_sw128(A + wg * 64 * 128), db = tl_wgmma_desc_sw128(B);
         const int chained = s % MP_PROMOTE != 0; /* 0: the chain restarts (scale-d 0) */

@@ -133,14 +133,6 @@ static __device__ __forceinline__ float pf_exp2(float x)
  * sm_90
  * =========================================================================================== */
 #if defined(TL_MMA_TARGET_SM80)
-static __device__ __forceinline__ void pf_cp16(void *dst, const void *src, bool live)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tl_smem_addr(dst)), "l"(src),
-                 "r"(live ? 16 : 0));
-}
-static __device__ __forceinline__ void pf_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-static __device__ __forceinline__ void pf_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 
 /* ROWS rows of ROWB bytes from global rows r0.. (stride gs bytes; rows >= seq zero-filled) into
  * shared memory rows of stride ld bytes, 16 bytes a copy, THREADS threads */
@@ -152,7 +144,7 @@ static __device__ __forceinline__ void pf_copy(uint8_t *dst, int ld, const uint8
     for (int i = tid; i < ROWS * CPR; i += THREADS) {
         const int r = i / CPR, c = i % CPR;
         const bool live = r0 + r < seq;
-        pf_cp16(dst + r * ld + 16 * c, live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live);
+        tl_cp_async16(dst + r * ld + 16 * c, live ? src + (size_t)(r0 + r) * gs + 16 * c : src, live ? 16 : 0);
     }
 }
 
@@ -235,13 +227,13 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
     if (FP8) {
         pf_copy<BN, DQK, THREADS>(raw, DQK, kg, kgs, 0, seq, tid);
         pf_copy<BN, DV, THREADS>(raw + BN * DQK, DV, vg, vgs, 0, seq, tid);
-        pf_commit();
+        tl_cp_async_commit();
         pf_decode<BM, DQK, THREADS>(Qs, LDQ, qg, qgs, q0, seq, tid);
     } else {
         pf_copy<BM, DQK * 2, THREADS>((uint8_t *)Qs, LDQ * 2, qg, qgs, q0, seq, tid);
         pf_copy<BN, DQK * 2, THREADS>((uint8_t *)Ks, LDQ * 2, kg, kgs, 0, seq, tid);
         pf_copy<BN, DV * 2, THREADS>((uint8_t *)Vs, LDV * 2, vg, vgs, 0, seq, tid);
-        pf_commit();
+        tl_cp_async_commit();
     }
 
     float qsc = 1.0f, vf = 1.0f;
@@ -263,7 +255,7 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
         const long k0 = (long)kt * BN;
         const uint16_t *Kt = Ks, *Vt = Vs;
         if (FP8) {
-            pf_wait<0>();
+            tl_cp_async_wait<0>();
             tl_block_sync(); /* codes of tile kt landed; every warp is done with tile kt - 1 */
             pf_decode<BN, DQK, THREADS>(Ks, LDQ, raw, 0, 0, seq, tid);
             pf_decode<BN, DV, THREADS>(Vs, LDV, raw + BN * DQK, 0, 0, seq, tid);
@@ -272,15 +264,15 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
                 pf_copy<BN, DQK, THREADS>(raw, DQK, kg, kgs, k0 + BN, seq, tid);
                 pf_copy<BN, DV, THREADS>(raw + BN * DQK, DV, vg, vgs, k0 + BN, seq, tid);
             }
-            pf_commit();
+            tl_cp_async_commit();
         } else {
             const int nb = (kt + 1) & 1;
             if (kt + 1 < ntiles) {
                 pf_copy<BN, DQK * 2, THREADS>((uint8_t *)(Ks + nb * BN * LDQ), LDQ * 2, kg, kgs, k0 + BN, seq, tid);
                 pf_copy<BN, DV * 2, THREADS>((uint8_t *)(Vs + nb * BN * LDV), LDV * 2, vg, vgs, k0 + BN, seq, tid);
             }
-            pf_commit();
-            pf_wait<1>();
+            tl_cp_async_commit();
+            tl_cp_async_wait<1>();
             tl_block_sync();
             Kt = Ks + (kt & 1) * BN * LDQ;
             Vt = Vs + (kt & 1) * BN * LDV;
@@ -387,7 +379,7 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
         }
         if (!FP8) tl_block_sync(); /* buffer kt & 1 is refilled with tile kt + 2 next */
     }
-    pf_wait<0>();
+    tl_cp_async_wait<0>();
 
     /* O = acc x vf / l (bf16), LSE = m ln 2 + ln l */
 #pragma unroll

@@ -97,7 +97,6 @@ TL_WGMMA_FN void tl_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\
 TL_WGMMA_FN void tl_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 TL_WGMMA_FN void tl_wgmma_wait(void) { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-TL_WGMMA_FN void tl_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 /* Keeps the compiler from moving reads or writes of an accumulator across a wait: pass every
  * register of D after tl_wgmma_wait and before reading it. Before tl_wgmma_fence it keeps the
