@@ -415,11 +415,13 @@ static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
     return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
 }
 
-/* four E4M3 codes of the contract's P rule (x 448, RNE, saturating), a first in the low byte */
+#define PF_LOG2_P_MULT 8.8073549220576f /* log2(TL_PREFILL_P_MULT) */
+
+/* four E4M3 codes of the contract's P rule (RNE, saturating) from P x 448 (the softmax's
+ * exponentials carry the factor: log2 448 is taken off their exponent), a first in the low byte */
 static __device__ __forceinline__ uint32_t pf_p_code4(float a, float b, float c, float d)
 {
-    return tl_e4m3x2_hw(a * TL_PREFILL_P_MULT, b * TL_PREFILL_P_MULT) |
-           tl_e4m3x2_hw(c * TL_PREFILL_P_MULT, d * TL_PREFILL_P_MULT) << 16;
+    return tl_e4m3x2_hw(a, b) | tl_e4m3x2_hw(c, d) << 16;
 }
 
 /* The warp-specialized body (FlashAttention-3's producer and consumers, without its ping-pong:
@@ -504,10 +506,12 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     float qsc = 1.0f, vf = 1.0f;
     if (FP8) {
         qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
-        vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
+        vf = a.vs[(size_t)kvh * a.nblk];
     }
+    /* l: the row sums of the exponentials, fp8's x 448 (P's codes' factor, which the value scale
+     * vf does not divide out) */
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    float S[64], o[64];
+    float S[64], o[64], acc[FP8 ? 32 : 1]; /* acc (fp8): half a tile's P V */
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.0f;
     const uint64_t dq = tl_wgmma_desc_sw128(Qs + 64 * cw * 128);
@@ -530,31 +534,33 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             }
         }
     };
-    /* the online softmax of tile kt on S (exponentials left in S); corr: the factor of what O held
-     * (fp8: with the value scales' ratio) */
+    /* the online softmax of tile kt on S (exponentials left in S: P, fp8's P x 448); corr: the
+     * factor of what O held (fp8: with the value scales' ratio). Lane-ops a score: the max, one
+     * FMA, the exponential, the sum (and the masking of the diagonal or last tile, in a branch of
+     * its own: a per-element test inside the loop is predicated into every tile by the compiler) */
     auto softmax = [&](int kt, float (&corr)[2]) {
         const long k0 = (long)kt * BN;
         float sc = a.scale_log2, vf_new = vf;
         if (FP8) {
             sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
-            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
         }
         /* element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
-        const bool mask = (mask_rows && k0 + BN - 1 > q0 + wrow) || k0 + BN > seq;
-        const int dkey = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
+        if ((mask_rows && k0 + BN - 1 > q0 + wrow) || k0 + BN > seq) {
+            const int dkey = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const int c = 8 * j + (r & 1);
+                    if ((a.causal && dkey + c - 8 * (r / 2) > 0) || c >= kleft) S[4 * j + r] = -INFINITY;
+                }
+        }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                float x = S[4 * j + r];
-                if (mask) {
-                    const int c = 8 * j + (r & 1);
-                    if ((a.causal && dkey + c - 8 * (r / 2) > 0) || c >= kleft) x = -INFINITY;
-                }
-                S[4 * j + r] = x;
-                mx[r / 2] = fmaxf(mx[r / 2], x);
-            }
+            for (int r = 0; r < 4; r++) mx[r / 2] = fmaxf(mx[r / 2], S[4 * j + r]);
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
             mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
@@ -562,12 +568,13 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             const float mn = fmaxf(m[hr], mx[hr] * sc), mu = mn == -INFINITY ? 0.0f : mn;
             corr[hr] = pf_exp2(m[hr] - mu);
             m[hr] = mn;
+            const float bias = FP8 ? mu - PF_LOG2_P_MULT : mu;
             float sum = 0.0f;
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    const float p = pf_exp2(fmaf(S[4 * j + 2 * hr + e], sc, -mu));
+                    const float p = pf_exp2(fmaf(S[4 * j + 2 * hr + e], sc, -bias));
                     S[4 * j + 2 * hr + e] = p;
                     sum += p;
                 }
@@ -611,9 +618,10 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     softmax(0, corr);
     corr_pv[0] = corr[0], corr_pv[1] = corr[1];
     pack();
-    int kt = 0;
-    do {
-        const bool next = kt + 1 < ntiles;
+    /* one tile: next says whether tile kt + 1 exists. The loop runs the steady state with next a
+     * constant true and the last tile apart: a branch between a wgmma and the wait that retires it
+     * makes ptxas serialize every wgmma of the kernel (C7514), which costs the overlap above */
+    auto step = [&](const int kt, const bool next) __attribute__((always_inline)) {
         const int st = kt % STAGES, sn = (kt + 1) % STAGES;
         if (next) tl_mbar_wait(fullk + sn, ((kt + 1) / STAGES) & 1);
         tl_mbar_wait(fullv + st, (kt / STAGES) & 1);
@@ -623,34 +631,43 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         tl_wgmma_fence();
         float cn[2] = {1.0f, 1.0f};
         if (FP8) {
-            /* fp8: P(kt) V into its own accumulator (S's registers, free once P is packed), waited
-             * and folded into O, then S(kt + 1) (a third accumulator of 64
-             * registers beside S and O spills the 240) */
-            const uint64_t dv = tl_wgmma_desc_sw128(Vs + st * L::V_BYTES);
-#pragma unroll
-            for (int kk = 0; kk < NPA; kk++) {
-                if (kk == 0) tl_wgmma_m64n128k32_e4m3_rs_z(S, pa[kk], dv);
-                else tl_wgmma_m64n128k32_e4m3_rs(S, pa[kk], tl_wgmma_desc_advance(dv, 32 * kk), 1);
-            }
-            tl_wgmma_commit();
-            tl_wgmma_wait<0>();
-            tl_wgmma_hold(S);
-            if (lane == 0) tl_mbar_arrive(emptyv + st); /* done with V(kt) */
-#pragma unroll
-            for (int i = 0; i < 64; i++) o[i] = fmaf(o[i], corr_pv[(i % 4) / 2], S[i]);
+            /* fp8: S(kt + 1), then P(kt) V in two halves of 64 value columns, each into a
+             * 32-register accumulator of its own, waited and folded into the float32 O (o = o corr
+             * + P V): the softmax of tile kt + 1 runs while the first half multiplies (a whole
+             * third accumulator of 64 registers beside S and O spills the 240) */
             if (next) {
-                tl_wgmma_hold(o);
-                tl_wgmma_fence();
                 issue_s(sn);
                 tl_wgmma_commit();
             }
+            const uint64_t dv = tl_wgmma_desc_sw128(Vs + st * L::V_BYTES);
+            auto pv_half = [&](int half) {
+#pragma unroll
+                for (int kk = 0; kk < NPA; kk++)
+                    tl_wgmma_m64n64k32_e4m3_rs(acc, pa[kk], tl_wgmma_desc_advance(dv, half * 64 * 128 + 32 * kk), kk > 0);
+                tl_wgmma_commit();
+            };
+            auto fold = [&](int half) {
+#pragma unroll
+                for (int i = 0; i < 32; i++) o[32 * half + i] = fmaf(o[32 * half + i], corr_pv[(i % 4) / 2], acc[i]);
+            };
+            pv_half(0);
             if (next) {
-                tl_wgmma_wait<0>();
+                tl_wgmma_wait<1>(); /* S(kt + 1); the first half runs on */
                 tl_wgmma_hold(S);
                 if (lane == 0) tl_mbar_arrive(emptyk + sn); /* done with K(kt + 1) */
                 softmax(kt + 1, cn);
-                corr_pv[0] = cn[0], corr_pv[1] = cn[1];
             }
+            tl_wgmma_wait<0>();
+            tl_wgmma_hold(acc);
+            fold(0);
+            tl_wgmma_hold(acc);
+            tl_wgmma_fence();
+            pv_half(1);
+            tl_wgmma_wait<0>();
+            tl_wgmma_hold(acc);
+            if (lane == 0) tl_mbar_arrive(emptyv + st); /* done with V(kt) */
+            fold(1);
+            if (next) corr_pv[0] = cn[0], corr_pv[1] = cn[1];
         } else {
             /* bf16: S(kt + 1), then O += P(kt) V */
             if (next) {
@@ -680,9 +697,12 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             }
         }
         if (next) pack();
-    } while (++kt < ntiles);
+    };
+    int kt = 0;
+    for (; kt + 1 < ntiles; kt++) step(kt, true);
+    step(kt, false);
 
-    /* O = o x vf / l (bf16), LSE = m ln 2 + ln l */
+    /* O = o x vf / l (bf16), LSE = m ln 2 + ln l (fp8: l / 448) */
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         float s = l[hr];
@@ -694,7 +714,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         uint16_t *orow = a.o + ((size_t)row * a.heads + h) * DV + 2 * t;
 #pragma unroll
         for (int j = 0; j < DV / 8; j++) *(uint32_t *)(orow + 8 * j) = pf_pack_bf16(o[4 * j + 2 * hr] * f, o[4 * j + 2 * hr + 1] * f);
-        if (t == 0) a.lse[(size_t)h * seq + row] = m[hr] * 0.69314718055994531f + logf(s);
+        if (t == 0) a.lse[(size_t)h * seq + row] = m[hr] * 0.69314718055994531f + logf(FP8 ? s / TL_PREFILL_P_MULT : s);
     }
     if (b == 0 && tid == 128) {
         a.clk[0] = c0, a.clk[1] = n0;

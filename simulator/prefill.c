@@ -139,11 +139,12 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
      * and clock: the vector lane-ops and the exponentials' own issue), the group's per tile */
     const double exps = r->exps / tiles;
     const double c_exp = exps / hw->transcendental_per_cu_clk;
-    const double c_issue = (r->vector_ops / tiles + exps) / lanes;
+    const double c_issue = (r->vector_ops / tiles + exps) / (lanes * TL_PREFILL_SM90_ISSUE);
     /* one warpgroup's softmax: its share of both, at once, behind the row max's chain */
     const double c_soft = fmax(c_exp, c_issue) / wgs + TL_PREFILL_SM90_CHAIN;
-    /* a warpgroup's own loop: S, its softmax, an issue; fp8 also waits for its P V before the next S */
-    r->chain_cycles = c_s + c_soft + TL_PREFILL_SM90_TURN + (fp8 ? c_pv + TL_PREFILL_SM90_TURN : 0.0);
+    /* a warpgroup's own loop: S, its softmax, an issue; fp8 also the second half of its P V (the
+     * first runs during the softmax) and its issue */
+    r->chain_cycles = c_s + c_soft + TL_PREFILL_SM90_TURN + (fp8 ? c_pv / 2.0 + TL_PREFILL_SM90_TURN : 0.0);
     const double compute = fmax(fmax(c_mma, fmax(c_exp, c_issue)), r->chain_cycles);
     /* a tile's K and V by the copy engine: one round trip (hbm_latency_us) and its bytes at one
      * SM's L2 stream (l2_per_cu_gbps). K's and V's stages are released apart (K once S is done, V

@@ -43,12 +43,14 @@
  *               products as they are issued);
  *       exp:    the tile's exponentials at transcendental_per_cu_clk (MUFU, its own pipe);
  *       vector: the issue slots, the vector lane-ops above plus the exponentials' own issue, at
- *               one warp instruction a scheduler and clock;
+ *               TL_PREFILL_SM90_ISSUE warp instructions a scheduler and clock (two warps a
+ *               scheduler, each mostly waiting on its own dependent chain);
  *       pipeline: one warpgroup's own chain: its S at the full rate, its softmax (its half of
  *               max(exp, vector), behind the row max's dependent chain TL_PREFILL_SM90_CHAIN),
- *               a product issue (TL_PREFILL_SM90_TURN); fp8 also its P V and a second issue
- *               (its P V is waited for before the next S). bf16's P V runs during the next
- *               softmax and is not on the chain;
+ *               a product issue (TL_PREFILL_SM90_TURN); fp8 also the second half of its P V and
+ *               a second issue (P V runs in two halves of 64 value columns, the first during the
+ *               softmax of the next tile). bf16's P V runs during the next softmax and is not on
+ *               the chain;
  *       load:   a K/V tile's load by the copy engine, one round trip (hbm_latency_us) and its
  *               bytes at one SM's L2 stream (l2_per_cu_gbps), over the periods it has to land:
  *               K's and V's halves of a stage have barriers of their own (K released once S is
@@ -97,11 +99,16 @@
                                       * exponential (guess) */
 #define TL_PREFILL_SM90_TURN 100.0   /* cycles: a fence, a product issue and commit, and a wait's
                                       * return (guess) */
+#define TL_PREFILL_SM90_ISSUE 0.5    /* warp instructions a scheduler issues a clock in the softmax:
+                                      * Nsight Compute on the fp8 kernel on an H100 (2.2 warps a
+                                      * scheduler; 0.50 issued a cycle: h100_prefill_ncu_fp8_run54.txt).
+                                      * Measured on an earlier form of the kernel, not fitted to a time */
 #define TL_PREFILL_STAGES 2          /* K/V tile buffers in LDS (double buffering; guess) */
 #define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
 #define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */
 #define TL_PREFILL_P_OPS_FP8 1.0     /* AMD: x 448 and a pack-convert per two (contract's P rule) */
-#define TL_PREFILL_P_OPS_FP8_WGMMA 1.75 /* sm_90: x 448, one pair conversion per two, a pack per four */
+#define TL_PREFILL_P_OPS_FP8_WGMMA 0.75 /* sm_90: one pair conversion per two, a pack per four (the
+                                      * x 448 rides on the exponential's FMA) */
 #define TL_PREFILL_MASK_OPS 2.0      /* lane-ops per score of a diagonal tile: compare, select */
 #define TL_PREFILL_ROW_OPS 8.0       /* lane-ops per row and tile: the max and sum reductions
                                       * across the lanes sharing a row (shuffles and ops), the
