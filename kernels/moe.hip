@@ -251,19 +251,24 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
-/* Whether bf16 stage 1 runs moe_prefill_s1 (sm_90a's warpgroup kernel) instead of moe_gemm: only
- * when TILELAB_MOE_PREFILL=1 is set, in a build with wgmma (TL_HAVE_WGMMA), for bf16. An opt-in
- * for its first device check and timing beside moe_gemm; the model has no term for it yet, so it
- * picks nothing. */
+/* Whether bf16 stage 1 runs moe_prefill_s1 (sm_90a's warpgroup kernel) instead of moe_gemm: where
+ * the kernel exists (a build with wgmma, TL_HAVE_WGMMA, on a compute capability 9 device) and fits
+ * the shape (tl_moe_prefill_fits: bf16 stage 1, hidden % TL_MOE_PF_KSTEP, width % TL_MOE_PF_NB),
+ * the model's pick, tl_moe_uses_prefill (contract/moe.h: from TL_MOE_PF_MIN_ROWS routed rows per
+ * expert). TILELAB_MOE_PREFILL=1 or 0 overrides the pick, for timing both kernels on one shape
+ * (A/B); it cannot make the kernel run where it does not exist or fit. `tilelab sim moe` and the
+ * model column of `tilelab bench moe` follow the same variable (ops/moe.c). */
 static bool moe_prefill_asked(const tl_moe_shape *s)
 {
-#if defined(TL_HAVE_WGMMA)
-    static int asked = -1;
-    if (asked < 0) {
+#if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
+    static int forced = -2, device = -1; /* forced: -1 none, 0 or 1 */
+    if (forced == -2) {
         const char *v = getenv("TILELAB_MOE_PREFILL");
-        asked = v && strcmp(v, "1") == 0;
+        forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
     }
-    return asked && s->dtype == TL_MOE_BF16;
+    if (device < 0) device = tl_gpu_tensor_maps_usable(); /* runs this build's sm_90a code */
+    if (!device || !tl_moe_prefill_fits(s, 1)) return false;
+    return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, 1) != 0;
 #else
     (void)s;
     return false;
@@ -323,10 +328,8 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
      * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
     const bool dep = stage == 2 && fp8;
     const StageGrid grid = stage_grid(s, stage);
-    if (stage == 1 && moe_prefill_asked(s)) { /* groups: at most edges / 128 + min(E, edges) */
-        const long long edges = (long long)s->tokens * s->top_k;
-        return tl_moe_launch_prefill_s1(a, (int)(edges / 128 + (edges < s->n_experts ? edges : s->n_experts)), st);
-    }
+    if (stage == 1 && moe_prefill_asked(s)) /* one grid row per possible group */
+        return tl_moe_launch_prefill_s1(a, (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts), st);
     int rc = grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
                        : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;

@@ -146,6 +146,9 @@ static const char moe_sim_usage[] =
     "             their tiles, bytes in flight, extra kernels and the weights' dequantization), timed\n"
     "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
     "             MX weights converted to BF16 on every arch (the op's activations are BF16);\n"
+    "             bf16 stage 1 on an sm_90 preset: moe_prefill_s1 (wgmma) where the kernel picks it\n"
+    "             (contract/moe.h, tl_moe_uses_prefill), else moe_gemm; TILELAB_MOE_PREFILL=1 or 0\n"
+    "             forces one, as it does for the GPU kernel (A/B timing);\n"
     "             generic: the kernel simulator/moe.h describes (mxfp4 / mxfp8 on the scaled f8f6f4\n"
     "             instruction where the arch has it, E8M0 scales fed to it: the seed's MX path,\n"
     "             activations quantized to MX), with these knobs:\n"
@@ -154,7 +157,8 @@ static const char moe_sim_usage[] =
     "  --cu-gbps  the modelled kernel's per-CU HBM stream in GB/s (bytes in flight / latency;\n"
     "             default: the preset's hbm_per_cu_gbps; generic only)\n"
     MOE_ROUTING_HELP
-    "Columns: geometry = --kernel; padding = rows computed / real rows; k_padding = K rounded to the\n"
+    "Columns: geometry = --kernel; kernel = the kernel the row models (moe_gemm, moe_gemv_down,\n"
+    "moe_prefill_s1; generic); padding = rows computed / real rows; k_padding = K rounded to the\n"
     "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
     "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
@@ -510,7 +514,9 @@ static void moe_describe(const void *vp, FILE *f)
                 p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
                 p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for sm_90, "
-                                    "dequantization included)"
+                                    "dequantization included; bf16 stage 1 on an sm_90 preset: moe_prefill_s1 where "
+                                    "tl_moe_uses_prefill picks it, or as TILELAB_MOE_PREFILL=1/0 forces; column "
+                                    "kernel names each row's)"
                                   : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
         char unused[700];
         if (tl_model_unused(&p->model, unused, sizeof unused) > 0 || p->model.quant_method[0])
@@ -655,6 +661,27 @@ static int moe_tolerance(const void *vp, int o, tl_tolerance *t)
 
 /* ---- the model: one function for sim, bench, work and the figures ---------------------------- */
 
+/* The tilelab kernel of sp as kernels/moe.hip runs it: its own pick (tl_moe_tilelab_kernel), or the
+ * path TILELAB_MOE_PREFILL=1 / 0 forces where the prefill kernel exists and fits the shape (an
+ * sm_90 preset; bf16 stage 1, tl_moe_prefill_fits), as the launcher honours it (moe_prefill_asked),
+ * so that the model column of an A/B bench models the kernel that ran. */
+static int moe_tilelab_kernel(tl_moe_problem *sp)
+{
+    const char *v = getenv("TILELAB_MOE_PREFILL");
+    const int forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
+    if (forced == 0) return tl_moe_tilelab_kernel_gemm(sp);
+    if (forced == 1 && sp->stage == 1 && sp->dtype == TL_MOE_BF16 && sp->hw &&
+        strncmp(sp->hw->arch, "sm_90", 5) == 0) {
+        tl_moe_problem t = *sp;
+        if (tl_moe_tilelab_kernel_prefill(&t) == 0) {
+            *sp = t;
+            return 0;
+        }
+        tl_clear_error(); /* the shape does not fit it: the launcher runs moe_gemm */
+    }
+    return tl_moe_tilelab_kernel(sp);
+}
+
 /* Runs the model on preset hw for `tokens` tokens and `stage`: this project's kernel geometry
  * (tilelab_kernel; bench's read or write flush) or the generic kernel with the problem's tile and
  * stream. want_schedule fills r->items (the timeline). r is the caller's to free. */
@@ -679,7 +706,7 @@ static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stag
     sp.want_schedule = want_schedule;
     sp.n_shared = p->tilelab_kernel ? 0 : p->n_shared; /* this project's kernel fuses no shared expert */
     if (p->tilelab_kernel) {
-        int rc = tl_moe_tilelab_kernel(&sp);
+        int rc = moe_tilelab_kernel(&sp);
         if (rc) return rc;
         sp.after_flush = p->mode == TL_OP_BENCH && p->flush_write;
     } else {
@@ -705,6 +732,21 @@ static void moe_counted(const moe_problem *p, int c, int stage, int active, doub
                                   : (double)tl_moe_weight_matrix_bytes(p->dtype, H, W));
     *io = stage == 1 ? M * H * abytes + edges * W * 2.0 : edges * W * abytes + edges * H * 4.0 * 2 + M * H * 4.0;
     *flops = 2.0 * edges * H * (stage == 1 ? 2.0 * W : W);
+}
+
+/* The kernel the model of `stage` at `tokens` models (tl_moe_result.kernel; "?" if the model
+ * fails, which the row's sim_us has already reported). */
+static const char *moe_model_kernel(const moe_problem *p, int tokens, int stage)
+{
+    tl_hw hw;
+    tl_moe_result r;
+    if (tl_hw_load(p->hw, &hw) || moe_model(p, &hw, tokens, stage, 0, &r)) {
+        tl_clear_error();
+        return "?";
+    }
+    const char *k = r.kernel; /* a static string */
+    tl_moe_result_free(&r);
+    return k;
 }
 
 /* Part `part` (stage part + 1) of case c: the counted work and the model's prediction of it. */
@@ -769,6 +811,7 @@ static int moe_sim_rows(void *vp, int c, tl_table *t)
         tl_table_numf(t, "%.2f", r.fixed_us);
         tl_table_numf(t, "%.1f", r.flops_useful / (r.time_us * 1e6));
         tl_table_numf(t, "%.3f", r.hbm_bytes / (r.time_us * 1e6));
+        tl_table_str(t, r.kernel);
         tl_moe_result_free(&r);
     }
     return rc;
@@ -928,8 +971,6 @@ static int moe_bench(void *vp, int c, tl_table *t)
      * and it names its routing (a CSV row is read without the description) */
     tl_routing_describe(&p->routing, routing, sizeof routing);
     if (p->user_x) snprintf(routing, sizeof routing, "from the --input files");
-    snprintf(label, sizeof label, "measured on %s; routing %s; seed %llu; sim_us simulated on preset %s", where, routing,
-             (unsigned long long)p->seed, p->hw);
     if ((rc = tl_moe_gpu_kernels->set_tokens(p->g, &p->in))) return rc;
     if ((rc = tl_moe_gpu_kernels->run(p->g, TL_MOE_PART_ALL))) return rc;
     const tl_moe_shape *s = &p->shape;
@@ -956,6 +997,9 @@ static int moe_bench(void *vp, int c, tl_table *t)
             tl_clear_error();
             floor_us = NAN;
         }
+        /* the label names the kernel the model column models (the launcher's pick, or forced) */
+        snprintf(label, sizeof label, "measured on %s; routing %s; seed %llu; sim_us simulated on preset %s (%s)", where,
+                 routing, (unsigned long long)p->seed, p->hw, moe_model_kernel(p, s->tokens, stage));
         char name[96];
         snprintf(name, sizeof name, "moe %s s%d M=%d%s", tl_moe_dtype_name(s->dtype), stage, s->tokens,
                  p->tp > 1 ? " tp" : "");
@@ -1026,7 +1070,7 @@ const tl_op tl_op_moe = {
     .sim = moe_sim_rows,
     .sim_header = "stage,hw,model,dtype,tokens,tp,routing,seed,geometry,tile_m,tile_n,shared,active_experts,tiles,padding,"
                   "k_padding,flops_useful,flops_issued,hbm_bytes,weight_bytes,intensity,time_us,limiter,waves,"
-                  "work_items,instruction,compute_us,memory_us,fixed_us,tflops,hbm_tbps",
+                  "work_items,instruction,compute_us,memory_us,fixed_us,tflops,hbm_tbps,kernel",
     .bench = moe_bench,
     .bench_header = "name,stage,tokens,dtype,flops,hbm_bytes,time_us,intensity,tflops,weight_tbps,hbm_tbps,"
                     "sim_us,sim_err_pct,sim_limiter,p10_us,p90_us,floor_us,x_floor,source",

@@ -2,6 +2,7 @@
 #include "moe.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,13 @@ static int validate(const tl_moe_problem *p)
         return tl_error(TL_EUSAGE, "sim moe", "activation loads per item %d outside [0, 64]", p->act_loads);
     if (p->n_shared < 0 || p->n_shared > 16)
         return tl_error(TL_EUSAGE, "--shared", "shared experts %d outside [0, 16]", p->n_shared);
+    if (!(p->load_cap_gbps >= 0 && p->load_cap_gbps <= 1e6))
+        return tl_error(TL_EUSAGE, "sim moe", "load cap %g GB/s outside [0, 1e6]", p->load_cap_gbps);
+    if (p->wgmma && (strncmp(p->hw->arch, "sm_9", 4) != 0 || p->tile_m % 64 || p->vector_rows))
+        return tl_error(TL_EUSAGE, "sim moe", "wgmma needs an sm_90 preset (%s is %s) and tile_m a multiple of 64 "
+                        "(%d)", p->hw->name, p->hw->arch, p->tile_m);
+    if (p->wgmma && (p->tile_n % 8 || p->tile_n < 8 || p->tile_n > 256))
+        return tl_error(TL_EUSAGE, "sim moe", "wgmma's n is a multiple of 8 up to 256 (tile_n %d)", p->tile_n);
     if (p->requant_rows_per_cu < 0 || p->requant_rows_per_cu > 4096)
         return tl_error(TL_EUSAGE, "sim moe", "re-quantization rows per CU %d outside [0, 4096]",
                         p->requant_rows_per_cu);
@@ -116,6 +124,7 @@ typedef struct {
     int weights_per_tile; /* every tile pays the time of its expert's weights from HBM */
     int n_routed;         /* experts below this are routed; the rest shared */
     int act_loads;        /* times an item loads its rows (tl_moe_problem.act_loads, >= 1) */
+    int pad_loads;        /* its copies land the tile's padding rows too (tl_moe_problem.pad_loads) */
     double w_elem, in_elem, out_elem;
     double act_share;     /* of a row's activation bytes, charged per routed row (stage 1: 1/k, each
                              token once; a shared expert's rows find them in the cache) */
@@ -146,7 +155,8 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     }
     b.o = rows * out_cols * c->out_elem;
     /* each item streams its whole weight block and its tile's activation rows, hit or miss */
-    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * rows * c->K * c->in_elem + b.o + b.m;
+    const int landed = c->pad_loads ? c->tile_m : rows; /* zero-filled padding rows pass the copy path too */
+    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
     return b;
 }
 
@@ -195,14 +205,73 @@ static stage_bytes count_stage_bytes(const tl_moe_problem *p, const tl_worklist 
 #define KERNEL_TILE_M TL_MOE_TILE_M
 #define KERNEL_QUANT_ROWS 8       /* its blocks resident per SM (2048 threads per SM on sm_90) */
 
-int tl_moe_tilelab_kernel(tl_moe_problem *p)
+/* The contract's shape of p (width per GPU). */
+static tl_moe_shape tilelab_shape(const tl_moe_problem *p)
 {
-    if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
     int E, k, width;
     tl_model_moe_shape(p->model, &E, &k, &width);
     tl_moe_shape shape = {.tokens = p->tokens, .hidden = p->model->hidden, .width = p->tp > 0 ? width / p->tp : width,
                           .n_experts = E, .top_k = k, .dtype = p->dtype};
+    return shape;
+}
+
+/* kernels/moe.hip runs moe_prefill_s1 in a build with wgmma on a compute capability 9 device: the
+ * sm_90 presets */
+static int has_wgmma(const tl_hw *hw) { return hw && strncmp(hw->arch, "sm_90", 5) == 0; }
+
+int tl_moe_tilelab_kernel(tl_moe_problem *p)
+{
+    if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
+    tl_moe_shape shape = tilelab_shape(p);
+    if (has_wgmma(p->hw) && tl_moe_uses_prefill(&shape, p->stage)) return tl_moe_tilelab_kernel_prefill(p);
     return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
+}
+
+int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
+{
+    if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
+    tl_moe_shape shape = tilelab_shape(p);
+    return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
+}
+
+/* moe_prefill_s1 (kernels/moe_prefill.hip; its geometry: contract/moe.h's TL_MOE_PF_*): items of
+ * (group of TL_MOE_PF_ROWS rows, 2 TL_MOE_PF_NB weight rows), one block an SM, the steps' copies
+ * pipelined behind the products (simulator/moe.h, "the prefill kernel"). */
+int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
+{
+    if (!p || !p->model || !p->hw) return tl_error(TL_EUSAGE, "sim moe", "missing problem, model or hardware");
+    if (!has_wgmma(p->hw))
+        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel is sm_90a's (wgmma); preset %s is %s", p->hw->name,
+                        p->hw->arch);
+    tl_moe_shape shape = tilelab_shape(p);
+    if (!tl_moe_prefill_fits(&shape, p->stage))
+        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 stage 1 with hidden %% %d == 0 and width "
+                        "%% %d == 0 (%s stage %d, hidden %d, width %d)", TL_MOE_PF_KSTEP, TL_MOE_PF_NB,
+                        tl_moe_dtype_name(p->dtype), p->stage, shape.hidden, shape.width);
+    const int E = shape.n_experts;
+    const double step_kib = (TL_MOE_PF_ROWS + 2.0 * TL_MOE_PF_NB) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
+    p->tile_m = TL_MOE_PF_ROWS; /* the worklist of TL_MOE_PF_ROWS-row tiles: its tiles are the groups */
+    p->tile_n = 2 * TL_MOE_PF_NB;
+    p->blocks_per_cu = TL_MOE_PF_BLOCKS;
+    p->inflight_kib = (TL_MOE_PF_STAGES - 1) * step_kib; /* the ring's steps ahead of the one in use */
+    p->narrow_rows = 0;
+    p->inflight_kib_wide = 0;
+    /* the dependent loads before the first step's copies: the group scan's loads (on average half
+     * of ceil(E / TL_MOE_PF_SCAN), rounded up), the expert's tile offset, the group's sorted ids */
+    p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + 2;
+    p->combine_kernel = 0;
+    p->requant_kernel = 0;
+    p->requant_rows_per_cu = 0;
+    p->weights_per_tile = 0;
+    p->vector_rows = 0;
+    p->dequant_instr = 0;
+    p->act_loads = 1;
+    p->cu_load_cap = 1;
+    p->load_cap_gbps = TL_MOE_PF_CP_ASYNC && p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
+    p->pad_loads = 1;
+    p->wgmma = 1;
+    p->kernel = "moe_prefill_s1";
+    return 0;
 }
 
 int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
@@ -241,6 +310,7 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
          * sums are reduced, so only the tile's expert is a dependent load. The short blocks that
          * end its grid are not modelled. */
         tl_moe_gemv_geom g = tl_moe_gemv_geometry(&shape, KERNEL_LANES);
+        p->wgmma = 0, p->load_cap_gbps = 0, p->pad_loads = 0, p->kernel = "moe_gemv_down";
         p->tile_m = KERNEL_TILE_M;
         p->tile_n = g.tasks * g.cols_per_task;
         p->blocks_per_cu = TL_MOE_GEMV_MINB;
@@ -258,6 +328,7 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
         p->act_loads = 0;
         return 0;
     }
+    p->wgmma = 0, p->load_cap_gbps = 0, p->pad_loads = 0, p->kernel = "moe_gemm";
     p->tile_m = group * KERNEL_TILE_M;
     p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
     p->blocks_per_cu = group > 2 ? TL_MOE_GROUP_MINB : p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
@@ -314,11 +385,22 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     const int converts = strcmp(bd, "bf16") == 0 && p->dtype != TL_MOE_BF16 && p->dtype != TL_MOE_FP8;
     const double dequant_instr = !converts ? 0.0 : p->dequant_instr > 0 ? p->dequant_instr : bf16_conversion_instr(p->dtype);
     tl_instr in;
+    int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
+    /* wgmma (sm_90a): 2 x 64 x tile_n x 16 flops an instruction at the preset's bf16 ceiling; its
+     * cycles on one of the SM's matrix cores at the datasheet rate (256 for m64n128k16) */
+    const double wgmma_tflops = p->wgmma ? tl_ceiling_value(hw->ceilings.bf16_tflops) : 0.0;
+    if (p->wgmma && !(wgmma_tflops > 0 && hw->ceilings.bf16_tflops.datasheet > 0))
+        return tl_error(TL_EUSAGE, "sim moe", "preset %s has no bf16 ceiling for wgmma", hw->name);
     if (p->vector_rows) /* fp32 FMAs, one real row at a time: nothing to pad to */
         in = (tl_instr){.name = "none: fp32 FMA per row", .m = 1, .n = 1, .k = 1};
-    else if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in))
+    else if (p->wgmma) {
+        in = (tl_instr){.m = 64, .n = tile_n, .k = 16, .a = "bf16", .b = "bf16"};
+        snprintf(in.name, sizeof in.name, "wgmma.mma_async.m64n%dk16.f32.bf16.bf16", tile_n);
+        const double per_core_clk = hw->ceilings.bf16_tflops.datasheet * 1e12 /
+                                    ((double)hw->cus * hw->matrix_cores_per_cu * hw->clock_mhz * 1e6);
+        in.cycles = (int)lround(2.0 * in.m * in.n * in.k / per_core_clk);
+    } else if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in))
         return TL_EUSAGE;
-    int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
 
     tl_worklist wl;
     int rc = tl_moe_worklist(p, &wl);
@@ -344,6 +426,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
 
     r->tokens = p->tokens;
     r->stage = p->stage;
+    r->kernel = p->kernel ? p->kernel : "generic";
     r->n_experts = E;
     r->top_k = k;
     r->n_shared = p->n_shared;
@@ -374,7 +457,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     /* compute time of one work item (every item computes a full padded tile; vector_rows: not
      * charged, see tl_moe_problem) */
     double item_compute_us = 0.0;
-    if (!p->vector_rows) {
+    if (p->wgmma) {
+        item_compute_us = 2.0 * p->tile_m * (double)tile_n * K_pad / (wgmma_tflops * 1e6 / hw->cus);
+        r->matrix_tflops = wgmma_tflops;
+    } else if (!p->vector_rows) {
         double instrs = (double)(p->tile_m / in.m) * ((tile_n + in.n - 1) / in.n) * ((double)K_pad / in.k);
         double item_cycles = instrs * in.cycles / hw->matrix_cores_per_cu;
         tl_ceiling mc = matrix_ceiling(hw, in.a);
@@ -400,6 +486,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     double wide_hbm = narrow ? p->inflight_kib_wide * 1024.0 / lat / 1e3 : item_hbm;
     double wide_l2 = hw->l2_per_cu_gbps * wide_hbm / hw->hbm_per_cu_gbps;
     r->bw_gbps = bw;
+    /* cu_load_cap's rate: the kernel's copy path (load_cap_gbps), else the preset's per-CU stream */
+    const double cap_gbps = p->load_cap_gbps > 0 ? p->load_cap_gbps : hw->hbm_per_cu_gbps;
     int requant = p->stage == 2 && p->requant_kernel && p->dtype == TL_MOE_FP8;
     int combine = p->stage == 2 && p->combine_kernel;
 
@@ -412,6 +500,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
 
     cost_ctx c = {.wl = &wl, .N = N, .K = K, .tile_n = tile_n, .n_blocks = n_blocks, .tile_m = p->tile_m,
                   .weights_per_tile = p->weights_per_tile, .n_routed = E, .act_loads = p->act_loads > 0 ? p->act_loads : 1,
+                  .pad_loads = p->pad_loads,
                   .stage = p->stage, .w_elem = tl_moe_weight_bytes_per_elem(p->dtype), .in_elem = in_elem,
                   .out_elem = out_elem, .act_share = act_share};
     double t = hw->launch_us;
@@ -457,9 +546,11 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         double stream_us = w == waves - 1 ? stream_max : stream_sum / (double)a;
         /* cu_load_cap: the busiest CU's share of the wave's loads, hits included, at its load rate */
         int load_bound = 0; /* the CU's load path is the wave's bound */
-        if (p->cu_load_cap && hw->hbm_per_cu_gbps > 0) {
-            const double cap_us = on_cu * (wave_streamed / a) / (hw->hbm_per_cu_gbps * 1e3);
-            load_bound = cap_us > stream_us && cap_us > hbm_us && on_cu > 1;
+        int hides_gap = 0;  /* and its other resident items keep it busy through one item's gap */
+        if (p->cu_load_cap && cap_gbps > 0) {
+            const double cap_us = on_cu * (wave_streamed / a) / (cap_gbps * 1e3);
+            load_bound = cap_us > stream_us && cap_us > hbm_us && (on_cu > 1 || p->load_cap_gbps > 0);
+            hides_gap = load_bound && on_cu > 1;
             if (cap_us > stream_us) stream_us = cap_us;
         }
         double mem_us = hbm_us > stream_us ? hbm_us : stream_us;
@@ -468,7 +559,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
                                       * where the CU's load path bounds the wave, its other resident
                                       * items keep that path busy through one item's gap (after the
                                       * first wave, whose items start in step) */
-            fixed_w = load_bound && w > 0 ? 0.0 : wave_gap;
+            fixed_w = hides_gap && w > 0 ? 0.0 : wave_gap;
             wave_us = (mem_us > compute_w ? mem_us : compute_w) + fixed_w;
             fixed_total += fixed_w;
             if (mem_us >= compute_w) mem_bound_us += wave_us, load_bound_us += load_bound ? wave_us : 0.0;

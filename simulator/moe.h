@@ -125,10 +125,52 @@
  *    * Tile groups (tl_moe_tiles_per_item, contract/moe.h): bf16 items multiply 2 or 4 tiles of one
  *      expert (tile_m 32 or 64 in the model, whose worklist of tile_m rows gives the same items:
  *      ceil(ceil(c / 16) / g) = ceil(c / 16 g)); the group of 4 runs TL_MOE_GROUP_MINB blocks per SM.
+ *    * The prefill kernel (bf16 stage 1 on sm_90: moe_prefill_s1, kernels/moe_prefill.hip; its
+ *      geometry is contract/moe.h's TL_MOE_PF_*, tl_moe_tilelab_kernel_prefill sets it; which path
+ *      runs: tl_moe_uses_prefill, same file). An item is (group of up to TL_MOE_PF_ROWS = 128 rows of
+ *      one expert, 2 TL_MOE_PF_NB = 128 weight rows of W1 = 64 SwiGLU columns): the model's tile_m =
+ *      128 (its worklist of 128-row tiles gives exactly the kernel's groups, ceil(c / 128) an expert,
+ *      each expert's own count under random routing) and tile_n = 128; one block an SM, so a wave is
+ *      132 items, dealt group-major as the grid's x = n-block runs fastest. Charged per wave, as a
+ *      pipeline (the copies of later K steps overlap the products of earlier ones):
+ *      max(an item's tensor time, its copy stream, the wave's first reads at the HBM ceiling) + the
+ *      wave gap, where
+ *      - tensor time (wgmma, the problem's wgmma field): 2 x 128 x 128 x K flops an item (all 128
+ *        rows, padding included) at the preset's bf16 ceiling over its SMs. Measured on the h100
+ *        preset (876.2 TFLOP/s, tilelab's wgmma m64n256k16 loop on the H100); the h200 preset's
+ *        measured value is cuBLAS's 8192^3 GEMM (795), below the H200's own wgmma loop (917,
+ *        bench/results/h200_prefill_roofline_run52.txt), so its tensor time may be 15% long. Not
+ *        the bound at DeepSeek-V3.2's shapes (35.4 us an item on the h100 preset, against 152 us of
+ *        copies).
+ *      - copy stream (cu_load_cap at load_cap_gbps): every byte a step lands in shared memory: the
+ *        gathered activation rows, all 128 (cp.async zero-fills the padding rows, and a zero-fill
+ *        passes the copy path as a real copy does: pad_loads), and the 128 weight rows, at the
+ *        preset's async_copy_per_cu_gbps (24.1 GB/s an SM: measured on the H200 with the paged
+ *        decode kernel's cp.async rings, not with this kernel; the h100 preset carries it
+ *        unmeasured). Bulk copies (TL_MOE_PF_CP_ASYNC 0) would stream at hbm_per_cu_gbps (55), a
+ *        guess. The copies bound every shape tried: run 54 on an H100 (bench/results/
+ *        h100_moe_prefill_bench_on_run54.csv: DeepSeek-V3.2, random routing, seed 1) took 143-149 us
+ *        a wave at M = 1024, 2048, 4096 and 8192 while the groups' real rows grew from 32 to 104 of
+ *        128 (25.1-26.3 GB/s an SM landed, zero-fills included); the model is +8.7%, +7.4%, +7.0%,
+ *        +4.9% off (no constant fitted to those times). That kernel keeps 2 steps in flight and waits
+ *        for each step's products; whether a deeper ring lifts the copy rate (a latency bound) or not
+ *        (a copy-path bound, as the decode kernel's same rate at 128 and 160 KiB in flight suggests)
+ *        is not known.
+ *      - HBM: the wave's first reads (each (expert, n-block) weight slice by the expert's first
+ *        group, each token's row once) at the read ceiling; later groups' reads hit L2.
+ *      - wave gap (prologue_loads; nothing hides it: one block an SM, no cross-item prefetch): the
+ *        group scan's dependent loads (half of ceil(E / 32), rounded up: 4 for E = 256), the
+ *        expert's tile offset and the group's sorted ids: 6 x load_chain_us; the first step's round
+ *        trip (hbm_latency_us); the epilogue (item_fixed_us): 3.3 us on both sm_90 presets.
+ *      The rule's switch (TL_MOE_PF_MIN_ROWS = 72 expected rows per expert, M k / E) is where the two
+ *      paths' models cross, on the h100 and h200 presets alike (tests/test_sim_moe.c): DeepSeek-V3.2
+ *      from M = 2304, Kimi-K2.6 from M = 3456. Measured on the H100 they cross lower (run 54: the
+ *      prefill kernel 1.08x moe_gemm at M = 2048), where this model is 7% long on the prefill kernel
+ *      and 12% short on moe_gemm.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
- *    M = 4096 is printed, not asserted (its committed rows timed group 2, which the model puts at
- *    +1.2% / +19.3%, while the test models the group the kernel picks there).
+ *    M = 4096 is printed, not asserted (its committed rows timed moe_gemm's group 2, while the test
+ *    models the kernel tilelab picks there: moe_prefill_s1 for bf16 stage 1).
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as
@@ -220,6 +262,17 @@ typedef struct {
                             expert every token routes to, after its k routed ones (ids E..E+n_shared-1,
                             top-k weight 1), so its tiles, bytes and FLOPs join the stage's. Routed
                             experts' tiles are those of n_shared = 0, unchanged */
+    int wgmma;           /* sm_90 only: the items multiply by wgmma m64 n(tile_n) k16 bf16 from shared
+                            memory (tile_m a multiple of 64, tile_n of 8 up to 256), charged 2 x
+                            tile_m x tile_n x K_padded flops an item at the preset's bf16 ceiling
+                            (measured, else datasheet) over its SMs; see "the prefill kernel" above */
+    double load_cap_gbps; /* cu_load_cap's rate per CU (0 = hw->hbm_per_cu_gbps): the prefill
+                            kernel's cp.async copies stream at hw->async_copy_per_cu_gbps */
+    int pad_loads;       /* the items' copies land their tile's padding rows too (zero-filled): the
+                            bytes they stream count tile_m activation rows, not the real ones */
+    const char *kernel;  /* the kernel this geometry models (static string; set by
+                            tl_moe_tilelab_kernel*: "moe_gemm", "moe_gemv_down", "moe_prefill_s1");
+                            NULL = the generic kernel */
 } tl_moe_problem;
 
 /* One work item of the schedule (for the timeline picture). */
@@ -259,23 +312,37 @@ typedef struct {
     double matrix_tflops;/* the instruction rate used (measured-scaled) */
     const char *limiter; /* "hbm", "loads", "matrix", "padding", "dequant", "fixed", "tail" (static string) */
     double dequant_us;   /* of compute_us: the weights' conversion to BF16 (dequant_instr) */
+    const char *kernel;  /* the problem's kernel: "generic" when it names none */
     tl_moe_item *items;  /* work_items entries when want_schedule, else NULL */
 } tl_moe_result;
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
- * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr)
+ * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr,
+ * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, pad_loads, kernel)
  * to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
  * p->stage, p->tokens and p->model; the other fields are left alone. The geometry comes from
  * contract/moe.h (TL_MOE_TILE_M, S1_NB, NCOLS, S1/S2_THREADS, S1/S2_MINB, QUANT_THREADS, GEMV_*,
  * tl_moe_uses_gemv, tl_moe_gemv_geometry), which the kernel is built with. What the contract does
  * not name is mirrored from kernels/moe.hip by hand and changes with it: Fmt<>::U and the load
  * widths, the tile pairing rule, the prologue's dependent loads, moe_quant_act's blocks per SM.
+ * Which kernel, as kernels/moe.hip picks it: bf16 stage 1 runs moe_prefill_s1 (sm_90a's wgmma
+ * kernel, tl_moe_tilelab_kernel_prefill) where tl_moe_uses_prefill (contract/moe.h) says so and
+ * p->hw is an sm_90 preset (kernels/moe.hip: a build with wgmma on a compute capability 9 device);
+ * everything else moe_gemm / moe_gemv_down with tl_moe_tiles_per_item's group. No other preset
+ * (mi300x, mi355x) and no p->hw (NULL) gets the prefill kernel. p->kernel names the one chosen.
  * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 /* The same with `group` tiles of one expert per work item (1, 2 or 4; above 1 bf16 only) in place
  * of the kernel's own choice, tl_moe_tiles_per_item: for weighing the choices against each other
  * (tests/test_sim_moe.c holds the kernel's choice to the fastest of them). TL_EUSAGE otherwise. */
 int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group);
+/* moe_gemm (or, for bf16 stage 2 at one token, moe_gemv_down) with the kernel's own tile group,
+ * never the prefill kernel: the other path of tl_moe_uses_prefill's choice. */
+int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p);
+/* moe_prefill_s1, bf16 stage 1 on an sm_90 preset (see "the prefill kernel" above). TL_EUSAGE
+ * when p, its model or hw is NULL, the preset is not sm_90, or the shape does not fit the kernel
+ * (tl_moe_prefill_fits: bf16, stage 1, hidden % TL_MOE_PF_KSTEP, width / tp % TL_MOE_PF_NB). */
+int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p);
 
 /* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
  * re-quantizes its input (the op's Q2, contract/moe.h) in a kernel of its own (requant_kernel), as

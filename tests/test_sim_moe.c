@@ -616,6 +616,164 @@ static void test_tile_group_is_the_models_pick(void **state)
     tl_clear_error();
 }
 
+static double path_time(const tl_hw *hw, const tl_model *m, int tokens, int tp, int prefill, tl_moe_problem *out)
+{
+    tl_moe_problem p;
+    memset(&p, 0, sizeof p);
+    p.hw = hw;
+    p.model = m;
+    p.dtype = TL_MOE_BF16;
+    p.tokens = tokens;
+    p.stage = 1;
+    p.tp = tp;
+    p.seed = 1;
+    assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+    assert_int_equal(prefill ? tl_moe_tilelab_kernel_prefill(&p) : tl_moe_tilelab_kernel_gemm(&p), 0);
+    tl_moe_result r;
+    assert_int_equal(tl_moe_sim(&p, &r), 0);
+    if (out) *out = p;
+    return r.time_us;
+}
+
+/* bf16 stage 1's path (tl_moe_uses_prefill, contract/moe.h) is the model's pick: under random
+ * routing the modelled time of the path it picks is within 5% of the faster of moe_gemm (with its
+ * own tile group) and moe_prefill_s1, on the h100 and h200 presets, DeepSeek-V3.2 and Kimi-K2.6,
+ * full width and TP8, M = 64..16384; each path is picked somewhere; tl_moe_tilelab_kernel models
+ * the picked one (the kernel tilelab ships), and never the prefill kernel off sm_90 or where the
+ * shape does not fit it. */
+static void test_prefill_path_is_the_models_pick(void **state)
+{
+    (void)state;
+    const char *hws[] = {"h100", "h200"}, *models[] = {"deepseek-v3.2", "kimi-k2.6"};
+    const int tps[] = {1, 8}, Ms[] = {64, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384};
+    int prefills = 0, gemms = 0, misses = 0;
+    for (size_t hi = 0; hi < 2; hi++) {
+        tl_hw hw;
+        assert_int_equal(tl_hw_load(hws[hi], &hw), 0);
+        for (size_t mi = 0; mi < 2; mi++) {
+            tl_model m;
+            assert_int_equal(tl_model_load(models[mi], &m), 0);
+            int E, k, width;
+            tl_model_moe_shape(&m, &E, &k, &width);
+            for (size_t ti = 0; ti < 2; ti++)
+                for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++) {
+                    const double tg = path_time(&hw, &m, Ms[i], tps[ti], 0, NULL);
+                    const double tp = path_time(&hw, &m, Ms[i], tps[ti], 1, NULL);
+                    const tl_moe_shape s = {.tokens = Ms[i], .hidden = m.hidden, .width = width / tps[ti],
+                                            .n_experts = E, .top_k = k, .dtype = TL_MOE_BF16};
+                    const int pick = tl_moe_uses_prefill(&s, 1);
+                    const double best = tg < tp ? tg : tp, picked = pick ? tp : tg;
+                    prefills += pick, gemms += !pick;
+                    if (picked > 1.05 * best && ++misses)
+                        print_error("%s %s tp %d M = %d: the rule picks %s (%.1f us), the model's faster path "
+                                    "%.1f us (moe_gemm %.1f, moe_prefill_s1 %.1f)\n", hws[hi], models[mi], tps[ti],
+                                    Ms[i], pick ? "moe_prefill_s1" : "moe_gemm", picked, best, tg, tp);
+                    /* the default model is the kernel the rule runs */
+                    tl_moe_problem p;
+                    memset(&p, 0, sizeof p);
+                    p.hw = &hw;
+                    p.model = &m;
+                    p.dtype = TL_MOE_BF16;
+                    p.tokens = Ms[i];
+                    p.stage = 1;
+                    p.tp = tps[ti];
+                    p.seed = 1;
+                    assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+                    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+                    assert_string_equal(p.kernel, pick ? "moe_prefill_s1" : "moe_gemm");
+                    tl_moe_result r;
+                    assert_int_equal(tl_moe_sim(&p, &r), 0);
+                    assert_true(r.time_us == picked);
+                    assert_string_equal(r.kernel, p.kernel);
+                    assert_true(pick == (strncmp(r.instr.name, "wgmma", 5) == 0));
+                }
+        }
+    }
+    assert_int_equal(misses, 0);
+    assert_true(prefills > 0 && gemms > 0);
+
+    /* where it does not exist or fit: other archs, other dtypes, stage 2, hidden % 128, width % 64 */
+    tl_moe_problem p = problem(&hw300, &ds, TL_MOE_BF16, 16384, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, "moe_gemm");
+    assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
+    p = problem(&hw355, &ds, TL_MOE_BF16, 16384, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, "moe_gemm");
+    p = problem(&hw200, &ds, TL_MOE_FP8, 16384, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, "moe_gemm");
+    assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
+    p = problem(&hw200, &ds, TL_MOE_BF16, 16384, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, "moe_gemm");
+    p.stage = 1;
+    p.hw = NULL; /* no preset: no arch to run it on */
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, "moe_gemm");
+    tl_clear_error();
+    const tl_moe_shape fits = {.tokens = 8192, .hidden = 7168, .width = 2048, .n_experts = 256, .top_k = 8,
+                               .dtype = TL_MOE_BF16};
+    tl_moe_shape s = fits;
+    assert_true(tl_moe_prefill_fits(&s, 1) && tl_moe_uses_prefill(&s, 1) && !tl_moe_uses_prefill(&s, 2));
+    s.hidden = 7168 + 64;
+    assert_false(tl_moe_prefill_fits(&s, 1));
+    s = fits;
+    s.width = 2048 + 32;
+    assert_false(tl_moe_prefill_fits(&s, 1));
+    s = fits;
+    s.tokens = TL_MOE_PF_MIN_ROWS * 256 / 8 - 1; /* just under the rule's rows per expert */
+    assert_false(tl_moe_uses_prefill(&s, 1));
+    s.tokens++;
+    assert_true(tl_moe_uses_prefill(&s, 1));
+}
+
+/* The prefill kernel's term by hand (simulator/moe.h, "the prefill kernel"): DeepSeek-V3.2 at M =
+ * 1024 on the h100 preset, random routing: 256 groups of at most 128 rows (one an expert) x 32
+ * n-blocks = 8192 items, one an SM: 63 waves. Each item lands 128 activation rows (zero-filled
+ * padding included) and 128 weight rows of 7168 bf16 values through cp.async at the preset's
+ * async_copy_per_cu_gbps, more than its wgmma time (2 x 128 x 128 x 7168 flops at the measured
+ * 876.2 TFLOP/s over 132 SMs = 35.4 us) and its wave's first weight reads at the HBM ceiling, so
+ * the copies bound each wave ("loads"), plus the gap: the dependent loads (the scan's 4 of 8
+ * and 2 more) x load_chain_us, one round trip, the item's fixed cost. */
+static void test_prefill_term_by_hand(void **state)
+{
+    (void)state;
+    tl_hw hw;
+    assert_int_equal(tl_hw_load("h100", &hw), 0);
+    tl_moe_problem p;
+    path_time(&hw, &ds, 1024, 1, 1, &p);
+    assert_true(p.tile_m == 128 && p.tile_n == 128 && p.blocks_per_cu == 1 && p.wgmma && p.pad_loads);
+    assert_true(p.inflight_kib == 128.0 && p.prologue_loads == 6 && p.load_cap_gbps == hw.async_copy_per_cu_gbps);
+    tl_moe_result r;
+    assert_int_equal(tl_moe_sim(&p, &r), 0);
+    assert_string_equal(r.instr.name, "wgmma.mma_async.m64n128k16.f32.bf16.bf16");
+    assert_int_equal(r.instr.cycles, 256); /* 2 x 64 x 128 x 16 / 1024 flops a matrix core a clock */
+    assert_true(r.matrix_tflops == 876.2);
+    assert_int_equal(r.tiles, 256);
+    assert_int_equal(r.work_items, 8192);
+    assert_int_equal(r.waves, 63);
+    assert_true(r.flops_issued == 2.0 * 256 * 128 * 4096 * 7168.0); /* every group's 128 rows */
+    assert_string_equal(r.limiter, "loads");
+    const double item_compute = 2.0 * 128 * 128 * 7168 / (876.2e6 / 132);
+    assert_true(fabs(r.compute_us - 63 * item_compute) < 1e-6 * r.compute_us);
+    const double landed = 2.0 * 128 * 7168 * 2, copy_us = landed / (hw.async_copy_per_cu_gbps * 1e3);
+    const double gap = 6 * hw.load_chain_us + hw.hbm_latency_us + hw.item_fixed_us;
+    /* each wave: the copies of its items' bytes (plus outputs and metadata: under 1%), then the gap */
+    assert_true(r.time_us > hw.launch_us + 63 * (copy_us + gap));
+    assert_true(r.time_us < hw.launch_us + 63 * (1.01 * copy_us + gap));
+    assert_true(fabs(r.fixed_us - hw.launch_us - 63 * gap) < 1e-9);
+    /* with the preset's per-SM stream (bulk copies, TL_MOE_PF_CP_ASYNC 0) in place of cp.async's */
+    p.load_cap_gbps = 0;
+    tl_moe_result b;
+    assert_int_equal(tl_moe_sim(&p, &b), 0);
+    assert_true(b.time_us < r.time_us);
+    /* wgmma is sm_90's */
+    p.hw = &hw300;
+    assert_int_equal(tl_moe_sim(&p, &b), TL_EUSAGE);
+    tl_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -627,6 +785,8 @@ int main(void)
         cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
         cmocka_unit_test(test_shared_experts),         cmocka_unit_test(test_exact_bytes),
         cmocka_unit_test(test_tile_group_is_the_models_pick),
+        cmocka_unit_test(test_prefill_path_is_the_models_pick),
+        cmocka_unit_test(test_prefill_term_by_hand),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
