@@ -419,6 +419,9 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
         return tl_error(TL_EUSAGE, "moe gpu", "trace stage 1 or stage 2");
     const int stage = part == TL_MOE_PART_STAGE1 ? 1 : 2;
     const tl_moe_shape *s = &g->s;
+    if (stage == 1 && moe_prefill_asked(s))
+        return tl_error(TL_EUSAGE, "moe gpu", "stage 1 runs moe_prefill_s1 at %d tokens, which records no trace "
+                        "(TILELAB_MOE_PREFILL=0 traces moe_gemm)", s->tokens);
     const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
     const StageGrid sg = stage_grid(s, stage);
     const long long grid = sg.blocks;
