@@ -10,20 +10,39 @@
  *
  * Geometry. A work item is (group, n-block): a group is up to 8 consecutive 16-row tiles of one
  * expert (128 rows: an expert of c edges has ceil(c / 128) groups), an n-block 64 SwiGLU columns
- * (64 gate + 64 up weight rows: 4 of the packing's 32-row groups, whose packed chunks are 8 KiB
- * contiguous each). Grid: x = n-block (width / 64), y = group, numbered over the experts in order
- * (at most max_tiles / 8 + E; a block past the device's group count exits). A block is 2
- * warpgroups (256 threads), warpgroup w multiplying rows 64 w.. of the group by all 128 weight
- * rows: m64n128k16 BF16 products from shared memory, float32 accumulators (64 a thread, whose
- * chain is added into 64 float32 sums every MP_PROMOTE steps). K runs
- * in steps of 128 values (one packed chunk): the step's activation rows (128 x 256 bytes, gathered
- * by token, padding zero-filled) and weight rows (128 x 256 bytes) land by cp.async in two
- * 128-byte column blocks each, in wgmma's 128-byte swizzle, STAGES steps in flight (a
- * STAGES-deep ring, 64 KiB a step). The weights of an item are read once; its activation rows
- * once per n-block (from L2 after the first). Epilogue in registers: a thread holds gate column c
- * and up column c of the same rows (its accumulator columns j and j + 64), so SwiGLU needs no
- * shared memory.
- * Cost: 2 x 128 x 128 x K flops an item; shared memory STAGES x 64 KiB + 1.5 KiB (one block an SM).
+ * (64 gate + 64 up weight rows: 4 of the packing's 32-row groups, whose packed chunks of 128 K
+ * values are 8 KiB contiguous each). Grid: x = n-block (width / 64), y = group, numbered over the
+ * experts in order (at most max_tiles / 8 + E; a block past the device's group count exits).
+ * A block is 3 warpgroups (384 threads), warp-specialized:
+ *   - warpgroup 0, the producer (MP_PRODUCER_REGS registers a thread), copies K step s (64 values)
+ *     into ring slot s % MP_STAGES by cp.async: the step's activation rows (128 x 128 bytes,
+ *     gathered by token; padding rows are not copied: their products only reach rows the
+ *     epilogue writes as 0 or not at all) and its weight rows (128 x 128 bytes: half of each of
+ *     the 4 packed chunks, permuted into the 128-byte swizzle); each producer thread then arrives
+ *     on the slot's full barrier once its copies land (cp.async.mbarrier.arrive.noinc: 128
+ *     arrivals a phase). Before step s >= MP_STAGES it waits for the slot's empty barrier.
+ *   - warpgroups 1 and 2, the consumers (MP_CONSUMER_REGS registers), own rows 0-63 and 64-127
+ *     of the group (warpgroup 2 exits at once when the group has at most 4 tiles, and the empty
+ *     barriers then count its warps out). For each step: wait for the full barrier, fence the
+ *     async proxy, issue 4 m64n128k16 BF16 products from shared memory, commit, wait until one
+ *     group is in flight (wgmma.wait_group 1: the previous step's products have retired), and
+ *     release the previous step's slot (one arrival per warp on its empty barrier). So the
+ *     tensor cores hold the current step's products while the consumer waits for the next
+ *     step's data, and the producer runs up to MP_STAGES - 1 steps ahead of the step being
+ *     multiplied (6 x 32 KiB in flight an SM).
+ * Accumulators: the wgmma chain restarts (scale-d 0) every MP_CHAIN steps (MP_CHAIN_K values)
+ * and alternates between two register sets c0 and c1; a chain's sum is added into the float32
+ * sums d (ordinary round-to-nearest adds) after the next chain's first products are issued and
+ * the chain's last ones have retired, so the adds run beside the tensor cores. Epilogue in
+ * registers: a thread holds gate column c and up column c of the same rows (its accumulator
+ * columns j and j + 64), so SwiGLU needs no shared memory.
+ * Cost: 2 x 128 x 128 x K flops an item (a group of at most 4 tiles: half); reads K x 256 bytes
+ * of weights (L2 fetches each 128-byte line whole: a step reads half of it) and K x 2 bytes of
+ * each valid activation row, into shared memory MP_STAGES x 32 KiB + 1 KiB alignment + 1.1 KiB
+ * (one block an SM). A step of two warpgroups is 512 tensor clocks (4096 BF16 flops a clock), 32
+ * KiB copied into and 48 KiB read by wgmma from shared memory: at full tensor rate an SM takes
+ * 64 bytes a clock from L2, about 15 TB/s over 132 SMs, so the item is bound by L2's bandwidth
+ * first (activation rows are read once per n-block, weights once per group).
  */
 #include "moe_launch.h"
 #include "wgmma.h"
@@ -32,22 +51,43 @@
 #define MP_ROWS 128                /* rows of a group: 8 tiles of TL_MOE_TILE_M */
 #define MP_TILES (MP_ROWS / TL_MOE_TILE_M)
 #define MP_NB 64                   /* SwiGLU columns an item */
-#define MP_KSTEP 128               /* K values a step: one packed chunk of bf16 (4 x 64-byte runs) */
-#define MP_STAGES 3
-/* K steps a wgmma accumulator chain runs before its sum is added into the float32 sums (d +=
+#define MP_KSTEP 64                /* K values a step: one 128-byte column block, half a packed chunk */
+#define MP_CHUNK_K 128             /* K values of a packed chunk (bf16: 4 k-groups x 64-byte runs) */
+#define MP_STAGES 7
+/* K values a wgmma accumulator chain runs before its sum is added into the float32 sums (d +=
  * c, round to nearest). The tensor cores' float32 accumulation is less accurate than the
  * round-to-nearest float32 that tl_moe_compare_act's allowance models: one chain over K = 7168
- * (448 k16 products) put about 1 activation in 10^6 beyond it on the H100. A chain of 4 steps
- * (512 K values, 32 products) keeps the sum near float32's rounding. Cost: 64 FADD a thread
- * every MP_PROMOTE steps (about 3% of a step's tensor time at 4, not overlapped with it) and 64
- * registers. */
-#define MP_PROMOTE 4
-#define MP_THREADS 256
-#define MP_STEP_BYTES (2 * MP_ROWS * MP_KSTEP * 2) /* A and B: 128 rows x 256 bytes each */
-#define MP_SMEM (MP_STAGES * MP_STEP_BYTES + 1024)   /* + 1024: the ring's alignment slack */
+ * (448 k16 products) put about 1 activation in 10^6 beyond it on the H100. A chain of 512 K
+ * values (32 products) keeps the sum near float32's rounding. Cost: 64 FADD a consumer thread
+ * every chain, issued while the next chain's products run, and 64 registers for the second set. */
+#define MP_CHAIN_K 512
+#define MP_CHAIN (MP_CHAIN_K / MP_KSTEP) /* steps a chain */
+#define MP_THREADS 384                   /* producer warpgroup + 2 consumer warpgroups */
+#define MP_PRODUCER_REGS 40
+#define MP_CONSUMER_REGS 232             /* 128 x 40 + 256 x 232 <= 65536 */
+#define MP_A_BYTES (MP_ROWS * MP_KSTEP * 2)                /* 128 rows x 128 bytes */
+#define MP_STEP_BYTES (2 * MP_A_BYTES)                     /* A, then B (128 weight rows x 128 bytes) */
+#define MP_SMEM (MP_STAGES * MP_STEP_BYTES + 1024)         /* + 1024: the ring's alignment slack */
 
 static_assert(TL_MOE_NCOLS == 32 && TL_MOE_S1_NB == 16, "an n-block is 4 packing groups of 16 gate + 16 up rows");
+static_assert(MP_CHAIN_K % MP_KSTEP == 0 && MP_CHAIN >= 1, "a chain is whole steps");
+static_assert(128 * MP_PRODUCER_REGS + 256 * MP_CONSUMER_REGS <= 65536, "the register file");
 
+#if TL_WGMMA_AVAILABLE
+/* One arrival on *bar once every cp.async this thread issued so far has landed (the barrier's
+ * count includes it: .noinc). */
+static __device__ __forceinline__ void mp_cp_async_arrive(uint64_t *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(tl_smem_addr(bar)) : "memory");
+}
+/* tl_cp_async16 of 16 bytes with L2's 128-byte prefetch: a step reads two 32-byte sectors of each
+ * 128 bytes of a packed chunk, the next step the other two; the hint has L2 fetch the whole line
+ * from memory once. */
+static __device__ __forceinline__ void mp_cp_async16_line(void *dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(tl_smem_addr(dst)), "l"(src));
+}
+#endif
 
 __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
 {
@@ -58,6 +98,9 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     __shared__ int s_src[MP_ROWS];  /* the row's token, or -1 (padding, or no tile) */
     __shared__ int s_out[MP_ROWS];  /* its worklist row, or -1 (no valid tile of the group) */
     __shared__ int s_e, s_first, s_ntile;
+    /* full[i]: step s = phase x MP_STAGES + i has landed (128 producer arrivals); empty[i]: its
+     * products have retired (one arrival per active consumer warp) */
+    __shared__ __attribute__((aligned(8))) uint64_t s_full[MP_STAGES], s_empty[MP_STAGES];
     uint8_t *ring = (uint8_t *)(((uintptr_t)mp_smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, nb = blockIdx.x, gi = blockIdx.y;
 
@@ -96,6 +139,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     const int e = s_e;
     if (e < 0) return; /* past the device's groups */
     const int first = s_first, ntile = s_ntile;
+    const int nact = ntile > MP_TILES / 2 ? 2 : 1; /* consumer warpgroups with valid rows */
     if (tid < MP_ROWS) {
         const int t = tid / TL_MOE_TILE_M;
         const int row = first * TL_MOE_TILE_M + tid;
@@ -103,73 +147,132 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
         s_src[tid] = id >= 0 ? id / p.top_k : -1;
         s_out[tid] = t < ntile ? row : -1;
     }
+    if (tid == 0) {
+#pragma unroll
+        for (int i = 0; i < MP_STAGES; i++) tl_mbar_init(s_full + i, 128), tl_mbar_init(s_empty + i, 4 * nact);
+        tl_mbar_init_fence();
+    }
     __syncthreads();
 
     const int K = p.K, nsteps = K / MP_KSTEP;
-    const size_t row_bytes = (size_t)K * 2, group_bytes = (size_t)TL_MOE_NCOLS * row_bytes;
-    const uint8_t *wexp = p.W + (size_t)e * p.w_mat_bytes + (size_t)(nb * 4) * group_bytes;
-    /* step s into ring slot `slot`: A = 2 column blocks of 128 rows x 128 bytes, then B likewise */
-    auto load_step = [&](int s, int slot) {
-        uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_ROWS * MP_KSTEP * 2;
-#pragma unroll
-        for (int i = tid; i < MP_ROWS * 16; i += MP_THREADS) { /* 16 pieces of 16 bytes a row */
-            const int r = i / 16, c = i % 16, tok = s_src[r];
-            const uint8_t *src = tok >= 0 ? p.A + (size_t)tok * row_bytes + (size_t)s * MP_KSTEP * 2 + 16 * c : p.A;
-            tl_cp_async16(A + (c / 8) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(r, (c % 8) * 16), src, tok >= 0 ? 16 : 0);
-        }
-#pragma unroll
-        for (int i = tid; i < 4 * 512; i += MP_THREADS) { /* 4 packed chunks of 512 pieces */
-            const int gl = i / 512, q = i % 512, lane = q % 32, fv = q / 32, f = fv / 4, v = fv % 4;
-            const int col = lane / 4, kgrp = lane % 4; /* NVIDIA's lane map (kernels/moe_pack.h) */
-            const int n = f < 2 ? gl * 16 + f * 8 + col : MP_NB + gl * 16 + (f - 2) * 8 + col;
-            const uint8_t *src = wexp + (size_t)gl * group_bytes + (size_t)s * tl_moe_pack_chunk_bytes(64) + 16 * q;
-            const int kb = kgrp * 64 + v * 16; /* byte of K within the step */
-            tl_cp_async16(B + (kb / 128) * (MP_ROWS * 128) + tl_wgmma_sw128_offset(n, kb % 128), src, 16);
-        }
-    };
-
     const int wg = tid / 128;
-    /* d: the float32 sums (ordinary adds, round to nearest); c: the products of the current
-     * MP_PROMOTE steps, the wgmma chain (restarted with scale-d 0 every MP_PROMOTE steps) */
-    float d[64], c[64];
+
+    if (wg == 0) { /* the producer */
+        tl_setmaxnreg_dec<MP_PRODUCER_REGS>();
+        const size_t row_bytes = (size_t)K * 2, group_bytes = (size_t)TL_MOE_NCOLS * row_bytes;
+        const uint8_t *wexp = p.W + (size_t)e * p.w_mat_bytes + (size_t)(nb * 4) * group_bytes;
+        /* A: this thread copies piece c = tid % 8 (16 bytes) of rows tid / 8 + 16 k, k = 0..7 (a
+         * warp: 4 whole 128-byte rows an instruction); the rows' swizzle phase is tid / 8 % 8 */
+        const int ac = tid % 8, ar = tid / 8;
+        const uint32_t a_dst = (uint32_t)ar * 128u + ((uint32_t)((ac ^ ar) & 7) << 4);
+        /* B: pieces u = tid and tid + 128 of each packing group's half chunk: packed piece q = 4 (u
+         * / 2) + 2 h + u % 2 of the chunk (h: the step's half; lane 4 col + k-group, NVIDIA's map,
+         * kernels/moe_pack.h), weight row n of the item, byte kb of the step's 128 */
+        uint32_t b_dst[2], b_src[2];
 #pragma unroll
-    for (int i = 0; i < 64; i++) d[i] = c[i] = 0.0f;
+        for (int i = 0; i < 2; i++) {
+            const int u = tid + 128 * i, f = u / 64, v = (u / 16) % 4, col = (u / 2) % 8, kodd = u % 2;
+            const int n = f < 2 ? f * 8 + col : MP_NB + (f - 2) * 8 + col; /* + 16 x packing group */
+            b_dst[i] = tl_wgmma_sw128_offset((uint32_t)n, (uint32_t)(kodd * 64 + v * 16));
+            b_src[i] = (uint32_t)(16 * (4 * (u / 2) + kodd));
+        }
+        for (int s = 0; s < nsteps; s++) {
+            const int slot = s % MP_STAGES;
+            if (s >= MP_STAGES) tl_mbar_wait(s_empty + slot, (uint32_t)(s / MP_STAGES - 1) & 1u);
+            uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
+            const size_t ka = (size_t)s * (MP_KSTEP * 2) + 16 * ac;
 #pragma unroll
-    for (int s = 0; s < MP_STAGES - 1; s++) {
-        if (s < nsteps) load_step(s, s);
+            for (int k = 0; k < 8; k++) {
+                const int tok = s_src[ar + 16 * k];
+                if (tok >= 0) tl_cp_async16(A + a_dst + 16 * 128 * k, p.A + (size_t)tok * row_bytes + ka, 16);
+            }
+            const uint8_t *wsrc = wexp + (size_t)(s / 2) * tl_moe_pack_chunk_bytes(64) + 32 * (s % 2);
+#pragma unroll
+            for (int k = 0; k < 8; k++) { /* packing group k / 2 holds item rows 16 (k / 2) .. and 64 + 16 (k / 2) .. */
+                const int gl = k / 2, i = k % 2;
+                mp_cp_async16_line(B + b_dst[i] + 16 * 128 * gl, wsrc + (size_t)gl * group_bytes + b_src[i]);
+            }
+            mp_cp_async_arrive(s_full + slot);
+        }
         tl_cp_async_commit();
+        tl_cp_async_wait<0>(); /* no copy outlives its thread */
+        return;
     }
-    for (int s = 0; s < nsteps; s++) {
-        tl_cp_async_wait<MP_STAGES - 2>(); /* step s landed (this thread's pieces) */
-        tl_fence_proxy_async();
-        __syncthreads(); /* every thread's pieces; every warpgroup done with slot (s - 1) % STAGES */
-        if (s + MP_STAGES - 1 < nsteps) load_step(s + MP_STAGES - 1, (s + MP_STAGES - 1) % MP_STAGES);
-        tl_cp_async_commit();
-        const uint8_t *A = ring + (size_t)(s % MP_STAGES) * MP_STEP_BYTES, *B = A + MP_ROWS * MP_KSTEP * 2;
-        const uint64_t da = tl_wgmma_desc_sw128(A + wg * 64 * 128), db = tl_wgmma_desc_sw128(B);
-        const int chained = s % MP_PROMOTE != 0; /* 0: the chain restarts (scale-d 0) */
-        tl_wgmma_hold(c);
+
+    /* the consumers */
+    const int cw = wg - 1;
+    if (cw >= nact) return; /* rows 64..127 are all past the group's tiles */
+    tl_setmaxnreg_inc<MP_CONSUMER_REGS>();
+    const int lane = tid % 32;
+    /* d: the float32 sums (ordinary adds, round to nearest); c0, c1: the chains, alternately */
+    float d[64], c0[64], c1[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.0f;
+    int s = 0, slot = 0;
+    uint32_t phase = 0;
+    /* step s into cc: wait for its data, issue its products, retire step s - 1's and release that
+     * slot. acc (a constant): whether cc's chain goes on (0: its first step, scale-d 0, and no
+     * earlier value of cc kept alive) */
+    auto step = [&](float(&cc)[64], const int acc) {
+        tl_mbar_wait(s_full + slot, phase);
+        tl_fence_proxy_async(); /* the copies (generic proxy) before the products (async proxy) */
+        const uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
+        const uint64_t da = tl_wgmma_desc_sw128(A + cw * 64 * 128), db = tl_wgmma_desc_sw128(B);
         tl_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < MP_KSTEP / 16; ks++) {
-            const uint32_t off = (ks / 4) * (MP_ROWS * 128) + (ks % 4) * 32;
-            tl_wgmma_m64n128k16_bf16(c, tl_wgmma_desc_advance(da, off), tl_wgmma_desc_advance(db, off),
-                                     ks > 0 || chained);
+            const uint64_t a = tl_wgmma_desc_advance(da, 32 * ks), b = tl_wgmma_desc_advance(db, 32 * ks);
+            if (ks == 0 && !acc) tl_wgmma_m64n128k16_bf16_z(cc, a, b); /* cc's earlier values dead */
+            else tl_wgmma_m64n128k16_bf16(cc, a, b, 1);
         }
         tl_wgmma_commit();
-        tl_wgmma_wait<0>();
-        tl_wgmma_hold(c);
-        if ((s + 1) % MP_PROMOTE == 0 || s + 1 == nsteps) {
+        tl_wgmma_wait<1>(); /* step s - 1's products have retired */
+        if (s > 0 && lane == 0) tl_mbar_arrive(s_empty + (slot == 0 ? MP_STAGES - 1 : slot - 1));
+        s++;
+        if (++slot == MP_STAGES) slot = 0, phase ^= 1u;
+    };
+    /* d += co, co's chain retired (the hold keeps its reads after the wait before it) */
+    auto promote = [&](float(&co)[64]) {
+        tl_wgmma_hold(co);
 #pragma unroll
-            for (int i = 0; i < 64; i++) d[i] += c[i];
+        for (int i = 0; i < 64; i++) d[i] += co[i];
+    };
+    /* Chains alternate between c0 and c1, 2 MP_CHAIN steps an iteration, each chain's first step
+     * issued before the other chain's sum is promoted. The loop is rotated so that the products
+     * in flight across its back edge are c0's, which nothing reads until retired, and every
+     * chain's steps are unrolled: ptxas proves then that the promoted registers are retired (a
+     * group in flight across a back edge and read after a later wait<1> makes it serialize every
+     * wgmma, C7514). */
+    step(c0, 0);
+    while (nsteps - s >= 2 * MP_CHAIN) {
+#pragma unroll
+        for (int j = 1; j < MP_CHAIN; j++) step(c0, 1);
+        step(c1, 0);
+        promote(c0);
+#pragma unroll
+        for (int j = 1; j < MP_CHAIN; j++) step(c1, 1);
+        step(c0, 0);
+        promote(c1);
+    }
+    /* the rest (K not a multiple of 2 MP_CHAIN_K values: fewer than 2 MP_CHAIN steps, c0's chain
+     * begun): c0's chain to its end, then c1's; unrolled, read only after wait<0> */
+    const int rest = nsteps - s;
+#pragma unroll
+    for (int j = 0; j < 2 * MP_CHAIN - 1; j++) {
+        if (j < rest) {
+            if (j < MP_CHAIN - 1) step(c0, 1);
+            else step(c1, j > MP_CHAIN - 1);
         }
     }
+    tl_wgmma_wait<0>();
+    promote(c0);
+    if (rest >= MP_CHAIN) promote(c1);
 
     /* SwiGLU: accumulator column 8 j + 2 t (+1) is gate column c for j < 8, its up column for j + 8 */
-    const int lane = tid % 32, warp = (tid / 32) % 4, g = lane / 4, t = lane % 4;
+    const int warp = (tid / 32) % 4, g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        const int r = wg * 64 + warp * 16 + g + 8 * h, orow = s_out[r];
+        const int r = cw * 64 + warp * 16 + g + 8 * h, orow = s_out[r];
         if (orow < 0) continue;
         const bool pad = s_src[r] < 0;
 #pragma unroll
@@ -193,9 +296,9 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st)
     (void)a, (void)groups, (void)st;
     return tl_error(TL_EUSAGE, "moe prefill", "the prefill stage-1 kernel needs an sm_90a build (wgmma)");
 #else
-    if (a.K % MP_KSTEP || a.n_out % MP_NB)
-        return tl_error(TL_EUSAGE, "moe prefill", "hidden %d must be a multiple of %d and the width %d of %d", a.K,
-                        MP_KSTEP, a.n_out, MP_NB);
+    if (a.K <= 0 || a.K % MP_CHUNK_K || a.n_out <= 0 || a.n_out % MP_NB)
+        return tl_error(TL_EUSAGE, "moe prefill", "hidden %d must be a positive multiple of %d and the width %d of %d", a.K,
+                        MP_CHUNK_K, a.n_out, MP_NB);
     static bool attr = false;
     if (!attr) {
         TL_GPU_CHECK(hipFuncSetAttribute((const void *)moe_prefill_s1, hipFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM));
