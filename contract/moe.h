@@ -232,19 +232,21 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
  * TL_MOE_PF_ROWS consecutive worklist rows of one expert (TL_MOE_PF_ROWS / TL_MOE_TILE_M tiles; an
  * expert of c edges has ceil(c / TL_MOE_PF_ROWS) groups), an n-block TL_MOE_PF_NB SwiGLU columns
  * (TL_MOE_PF_NB gate + TL_MOE_PF_NB up weight rows of W1). K runs in steps of TL_MOE_PF_KSTEP
- * values; each step lands the group's TL_MOE_PF_ROWS activation rows (gathered by token, padding
- * rows zero-filled by the copy) and its 2 TL_MOE_PF_NB weight rows in shared memory, by 16-byte
- * cp.async copies when TL_MOE_PF_CP_ASYNC is 1 (else bulk copies), TL_MOE_PF_STAGES steps in
- * flight; TL_MOE_PF_BLOCKS blocks of TL_MOE_PF_THREADS threads an SM. The products are wgmma
- * m64 n(2 TL_MOE_PF_NB) k16 from shared memory: 2 x TL_MOE_PF_ROWS x 2 TL_MOE_PF_NB x K flops an
- * item, padding rows included. A block first finds its group: one warp scans the experts' group
+ * values; each step lands the group's real activation rows (gathered by token; padding rows are
+ * not copied) and its 2 TL_MOE_PF_NB weight rows in shared memory, by 16-byte cp.async copies
+ * when TL_MOE_PF_CP_ASYNC is 1 (else bulk copies), into a ring of TL_MOE_PF_STAGES steps;
+ * TL_MOE_PF_BLOCKS blocks of TL_MOE_PF_THREADS threads an SM. The products are wgmma m64
+ * n(2 TL_MOE_PF_NB) k16 from shared memory: 2 x TL_MOE_PF_ROWS x 2 TL_MOE_PF_NB x K flops an
+ * item, padding rows included (half that for a group of at most 64 rows, which one of the two
+ * computing warpgroups multiplies). A block first finds its group: one warp scans the experts' group
  * counts 32 at a time until it reaches the group (a chain of dependent loads), then its tile's
  * offset and sorted ids (two more) before the first step's copies. */
 #define TL_MOE_PF_ROWS 128
 #define TL_MOE_PF_NB 64
-#define TL_MOE_PF_KSTEP 128
-#define TL_MOE_PF_STAGES 3
-#define TL_MOE_PF_THREADS 256
+#define TL_MOE_PF_KSTEP 64
+#define TL_MOE_PF_KCHUNK 128 /* hidden must be whole packed chunks of W1 (kernels/moe_pack.h) */
+#define TL_MOE_PF_STAGES 7
+#define TL_MOE_PF_THREADS 384 /* a producer warpgroup and two computing ones */
 #define TL_MOE_PF_BLOCKS 1
 #define TL_MOE_PF_CP_ASYNC 1
 #define TL_MOE_PF_SCAN 32 /* experts the group scan reads per dependent load */
@@ -255,20 +257,20 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
 static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 {
     return stage == 1 && s->dtype == TL_MOE_BF16 && s->hidden > 0 && s->width > 0 &&
-           s->hidden % TL_MOE_PF_KSTEP == 0 && s->width % TL_MOE_PF_NB == 0;
+           s->hidden % TL_MOE_PF_KCHUNK == 0 && s->width % TL_MOE_PF_NB == 0;
 }
 
 /* Whether bf16 stage 1 runs the prefill kernel (where it fits and the device has wgmma) rather
  * than moe_gemm: the model's pick (simulator/moe.c: each path's model, tl_moe_tilelab_kernel_gemm
  * and tl_moe_tilelab_kernel_prefill, under random routing on the h100 and h200 presets;
  * tests/test_sim_moe.c holds this rule to within 5% of the model's faster path on DeepSeek-V3.2
- * and Kimi-K2.6, full width and TP8, M = 64..16384). The prefill kernel's item costs the same
- * whatever its group's real rows (its copies land all TL_MOE_PF_ROWS rows and its products cover
- * them), so it wins once groups fill: from an expected r = M k / E >= TL_MOE_PF_MIN_ROWS routed
- * rows per expert. The models cross between r = 64 (prefill 13-15% slower) and r = 72 (0-4%
- * faster) on all eight (model, TP, preset) pairs: there both paths are bound by their SMs' load
- * streams, not by HBM, so the h100 and h200 presets agree. */
-#define TL_MOE_PF_MIN_ROWS 72
+ * and Kimi-K2.6, full width and TP8, M = 64..16384). The prefill kernel's item streams its
+ * expert's 128 weight rows whatever its group's real rows, so it wins once groups fill: from an
+ * expected r = M k / E >= TL_MOE_PF_MIN_ROWS routed rows per expert. The models cross between r =
+ * 48 (prefill up to 5% slower) and r = 64 (faster) on all eight (model, TP, preset) pairs: there
+ * both paths are bound by their SMs' load streams, not by HBM, so the h100 and h200 presets
+ * agree. */
+#define TL_MOE_PF_MIN_ROWS 56
 static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
 {
     if (!tl_moe_prefill_fits(s, stage)) return 0;

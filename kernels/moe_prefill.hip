@@ -48,12 +48,12 @@
 #include "wgmma.h"
 #include "../numerics/codes.h" /* tl_code_bf16_from_f32: the activation's rounding, as moe_gemm's */
 
-#define MP_ROWS 128                /* rows of a group: 8 tiles of TL_MOE_TILE_M */
+#define MP_ROWS TL_MOE_PF_ROWS     /* rows of a group: 8 tiles of TL_MOE_TILE_M */
 #define MP_TILES (MP_ROWS / TL_MOE_TILE_M)
-#define MP_NB 64                   /* SwiGLU columns an item */
-#define MP_KSTEP 64                /* K values a step: one 128-byte column block, half a packed chunk */
-#define MP_CHUNK_K 128             /* K values of a packed chunk (bf16: 4 k-groups x 64-byte runs) */
-#define MP_STAGES 7
+#define MP_NB TL_MOE_PF_NB         /* SwiGLU columns an item */
+#define MP_KSTEP TL_MOE_PF_KSTEP   /* K values a step: one 128-byte column block, half a packed chunk */
+#define MP_CHUNK_K TL_MOE_PF_KCHUNK /* K values of a packed chunk (bf16: 4 k-groups x 64-byte runs) */
+#define MP_STAGES TL_MOE_PF_STAGES
 /* K values a wgmma accumulator chain runs before its sum is added into the float32 sums (d +=
  * c, round to nearest). The tensor cores' float32 accumulation is less accurate than the
  * round-to-nearest float32 that tl_moe_compare_act's allowance models: one chain over K = 7168
@@ -62,7 +62,7 @@
  * every chain, issued while the next chain's products run, and 64 registers for the second set. */
 #define MP_CHAIN_K 512
 #define MP_CHAIN (MP_CHAIN_K / MP_KSTEP) /* steps a chain */
-#define MP_THREADS 384                   /* producer warpgroup + 2 consumer warpgroups */
+#define MP_THREADS TL_MOE_PF_THREADS     /* producer warpgroup + 2 consumer warpgroups */
 #define MP_PRODUCER_REGS 40
 #define MP_CONSUMER_REGS 232             /* 128 x 40 + 256 x 232 <= 65536 */
 #define MP_A_BYTES (MP_ROWS * MP_KSTEP * 2)                /* 128 rows x 128 bytes */

@@ -268,7 +268,7 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
     p->act_loads = 1;
     p->cu_load_cap = 1;
     p->load_cap_gbps = TL_MOE_PF_CP_ASYNC && p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
-    p->pad_loads = 1;
+    p->pad_loads = 0; /* the producer copies the group's real rows only */
     p->wgmma = 1;
     p->kernel = "moe_prefill_s1";
     return 0;

@@ -143,8 +143,8 @@
  *        the bound at DeepSeek-V3.2's shapes (35.4 us an item on the h100 preset, against 152 us of
  *        copies).
  *      - copy stream (cu_load_cap at load_cap_gbps): every byte a step lands in shared memory: the
- *        gathered activation rows, all 128 (cp.async zero-fills the padding rows, and a zero-fill
- *        passes the copy path as a real copy does: pad_loads), and the 128 weight rows, at the
+ *        gathered activation rows, the group's real ones only (its producer copies no padding
+ *        row: pad_loads 0), and the 128 weight rows, at the
  *        preset's async_copy_per_cu_gbps (24.1 GB/s an SM: measured on the H200 with the paged
  *        decode kernel's cp.async rings, not with this kernel; the h100 preset carries it
  *        unmeasured). Bulk copies (TL_MOE_PF_CP_ASYNC 0) would stream at hbm_per_cu_gbps (55), a
@@ -152,25 +152,25 @@
  *        h100_moe_prefill_bench_on_run54.csv: DeepSeek-V3.2, random routing, seed 1) took 143-149 us
  *        a wave at M = 1024, 2048, 4096 and 8192 while the groups' real rows grew from 32 to 104 of
  *        128 (25.1-26.3 GB/s an SM landed, zero-fills included); the model is +8.7%, +7.4%, +7.0%,
- *        +4.9% off (no constant fitted to those times). That kernel keeps 2 steps in flight and waits
- *        for each step's products; whether a deeper ring lifts the copy rate (a latency bound) or not
- *        (a copy-path bound, as the decode kernel's same rate at 128 and 160 KiB in flight suggests)
- *        is not known.
+ *        +4.9% off (no constant fitted to those times). That kernel kept 2 steps in flight, its 256
+ *        threads copying and then waiting for each step's products; the kernel now has a producer
+ *        warpgroup and a 7-step ring (6 steps, 192 KiB, in flight). The model keeps the copy rate:
+ *        whether the deeper ring lifts it (a latency bound) or not (a copy-path bound, as the
+ *        decode kernel's same rate at 128 and 160 KiB in flight suggests) is what its first run
+ *        tells.
  *      - HBM: the wave's first reads (each (expert, n-block) weight slice by the expert's first
  *        group, each token's row once) at the read ceiling; later groups' reads hit L2.
  *      - wave gap (prologue_loads; nothing hides it: one block an SM, no cross-item prefetch): the
  *        group scan's dependent loads (half of ceil(E / 32), rounded up: 4 for E = 256), the
  *        expert's tile offset and the group's sorted ids: 6 x load_chain_us; the first step's round
  *        trip (hbm_latency_us); the epilogue (item_fixed_us): 3.3 us on both sm_90 presets.
- *      The rule's switch (TL_MOE_PF_MIN_ROWS = 72 expected rows per expert, M k / E) is where the two
+ *      The rule's switch (TL_MOE_PF_MIN_ROWS = 56 expected rows per expert, M k / E) is where the two
  *      paths' models cross, on the h100 and h200 presets alike (tests/test_sim_moe.c): DeepSeek-V3.2
- *      from M = 2304, Kimi-K2.6 from M = 3456. Measured on the H100 they cross lower (run 54: the
- *      prefill kernel 1.08x moe_gemm at M = 2048), where this model is 7% long on the prefill kernel
- *      and 12% short on moe_gemm.
+ *      from M = 1792, Kimi-K2.6 from M = 2688.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
- *    M = 4096 is printed, not asserted (its committed rows timed moe_gemm's group 2, while the test
- *    models the kernel tilelab picks there: moe_prefill_s1 for bf16 stage 1).
+ *    M = 4096 is printed, not asserted (its committed rows timed moe_gemm's group 2, which the test
+ *    models: tl_moe_tilelab_kernel_gemm).
  *  - limiter, in this order: "fixed" when launch + fixed costs exceed half the time; "tail" when
  *    there are 2+ waves, the last is under half full and costs over 25% of the time; "hbm" when
  *    memory-bound waves (HBM ceiling or the CUs' own streams) take at least as long as

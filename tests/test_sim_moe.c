@@ -730,8 +730,8 @@ static void test_prefill_path_is_the_models_pick(void **state)
 
 /* The prefill kernel's term by hand (simulator/moe.h, "the prefill kernel"): DeepSeek-V3.2 at M =
  * 1024 on the h100 preset, random routing: 256 groups of at most 128 rows (one an expert) x 32
- * n-blocks = 8192 items, one an SM: 63 waves. Each item lands 128 activation rows (zero-filled
- * padding included) and 128 weight rows of 7168 bf16 values through cp.async at the preset's
+ * n-blocks = 8192 items, one an SM: 63 waves. Each item lands its group's real activation rows
+ * (no padding row: about 32 of 128 here) and 128 weight rows of 7168 bf16 values through cp.async at the preset's
  * async_copy_per_cu_gbps, more than its wgmma time (2 x 128 x 128 x 7168 flops at the measured
  * 876.2 TFLOP/s over 132 SMs = 35.4 us) and its wave's first weight reads at the HBM ceiling, so
  * the copies bound each wave ("loads"), plus the gap: the dependent loads (the scan's 4 of 8
@@ -743,8 +743,8 @@ static void test_prefill_term_by_hand(void **state)
     assert_int_equal(tl_hw_load("h100", &hw), 0);
     tl_moe_problem p;
     path_time(&hw, &ds, 1024, 1, 1, &p);
-    assert_true(p.tile_m == 128 && p.tile_n == 128 && p.blocks_per_cu == 1 && p.wgmma && p.pad_loads);
-    assert_true(p.inflight_kib == 128.0 && p.prologue_loads == 6 && p.load_cap_gbps == hw.async_copy_per_cu_gbps);
+    assert_true(p.tile_m == 128 && p.tile_n == 128 && p.blocks_per_cu == 1 && p.wgmma && !p.pad_loads);
+    assert_true(p.inflight_kib == 192.0 && p.prologue_loads == 6 && p.load_cap_gbps == hw.async_copy_per_cu_gbps);
     tl_moe_result r;
     assert_int_equal(tl_moe_sim(&p, &r), 0);
     assert_string_equal(r.instr.name, "wgmma.mma_async.m64n128k16.f32.bf16.bf16");
@@ -757,12 +757,21 @@ static void test_prefill_term_by_hand(void **state)
     assert_string_equal(r.limiter, "loads");
     const double item_compute = 2.0 * 128 * 128 * 7168 / (876.2e6 / 132);
     assert_true(fabs(r.compute_us - 63 * item_compute) < 1e-6 * r.compute_us);
-    const double landed = 2.0 * 128 * 7168 * 2, copy_us = landed / (hw.async_copy_per_cu_gbps * 1e3);
+    const double w_copy_us = 128.0 * 7168 * 2 / (hw.async_copy_per_cu_gbps * 1e3), full_copy_us = 2.0 * w_copy_us;
     const double gap = 6 * hw.load_chain_us + hw.hbm_latency_us + hw.item_fixed_us;
-    /* each wave: the copies of its items' bytes (plus outputs and metadata: under 1%), then the gap */
-    assert_true(r.time_us > hw.launch_us + 63 * (copy_us + gap));
-    assert_true(r.time_us < hw.launch_us + 63 * (1.01 * copy_us + gap));
+    /* each wave: the copies of its items' bytes (the weights, and real rows between none and all
+     * 128; plus outputs and metadata: under 1%), then the gap */
+    assert_true(r.time_us > hw.launch_us + 63 * (w_copy_us + gap));
+    assert_true(r.time_us < hw.launch_us + 63 * (1.01 * full_copy_us + gap));
     assert_true(fabs(r.fixed_us - hw.launch_us - 63 * gap) < 1e-9);
+    /* with the padding rows copied too (every item landing 256 rows): slower, and by hand */
+    p.pad_loads = 1;
+    tl_moe_result z;
+    assert_int_equal(tl_moe_sim(&p, &z), 0);
+    assert_true(z.time_us > r.time_us);
+    assert_true(z.time_us > hw.launch_us + 63 * (full_copy_us + gap));
+    assert_true(z.time_us < hw.launch_us + 63 * (1.01 * full_copy_us + gap));
+    p.pad_loads = 0;
     /* with the preset's per-SM stream (bulk copies, TL_MOE_PF_CP_ASYNC 0) in place of cp.async's */
     p.load_cap_gbps = 0;
     tl_moe_result b;
