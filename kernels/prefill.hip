@@ -416,10 +416,6 @@ static __host__ __device__ __forceinline__ int pf_wg_key_of(int k)
 }
 
 #define PF_LOG2_P_MULT 8.8073549220576f /* log2(TL_PREFILL_P_MULT) */
-#ifndef PF_TURNS
-#define PF_TURNS 0 /* the computing warpgroups' ping-pong (pf_body_ws) */
-#endif
-enum { PF_TURN = 2 }; /* its named barriers: PF_TURN and PF_TURN + 1 (0 is __syncthreads') */
 
 /* four E4M3 codes of the contract's P rule (RNE, saturating) from P x 448 (the softmax's
  * exponentials carry the factor: log2 448 is taken off their exponent), a first in the low byte */
@@ -538,27 +534,17 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             }
         }
     };
-    /* fp8: tile kt's key and value scales, loaded by the caller before it waits for S (their
-     * latency hidden behind the products) */
-    struct Scales {
-        float k, v;
-    };
-    auto scales_of = [&](int kt) {
-        Scales sv = {1.0f, 1.0f};
-        if (FP8) {
-            const size_t i = (size_t)kvh * a.nblk + (size_t)kt * BN / TL_PREFILL_BLOCK;
-            sv.k = a.ks[i], sv.v = a.vs[i];
-        }
-        return sv;
-    };
     /* the online softmax of tile kt on S (exponentials left in S: P, fp8's P x 448); corr: the
      * factor of what O held (fp8: with the value scales' ratio). Lane-ops a score: the max, one
      * FMA, the exponential, the sum (and the masking of the diagonal or last tile, in a branch of
      * its own: a per-element test inside the loop is predicated into every tile by the compiler) */
-    auto softmax = [&](int kt, float (&corr)[2], Scales sv) {
+    auto softmax = [&](int kt, float (&corr)[2]) {
         const long k0 = (long)kt * BN;
         float sc = a.scale_log2, vf_new = vf;
-        if (FP8) sc *= qsc * sv.k, vf_new = sv.v;
+        if (FP8) {
+            sc *= qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+            vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+        }
         /* element 4j + r is row wrow + g + 8 (r / 2), key k0 + 8j + 2t + (r & 1) */
         if ((mask_rows && k0 + BN - 1 > q0 + wrow) || k0 + BN > seq) {
             const int dkey = (int)(k0 - q0) + 2 * t - wrow - g, kleft = (int)(seq - k0) - 2 * t;
@@ -570,18 +556,11 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
                     if ((a.causal && dkey + c - 8 * (r / 2) > 0) || c >= kleft) S[4 * j + r] = -INFINITY;
                 }
         }
-        /* the row maxima and sums in four partial chains a row (j and r parity): a chain of 32
-         * dependent operations a row would hold a warp for 32 latencies */
-        float mp[2][4];
-#pragma unroll
-        for (int i = 0; i < 8; i++) mp[i / 4][i % 4] = -INFINITY;
+        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) mp[r / 2][2 * (j & 1) + (r & 1)] = fmaxf(mp[r / 2][2 * (j & 1) + (r & 1)], S[4 * j + r]);
-        float mx[2];
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) mx[hr] = fmaxf(fmaxf(mp[hr][0], mp[hr][1]), fmaxf(mp[hr][2], mp[hr][3]));
+            for (int r = 0; r < 4; r++) mx[r / 2] = fmaxf(mx[r / 2], S[4 * j + r]);
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
             mx[hr] = fmaxf(mx[hr], tl_shfl_xor(mx[hr], 1));
@@ -590,16 +569,16 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             corr[hr] = pf_exp2(m[hr] - mu);
             m[hr] = mn;
             const float bias = FP8 ? mu - PF_LOG2_P_MULT : mu;
-            float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float sum = 0.0f;
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const float p = pf_exp2(fmaf(S[4 * j + 2 * hr + e], sc, -bias));
                     S[4 * j + 2 * hr + e] = p;
-                    sp[2 * (j & 1) + e] += p;
+                    sum += p;
                 }
-            l[hr] = l[hr] * corr[hr] + ((sp[0] + sp[1]) + (sp[2] + sp[3]));
+            l[hr] = l[hr] * corr[hr] + sum;
             if (FP8) corr[hr] *= vf / vf_new;
         }
         vf = vf_new;
@@ -626,30 +605,17 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
         }
     };
 
-    /* PF_TURNS: the two warpgroups issue their products in turns (FlashAttention-3's ping-pong: bar
-     * PF_TURN + c is warpgroup c's turn; it waits for it before its products and hands the turn
-     * over after them), so that one's softmax runs while the other's products do */
-    auto turn_wait = [&]() {
-        if (PF_TURNS) asm volatile("bar.sync %0, 256;" ::"r"(PF_TURN + cw) : "memory");
-    };
-    auto turn_signal = [&]() {
-        if (PF_TURNS) asm volatile("bar.arrive %0, 256;" ::"r"(PF_TURN + 1 - cw) : "memory");
-    };
-    const Scales sv0 = scales_of(0);
-    if (cw == 1) turn_signal(); /* warpgroup 0 takes the first turn */
     tl_mbar_wait(qfull, 0);
     /* tile 0's S, its softmax and P */
     tl_mbar_wait(fullk, 0);
-    turn_wait();
     tl_wgmma_fence();
     issue_s(0);
     tl_wgmma_commit();
-    turn_signal();
     tl_wgmma_wait<0>();
     tl_wgmma_hold(S);
     if (lane == 0) tl_mbar_arrive(emptyk); /* this warp is done with K(0) */
     float corr[2], corr_pv[2]; /* corr_pv (fp8): the factor O takes when P(kt) V is folded in */
-    softmax(0, corr, sv0);
+    softmax(0, corr);
     corr_pv[0] = corr[0], corr_pv[1] = corr[1];
     pack();
     /* one tile: next says whether tile kt + 1 exists. The loop runs the steady state with next a
@@ -657,10 +623,8 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
      * makes ptxas serialize every wgmma of the kernel (C7514), which costs the overlap above */
     auto step = [&](const int kt, const bool next) __attribute__((always_inline)) {
         const int st = kt % STAGES, sn = (kt + 1) % STAGES;
-        const Scales sv = next ? scales_of(kt + 1) : Scales{1.0f, 1.0f};
         if (next) tl_mbar_wait(fullk + sn, ((kt + 1) / STAGES) & 1);
         tl_mbar_wait(fullv + st, (kt / STAGES) & 1);
-        turn_wait();
 #pragma unroll
         for (int kk = 0; kk < NPA; kk++) tl_wgmma_hold(pa[kk]);
         tl_wgmma_hold(o);
@@ -687,12 +651,11 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
                 for (int i = 0; i < 32; i++) o[32 * half + i] = fmaf(o[32 * half + i], corr_pv[(i % 4) / 2], acc[i]);
             };
             pv_half(0);
-            if (cw == 0 || next) turn_signal(); /* warpgroup 1's last turn has no one to hand over to */
             if (next) {
                 tl_wgmma_wait<1>(); /* S(kt + 1); the first half runs on */
                 tl_wgmma_hold(S);
                 if (lane == 0) tl_mbar_arrive(emptyk + sn); /* done with K(kt + 1) */
-                softmax(kt + 1, cn, sv);
+                softmax(kt + 1, cn);
             }
             tl_wgmma_wait<0>();
             tl_wgmma_hold(acc);
@@ -716,12 +679,11 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
             for (int kk = 0; kk < NPA; kk++)
                 tl_wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], tl_wgmma_desc_advance(dv, 16 * 128 * kk), 1);
             tl_wgmma_commit();
-            if (cw == 0 || next) turn_signal();
             if (next) {
                 tl_wgmma_wait<1>(); /* S(kt + 1); P(kt) V runs on */
                 tl_wgmma_hold(S);
                 if (lane == 0) tl_mbar_arrive(emptyk + sn); /* done with K(kt + 1) */
-                softmax(kt + 1, cn, sv);
+                softmax(kt + 1, cn);
             }
             tl_wgmma_wait<0>();
             tl_wgmma_hold(o);
