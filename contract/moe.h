@@ -251,31 +251,61 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
 #define TL_MOE_PF_CP_ASYNC 1
 #define TL_MOE_PF_SCAN 32 /* experts the group scan reads per dependent load */
 
-/* Whether the prefill kernel can run this shape's stage `stage`: bf16 stage 1, hidden a multiple
- * of TL_MOE_PF_KSTEP and the width (per GPU) of TL_MOE_PF_NB. The build and device must have
- * wgmma too (sm_90a): the caller's check (kernels/moe.hip; the model: an sm_90 preset). */
+/* bf16 stage 2's prefill kernel (kernels/moe_prefill.hip, moe_prefill_s2): a work item is (group,
+ * n-block) with the group as above and an n-block TL_MOE_PF2_NB output columns (TL_MOE_PF2_NB rows
+ * of the expert's W2, stored row-major [hidden][width] as it is for bf16); K = width in steps of
+ * TL_MOE_PF_KSTEP values into the same ring (TL_MOE_PF_STAGES steps of TL_MOE_PF_ROWS activation
+ * rows + TL_MOE_PF2_NB weight rows, 128 bytes each), both operands landed by the copy engine (tensor
+ * copies, 128-byte swizzle; no gather: a group's rows are consecutive rows of the stage-1 output).
+ * The activation box is TL_MOE_PF2_ABOX rows: a group of at most TL_MOE_PF2_ABOX rows lands one
+ * box (its other computing warpgroup idles), else two; the box's padding rows and any rows past
+ * the group (the next expert's, or zeros past the buffer) land too. The products are wgmma m64
+ * n(TL_MOE_PF2_NB) k16: 2 x TL_MOE_PF_ROWS x TL_MOE_PF2_NB x width flops an item (half for a group
+ * of one box). The group scan is stage 1's; the sorted ids and top-k weights are read by the
+ * computing threads beside the first step's copies. */
+#define TL_MOE_PF2_NB 128
+#define TL_MOE_PF2_ABOX 64
+
+/* Whether the prefill kernel can run this shape's stage `stage`: bf16; stage 1: hidden a multiple
+ * of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; stage 2: the width (its K) a multiple
+ * of TL_MOE_PF_KSTEP and hidden of TL_MOE_PF2_NB. The build and device must have wgmma too (sm_90a):
+ * the caller's check (kernels/moe.hip; the model: an sm_90 preset). */
 static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 {
-    return stage == 1 && s->dtype == TL_MOE_BF16 && s->hidden > 0 && s->width > 0 &&
-           s->hidden % TL_MOE_PF_KCHUNK == 0 && s->width % TL_MOE_PF_NB == 0;
+    if (s->dtype != TL_MOE_BF16 || s->hidden <= 0 || s->width <= 0) return 0;
+    if (stage == 1) return s->hidden % TL_MOE_PF_KCHUNK == 0 && s->width % TL_MOE_PF_NB == 0;
+    return stage == 2 && s->width % TL_MOE_PF_KSTEP == 0 && s->hidden % TL_MOE_PF2_NB == 0;
 }
 
-/* Whether bf16 stage 1 runs the prefill kernel (where it fits and the device has wgmma) rather
- * than moe_gemm: the model's pick (simulator/moe.c: each path's model, tl_moe_tilelab_kernel_gemm
+/* Whether bf16 stage `stage` runs the prefill kernel (where it fits and the device has wgmma)
+ * rather than moe_gemm: the model's pick (simulator/moe.c: each path's model, tl_moe_tilelab_kernel_gemm
  * and tl_moe_tilelab_kernel_prefill, under random routing on the h100 and h200 presets;
  * tests/test_sim_moe.c holds this rule to within 5% of the model's faster path on DeepSeek-V3.2
- * and Kimi-K2.6, full width and TP8, M = 64..16384). The prefill kernel's item streams its
- * expert's 128 weight rows whatever its group's real rows, so it wins once groups fill: from an
- * expected r = M k / E >= TL_MOE_PF_MIN_ROWS routed rows per expert. The models cross between r =
- * 48 (prefill up to 5% slower) and r = 64 (faster) on all eight (model, TP, preset) pairs: there
- * both paths are bound by their SMs' load streams, not by HBM, so the h100 and h200 presets
- * agree. */
+ * and Kimi-K2.6, full width and TP8, M = 64..16384).
+ * Stage 1: the prefill kernel's item streams its expert's 128 weight rows whatever its group's
+ * real rows, so it wins once groups fill: from an expected r = M k / E >= TL_MOE_PF_MIN_ROWS
+ * routed rows per expert. The models cross between r = 48 (prefill up to 5% slower) and r = 64
+ * (faster) on all eight (model, TP, preset) pairs: there both paths are bound by their SMs' load
+ * streams, not by HBM, so the h100 and h200 presets agree.
+ * Stage 2: from r >= TL_MOE_PF2_MIN_ROWS where its K, the width, is at least TL_MOE_PF2_LONG_K
+ * (full width: the models cross between r = 24 and 40), else from r >= TL_MOE_PF2_MIN_ROWS_SHORT
+ * (TP8's width 256: an item of 4 K steps, whose fixed gap - the group scan, a round trip, the
+ * epilogue - weighs as much as its copies; the models cross between r = 64 and 96). Here the
+ * presets do not agree everywhere: on Kimi-K2.6 at full width and r = 32 (M = 1536) the prefill
+ * kernel is 7% slower than moe_gemm on the h100 preset and 18% faster on the h200 one (its waves
+ * are bound by HBM, moe_gemm's by the SMs' load streams); the rule takes the prefill kernel
+ * there, the test names that point. Widths between 256 and 1024 are unmodelled by the test. */
 #define TL_MOE_PF_MIN_ROWS 56
+#define TL_MOE_PF2_MIN_ROWS 32
+#define TL_MOE_PF2_MIN_ROWS_SHORT 80
+#define TL_MOE_PF2_LONG_K 1024
 static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
 {
     if (!tl_moe_prefill_fits(s, stage)) return 0;
     const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
-    return rk >= (long long)TL_MOE_PF_MIN_ROWS * e;
+    const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS
+                         : s->width >= TL_MOE_PF2_LONG_K ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
+    return rk >= (long long)min_rows * e;
 }
 
 /* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */

@@ -13,6 +13,7 @@
  * grid, staging weights in shared memory, a fused combine - is in bench/journal/moe-kernel.md.
  */
 #include "moe_launch.h"
+#include "wgmma.h"                /* tl_tma_encode: moe_prefill_s2's tensor maps */
 #include "../numerics/blockfp8.h" /* the FP8 scale group */
 
 #include <stdlib.h>
@@ -45,6 +46,9 @@ struct tl_moe_gpu {
     uint8_t *act_q;
     float *act_s, *ybuf, *out;
     unsigned long long *trace; /* non-NULL only inside tl_moe_gpu_trace */
+    /* moe_prefill_s2's tensor maps (CUtensorMap bytes; encode_s2_maps): act and W2; s2_maps: encoded */
+    unsigned long long tmap_act[16], tmap_w2[16];
+    bool s2_maps;
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -117,6 +121,38 @@ static int upload_all_weights(tl_moe_gpu *g, const tl_moe_inputs *in)
     return rc;
 }
 
+/* The tensor maps moe_prefill_s2 reads (tl_moe_launch_prefill_s2), where it exists and fits the
+ * shape (bf16, tl_moe_prefill_fits; a build with wgmma on a compute capability 9 device): the
+ * activation buffer act [cap_tiles x 16 rows][width] in boxes of TL_MOE_PF2_ABOX rows and W2 [E x
+ * hidden][width] (bf16's W2 is stored as it is) in boxes of TL_MOE_PF2_NB rows, both TL_MOE_PF_KSTEP
+ * values (128 bytes) wide. Sets g->s2_maps; 0 or TL_EFAIL (the driver refused one). */
+static int encode_s2_maps(tl_moe_gpu *g)
+{
+#if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
+    const tl_moe_shape *s = &g->s;
+    if (!tl_moe_prefill_fits(s, 2) || !tl_gpu_tensor_maps_usable()) return 0;
+    static_assert(sizeof(CUtensorMap) == sizeof g->tmap_act, "a tensor map is 128 bytes");
+    const uint64_t st[1] = {(uint64_t)s->width * 2};
+    CUtensorMap m;
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, (uint64_t)g->cap_tiles * TL_MOE_TILE_M};
+        const uint32_t box[2] = {TL_MOE_PF_KSTEP, TL_MOE_PF2_ABOX};
+        if (tl_tma_encode(&m, g->act, 2, dims, st, box, 2)) return TL_EFAIL;
+        memcpy(g->tmap_act, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, (uint64_t)s->n_experts * (uint64_t)s->hidden};
+        const uint32_t box[2] = {TL_MOE_PF_KSTEP, TL_MOE_PF2_NB};
+        if (tl_tma_encode(&m, g->w2, 2, dims, st, box, 2)) return TL_EFAIL;
+        memcpy(g->tmap_w2, &m, sizeof m);
+    }
+    g->s2_maps = true;
+#else
+    (void)g;
+#endif
+    return 0;
+}
+
 extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out)
 {
     *out = NULL;
@@ -160,6 +196,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
     if (!rc) rc = upload_all_weights(g, in);
+    if (!rc) rc = encode_s2_maps(g);
     if (!rc && fs) rc = upload(g->w1s, in->w1.scales, g->w1_mat_scales * E * sizeof(float));
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
@@ -251,26 +288,29 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
-/* Whether bf16 stage 1 runs moe_prefill_s1 (sm_90a's warpgroup kernel) instead of moe_gemm: where
- * the kernel exists (a build with wgmma, TL_HAVE_WGMMA, on a compute capability 9 device) and fits
- * the shape (tl_moe_prefill_fits: bf16 stage 1, hidden % TL_MOE_PF_KSTEP, width % TL_MOE_PF_NB),
- * the model's pick, tl_moe_uses_prefill (contract/moe.h: from TL_MOE_PF_MIN_ROWS routed rows per
- * expert). TILELAB_MOE_PREFILL=1 or 0 overrides the pick, for timing both kernels on one shape
- * (A/B); it cannot make the kernel run where it does not exist or fit. `tilelab sim moe` and the
- * model column of `tilelab bench moe` follow the same variable (ops/moe.c). */
-static bool moe_prefill_asked(const tl_moe_shape *s)
+/* Whether bf16 stage `stage` runs moe_prefill_s1 / moe_prefill_s2 (sm_90a's warpgroup kernels)
+ * instead of moe_gemm: where the kernel exists (a build with wgmma, TL_HAVE_WGMMA, on a compute
+ * capability 9 device; stage 2: its tensor maps encoded, g->s2_maps) and fits the shape
+ * (tl_moe_prefill_fits: bf16; stage 1 hidden % TL_MOE_PF_KCHUNK, width % TL_MOE_PF_NB; stage 2
+ * width % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB), the model's pick, tl_moe_uses_prefill
+ * (contract/moe.h: from TL_MOE_PF_MIN_ROWS / TL_MOE_PF2_MIN_ROWS(_SHORT) routed rows per expert).
+ * TILELAB_MOE_PREFILL=1 or 0 overrides the pick of both stages, for timing both kernels on one
+ * shape (A/B); it cannot make the kernel run where it does not exist or fit. `tilelab sim moe` and
+ * the model column of `tilelab bench moe` follow the same variable (ops/moe.c). */
+static bool moe_prefill_asked(const tl_moe_gpu *g, int stage)
 {
 #if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
+    const tl_moe_shape *s = &g->s;
     static int forced = -2, device = -1; /* forced: -1 none, 0 or 1 */
     if (forced == -2) {
         const char *v = getenv("TILELAB_MOE_PREFILL");
         forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
     }
     if (device < 0) device = tl_gpu_tensor_maps_usable(); /* runs this build's sm_90a code */
-    if (!device || !tl_moe_prefill_fits(s, 1)) return false;
-    return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, 1) != 0;
+    if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && !g->s2_maps)) return false;
+    return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, stage) != 0;
 #else
-    (void)s;
+    (void)g, (void)stage;
     return false;
 #endif
 }
@@ -328,10 +368,12 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
      * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
     const bool dep = stage == 2 && fp8;
     const StageGrid grid = stage_grid(s, stage);
-    if (stage == 1 && moe_prefill_asked(s)) /* one grid row per possible group */
-        return tl_moe_launch_prefill_s1(a, (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts), st);
-    int rc = grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
-                       : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
+    const bool prefill = moe_prefill_asked(g, stage);
+    const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */
+    if (stage == 1 && prefill) return tl_moe_launch_prefill_s1(a, groups, st);
+    int rc = prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
+             : grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
+                         : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;
     return tl_moe_launch_combine(g->ybuf, s->tokens, s->top_k, s->hidden, g->out, st);
 }
@@ -419,9 +461,9 @@ extern "C" int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *op
         return tl_error(TL_EUSAGE, "moe gpu", "trace stage 1 or stage 2");
     const int stage = part == TL_MOE_PART_STAGE1 ? 1 : 2;
     const tl_moe_shape *s = &g->s;
-    if (stage == 1 && moe_prefill_asked(s))
-        return tl_error(TL_EUSAGE, "moe gpu", "stage 1 runs moe_prefill_s1 at %d tokens, which records no trace "
-                        "(TILELAB_MOE_PREFILL=0 traces moe_gemm)", s->tokens);
+    if (moe_prefill_asked(g, stage))
+        return tl_error(TL_EUSAGE, "moe gpu", "stage %d runs moe_prefill_s%d at %d tokens, which records no trace "
+                        "(TILELAB_MOE_PREFILL=0 traces moe_gemm)", stage, stage, s->tokens);
     const long long max_tiles = tl_moe_max_tiles(s->tokens, s->top_k, s->n_experts);
     const StageGrid sg = stage_grid(s, stage);
     const long long grid = sg.blocks;

@@ -131,6 +131,14 @@ int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks
  * TL_EUSAGE (recorded) in a build without wgmma or for a hidden size not a multiple of 128 or a
  * width not a multiple of 64. */
 int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
+/* moe_prefill.hip: bf16 stage 2 on sm_90a's warpgroup MMA, items of up to 128 rows of one expert x
+ * 128 output columns into a.ybuf (then tl_moe_launch_combine, as after moe_gemm); `groups` as
+ * above; tmap_act and tmap_w2: the tensor maps (CUtensorMap, 128 bytes each, host memory, copied
+ * into the launch) of the activation rows [rows][width] bf16 in boxes of TL_MOE_PF2_ABOX rows x
+ * TL_MOE_PF_KSTEP values and of W2 [E x hidden][width] bf16 in boxes of TL_MOE_PF2_NB rows x
+ * TL_MOE_PF_KSTEP values, 128-byte swizzle (kernels/moe.hip encodes them). TL_EUSAGE (recorded) in a
+ * build without wgmma or for a width not a multiple of 64 or a hidden size not of 128. */
+int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void *tmap_w2, int groups, hipStream_t st);
 /* moe_gemv.hip: moe_gemv_down on the StageGrid g (g.gemv), an ordinary launch. */
 int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t st);
 /* moe_requant.hip: the activation rows [rows][width] bf16 of act to E4M3 codes act_q [rows][width]

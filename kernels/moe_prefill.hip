@@ -1,6 +1,7 @@
 /* kernels/moe_prefill.hip: bf16 stage 1 of the fused MoE for prefill sizes on sm_90a (Hopper's
  * warpgroup MMA, kernels/wgmma.h), and its launch wrapper tl_moe_launch_prefill_s1
- * (kernels/moe_launch.h). Other targets compile an empty body; the launcher refuses them.
+ * (kernels/moe_launch.h); stage 2, moe_prefill_s2, below (tl_moe_launch_prefill_s2). Other targets
+ * compile empty bodies; the launchers refuse them.
  *
  * Contract: the same function as moe_gemm<bf16, 1, *> (kernels/moe.h, stage 1): for every
  * worklist row of a valid tile, act[row][c] = bf16(silu(g) * u), g and u the row's token x
@@ -48,6 +49,8 @@
 #include "wgmma.h"
 #include "../numerics/codes.h" /* tl_code_bf16_from_f32: the activation's rounding, as moe_gemm's */
 
+#include <string.h>
+
 #define MP_ROWS TL_MOE_PF_ROWS     /* rows of a group: 8 tiles of TL_MOE_TILE_M */
 #define MP_TILES (MP_ROWS / TL_MOE_TILE_M)
 #define MP_NB TL_MOE_PF_NB         /* SwiGLU columns an item */
@@ -87,6 +90,120 @@ static __device__ __forceinline__ void mp_cp_async16_line(void *dst, const void 
 {
     asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(tl_smem_addr(dst)), "l"(src));
 }
+/* Which group grid row gi is (both kernels; warp 0 calls it, lane = its lane): the warp scans the
+ * experts' group counts ceil(count / MP_ROWS) in order, TL_MOE_PF_SCAN at a time, and writes the
+ * group's expert, first tile and tile count (at most MP_TILES) to *se, *sfirst, *sntile, or -1 to
+ * *se for a row past the device's groups. Dependent loads: the scan's, then the expert's tile
+ * offset. */
+static __device__ __forceinline__ void mp_find_group(const GemmArgs &p, int gi, int lane, int *se, int *sfirst, int *sntile)
+{
+    const int tid = lane;
+    const int E = p.n_experts;
+    int before = 0, found = 0;
+    for (int e0 = 0; e0 < E && !found; e0 += 32) {
+        const int e = e0 + tid;
+        const int g = e < E ? (p.expert_count[e] + MP_ROWS - 1) / MP_ROWS : 0;
+        int incl = g; /* inclusive scan over the warp */
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (tid >= o) incl += v;
+        }
+        const int mine = before + incl - g; /* groups before expert e */
+        const bool here = e < E && g > 0 && gi >= mine && gi < mine + g;
+        const unsigned hit = __ballot_sync(0xffffffffu, here);
+        if (hit) {
+            found = 1;
+            if (here) {
+                const int first = p.tile_off[e] + (gi - mine) * MP_TILES;
+                const int tiles_e = (p.expert_count[e] + TL_MOE_TILE_M - 1) / TL_MOE_TILE_M;
+                const int left = p.tile_off[e] + tiles_e - first;
+                *se = e;
+                *sfirst = first;
+                *sntile = left < MP_TILES ? left : MP_TILES;
+            }
+        }
+        before += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (tid == 0 && !found) *se = -1;
+}
+
+/* The computing warpgroup cw's K loop (both kernels; all 128 threads of the warpgroup call it, lane
+ * = tid % 32): multiplies the ring's nsteps steps, rows cw x 64.. of each step's A (MP_ROWS x 128
+ * bytes) by its B (the 128 rows after A), into the float32 sums d (columns as kernels/wgmma.h's D
+ * layout). Step s is in slot s % MP_STAGES: it waits for s_full[slot]'s phase s / MP_STAGES, and
+ * once step s's products have retired (after step s + 1's are issued, or at the end) each warp
+ * arrives once on s_empty[slot] - but the last step's slot, whose release nobody waits for.
+ * GENERIC: the copies were cp.async's (generic proxy), fenced before the products read them;
+ * tensor copies (async proxy) need no fence. */
+template <bool GENERIC>
+static __device__ __forceinline__ void mp_consume(const uint8_t *ring, uint64_t *s_full, uint64_t *s_empty, const int nsteps,
+                                                  const int cw, const int lane, float (&d)[64])
+{
+    /* d: the float32 sums (ordinary adds, round to nearest); c0, c1: the chains, alternately */
+    float c0[64], c1[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.0f;
+    int s = 0, slot = 0;
+    uint32_t phase = 0;
+    /* step s into cc: wait for its data, issue its products, retire step s - 1's and release that
+     * slot. acc (a constant): whether cc's chain goes on (0: its first step, scale-d 0, and no
+     * earlier value of cc kept alive) */
+    auto step = [&](float(&cc)[64], const int acc) {
+        tl_mbar_wait(s_full + slot, phase);
+        if (GENERIC) tl_fence_proxy_async(); /* cp.async's copies (generic proxy) before the products (async proxy) */
+        const uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
+        const uint64_t da = tl_wgmma_desc_sw128(A + cw * 64 * 128), db = tl_wgmma_desc_sw128(B);
+        tl_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < MP_KSTEP / 16; ks++) {
+            const uint64_t a = tl_wgmma_desc_advance(da, 32 * ks), b = tl_wgmma_desc_advance(db, 32 * ks);
+            if (ks == 0 && !acc) tl_wgmma_m64n128k16_bf16_z(cc, a, b); /* cc's earlier values dead */
+            else tl_wgmma_m64n128k16_bf16(cc, a, b, 1);
+        }
+        tl_wgmma_commit();
+        tl_wgmma_wait<1>(); /* step s - 1's products have retired */
+        if (s > 0 && lane == 0) tl_mbar_arrive(s_empty + (slot == 0 ? MP_STAGES - 1 : slot - 1));
+        s++;
+        if (++slot == MP_STAGES) slot = 0, phase ^= 1u;
+    };
+    /* d += co, co's chain retired (the hold keeps its reads after the wait before it) */
+    auto promote = [&](float(&co)[64]) {
+        tl_wgmma_hold(co);
+#pragma unroll
+        for (int i = 0; i < 64; i++) d[i] += co[i];
+    };
+    /* Chains alternate between c0 and c1, 2 MP_CHAIN steps an iteration, each chain's first step
+     * issued before the other chain's sum is promoted. The loop is rotated so that the products
+     * in flight across its back edge are c0's, which nothing reads until retired, and every
+     * chain's steps are unrolled: ptxas proves then that the promoted registers are retired (a
+     * group in flight across a back edge and read after a later wait<1> makes it serialize every
+     * wgmma, C7514). */
+    step(c0, 0);
+    while (nsteps - s >= 2 * MP_CHAIN) {
+#pragma unroll
+        for (int j = 1; j < MP_CHAIN; j++) step(c0, 1);
+        step(c1, 0);
+        promote(c0);
+#pragma unroll
+        for (int j = 1; j < MP_CHAIN; j++) step(c1, 1);
+        step(c0, 0);
+        promote(c1);
+    }
+    /* the rest (K not a multiple of 2 MP_CHAIN_K values: fewer than 2 MP_CHAIN steps, c0's chain
+     * begun): c0's chain to its end, then c1's; unrolled, read only after wait<0> */
+    const int rest = nsteps - s;
+#pragma unroll
+    for (int j = 0; j < 2 * MP_CHAIN - 1; j++) {
+        if (j < rest) {
+            if (j < MP_CHAIN - 1) step(c0, 1);
+            else step(c1, j > MP_CHAIN - 1);
+        }
+    }
+    tl_wgmma_wait<0>();
+    promote(c0);
+    if (rest >= MP_CHAIN) promote(c1);
+}
 #endif
 
 __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
@@ -104,37 +221,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     uint8_t *ring = (uint8_t *)(((uintptr_t)mp_smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, nb = blockIdx.x, gi = blockIdx.y;
 
-    /* which group: warp 0 scans the experts' group counts ceil(count / 128) in order */
-    if (tid < 32) {
-        const int E = p.n_experts;
-        int before = 0, found = 0;
-        for (int e0 = 0; e0 < E && !found; e0 += 32) {
-            const int e = e0 + tid;
-            const int g = e < E ? (p.expert_count[e] + MP_ROWS - 1) / MP_ROWS : 0;
-            int incl = g; /* inclusive scan over the warp */
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, incl, o);
-                if (tid >= o) incl += v;
-            }
-            const int mine = before + incl - g; /* groups before expert e */
-            const bool here = e < E && g > 0 && gi >= mine && gi < mine + g;
-            const unsigned hit = __ballot_sync(0xffffffffu, here);
-            if (hit) {
-                found = 1;
-                if (here) {
-                    const int first = p.tile_off[e] + (gi - mine) * MP_TILES;
-                    const int tiles_e = (p.expert_count[e] + TL_MOE_TILE_M - 1) / TL_MOE_TILE_M;
-                    const int left = p.tile_off[e] + tiles_e - first;
-                    s_e = e;
-                    s_first = first;
-                    s_ntile = left < MP_TILES ? left : MP_TILES;
-                }
-            }
-            before += __shfl_sync(0xffffffffu, incl, 31);
-        }
-        if (tid == 0 && !found) s_e = -1;
-    }
+    if (tid < 32) mp_find_group(p, gi, tid, &s_e, &s_first, &s_ntile);
     __syncthreads();
     const int e = s_e;
     if (e < 0) return; /* past the device's groups */
@@ -204,69 +291,8 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     if (cw >= nact) return; /* rows 64..127 are all past the group's tiles */
     tl_setmaxnreg_inc<MP_CONSUMER_REGS>();
     const int lane = tid % 32;
-    /* d: the float32 sums (ordinary adds, round to nearest); c0, c1: the chains, alternately */
-    float d[64], c0[64], c1[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) d[i] = 0.0f;
-    int s = 0, slot = 0;
-    uint32_t phase = 0;
-    /* step s into cc: wait for its data, issue its products, retire step s - 1's and release that
-     * slot. acc (a constant): whether cc's chain goes on (0: its first step, scale-d 0, and no
-     * earlier value of cc kept alive) */
-    auto step = [&](float(&cc)[64], const int acc) {
-        tl_mbar_wait(s_full + slot, phase);
-        tl_fence_proxy_async(); /* the copies (generic proxy) before the products (async proxy) */
-        const uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
-        const uint64_t da = tl_wgmma_desc_sw128(A + cw * 64 * 128), db = tl_wgmma_desc_sw128(B);
-        tl_wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < MP_KSTEP / 16; ks++) {
-            const uint64_t a = tl_wgmma_desc_advance(da, 32 * ks), b = tl_wgmma_desc_advance(db, 32 * ks);
-            if (ks == 0 && !acc) tl_wgmma_m64n128k16_bf16_z(cc, a, b); /* cc's earlier values dead */
-            else tl_wgmma_m64n128k16_bf16(cc, a, b, 1);
-        }
-        tl_wgmma_commit();
-        tl_wgmma_wait<1>(); /* step s - 1's products have retired */
-        if (s > 0 && lane == 0) tl_mbar_arrive(s_empty + (slot == 0 ? MP_STAGES - 1 : slot - 1));
-        s++;
-        if (++slot == MP_STAGES) slot = 0, phase ^= 1u;
-    };
-    /* d += co, co's chain retired (the hold keeps its reads after the wait before it) */
-    auto promote = [&](float(&co)[64]) {
-        tl_wgmma_hold(co);
-#pragma unroll
-        for (int i = 0; i < 64; i++) d[i] += co[i];
-    };
-    /* Chains alternate between c0 and c1, 2 MP_CHAIN steps an iteration, each chain's first step
-     * issued before the other chain's sum is promoted. The loop is rotated so that the products
-     * in flight across its back edge are c0's, which nothing reads until retired, and every
-     * chain's steps are unrolled: ptxas proves then that the promoted registers are retired (a
-     * group in flight across a back edge and read after a later wait<1> makes it serialize every
-     * wgmma, C7514). */
-    step(c0, 0);
-    while (nsteps - s >= 2 * MP_CHAIN) {
-#pragma unroll
-        for (int j = 1; j < MP_CHAIN; j++) step(c0, 1);
-        step(c1, 0);
-        promote(c0);
-#pragma unroll
-        for (int j = 1; j < MP_CHAIN; j++) step(c1, 1);
-        step(c0, 0);
-        promote(c1);
-    }
-    /* the rest (K not a multiple of 2 MP_CHAIN_K values: fewer than 2 MP_CHAIN steps, c0's chain
-     * begun): c0's chain to its end, then c1's; unrolled, read only after wait<0> */
-    const int rest = nsteps - s;
-#pragma unroll
-    for (int j = 0; j < 2 * MP_CHAIN - 1; j++) {
-        if (j < rest) {
-            if (j < MP_CHAIN - 1) step(c0, 1);
-            else step(c1, j > MP_CHAIN - 1);
-        }
-    }
-    tl_wgmma_wait<0>();
-    promote(c0);
-    if (rest >= MP_CHAIN) promote(c1);
+    float d[64];
+    mp_consume<true>(ring, s_full, s_empty, nsteps, cw, lane, d);
 
     /* SwiGLU: accumulator column 8 j + 2 t (+1) is gate column c for j < 8, its up column for j + 8 */
     const int warp = (tid / 32) % 4, g = lane / 4, t = lane % 4;
@@ -307,6 +333,159 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st)
     dim3 grid((unsigned)(a.n_out / MP_NB), (unsigned)groups);
     moe_prefill_s1<<<grid, MP_THREADS, MP_SMEM, st>>>(a);
     TL_GPU_CHECK_LAUNCH("moe_prefill_s1");
+    return 0;
+#endif
+}
+
+/* ---- moe_prefill_s2: bf16 stage 2 (the down projection) for prefill sizes ----
+ *
+ * Contract: the same function as moe_gemm<bf16, 2, *> (kernels/moe.h, stage 2): for every
+ * worklist row of a valid tile whose edge id (sorted_ids) is >= 0, ybuf[edge][c] = topk_w[edge] x
+ * (the row's activation (bf16, the stage-1 output) . row c of the expert's W2 (bf16, row-major
+ * [hidden][width] as tl_moe_gpu_open stores it)), float32 sums (chains of MP_CHAIN_K values, as
+ * stage 1's); padding rows and rows of no valid tile are not written. The combine kernel then runs
+ * as after moe_gemm.
+ *
+ * Geometry (contract/moe.h, TL_MOE_PF2_*): a work item is (group, n-block), the group as stage 1's
+ * (the same scan: mp_find_group), an n-block MP2_NB output columns. Grid: x = n-block (hidden /
+ * MP2_NB), y = group (tl_moe_max_groups). A block is 3 warpgroups (384 threads):
+ *   - thread 0 of warpgroup 0, the producer, issues K step s (64 values) into ring slot s %
+ *     MP_STAGES as tensor copies (the copy engine, 128-byte swizzle, no gather): the group's rows
+ *     first x 16 .. + 127 of the activation buffer in boxes of MP2_ABOX rows (one box when the
+ *     group has at most 4 tiles: the second computing warpgroup then exits and its half of A
+ *     stays unwritten) and the expert's W2 rows nb x 128 .. + 127, each at K columns 64 s ..; it
+ *     announces the step's bytes on the slot's full barrier first (one arrival with the
+ *     transaction count: the phase completes when the boxes have landed). Before step s >=
+ *     MP_STAGES it waits for the slot's empty barrier. Rows of a box past the group (padding, the
+ *     next expert's rows, zeros past the buffer: the copy engine fills them) only reach
+ *     accumulator rows the epilogue does not write.
+ *   - warpgroups 1 and 2 compute rows 0-63 and 64-127 of the group as stage 1's (mp_consume:
+ *     m64n128k16 products, chains promoted into float32 sums), then write their rows: thread
+ *     (warp w, lane g x 4 + t) holds rows 16 w + g (+8) and columns 8 j + 2 t (+1), j = 0..15,
+ *     each pair one 8-byte store of topk_w x sum. The row's edge id and top-k weight are loaded
+ *     before the K loop (their latency beside the first step's copies).
+ * Cost: 2 x 128 x 128 x K flops an item (a group of one box: half); 128 x 2K bytes of W2 (from L2
+ * after the expert's first group at the same n-block) and 64 or 128 x 2K bytes of activation rows
+ * (from L2 after the group's first n-block) copied into shared memory a item; 512 bytes of float32
+ * written per valid row. Shared memory MP_SMEM + 64 bytes (one block an SM).
+ */
+#define MP2_NB TL_MOE_PF2_NB     /* output columns an item: W2 rows of a step's B */
+#define MP2_ABOX TL_MOE_PF2_ABOX /* activation rows a box: one computing warpgroup's */
+static_assert(MP2_NB == 128 && MP2_ABOX == 64 && MP_ROWS == 2 * MP2_ABOX, "B is 128 rows after A's 2 boxes of 64");
+static_assert(MP_A_BYTES == MP2_NB * MP_KSTEP * 2, "a step's B is as large as its A (the ring of stage 1)");
+
+/* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the kernel's arguments:
+ * the activation map ta, [rows][width] bf16 in boxes of MP2_ABOX rows x MP_KSTEP values, and W2's
+ * tw, [E x hidden][width] bf16 in boxes of MP2_NB rows x MP_KSTEP values (kernels/moe.hip encodes
+ * both; 128-byte swizzle). */
+struct alignas(64) MpTmap {
+    unsigned long long w[16];
+};
+struct MpS2Args {
+    MpTmap ta, tw;
+    GemmArgs a;
+};
+
+__global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s2(const __grid_constant__ MpS2Args w)
+{
+#if !TL_WGMMA_AVAILABLE
+    (void)w;
+#else
+    const GemmArgs &p = w.a;
+    extern __shared__ __attribute__((aligned(16))) uint8_t mp_smem_raw[];
+    __shared__ int s_e, s_first, s_ntile;
+    /* full[i]: step s = phase x MP_STAGES + i has landed (one arrival with its bytes); empty[i]: its
+     * products have retired (one arrival per active computing warp) */
+    __shared__ __attribute__((aligned(8))) uint64_t s_full[MP_STAGES], s_empty[MP_STAGES];
+    uint8_t *ring = (uint8_t *)(((uintptr_t)mp_smem_raw + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, nb = blockIdx.x, gi = blockIdx.y;
+
+    if (tid < 32) mp_find_group(p, gi, tid, &s_e, &s_first, &s_ntile);
+    __syncthreads();
+    const int e = s_e;
+    if (e < 0) return; /* past the device's groups */
+    const int first = s_first, ntile = s_ntile;
+    const int nact = ntile > MP_TILES / 2 ? 2 : 1; /* activation boxes and computing warpgroups */
+    if (tid == 0) {
+#pragma unroll
+        for (int i = 0; i < MP_STAGES; i++) tl_mbar_init(s_full + i, 1), tl_mbar_init(s_empty + i, 4 * nact);
+        tl_mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int nsteps = p.K / MP_KSTEP;
+    const int wg = tid / 128;
+
+    if (wg == 0) { /* the producer */
+        tl_setmaxnreg_dec<MP_PRODUCER_REGS>();
+        if (tid == 0) {
+            const int arow = first * TL_MOE_TILE_M, wrow = e * p.n_out + nb * MP2_NB;
+            const uint32_t bytes = (uint32_t)(nact * MP2_ABOX * MP_KSTEP * 2 + MP_A_BYTES);
+            for (int s = 0; s < nsteps; s++) {
+                const int slot = s % MP_STAGES;
+                if (s >= MP_STAGES) tl_mbar_wait(s_empty + slot, (uint32_t)(s / MP_STAGES - 1) & 1u);
+                uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
+                uint64_t *full = s_full + slot;
+                tl_mbar_expect_tx(full, bytes);
+                tl_tma_load_2d(A, &w.ta, s * MP_KSTEP, arow, full);
+                if (nact == 2) tl_tma_load_2d(A + MP2_ABOX * 128, &w.ta, s * MP_KSTEP, arow + MP2_ABOX, full);
+                tl_tma_load_2d(B, &w.tw, s * MP_KSTEP, wrow, full);
+            }
+        }
+        return;
+    }
+
+    /* the computing warpgroups */
+    const int cw = wg - 1;
+    if (cw >= nact) return; /* rows 64..127 are all past the group's tiles */
+    tl_setmaxnreg_inc<MP_CONSUMER_REGS>();
+    const int lane = tid % 32, warp = (tid / 32) % 4, g = lane / 4, t = lane % 4;
+    /* this thread's two rows: their edge ids (-1: padding or no valid tile) and top-k weights */
+    int edge[2];
+    float wt[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = cw * 64 + warp * 16 + g + 8 * h;
+        edge[h] = r / TL_MOE_TILE_M < ntile ? p.sorted_ids[first * TL_MOE_TILE_M + r] : -1;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) wt[h] = edge[h] >= 0 ? p.topk_w[edge[h]] : 0.0f;
+    float d[64];
+    mp_consume<false>(ring, s_full, s_empty, nsteps, cw, lane, d);
+
+    /* the edges' weighted rows: accumulator column 8 j + 2 t (+1), rows g (h = 0) and g + 8 (h = 1) */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (edge[h] < 0) continue;
+        float *dst = p.ybuf + (size_t)edge[h] * p.n_out + nb * MP2_NB + 2 * t;
+#pragma unroll
+        for (int j = 0; j < MP2_NB / 8; j++)
+            *(float2 *)(dst + 8 * j) = make_float2(wt[h] * d[4 * j + 2 * h], wt[h] * d[4 * j + 2 * h + 1]);
+    }
+#endif
+}
+
+int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void *tmap_w2, int groups, hipStream_t st)
+{
+#if !defined(TL_HAVE_WGMMA)
+    (void)a, (void)tmap_act, (void)tmap_w2, (void)groups, (void)st;
+    return tl_error(TL_EUSAGE, "moe prefill", "the prefill stage-2 kernel needs an sm_90a build (wgmma)");
+#else
+    if (a.K <= 0 || a.K % MP_KSTEP || a.n_out <= 0 || a.n_out % MP2_NB)
+        return tl_error(TL_EUSAGE, "moe prefill", "the width %d must be a positive multiple of %d and hidden %d of %d", a.K,
+                        MP_KSTEP, a.n_out, MP2_NB);
+    static bool attr = false;
+    if (!attr) {
+        TL_GPU_CHECK(hipFuncSetAttribute((const void *)moe_prefill_s2, hipFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM));
+        attr = true;
+    }
+    MpS2Args w;
+    memcpy(&w.ta, tmap_act, sizeof w.ta);
+    memcpy(&w.tw, tmap_w2, sizeof w.tw);
+    w.a = a;
+    dim3 grid((unsigned)(a.n_out / MP2_NB), (unsigned)groups);
+    moe_prefill_s2<<<grid, MP_THREADS, MP_SMEM, st>>>(w);
+    TL_GPU_CHECK_LAUNCH("moe_prefill_s2");
     return 0;
 #endif
 }

@@ -146,7 +146,7 @@ static const char moe_sim_usage[] =
     "             their tiles, bytes in flight, extra kernels and the weights' dequantization), timed\n"
     "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
     "             MX weights converted to BF16 on every arch (the op's activations are BF16);\n"
-    "             bf16 stage 1 on an sm_90 preset: moe_prefill_s1 (wgmma) where the kernel picks it\n"
+    "             bf16 on an sm_90 preset: moe_prefill_s1 / moe_prefill_s2 (wgmma) where the kernel picks it\n"
     "             (contract/moe.h, tl_moe_uses_prefill), else moe_gemm; TILELAB_MOE_PREFILL=1 or 0\n"
     "             forces one, as it does for the GPU kernel (A/B timing);\n"
     "             generic: the kernel simulator/moe.h describes (mxfp4 / mxfp8 on the scaled f8f6f4\n"
@@ -514,7 +514,7 @@ static void moe_describe(const void *vp, FILE *f)
                 p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
                 p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for sm_90, "
-                                    "dequantization included; bf16 stage 1 on an sm_90 preset: moe_prefill_s1 where "
+                                    "dequantization included; bf16 on an sm_90 preset: moe_prefill_s1 / _s2 where "
                                     "tl_moe_uses_prefill picks it, or as TILELAB_MOE_PREFILL=1/0 forces; column "
                                     "kernel names each row's)"
                                   : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
@@ -663,14 +663,14 @@ static int moe_tolerance(const void *vp, int o, tl_tolerance *t)
 
 /* The tilelab kernel of sp as kernels/moe.hip runs it: its own pick (tl_moe_tilelab_kernel), or the
  * path TILELAB_MOE_PREFILL=1 / 0 forces where the prefill kernel exists and fits the shape (an
- * sm_90 preset; bf16 stage 1, tl_moe_prefill_fits), as the launcher honours it (moe_prefill_asked),
+ * sm_90 preset; bf16 stage 1 or 2, tl_moe_prefill_fits), as the launcher honours it (moe_prefill_asked),
  * so that the model column of an A/B bench models the kernel that ran. */
 static int moe_tilelab_kernel(tl_moe_problem *sp)
 {
     const char *v = getenv("TILELAB_MOE_PREFILL");
     const int forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
     if (forced == 0) return tl_moe_tilelab_kernel_gemm(sp);
-    if (forced == 1 && sp->stage == 1 && sp->dtype == TL_MOE_BF16 && sp->hw &&
+    if (forced == 1 && sp->dtype == TL_MOE_BF16 && sp->hw &&
         strncmp(sp->hw->arch, "sm_90", 5) == 0) {
         tl_moe_problem t = *sp;
         if (tl_moe_tilelab_kernel_prefill(&t) == 0) {

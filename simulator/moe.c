@@ -155,7 +155,14 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
     }
     b.o = rows * out_cols * c->out_elem;
     /* each item streams its whole weight block and its tile's activation rows, hit or miss */
-    const int landed = c->pad_loads ? c->tile_m : rows; /* zero-filled padding rows pass the copy path too */
+    /* zero-filled padding rows pass the copy path too: pad_loads 1 the tile's tile_m rows, above 1
+     * its rows rounded up to whole boxes of pad_loads rows (at most tile_m) */
+    int landed = rows;
+    if (c->pad_loads == 1) landed = c->tile_m;
+    else if (c->pad_loads > 1) {
+        landed = (rows + c->pad_loads - 1) / c->pad_loads * c->pad_loads;
+        if (landed > c->tile_m) landed = c->tile_m;
+    }
     b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
     return b;
 }
@@ -234,9 +241,10 @@ int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
     return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
 }
 
-/* moe_prefill_s1 (kernels/moe_prefill.hip; its geometry: contract/moe.h's TL_MOE_PF_*): items of
- * (group of TL_MOE_PF_ROWS rows, 2 TL_MOE_PF_NB weight rows), one block an SM, the steps' copies
- * pipelined behind the products (simulator/moe.h, "the prefill kernel"). */
+/* moe_prefill_s1 and moe_prefill_s2 (kernels/moe_prefill.hip; their geometry: contract/moe.h's
+ * TL_MOE_PF_* and TL_MOE_PF2_*): items of (group of TL_MOE_PF_ROWS rows, 2 TL_MOE_PF_NB weight rows of
+ * W1 / TL_MOE_PF2_NB of W2), one block an SM, the steps' copies pipelined behind the products
+ * (simulator/moe.h, "the prefill kernel"). */
 int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
 {
     if (!p || !p->model || !p->hw) return tl_error(TL_EUSAGE, "sim moe", "missing problem, model or hardware");
@@ -246,20 +254,23 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
     tl_moe_shape shape = tilelab_shape(p);
     if (!tl_moe_prefill_fits(&shape, p->stage))
         return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 stage 1 with hidden %% %d == 0 and width "
-                        "%% %d == 0 (%s stage %d, hidden %d, width %d)", TL_MOE_PF_KSTEP, TL_MOE_PF_NB,
+                        "%% %d == 0, or bf16 stage 2 with width %% %d == 0 and hidden %% %d == 0 (%s stage %d, hidden "
+                        "%d, width %d)", TL_MOE_PF_KCHUNK, TL_MOE_PF_NB, TL_MOE_PF_KSTEP, TL_MOE_PF2_NB,
                         tl_moe_dtype_name(p->dtype), p->stage, shape.hidden, shape.width);
-    const int E = shape.n_experts;
-    const double step_kib = (TL_MOE_PF_ROWS + 2.0 * TL_MOE_PF_NB) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
+    const int E = shape.n_experts, s2 = p->stage == 2;
+    const double step_kib = (TL_MOE_PF_ROWS + (s2 ? TL_MOE_PF2_NB : 2.0 * TL_MOE_PF_NB)) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
     p->tile_m = TL_MOE_PF_ROWS; /* the worklist of TL_MOE_PF_ROWS-row tiles: its tiles are the groups */
-    p->tile_n = 2 * TL_MOE_PF_NB;
+    p->tile_n = s2 ? TL_MOE_PF2_NB : 2 * TL_MOE_PF_NB;
     p->blocks_per_cu = TL_MOE_PF_BLOCKS;
     p->inflight_kib = (TL_MOE_PF_STAGES - 1) * step_kib; /* the ring's steps ahead of the one in use */
     p->narrow_rows = 0;
     p->inflight_kib_wide = 0;
     /* the dependent loads before the first step's copies: the group scan's loads (on average half
-     * of ceil(E / TL_MOE_PF_SCAN), rounded up), the expert's tile offset, the group's sorted ids */
-    p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + 2;
-    p->combine_kernel = 0;
+     * of ceil(E / TL_MOE_PF_SCAN), rounded up) and the expert's tile offset; stage 1 then the
+     * group's sorted ids (its copies gather by token; stage 2's computing threads read theirs
+     * beside the first step's copies) */
+    p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + (s2 ? 1 : 2);
+    p->combine_kernel = s2; /* stage 2: the per-edge rows, then the combine (as moe_gemm's) */
     p->requant_kernel = 0;
     p->requant_rows_per_cu = 0;
     p->weights_per_tile = 0;
@@ -267,10 +278,15 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
     p->dequant_instr = 0;
     p->act_loads = 1;
     p->cu_load_cap = 1;
-    p->load_cap_gbps = TL_MOE_PF_CP_ASYNC && p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
-    p->pad_loads = 0; /* the producer copies the group's real rows only */
+    /* stage 1: cp.async at the measured cp.async rate; stage 2: tensor copies at the preset's per-SM
+     * stream, a guess (no bulk-copy rate of this kernel measured) */
+    p->load_cap_gbps = s2 ? p->hw->hbm_per_cu_gbps
+                     : TL_MOE_PF_CP_ASYNC && p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
+    /* stage 1's producer copies the group's real rows only; stage 2's boxes land whole
+     * TL_MOE_PF2_ABOX-row boxes, padding and rows past the group included */
+    p->pad_loads = s2 ? TL_MOE_PF2_ABOX : 0;
     p->wgmma = 1;
-    p->kernel = "moe_prefill_s1";
+    p->kernel = s2 ? "moe_prefill_s2" : "moe_prefill_s1";
     return 0;
 }
 

@@ -167,6 +167,22 @@
  *      The rule's switch (TL_MOE_PF_MIN_ROWS = 56 expected rows per expert, M k / E) is where the two
  *      paths' models cross, on the h100 and h200 presets alike (tests/test_sim_moe.c): DeepSeek-V3.2
  *      from M = 1792, Kimi-K2.6 from M = 2688.
+ *      Stage 2 (moe_prefill_s2, contract/moe.h's TL_MOE_PF2_*): the same terms with tile_n =
+ *      TL_MOE_PF2_NB = 128 output columns (rows of W2) and K = width / tp, except:
+ *      - copy stream: the copies are tensor copies (the copy engine, no gather), charged at the
+ *        preset's hbm_per_cu_gbps: a guess (the rate TL_MOE_PF_CP_ASYNC 0 names for stage 1; no
+ *        bulk-copy rate of this kernel has been measured). The activation boxes land whole
+ *        (pad_loads = TL_MOE_PF2_ABOX = 64: a group's rows rounded up to 64, at most 128).
+ *      - wave gap: the scan's loads and the expert's tile offset only (prologue_loads 5 for E =
+ *        256): the computing threads read their rows' edge ids and top-k weights beside the first
+ *        step's copies.
+ *      - the combine kernel after it (combine_kernel), as after moe_gemm: the float32 rows of every
+ *        edge written, then read and summed per token.
+ *      The rule (TL_MOE_PF2_MIN_ROWS = 32 rows per expert at a width of at least
+ *      TL_MOE_PF2_LONG_K = 1024, TL_MOE_PF2_MIN_ROWS_SHORT = 80 below) is where the models cross:
+ *      at full width between r = 24 and 40 (DeepSeek-V3.2 M = 1024 on both presets, Kimi-K2.6
+ *      M = 1536, 7% slower than moe_gemm on the h100 preset and 18% faster on the h200 one), at
+ *      TP8 between r = 64 and 96 (the short K: 4 steps an item, so the wave gap weighs).
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
  *    M = 4096 is printed, not asserted (its committed rows timed moe_gemm's group 2, which the test
@@ -267,11 +283,15 @@ typedef struct {
                             tile_m x tile_n x K_padded flops an item at the preset's bf16 ceiling
                             (measured, else datasheet) over its SMs; see "the prefill kernel" above */
     double load_cap_gbps; /* cu_load_cap's rate per CU (0 = hw->hbm_per_cu_gbps): the prefill
-                            kernel's cp.async copies stream at hw->async_copy_per_cu_gbps */
-    int pad_loads;       /* the items' copies land their tile's padding rows too (zero-filled): the
-                            bytes they stream count tile_m activation rows, not the real ones */
+                            kernel's cp.async copies (stage 1) stream at hw->async_copy_per_cu_gbps,
+                            its tensor copies (stage 2) at hw->hbm_per_cu_gbps */
+    int pad_loads;       /* the items' copies land their tile's padding rows too (zero-filled): 1:
+                            the bytes they stream count tile_m activation rows, not the real ones;
+                            above 1: the real rows rounded up to whole boxes of pad_loads rows (at
+                            most tile_m) */
     const char *kernel;  /* the kernel this geometry models (static string; set by
-                            tl_moe_tilelab_kernel*: "moe_gemm", "moe_gemv_down", "moe_prefill_s1");
+                            tl_moe_tilelab_kernel*: "moe_gemm", "moe_gemv_down", "moe_prefill_s1",
+                            "moe_prefill_s2");
                             NULL = the generic kernel */
 } tl_moe_problem;
 
@@ -325,8 +345,9 @@ typedef struct {
  * tl_moe_uses_gemv, tl_moe_gemv_geometry), which the kernel is built with. What the contract does
  * not name is mirrored from kernels/moe.hip by hand and changes with it: Fmt<>::U and the load
  * widths, the tile pairing rule, the prologue's dependent loads, moe_quant_act's blocks per SM.
- * Which kernel, as kernels/moe.hip picks it: bf16 stage 1 runs moe_prefill_s1 (sm_90a's wgmma
- * kernel, tl_moe_tilelab_kernel_prefill) where tl_moe_uses_prefill (contract/moe.h) says so and
+ * Which kernel, as kernels/moe.hip picks it: bf16 stage 1 runs moe_prefill_s1 and stage 2
+ * moe_prefill_s2 (sm_90a's wgmma kernels, tl_moe_tilelab_kernel_prefill) where
+ * tl_moe_uses_prefill (contract/moe.h) says so and
  * p->hw is an sm_90 preset (kernels/moe.hip: a build with wgmma on a compute capability 9 device);
  * everything else moe_gemm / moe_gemv_down with tl_moe_tiles_per_item's group. No other preset
  * (mi300x, mi355x) and no p->hw (NULL) gets the prefill kernel. p->kernel names the one chosen.
@@ -339,9 +360,10 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group);
 /* moe_gemm (or, for bf16 stage 2 at one token, moe_gemv_down) with the kernel's own tile group,
  * never the prefill kernel: the other path of tl_moe_uses_prefill's choice. */
 int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p);
-/* moe_prefill_s1, bf16 stage 1 on an sm_90 preset (see "the prefill kernel" above). TL_EUSAGE
- * when p, its model or hw is NULL, the preset is not sm_90, or the shape does not fit the kernel
- * (tl_moe_prefill_fits: bf16, stage 1, hidden % TL_MOE_PF_KSTEP, width / tp % TL_MOE_PF_NB). */
+/* moe_prefill_s1 (p->stage 1) or moe_prefill_s2 (stage 2), bf16 on an sm_90 preset (see "the
+ * prefill kernel" above). TL_EUSAGE when p, its model or hw is NULL, the preset is not sm_90, or
+ * the shape does not fit the kernel (tl_moe_prefill_fits: bf16; stage 1 hidden % TL_MOE_PF_KCHUNK,
+ * width / tp % TL_MOE_PF_NB; stage 2 width / tp % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB). */
 int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p);
 
 /* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
