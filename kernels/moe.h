@@ -33,6 +33,9 @@
  *             sums each token's k slots in slot order: deterministic, no atomics. Output: float32
  *             [tokens][hidden]. bf16 at one token runs moe_gemv_down instead of the GEMM (below:
  *             a dot product per weight row in small blocks, the same buffer and combine).
+ * bf16 at prefill sizes on sm_90a runs kernels/moe_prefill.hip's wgmma kernels in place of moe_gemm
+ * in either stage where tl_moe_uses_prefill (contract/moe.h) picks them: the same activations
+ * and slot rows, summed in another order (float32 sums of 512-value chains).
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
  * host synchronization sits between the sort and the stages.
  *
