@@ -374,6 +374,8 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st)
 static_assert(MP2_NB == 128 && MP2_ABOX == 64 && MP_ROWS == 2 * MP2_ABOX, "B is 128 rows after A's 2 boxes of 64");
 static_assert(MP_A_BYTES == MP2_NB * MP_KSTEP * 2, "a step's B is as large as its A (the ring of stage 1)");
 
+/* NVIDIA only: a __grid_constant__ parameter (the tensor maps read in place), which HIP lacks */
+#if defined(TL_GPU_NVIDIA)
 /* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the kernel's arguments:
  * the activation map ta, [rows][width] bf16 in boxes of MP2_ABOX rows x MP_KSTEP values, and W2's
  * tw, [E x hidden][width] bf16 in boxes of MP2_NB rows x MP_KSTEP values (kernels/moe.hip encodes
@@ -464,6 +466,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s2(const __grid_con
     }
 #endif
 }
+#endif /* TL_GPU_NVIDIA */
 
 int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void *tmap_w2, int groups, hipStream_t st)
 {

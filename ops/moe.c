@@ -59,7 +59,7 @@ static const tl_op_input moe_inputs[] = {
 };
 
 static const tl_op_target moe_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-01 (all five dtypes)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-01 (all five dtypes), H100 2026-12-06 (every dtype to M = 4096; the bf16 wgmma prefill kernels)"},
     TL_OPS_AMD_TARGETS,
     {NULL, NULL, NULL},
 };
