@@ -234,6 +234,17 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
     return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
 }
 
+/* Clears p's kernel geometry fields (simulator/moe.h, tl_moe_tilelab_kernel's list) and names the
+ * kernel: each of tilelab's kernels below then sets the fields it uses. */
+static void clear_kernel(tl_moe_problem *p, const char *kernel)
+{
+    p->tile_m = p->tile_n = p->blocks_per_cu = p->narrow_rows = 0;
+    p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = 0.0;
+    p->prologue_loads = p->combine_kernel = p->requant_kernel = p->requant_rows_per_cu = 0;
+    p->weights_per_tile = p->vector_rows = p->cu_load_cap = p->act_loads = p->wgmma = p->pad_loads = 0;
+    p->kernel = kernel;
+}
+
 int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
 {
     if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
@@ -259,23 +270,17 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
                         tl_moe_dtype_name(p->dtype), p->stage, shape.hidden, shape.width);
     const int E = shape.n_experts, s2 = p->stage == 2;
     const double step_kib = (TL_MOE_PF_ROWS + (s2 ? TL_MOE_PF2_NB : 2.0 * TL_MOE_PF_NB)) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
+    clear_kernel(p, s2 ? "moe_prefill_s2" : "moe_prefill_s1");
     p->tile_m = TL_MOE_PF_ROWS; /* the worklist of TL_MOE_PF_ROWS-row tiles: its tiles are the groups */
     p->tile_n = s2 ? TL_MOE_PF2_NB : 2 * TL_MOE_PF_NB;
     p->blocks_per_cu = TL_MOE_PF_BLOCKS;
     p->inflight_kib = (TL_MOE_PF_STAGES - 1) * step_kib; /* the ring's steps ahead of the one in use */
-    p->narrow_rows = 0;
-    p->inflight_kib_wide = 0;
     /* the dependent loads before the first step's copies: the group scan's loads (on average half
      * of ceil(E / TL_MOE_PF_SCAN), rounded up) and the expert's tile offset; stage 1 then the
      * group's sorted ids (its copies gather by token; stage 2's computing threads read theirs
      * beside the first step's copies) */
     p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + (s2 ? 1 : 2);
     p->combine_kernel = s2; /* stage 2: the per-edge rows, then the combine (as moe_gemm's) */
-    p->requant_kernel = 0;
-    p->requant_rows_per_cu = 0;
-    p->weights_per_tile = 0;
-    p->vector_rows = 0;
-    p->dequant_instr = 0;
     p->act_loads = 1;
     p->cu_load_cap = 1;
     /* stage 1: cp.async at the measured cp.async rate; stage 2: tensor copies at the preset's per-SM
@@ -286,7 +291,6 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
      * TL_MOE_PF2_ABOX-row boxes, padding and rows past the group included */
     p->pad_loads = s2 ? TL_MOE_PF2_ABOX : 0;
     p->wgmma = 1;
-    p->kernel = s2 ? "moe_prefill_s2" : "moe_prefill_s1";
     return 0;
 }
 
@@ -326,25 +330,18 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
          * sums are reduced, so only the tile's expert is a dependent load. The short blocks that
          * end its grid are not modelled. */
         tl_moe_gemv_geom g = tl_moe_gemv_geometry(&shape, KERNEL_LANES);
-        p->wgmma = 0, p->load_cap_gbps = 0, p->pad_loads = 0, p->kernel = "moe_gemv_down";
+        clear_kernel(p, "moe_gemv_down");
         p->tile_m = KERNEL_TILE_M;
         p->tile_n = g.tasks * g.cols_per_task;
         p->blocks_per_cu = TL_MOE_GEMV_MINB;
         p->inflight_kib = g.threads * TL_MOE_GEMV_R * TL_MOE_GEMV_VJ * 16.0 / 1024.0;
         p->prologue_loads = 1;
         p->combine_kernel = 1;
-        p->requant_kernel = 0;
         p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
-        p->weights_per_tile = 0;
         p->vector_rows = 1;
-        p->dequant_instr = 0;
-        p->inflight_kib_wide = 0;
-        p->narrow_rows = 0;
-        p->cu_load_cap = 0;
-        p->act_loads = 0;
         return 0;
     }
-    p->wgmma = 0, p->load_cap_gbps = 0, p->pad_loads = 0, p->kernel = "moe_gemm";
+    clear_kernel(p, "moe_gemm");
     p->tile_m = group * KERNEL_TILE_M;
     p->tile_n = p->stage == 1 ? 2 * KERNEL_S1_NB : KERNEL_S2_WAVES * KERNEL_NCOLS;
     p->blocks_per_cu = group > 2 ? TL_MOE_GROUP_MINB : p->stage == 1 ? KERNEL_S1_BLOCKS : KERNEL_S2_BLOCKS;
@@ -357,12 +354,11 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
     p->combine_kernel = p->stage == 2;
     p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
-    /* an expert's later tiles find its weights in L2; every byte an SM loads passes its load path
-     * (cu_load_cap), and stage 2's warps each load the item's rows (simulator/moe.h) */
-    p->weights_per_tile = 0;
+    /* an expert's later tiles find its weights in L2 (weights_per_tile 0); every byte an SM loads
+     * passes its load path (cu_load_cap), and stage 2's warps each load the item's rows
+     * (simulator/moe.h) */
     p->cu_load_cap = 1;
     p->act_loads = p->stage == 2 ? KERNEL_S2_WAVES : 1;
-    p->vector_rows = 0;
     /* instructions per weight element of weights_bf16 (every arch: the kernel converts even where
      * the arch has scaled FP4/FP8 instructions, since its activations are BF16: contract/moe.h) */
     p->dequant_instr = bf16_conversion_instr(p->dtype);
