@@ -637,6 +637,16 @@ static double path_time(const tl_hw *hw, const tl_model *m, int tokens, int tp, 
     return r.time_us;
 }
 
+/* tl_moe_tilelab_kernel models `kernel` for DeepSeek-V3.2 at this dtype, M and stage on hw, and
+ * (refused) tl_moe_tilelab_kernel_prefill refuses that problem */
+static void models_kernel(const tl_hw *hw, tl_moe_dtype d, int tokens, int stage, const char *kernel, int refused)
+{
+    tl_moe_problem p = problem(hw, &ds, d, tokens, stage);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_string_equal(p.kernel, kernel);
+    if (refused) assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
+}
+
 /* bf16's path of each stage (tl_moe_uses_prefill, contract/moe.h) is the model's pick: under random
  * routing the modelled time of the path it picks is within 5% of the faster of moe_gemm (with its
  * own tile group) and moe_prefill_s1 / moe_prefill_s2, on the h100 and h200 presets, DeepSeek-V3.2
@@ -702,28 +712,13 @@ static void test_prefill_path_is_the_models_pick(void **state)
 
     /* where it does not exist or fit: other archs, other dtypes, stage 2 at low M, hidden % 128,
      * width % 64 (stage 1), width % 64 and hidden % 128 (stage 2) */
-    tl_moe_problem p = problem(&hw300, &ds, TL_MOE_BF16, 16384, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_gemm");
-    assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
-    p = problem(&hw355, &ds, TL_MOE_BF16, 16384, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_gemm");
-    p = problem(&hw200, &ds, TL_MOE_FP8, 16384, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_gemm");
-    assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 16384, 2);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_prefill_s2");
-    p = problem(&hw200, &ds, TL_MOE_FP8, 16384, 2);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_gemm");
-    assert_int_equal(tl_moe_tilelab_kernel_prefill(&p), TL_EUSAGE);
-    p = problem(&hw200, &ds, TL_MOE_BF16, 256, 2);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
-    assert_string_equal(p.kernel, "moe_gemm");
-    p = problem(&hw200, &ds, TL_MOE_BF16, 16384, 2);
+    models_kernel(&hw300, TL_MOE_BF16, 16384, 1, "moe_gemm", 1);
+    models_kernel(&hw355, TL_MOE_BF16, 16384, 1, "moe_gemm", 0);
+    models_kernel(&hw200, TL_MOE_FP8, 16384, 1, "moe_gemm", 1);
+    models_kernel(&hw200, TL_MOE_BF16, 16384, 2, "moe_prefill_s2", 0);
+    models_kernel(&hw200, TL_MOE_FP8, 16384, 2, "moe_gemm", 1);
+    models_kernel(&hw200, TL_MOE_BF16, 256, 2, "moe_gemm", 0);
+    tl_moe_problem p = problem(&hw200, &ds, TL_MOE_BF16, 16384, 2);
     p.stage = 1;
     p.hw = NULL; /* no preset: no arch to run it on */
     assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
