@@ -42,6 +42,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h> /* getenv: tl_moe_prefill_forced */
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -306,6 +308,16 @@ static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
     const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS
                          : s->width >= TL_MOE_PF2_LONG_K ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
     return rk >= (long long)min_rows * e;
+}
+
+/* TILELAB_MOE_PREFILL, the override of tl_moe_uses_prefill for timing both paths on one shape
+ * (A/B), read by the launcher (kernels/moe.hip) and by the model's front end (ops/moe.c) alike:
+ * 1 or 0 when it is "1" or "0" (the prefill kernels on or off where they exist and fit), else -1.
+ * Host code only. */
+static inline int tl_moe_prefill_forced(void)
+{
+    const char *v = getenv("TILELAB_MOE_PREFILL");
+    return v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
 }
 
 /* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */

@@ -302,10 +302,7 @@ static bool moe_prefill_asked(const tl_moe_gpu *g, int stage)
 #if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
     const tl_moe_shape *s = &g->s;
     static int forced = -2, device = -1; /* forced: -1 none, 0 or 1 */
-    if (forced == -2) {
-        const char *v = getenv("TILELAB_MOE_PREFILL");
-        forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
-    }
+    if (forced == -2) forced = tl_moe_prefill_forced();
     if (device < 0) device = tl_gpu_tensor_maps_usable(); /* runs this build's sm_90a code */
     if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && !g->s2_maps)) return false;
     return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, stage) != 0;

@@ -667,8 +667,7 @@ static int moe_tolerance(const void *vp, int o, tl_tolerance *t)
  * so that the model column of an A/B bench models the kernel that ran. */
 static int moe_tilelab_kernel(tl_moe_problem *sp)
 {
-    const char *v = getenv("TILELAB_MOE_PREFILL");
-    const int forced = v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
+    const int forced = tl_moe_prefill_forced();
     if (forced == 0) return tl_moe_tilelab_kernel_gemm(sp);
     if (forced == 1 && sp->dtype == TL_MOE_BF16 && sp->hw &&
         strncmp(sp->hw->arch, "sm_90", 5) == 0) {
@@ -682,36 +681,41 @@ static int moe_tilelab_kernel(tl_moe_problem *sp)
     return tl_moe_tilelab_kernel(sp);
 }
 
-/* Runs the model on preset hw for `tokens` tokens and `stage`: this project's kernel geometry
- * (tilelab_kernel; bench's read or write flush) or the generic kernel with the problem's tile and
- * stream. want_schedule fills r->items (the timeline). r is the caller's to free. */
+/* The problem the model runs on preset hw for `tokens` tokens and `stage` (*sp, whose model is *m,
+ * a copy of the problem's): this project's kernel geometry (tilelab_kernel; bench's read or write
+ * flush) or the generic kernel with the problem's tile and stream. */
+static int moe_modelled(const moe_problem *p, const tl_hw *hw, int tokens, int stage, tl_moe_problem *sp, tl_model *m)
+{
+    memset(sp, 0, sizeof *sp);
+    *m = p->model;
+    sp->hw = hw;
+    sp->model = m;
+    sp->dtype = p->dtype;
+    sp->tokens = tokens;
+    sp->stage = stage;
+    sp->routing = p->routing;
+    sp->seed = p->seed;
+    sp->tp = p->tp;
+    sp->tile_m = p->tile_m;
+    sp->tile_n = p->tile_n;
+    sp->cu_gbps = p->cu_gbps;
+    sp->n_shared = p->tilelab_kernel ? 0 : p->n_shared; /* this project's kernel fuses no shared expert */
+    if (!p->tilelab_kernel) return tl_moe_generic_kernel(sp);
+    sp->after_flush = p->mode == TL_OP_BENCH && p->flush_write;
+    return moe_tilelab_kernel(sp);
+}
+
+/* Runs the model of moe_modelled's problem; want_schedule fills r->items (the timeline). r is the
+ * caller's to free. */
 static int moe_model(const moe_problem *p, const tl_hw *hw, int tokens, int stage, int want_schedule,
                      tl_moe_result *r)
 {
     tl_moe_problem sp;
-    memset(&sp, 0, sizeof sp);
+    tl_model m;
     memset(r, 0, sizeof *r);
-    tl_model m = p->model;
-    sp.hw = hw;
-    sp.model = &m;
-    sp.dtype = p->dtype;
-    sp.tokens = tokens;
-    sp.stage = stage;
-    sp.routing = p->routing;
-    sp.seed = p->seed;
-    sp.tp = p->tp;
-    sp.tile_m = p->tile_m;
-    sp.tile_n = p->tile_n;
-    sp.cu_gbps = p->cu_gbps;
+    int rc = moe_modelled(p, hw, tokens, stage, &sp, &m);
+    if (rc) return rc;
     sp.want_schedule = want_schedule;
-    sp.n_shared = p->tilelab_kernel ? 0 : p->n_shared; /* this project's kernel fuses no shared expert */
-    if (p->tilelab_kernel) {
-        int rc = moe_tilelab_kernel(&sp);
-        if (rc) return rc;
-        sp.after_flush = p->mode == TL_OP_BENCH && p->flush_write;
-    } else {
-        tl_moe_generic_kernel(&sp);
-    }
     return tl_moe_sim(&sp, r);
 }
 
@@ -734,19 +738,18 @@ static void moe_counted(const moe_problem *p, int c, int stage, int active, doub
     *flops = 2.0 * edges * H * (stage == 1 ? 2.0 * W : W);
 }
 
-/* The kernel the model of `stage` at `tokens` models (tl_moe_result.kernel; "?" if the model
- * fails, which the row's sim_us has already reported). */
+/* The kernel the model of `stage` at `tokens` models (its geometry's, without running it; "?"
+ * where it cannot be set up, which the row's sim_us has already reported). */
 static const char *moe_model_kernel(const moe_problem *p, int tokens, int stage)
 {
     tl_hw hw;
-    tl_moe_result r;
-    if (tl_hw_load(p->hw, &hw) || moe_model(p, &hw, tokens, stage, 0, &r)) {
+    tl_moe_problem sp;
+    tl_model m;
+    if (tl_hw_load(p->hw, &hw) || moe_modelled(p, &hw, tokens, stage, &sp, &m)) {
         tl_clear_error();
         return "?";
     }
-    const char *k = r.kernel; /* a static string */
-    tl_moe_result_free(&r);
-    return k;
+    return sp.kernel ? sp.kernel : "generic"; /* a static string */
 }
 
 /* Part `part` (stage part + 1) of case c: the counted work and the model's prediction of it. */
