@@ -148,16 +148,11 @@
  *        preset's async_copy_per_cu_gbps (24.1 GB/s an SM: measured on the H200 with the paged
  *        decode kernel's cp.async rings, not with this kernel; the h100 preset carries it
  *        unmeasured). Bulk copies (TL_MOE_PF_CP_ASYNC 0) would stream at hbm_per_cu_gbps (55), a
- *        guess. The copies bound every shape tried: run 54 on an H100 (bench/results/
- *        h100_moe_prefill_bench_on_run54.csv: DeepSeek-V3.2, random routing, seed 1) took 143-149 us
- *        a wave at M = 1024, 2048, 4096 and 8192 while the groups' real rows grew from 32 to 104 of
- *        128 (25.1-26.3 GB/s an SM landed, zero-fills included); the model is +8.7%, +7.4%, +7.0%,
- *        +4.9% off (no constant fitted to those times). That kernel kept 2 steps in flight, its 256
- *        threads copying and then waiting for each step's products; the kernel now has a producer
- *        warpgroup and a 7-step ring (6 steps, 192 KiB, in flight). The model keeps the copy rate:
- *        whether the deeper ring lifts it (a latency bound) or not (a copy-path bound, as the
- *        decode kernel's same rate at 128 and 160 KiB in flight suggests) is what its first run
- *        tells.
+ *        guess. Against the kernel on an H100 (DeepSeek-V3.2, random routing, seed 1; predictions
+ *        committed before the timings: bench/results/h100_moe_prefill_bench_on_run55.csv,
+ *        h100_moe_bench_bf16_random_run57.csv): -6.4% at M = 1024, +5.2% to +13.9% at 2048-8192,
+ *        no constant fitted to those times; the kernel lands 25-27 GB/s an SM, and Nsight Compute
+ *        puts it at 94.7% of the L2's throughput at M = 4096 (h100_moe_ncu_prefill_M4096_run56.txt).
  *      - HBM: the wave's first reads (each (expert, n-block) weight slice by the expert's first
  *        group, each token's row once) at the read ceiling; later groups' reads hit L2.
  *      - wave gap (prologue_loads; nothing hides it: one block an SM, no cross-item prefetch): the

@@ -102,7 +102,8 @@
 #define TL_PREFILL_SM90_ISSUE 0.5    /* warp instructions a scheduler issues a clock in the softmax:
                                       * Nsight Compute on the fp8 kernel on an H100 (2.2 warps a
                                       * scheduler; 0.50 issued a cycle: h100_prefill_ncu_fp8_run54.txt).
-                                      * Measured on an earlier form of the kernel, not fitted to a time */
+                                      * A profile, not fitted to a time; the kernel profiled
+                                      * predicated its causal mask into every tile */
 #define TL_PREFILL_STAGES 2          /* K/V tile buffers in LDS (double buffering; guess) */
 #define TL_PREFILL_SCORE_OPS 3.0     /* lane-ops per score: FMA (x scale - max), max, sum (count) */
 #define TL_PREFILL_P_OPS_BF16 0.5    /* P to bf16: one pack-convert per two */
