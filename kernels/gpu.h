@@ -529,6 +529,13 @@ TL_ASYNC_FN void tl_tma_load_2d(void *dst, const void *tmap, int c0, int c1, uin
  * through the runtime (cudaGetDriverEntryPointByVersion: no link to libcuda). Returns 0, or
  * TL_EFAIL with a one-line reason. tl_gpu_tensor_maps_usable(): the current device runs this
  * build's sm_90a code (compute capability 9.x). */
+/* A tensor map's 128 opaque bytes as plain storage, in every build (host structs and kernel
+ * arguments hold it where <cuda.h>'s CUtensorMap is not included): a kernel argument copied from a
+ * CUtensorMap, 64-byte aligned as the copies read it in place (a __grid_constant__ parameter). */
+struct alignas(64) tl_tmap {
+    unsigned long long w[16];
+};
+
 #if defined(TL_GPU_NVIDIA) && defined(TL_HAVE_WGMMA)
 #define TL_GPU_TENSOR_MAPS 1
 #include <cuda.h>

@@ -376,15 +376,11 @@ static_assert(MP_A_BYTES == MP2_NB * MP_KSTEP * 2, "a step's B is as large as it
 
 /* NVIDIA only: a __grid_constant__ parameter (the tensor maps read in place), which HIP lacks */
 #if defined(TL_GPU_NVIDIA)
-/* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the kernel's arguments:
- * the activation map ta, [rows][width] bf16 in boxes of MP2_ABOX rows x MP_KSTEP values, and W2's
- * tw, [E x hidden][width] bf16 in boxes of MP2_NB rows x MP_KSTEP values (kernels/moe.hip encodes
- * both; 128-byte swizzle). */
-struct alignas(64) MpTmap {
-    unsigned long long w[16];
-};
+/* The kernel's arguments: the activation map ta, [rows][width] bf16 in boxes of MP2_ABOX rows x
+ * MP_KSTEP values, and W2's tw, [E x hidden][width] bf16 in boxes of MP2_NB rows x MP_KSTEP values
+ * (kernels/moe.hip encodes both; 128-byte swizzle). */
 struct MpS2Args {
-    MpTmap ta, tw;
+    tl_tmap ta, tw;
     GemmArgs a;
 };
 

@@ -108,13 +108,9 @@ struct PfWs {
     static constexpr size_t BYTES = 1024 + BAR_OFF + 8 * (1 + 4 * STAGES); /* + alignment */
 };
 
-/* A tensor map (CUtensorMap's 128 opaque bytes) as a kernel argument, and the warp-specialized
- * kernel's arguments: Q, K and V (bf16) or V^T (fp8) maps first (64-byte aligned). */
-struct alignas(64) PfTmap {
-    unsigned long long w[16];
-};
+/* The warp-specialized kernel's arguments: Q, K and V (bf16) or V^T (fp8) maps first. */
 struct PfWsArgs {
-    PfTmap tq, tk, tv;
+    tl_tmap tq, tk, tv;
     PfArgs a;
 };
 
@@ -1170,7 +1166,7 @@ extern "C" int tl_prefill_gpu_poison(tl_prefill_gpu *g)
 static int encode_maps(tl_prefill_gpu *g)
 {
 #if defined(TL_GPU_NVIDIA) && defined(TL_HAVE_WGMMA)
-    static_assert(sizeof(CUtensorMap) == sizeof(PfTmap) && sizeof(CUtensorMap) == sizeof g->tq, "a tensor map is 128 bytes");
+    static_assert(sizeof(CUtensorMap) == sizeof(tl_tmap) && sizeof(CUtensorMap) == sizeof g->tq, "a tensor map is 128 bytes");
     const tl_prefill_shape *s = &g->s;
     const int e = s->dtype == TL_PREFILL_FP8 ? 1 : 2, ce = 128 / e;
     const uint64_t seq = (uint64_t)s->seq;
