@@ -53,7 +53,15 @@ const tl_storage *tl_moe_weight_storage(tl_moe_dtype d)
     }
 }
 
-const tl_storage *tl_moe_act_storage(tl_moe_dtype d) { return d == TL_MOE_FP8 ? &TL_STORAGE_FP8_BLOCK128 : &TL_STORAGE_BF16; }
+const tl_storage *tl_moe_act_storage(tl_moe_dtype d)
+{
+    switch (d) {
+    case TL_MOE_FP8: return &TL_STORAGE_FP8_BLOCK128;
+    case TL_MOE_MXFP4:
+    case TL_MOE_MXFP8: return &TL_STORAGE_MXFP8_E4M3;
+    default: return &TL_STORAGE_BF16;
+    }
+}
 
 size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols)
 {

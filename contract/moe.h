@@ -11,8 +11,10 @@
  *     a     = Q2(bf16(silu(g) * u))                                    (the stage-1 output)
  *     y_ts  = a . W2[e]^T                                              (stage 2, K = width)
  *   out_t = sum_{s = 0..k-1, in slot order} (w * y_ts)  [+ sum over shared experts of y_t]
- * Q2 is fp8's re-quantization of the stage-2 input (1x128 groups, E4M3FN, float32 scales) and the
- * identity for the other types; reference/moe.h says how each side rounds.
+ * Q2 is the re-quantization of the stage-2 input into the stage-1 input's storage: fp8's 1x128
+ * groups (E4M3FN, float32 scales), the MX types' MXFP8 (E4M3FN, one E8M0 per 1x32, the OCP floor
+ * rule: tl_quant_mx_scale / tl_quant_mx_code of contract/quant.h), the identity for bf16 and
+ * a16w4; reference/moe.h says how each side rounds.
  *
  * Data types: their storages (numerics/storage.h; bytes per element and exact sizes come from there):
  *   dtype   weights (W1, W2)                          stage-1 input x      stage-2 input
@@ -21,13 +23,20 @@
  *           128 x 128 [ceil(rows/128)][ceil(cols/128)] float32 per 1x128
  *   a16w4   int4_g128_sym: INT4 two per byte, float32 bf16                 bf16
  *           per 1x128 along K [rows][ceil(cols/128)]
- *   mxfp4   mxfp4: E2M1 two per byte, E8M0 per 1x32   bf16                 bf16
- *   mxfp8   mxfp8_e4m3: E4M3FN, E8M0 per 1x32         bf16                 bf16
- * The stage-1 output buffer is bf16 for every type; the output is float32.
+ *   mxfp4   mxfp4: E2M1 two per byte, E8M0 per 1x32   mxfp8_e4m3: E4M3FN, mxfp8_e4m3 (Q2)
+ *   mxfp8   mxfp8_e4m3: E4M3FN, E8M0 per 1x32         E8M0 per 1x32        mxfp8_e4m3 (Q2)
+ * The stage-1 output buffer is bf16 for every type; the output is float32. The MX types quantize
+ * their activations as the seed's MX path does (seed 000: "quantize the activations, run the two
+ * expert GEMMs, combine"), so that gfx950's scaled f8f6f4 MFMA takes both operands with their E8M0
+ * scales; MXFP8 activations (not MXFP4) for both, one activation format and 3 mantissa bits.
+ * Every MXFP8 value is a BF16 value (E8M0 codes 0-2 aside: products under 2^-133), so a kernel
+ * without the scaled instruction may multiply their BF16 values instead: the same function.
  *
  * Layouts (row-major, K contiguous; tl_moe_inputs below):
- *   x          [tokens][hidden] bf16 codes (fp8: the values before quantization), and for fp8
- *              xq [tokens][hidden] E4M3FN codes with xs [tokens][ceil(hidden/128)] float32 scales
+ *   x          [tokens][hidden] bf16 codes (fp8, mxfp4, mxfp8: the values before quantization),
+ *              and for fp8 xq [tokens][hidden] E4M3FN codes with xs [tokens][ceil(hidden/128)]
+ *              float32 scales; for mxfp4 and mxfp8 xq the E4M3FN codes with xe
+ *              [tokens][ceil(hidden/32)] E8M0 scale codes
  *   topk_ids   [tokens][k] int32 expert ids in [0, E), distinct per token; topk_w [tokens][k]
  *              float32 > 0, summing to 1 per token
  *   W1         [E][2 * width][hidden]: rows 0..width-1 the gate projection, width..2*width-1 up
@@ -54,6 +63,10 @@ extern "C" {
 #include "../numerics/storage.h"
 
 typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8, TL_MOE_NDTYPES } tl_moe_dtype;
+
+/* Whether a dtype's activations are MXFP8 (the MX types: mxfp4 and mxfp8). */
+static inline int tl_moe_mx_acts(tl_moe_dtype d) { return d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8; }
+#define TL_MOE_MX_BLOCK 32 /* values one E8M0 scale covers (OCP MX) */
 
 /* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise (recorded, as --dtype). */
 int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);
@@ -91,8 +104,9 @@ typedef struct {
     tl_moe_shape s;
     uint64_t seed;
     uint16_t *x;          /* bf16 codes [tokens][hidden] (fp8: the values before quantization) */
-    uint8_t *xq;          /* fp8 only: E4M3FN codes [tokens][hidden] */
+    uint8_t *xq;          /* fp8, mxfp4, mxfp8: E4M3FN codes [tokens][hidden]; else NULL */
     float *xs;            /* fp8 only: scales [tokens][ceil(hidden/128)] */
+    uint8_t *xe;          /* mxfp4, mxfp8 only: E8M0 codes [tokens][ceil(hidden/32)] */
     int32_t *topk_ids;    /* [tokens * k] */
     float *topk_w;        /* [tokens * k], positive, summing to 1 per token */
     tl_moe_weights w1, w2;   /* routed experts */
@@ -109,14 +123,17 @@ size_t tl_moe_code_bytes(tl_moe_dtype d, int rows, int cols);
 size_t tl_moe_scale_count(tl_moe_dtype d, int rows, int cols);
 size_t tl_moe_weight_matrix_bytes(tl_moe_dtype d, int rows, int cols);
 /* Exact bytes of `rows` activation rows of `cols` values in the stage-1 input storage (codes and
- * scales): fp8 rows x (cols + 4 ceil(cols/128)), the others rows x 2 cols. 0 for an unknown dtype. */
+ * scales): fp8 rows x (cols + 4 ceil(cols/128)), mxfp4 and mxfp8 rows x (cols + ceil(cols/32)),
+ * bf16 and a16w4 rows x 2 cols. 0 for an unknown dtype. */
 size_t tl_moe_act_bytes(tl_moe_dtype d, size_t rows, int cols);
 /* Bytes per element, scales included, for whole blocks (the storage's bits / 8), for bandwidth
  * figures and the model: weights bf16 2, fp8 1 + 4/128^2, a16w4 0.5 + 4/128, mxfp4 0.5 + 1/32,
- * mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. 0 for an unknown dtype. */
+ * mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, mxfp4 and mxfp8 1 + 1/32, bf16 and a16w4 2.
+ * 0 for an unknown dtype. */
 double tl_moe_weight_bytes_per_elem(tl_moe_dtype d);
 double tl_moe_act_bytes_per_elem(tl_moe_dtype d);
-/* The format stage 2 reads its activations in: TL_NF_E4M3FN for fp8, else TL_NF_BF16. */
+/* The element format of both stages' activations after quantization (the stage-1 input, Q2):
+ * TL_NF_E4M3FN for fp8, mxfp4 and mxfp8, else TL_NF_BF16. */
 tl_numfmt tl_moe_act_format(tl_moe_dtype d);
 
 /* ---- the kernel's tiling geometry (kernels/moe.hip builds with it; the model of this kernel,
