@@ -23,9 +23,10 @@
  *             multiplies 2 or 4 tiles of one expert per item (32 or 64 rows per weight byte loaded;
  *             the group of 4 at 2 blocks per SM) as tl_moe_tiles_per_item picks from the
  *             expected rows per expert (contract/moe.h).
- *   stage 2   (fp8 only: re-quantize the activation rows in 1x128 groups to E4M3FN, one block per
- *             row, every load issued at once; the GEMM is launched dependent on it, NVIDIA: it
- *             starts early and waits for its output) down GEMM over the worklist (weights with
+ *   stage 2   (fp8: re-quantize the activation rows in 1x128 groups to E4M3FN; mxfp4 and mxfp8:
+ *             to MXFP8, written as codes and scales on gfx950 and as their BF16 values elsewhere;
+ *             one block per row, every load issued at once; the GEMM is launched dependent on it,
+ *             NVIDIA: it starts early and waits for its output) down GEMM over the worklist (weights with
  *             the streaming hint unless all items fit in one wave of resident blocks): 4 waves per
  *             block, each owning 32 output columns over the whole K (no reduction; bf16 groups
  *             tiles as in stage 1), the top-k weight applied in the epilogue; each edge's row goes
@@ -44,12 +45,14 @@
  * the same permutation applies to A and B, so every dot product is unchanged.
  * NVIDIA: bf16 and fp8 use the bf16 and e4m3 instructions; a16w4, mxfp4 and mxfp8 weights are
  * dequantized to bf16 in registers (exact for MX; INT4 multiplies the integer codes and applies
- * the group scale to each 128-deep partial sum). gfx950: fp8 multiplies its E4M3FN codes natively
- * (v_mfma_scale_f32_16x16x128_f8f6f4 with unit scales: CDNA4's FP8 is OCP); gfx942: fp8 is decoded
- * to bf16 (CDNA3's FP8 is FNUZ, not the OCP E4M3FN of these inputs); the rest as on NVIDIA. The
- * MX types stay on the BF16 instruction on gfx950 too: the scaled f8f6f4 MFMA takes both operands
- * in FP8/FP6/FP4, and this op's activations are BF16 (contract/moe.h), which no E8M0 block scale
- * makes exact in those formats; feeding the weights' scales to it would change the function.
+ * the group scale to each 128-deep partial sum), and the MX types' MXFP8 activations are read as
+ * their exact BF16 values (tl_moe_gpu_set_tokens uploads them so; stage 2's re-quantization writes
+ * them so). gfx950: fp8 multiplies its E4M3FN codes natively (v_mfma_scale_f32_16x16x128_f8f6f4
+ * with unit scales: CDNA4's FP8 is OCP), and mxfp4 / mxfp8 multiply the activations' E4M3FN codes
+ * and the weights' E2M1 / E4M3FN codes on the same instruction with both operands' E8M0 block
+ * scales fed to it (the seed's MX path; compiled and its assembly read, never run here: no gfx950
+ * device); gfx942: fp8 is decoded to bf16 (CDNA3's FP8 is FNUZ, not the OCP E4M3FN of these
+ * inputs); the rest as on NVIDIA.
  */
 #ifndef TL_KERNELS_MOE_H
 #define TL_KERNELS_MOE_H

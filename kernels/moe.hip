@@ -38,12 +38,15 @@ struct tl_moe_gpu {
     uint8_t *w1, *w2, *w1e, *w2e;
     float *w1s, *w2s;
     size_t w1_mat_bytes, w2_mat_bytes, w1_mat_scales, w2_mat_scales;
-    uint16_t *x;
-    uint8_t *xq;
+    uint16_t *x;   /* bf16 [tokens][hidden]: the MX types' MXFP8 values (exact), the others' x */
+    uint8_t *xq;   /* fp8 and the MX types: E4M3FN codes */
+    uint8_t *xe;   /* the MX types: E8M0 scales [tokens][hidden / 32] */
     float *xs, *topw;
     int32_t *ids, *sorted, *tile_expert, *tile_rows, *expert_count, *tile_off, *n_tiles;
     uint16_t *act;
-    uint8_t *act_q;
+    uint8_t *act_q;  /* fp8 and the MX types: Q2's E4M3FN codes */
+    uint8_t *act_e;  /* the MX types: Q2's E8M0 scales */
+    uint16_t *act_b; /* the MX types: Q2's values as bf16 (without TL_MOE_SCALED_MX) */
     float *act_s, *ybuf, *out;
     unsigned long long *trace; /* non-NULL only inside tl_moe_gpu_trace */
     /* moe_prefill_s2's tensor maps (CUtensorMap bytes; encode_s2_maps): act and W2; s2_maps: encoded */
@@ -76,9 +79,9 @@ static int upload(void *dst, const void *src, size_t bytes)
 extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->w1, g->w2, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xs, g->topw, g->ids, g->sorted,
-                    g->tile_expert, g->tile_rows, g->expert_count, g->tile_off, g->n_tiles, g->act, g->act_q,
-                    g->act_s, g->ybuf, g->out};
+    void *ptrs[] = {g->w1, g->w2, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xe, g->xs, g->topw, g->ids,
+                    g->sorted, g->tile_expert, g->tile_rows, g->expert_count, g->tile_off, g->n_tiles, g->act,
+                    g->act_q, g->act_e, g->act_b, g->act_s, g->ybuf, g->out};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) (void)hipFree(ptrs[i]);
     free(g);
@@ -172,7 +175,8 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     g->w2_mat_bytes = in->w2.mat_code_bytes;
     g->w1_mat_scales = in->w1.mat_scales;
     g->w2_mat_scales = in->w2.mat_scales;
-    const bool fs = in->w1.scales != NULL, es = in->w1.e8m0 != NULL, fp8 = s.dtype == TL_MOE_FP8;
+    const bool fs = in->w1.scales != NULL, es = in->w1.e8m0 != NULL, fp8 = s.dtype == TL_MOE_FP8,
+               mx = tl_moe_mx_acts(s.dtype);
     rc = GALLOC(g->w1, g->w1_mat_bytes * E, "W1");
     if (!rc) rc = GALLOC(g->w2, g->w2_mat_bytes * E, "W2");
     if (!rc && fs) rc = GALLOC(g->w1s, g->w1_mat_scales * E * sizeof(float), "W1 scales");
@@ -180,7 +184,8 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && es) rc = GALLOC(g->w1e, g->w1_mat_scales * E, "W1 scales");
     if (!rc && es) rc = GALLOC(g->w2e, g->w2_mat_scales * E, "W2 scales");
     if (!rc) rc = GALLOC(g->x, (size_t)max_tokens * H * 2, "x");
-    if (!rc && fp8) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
+    if (!rc && (fp8 || mx)) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
+    if (!rc && mx) rc = GALLOC(g->xe, (size_t)max_tokens * (H / TL_MOE_MX_BLOCK), "x mx scales");
     if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / TL_BFP8_GROUP) * sizeof(float), "x scales");
     if (!rc) rc = GALLOC(g->ids, edges * sizeof(int32_t), "topk ids");
     if (!rc) rc = GALLOC(g->topw, edges * sizeof(float), "topk weights");
@@ -191,7 +196,9 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->tile_off, (size_t)E * sizeof(int32_t), "tile offsets");
     if (!rc) rc = GALLOC(g->n_tiles, sizeof(int32_t), "tile count");
     if (!rc) rc = GALLOC(g->act, rows * WI * 2, "activations");
-    if (!rc && fp8) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
+    if (!rc && (fp8 || mx)) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
+    if (!rc && mx) rc = GALLOC(g->act_e, rows * (WI / TL_MOE_MX_BLOCK), "activation mx scales");
+    if (!rc && mx) rc = GALLOC(g->act_b, rows * WI * 2, "mx activation values");
     if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / TL_BFP8_GROUP) * sizeof(float), "activation scales");
     if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
@@ -209,6 +216,24 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     return 0;
 }
 
+/* The MX types' activations as the GEMMs without TL_MOE_SCALED_MX read them: the bf16 of each
+ * MXFP8 value (codes xq x scales xe), one token row at a time through a host buffer. */
+static int upload_mx_values(uint16_t *dev, const tl_moe_inputs *in)
+{
+    const int H = in->s.hidden, nb = H / TL_MOE_MX_BLOCK;
+    uint16_t *row = (uint16_t *)malloc((size_t)H * sizeof *row);
+    if (!row) return tl_error(TL_EFAIL, "moe gpu", "out of memory");
+    int rc = 0;
+    for (int t = 0; t < in->s.tokens && !rc; t++) {
+        const uint8_t *q = in->xq + (size_t)t * H, *e = in->xe + (size_t)t * nb;
+        for (int i = 0; i < H; i++)
+            row[i] = (uint16_t)tl_code_bf16_from_f32(tl_code_e4m3_to_f32(q[i]) * tl_code_e8m0_to_f32(e[i / TL_MOE_MX_BLOCK]));
+        rc = upload(dev + (size_t)t * H, row, (size_t)H * sizeof *row);
+    }
+    free(row);
+    return rc;
+}
+
 extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
 {
     const tl_moe_shape *s = &in->s;
@@ -222,8 +247,10 @@ extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
         if (in->topk_ids[i] < 0 || in->topk_ids[i] >= s->n_experts)
             return tl_error(TL_EUSAGE, "moe gpu", "topk id %d outside [0, %d)", in->topk_ids[i], s->n_experts);
     g->s.tokens = s->tokens;
-    int rc = upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
-    if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
+    const bool mx = tl_moe_mx_acts(s->dtype);
+    int rc = mx ? upload_mx_values(g->x, in) : upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
+    if (!rc && (s->dtype == TL_MOE_FP8 || mx)) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
+    if (!rc && mx) rc = upload(g->xe, in->xe, (size_t)s->tokens * (s->hidden / TL_MOE_MX_BLOCK));
     if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / TL_BFP8_GROUP) * sizeof(float));
     if (!rc) rc = upload(g->ids, in->topk_ids, edges * sizeof(int32_t));
     if (!rc) rc = upload(g->topw, in->topk_w, edges * sizeof(float));
@@ -252,6 +279,8 @@ extern "C" int tl_moe_gpu_poison(tl_moe_gpu *g)
     int rc = fill_u32(g->act, rows * g->s.width / 2, 0x7FC07FC0u); /* bf16 NaN pairs */
     if (!rc && g->act_q) rc = fill_u32(g->act_q, rows * g->s.width / 4, 0x7F7F7F7Fu); /* e4m3 NaN */
     if (!rc && g->act_s) rc = fill_f32(g->act_s, rows * (g->s.width / TL_BFP8_GROUP), nan);
+    if (!rc && g->act_e) rc = fill_u32(g->act_e, rows * g->s.width / TL_MOE_MX_BLOCK / 4, 0xFFFFFFFFu); /* E8M0 NaN */
+    if (!rc && g->act_b) rc = fill_u32(g->act_b, rows * g->s.width / 2, 0x7FC07FC0u);
     if (!rc) rc = fill_f32(g->ybuf, edges * g->s.hidden, nan);
     if (!rc) rc = fill_f32(g->out, (size_t)g->max_tokens * g->s.hidden, nan);
     if (!rc) rc = fill_u32(g->sorted, rows, 0x80000000u);
@@ -329,10 +358,12 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     a.top_k = s->top_k;
     a.topk_w = g->topw;
     a.trace = g->trace;
-    const bool fp8 = s->dtype == TL_MOE_FP8;
+    const bool fp8 = s->dtype == TL_MOE_FP8, mx = tl_moe_mx_acts(s->dtype);
     if (stage == 1) {
         a.A = fp8 ? g->xq : (const uint8_t *)g->x;
         a.a_scale = g->xs;
+        a.a_mx = g->xq;
+        a.a_e8m0 = g->xe;
         a.W = g->w1;
         a.w_scale = g->w1s;
         a.w_e8m0 = g->w1e;
@@ -347,8 +378,15 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
                                            g->act_s, st);
             if (rc) return rc;
         }
-        a.A = fp8 ? g->act_q : (const uint8_t *)g->act;
+        if (mx) {
+            int rc = tl_moe_launch_requant_mx(g->act, g->sorted, g->n_tiles, max_tiles * TL_MOE_TILE_M, s->width,
+                                              g->act_q, g->act_e, g->act_b, st);
+            if (rc) return rc;
+        }
+        a.A = fp8 ? g->act_q : mx ? (const uint8_t *)g->act_b : (const uint8_t *)g->act;
         a.a_scale = g->act_s;
+        a.a_mx = g->act_q;
+        a.a_e8m0 = g->act_e;
         a.W = g->w2;
         a.w_scale = g->w2s;
         a.w_e8m0 = g->w2e;
@@ -359,11 +397,11 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
         a.ybuf = g->ybuf;
     }
     const int group = tl_moe_tiles_per_item(s, stage); /* tiles of one expert per work item */
-    /* Dependent launches: fp8's stage-2 GEMM after the quant kernel, and every dtype's combine
+    /* Dependent launches: fp8's and the MX types' stage-2 GEMM after the quant kernel, and every dtype's combine
      * after the GEMM: each starts (pointers, tile ids) while the kernel before it finishes and
      * waits for its output with tl_grid_dep_wait (fp8 stage 2 at M = 1 is about 4% faster so on the
      * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
-    const bool dep = stage == 2 && fp8;
+    const bool dep = stage == 2 && (fp8 || mx);
     const StageGrid grid = stage_grid(s, stage);
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */

@@ -58,6 +58,15 @@
 template <int DT, int V> struct Fmt : Fmt0<DT> {};
 template <> struct Fmt<DT_BF16, 2> { enum { KRUN = 32, U = 1, A_FP8 = 0, W_VEC = 4 }; };
 template <> struct Fmt<DT_FP8, 2> { enum { KRUN = 32, U = 2, A_FP8 = 1, W_VEC = 2 }; };
+/* With TL_MOE_SCALED_MX the MX types load E4M3 activation codes (A_FP8) in the instruction's own
+ * lane layout (load_acts_mx); the weights keep their packed runs: mxfp4's 32 values a lane are the
+ * FP4 operand's (k = 32 (lane / 16) + e), and mxfp8's two adjacent 16-value chunks (U = 2) are the
+ * FP8 operand's two halves (k = 64 h + 16 (lane / 16) + e, kernels/mma.h). */
+#if TL_MOE_SCALED_MX
+template <> struct Fmt<DT_MXFP4, 0> { enum { KRUN = 32, U = 1, A_FP8 = 1, W_VEC = 1 }; };
+template <> struct Fmt<DT_MXFP8, 0> { enum { KRUN = 16, U = 2, A_FP8 = 1, W_VEC = 1 }; };
+#endif
+#define SCALED(DT) (TL_MOE_SCALED_MX && ((DT) == DT_MXFP4 || (DT) == DT_MXFP8))
 #define HALF_LAYOUT(DT, STAGE) ((DT) == DT_BF16 || ((DT) == DT_FP8 && SWAP_FP8 && (STAGE) == 1))
 
 /* ---- small device helpers (the per-element format conversions are numerics/codes.h's) ---------- */
@@ -195,6 +204,49 @@ static __device__ __forceinline__ void load_acts(Chunk<DT, V> &ch, const GemmArg
                 ch.a[r][v] = make_uint4(0, 0, 0, 0);
         }
 }
+
+/* The MX types' activation codes with TL_MOE_SCALED_MX, in the FP8 operand's lane layout: of the
+ * 128-deep step whose lane run starts at k0, this lane (k-group kgrp) holds the 16 codes from
+ * 16 kgrp on and the 16 from 64 + 16 kgrp on. mxfp4 (KRUN 32, one chunk a step): both from this
+ * chunk's row (k0 = 128 c + 32 kgrp); mxfp8 (KRUN 16, chunks 2j and 2j + 1 a step): its chunk's 16
+ * at k0 = 64 c + 16 kgrp, the two chunks making the two halves. Padding rows: zeros. */
+template <int DT, int V>
+static __device__ __forceinline__ void load_acts_mx(Chunk<DT, V> &ch, const GemmArgs &p, int arow, int k0, int kgrp)
+{
+    enum { A_VEC = Chunk<DT, V>::A_VEC };
+    const int ka = Fmt<DT, V>::KRUN == 32 ? k0 - 16 * kgrp : k0;
+#pragma unroll
+    for (int v = 0; v < A_VEC; v++)
+        ch.a[0][v] = arow >= 0 ? *(const uint4 *)(p.a_mx + (size_t)arow * p.K + ka + 64 * v) : make_uint4(0, 0, 0, 0);
+}
+
+#if TL_MOE_SCALED_MX
+/* One 128-deep step of the MX types on v_mfma_scale_f32_16x16x128_f8f6f4 into acc: A = the tile's
+ * E4M3 activation codes (ch[0], and mxfp8's ch[1]: load_acts_mx), B = fragment f's weight codes
+ * (mxfp4: 32 E2M1 values in the operand's first 4 registers; mxfp8: the two chunks' 16 E4M3 codes
+ * each), sa = the E8M0 scale of this lane's A row (lane % 16) and sb[f] of its weight row, both for
+ * the step's 32-deep block lane / 16 (kernels/mma.h). No conversion: one instruction a fragment. */
+template <int DT, int V, int U>
+static __device__ __forceinline__ void mma_scaled_mx(const Chunk<DT, V> (&ch)[U][1], tl_frag_c (&acc)[1][NF], int sa,
+                                                     const int (&sb)[NF])
+{
+    const uint32_t *a0 = (const uint32_t *)&ch[0][0].a[0][0];
+    const uint32_t *a1 = DT == DT_MXFP8 ? (const uint32_t *)&ch[U - 1][0].a[0][0] : a0 + 4;
+    const tl_i32x8 a = {(int)a0[0], (int)a0[1], (int)a0[2], (int)a0[3], (int)a1[0], (int)a1[1], (int)a1[2], (int)a1[3]};
+#pragma unroll
+    for (int f = 0; f < NF; f++) {
+        const uint32_t *w0 = (const uint32_t *)&ch[0][0].w[f][0];
+        if constexpr (DT == DT_MXFP8) {
+            const uint32_t *w1 = (const uint32_t *)&ch[U - 1][0].w[f][0];
+            const tl_i32x8 b = {(int)w0[0], (int)w0[1], (int)w0[2], (int)w0[3], (int)w1[0], (int)w1[1], (int)w1[2], (int)w1[3]};
+            tl_mma_f8f6f4_16x16x128<TL_F8F6F4_E4M3, TL_F8F6F4_E4M3>(&acc[0][f], a, b, sa, sb[f]);
+        } else {
+            const tl_i32x8 b = {(int)w0[0], (int)w0[1], (int)w0[2], (int)w0[3], 0, 0, 0, 0};
+            tl_mma_f8f6f4_16x16x128<TL_F8F6F4_E4M3, TL_F8F6F4_E2M1>(&acc[0][f], a, b, sa, sb[f]);
+        }
+    }
+}
+#endif
 
 /* Weight codes of fragment f as bf16 pairs (KRUN/2 words); MX scales applied. Exact (numerics/
  * codes.h), but for mxfp8 blocks of E8M0 code 0-2 (amax under 2^-116), whose products can fall
@@ -517,7 +569,11 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         for (int m = 0; m < MT; m++)
 #pragma unroll
             for (int j = 0; j < NA; j++) tl_frag_zero(&acc[m][j]);
-        const int nchunks = p.K / CK, c_first = SPLIT_K ? wave : 0, c_step = SPLIT_K ? NW : 1;
+        /* PAIR: mxfp8's scaled step takes two adjacent chunks (u = 0, 1), so a wave's chunks are
+         * 2 w, 2 w + 1, then 2 (w + NW), ...; the others' U chunks lie c_step apart */
+        constexpr bool PAIR = SCALED(DT) && U == 2;
+        const int nchunks = p.K / CK, c_step = SPLIT_K ? NW : 1, c_first = SPLIT_K ? wave * (PAIR ? U : 1) : 0,
+                  u_step = PAIR ? 1 : c_step;
         const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
         /* Weights are loaded evict-first (ld.global.cs): faster at every M in both stages, except in
          * stage 2 when all its items fit in one wave of resident blocks (M = 1: there plain loads
@@ -527,8 +583,8 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         auto load_weights_at = [&](int c0) {
 #pragma unroll
             for (int u = 0; u < U; u++)
-                if (c0 + u * c_step < nchunks)
-                    load_weights<DT, V, STAGE>(ch[u][0], wsrc, c0 + u * c_step, kgrp, evict_first);
+                if (c0 + u * u_step < nchunks)
+                    load_weights<DT, V, STAGE>(ch[u][0], wsrc, c0 + u * u_step, kgrp, evict_first);
         };
         /* fp8 and mxfp8 keep their scale prologue's registers instead: early weights make fp8
          * spill and run slower, packed or not (bench/journal/moe-kernel.md, early weights) */
@@ -540,13 +596,28 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
             if (!early || c0 != c_first) load_weights_at(c0);
 #pragma unroll
             for (int u = 0; u < U; u++)
-                if (c0 + u * c_step < nchunks)
+                if (c0 + u * u_step < nchunks)
 #pragma unroll
-                    for (int m = 0; m < MT; m++)
-                        load_acts<DT, V>(ch[u][m], p, arow[m], lane_k<DT, V, STAGE>(c0 + u * c_step, kgrp));
+                    for (int m = 0; m < MT; m++) {
+                        if constexpr (SCALED(DT))
+                            load_acts_mx<DT, V>(ch[u][m], p, arow[m][0], lane_k<DT, V, STAGE>(c0 + u * u_step, kgrp), kgrp);
+                        else
+                            load_acts<DT, V>(ch[u][m], p, arow[m], lane_k<DT, V, STAGE>(c0 + u * u_step, kgrp));
+                    }
+#if TL_MOE_SCALED_MX
+            if constexpr (SCALED(DT) && MT == 1) { /* one 128-deep step: block 4 G + kgrp of the K/32 */
+                const int G = PAIR ? c0 / 2 : c0, kb = p.K / TL_MOE_MX_BLOCK, blk = 4 * G + kgrp;
+                const int sa = arow[0][0] >= 0 ? (int)p.a_e8m0[(size_t)arow[0][0] * kb + blk] : TL_E8M0_ONE;
+                int sb[NF];
+#pragma unroll
+                for (int f = 0; f < NF; f++) sb[f] = (int)p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * kb + blk];
+                mma_scaled_mx<DT, V, U>(ch, acc, sa, sb);
+            }
+#endif
+            if constexpr (!SCALED(DT) || MT != 1) {
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int c = c0 + u * c_step, k = lane_k<DT, V, STAGE>(c, kgrp),
+                const int c = c0 + u * u_step, k = lane_k<DT, V, STAGE>(c, kgrp),
                           g128 = (int)((unsigned)k / TL_BFP8_GROUP); /* k >= 0 */
                 if (c >= nchunks) break;
                 float mxs[NF];
@@ -564,6 +635,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
                                s_ws[(SPLIT_K ? (f >= NF / 2) : wave) * MOE_MAX_KG + g128];
                     return ws[(size_t)(wn[f] - bcol + col) * kgroups + g128];
                 });
+            }
             }
         }
 #pragma unroll

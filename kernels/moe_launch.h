@@ -26,6 +26,17 @@
 #define MOE_NO_DEVICE 1
 #endif
 
+/* TL_MOE_SCALED_MX: the MX types multiply their MXFP8 activation codes and their weight codes on
+ * gfx950's scaled f8f6f4 MFMA, each operand's E8M0 block scales fed to the instruction
+ * (moe_gemm.hip); stage 2's re-quantization then writes codes and scales (moe_requant.hip). Without
+ * it (NVIDIA, gfx942) they read the activations' exact BF16 values (the launcher's upload; the
+ * re-quantization writes its round trip as BF16) and dequantize the weights to BF16 in registers. */
+#if defined(TL_MMA_TARGET_GFX950)
+#define TL_MOE_SCALED_MX 1
+#else
+#define TL_MOE_SCALED_MX 0
+#endif
+
 enum { DT_BF16 = TL_MOE_BF16, DT_FP8 = TL_MOE_FP8, DT_A16W4 = TL_MOE_A16W4, DT_MXFP4 = TL_MOE_MXFP4,
        DT_MXFP8 = TL_MOE_MXFP8 };
 
@@ -79,8 +90,11 @@ static int by_dtype(int dtype, F f)
 
 /* The arguments of moe_gemm and moe_gemv_down, filled by the launcher and passed by value. */
 struct GemmArgs {
-    const uint8_t *A;        /* stage 1: x (bf16 or e4m3 codes); stage 2: activation rows */
+    const uint8_t *A;        /* stage 1: x (bf16 or e4m3 codes); stage 2: activation rows (the MX
+                                types: their exact bf16 values) */
     const float *a_scale;    /* fp8: A's 1x128 group scales */
+    const uint8_t *a_mx;     /* the MX types: the activations' E4M3FN codes [rows][K] (TL_MOE_SCALED_MX) */
+    const uint8_t *a_e8m0;   /* ... and their E8M0 scales [rows][K / 32] */
     const uint8_t *W;        /* codes of all experts */
     const float *w_scale;    /* fp8 block scales, a16w4 group scales */
     const uint8_t *w_e8m0;   /* mx scales */
@@ -145,6 +159,12 @@ int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t s
  * and their 1x128 scales act_s [rows][width / 128]; padding rows and rows past n_tiles untouched. */
 int tl_moe_launch_requant(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int rows,
                           int width, uint8_t *act_q, float *act_s, hipStream_t st);
+/* moe_requant.hip: the MX types' Q2, the activation rows of act to MXFP8 in 1x32 blocks (the OCP
+ * floor rule, contract/quant.h): with TL_MOE_SCALED_MX their E4M3FN codes act_q [rows][width] and
+ * E8M0 scales act_e [rows][width / 32], else their values as bf16 act_b [rows][width] (exact but
+ * for E8M0 codes 0-2); padding rows and rows past n_tiles untouched. */
+int tl_moe_launch_requant_mx(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int rows,
+                             int width, uint8_t *act_q, uint8_t *act_e, uint16_t *act_b, hipStream_t st);
 /* moe_combine.hip: out [tokens][hidden] = the sum of each token's k rows of ybuf
  * [tokens * k][hidden] in slot order; launched dependent on the kernel before it. */
 int tl_moe_launch_combine(const float *ybuf, int tokens, int k, int hidden, float *out, hipStream_t st);

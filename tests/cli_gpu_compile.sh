@@ -245,8 +245,10 @@ fi
 # argument: the roofline loops keep that many accumulators, one instruction each per iteration) or
 # `+` (at least one). Every rule must be met by every kernel it names; an MFMA that no rule allows
 # is unintended. The MoE GEMM's dtype is its first template argument (0 bf16, 1 fp8, 2 a16w4,
-# 3 mxfp4, 4 mxfp8): every dtype multiplies bf16 but fp8 on gfx950, whose FP8 is the inputs' OCP E4M3
-# (gfx942's is FNUZ: decoded to bf16). The indexer (kernels/indexer.hip, template <H, BLOCK_Q>) scores
+# 3 mxfp4, 4 mxfp8): on gfx942 every dtype multiplies bf16 (its FP8 is FNUZ: fp8 decoded to bf16,
+# the MX types' weights dequantized); on gfx950 bf16 and a16w4 multiply bf16, fp8 its OCP E4M3FN codes
+# on the f8f6f4 MFMA with unit scales, and mxfp4 / mxfp8 their MXFP8 activation codes and weight
+# codes on it with both operands' E8M0 scales (check_mx_scaled: VGPR scales, FP4 weights for mxfp4). The indexer (kernels/indexer.hip, template <H, BLOCK_Q>) scores
 # one 16-position fragment per loop body: H/16 FP8 MFMAs of K-depth 128 on gfx950 (D = 128 in one),
 # 4 x H/16 of K-depth 32 on gfx942 (its E4M3FN codes read as FNUZ, every value halved, 0x80 made 0).
 # Decode (kernels/decode_paged.hip, kernels/decode_mla.hip): the paged kernel (template <FP8>)
@@ -277,8 +279,8 @@ tl_roofline_check_mma_bf16           v_mfma_f32_16x16x32_bf16            2
 tl_roofline_mma_fp8I                 v_mfma_scale_f32_16x16x128_f8f6f4   acc
 tl_roofline_check_mma_fp8            v_mfma_scale_f32_16x16x128_f8f6f4   2
 tl_roofline_mma_f8f6f4I              v_mfma_scale_f32_16x16x128_f8f6f4   acc
-moe_gemmILi[02-4]E                   v_mfma_f32_16x16x32_bf16            +
-moe_gemmILi1E                        v_mfma_scale_f32_16x16x128_f8f6f4   +
+moe_gemmILi[02]E                     v_mfma_f32_16x16x32_bf16            +
+moe_gemmILi[13-4]E                   v_mfma_scale_f32_16x16x128_f8f6f4   +
 indexer_kernelILi32E                 v_mfma_scale_f32_16x16x128_f8f6f4   2
 indexer_kernelILi64E                 v_mfma_scale_f32_16x16x128_f8f6f4   4
 dec_paged_kernelI                    v_mfma_f32_16x16x16_bf16            24
@@ -376,6 +378,25 @@ amd_device() {
   check_mfma "$arch" "${!rules}" "$tmp/$arch"/*.s
   check_matrix_free "$arch" top-k topk_ "$topk_kernels"
   check_matrix_free "$arch" quant quant_ "$quant_kernels"
+  [ "$arch" = gfx950 ] && check_mx_scaled "$tmp/$arch/moe_gemm.s"
+}
+# check_mx_scaled S: in gfx950's MoE GEMM the MX instances' scaled steps take their E8M0 scales
+# from VGPRs (loaded, not the unit constant) with A in E4M3 and B in E2M1 (mxfp4: blgp:4) or E4M3
+# (mxfp8: no format fields), both stages
+check_mx_scaled() {
+  local s=$1 dt k body
+  for dt in 3 4; do
+    for k in $(grep -o "^_Z8moe_gemmILi${dt}ELi[12]ELi1EEv8GemmArgs:" "$s" | tr -d :); do
+      body=$(awk -v k="$k:" '$1 == k {on = 1; next} on && /^[ \t]*s_endpgm/ {exit} on' "$s" | grep "v_mfma_scale_f32_16x16x128_f8f6f4")
+      [ -n "$body" ] || { fail "gfx950: $k has no scaled step"; continue; }
+      grep -Eq ', v[0-9]+, v[0-9]+ op_sel_hi:\[0,0,0\]' <<<"$body" || fail "gfx950: $k: scales not in VGPRs: $(head -1 <<<"$body")"
+      grep -q "cbsz:" <<<"$body" && fail "gfx950: $k: A is not E4M3"
+      if [ $dt -eq 3 ]; then grep -q "blgp:4" <<<"$body" || fail "gfx950: $k: B is not E2M1"
+      else grep -q "blgp:" <<<"$body" && fail "gfx950: $k: B is not E4M3"; fi
+    done
+    [ -n "$k" ] || fail "gfx950: no moe_gemm instance of dtype $dt"
+  done
+  echo "gfx950: the MX GEMMs multiply on the scaled f8f6f4 MFMA with their E8M0 scales"
 }
 if [ ! -f /usr/include/hip/hip_runtime.h ]; then
   echo "SKIPPED: HIP headers not found (scripts/setup.sh installs libamdhip64-dev)"
