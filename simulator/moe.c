@@ -9,14 +9,18 @@
 
 #define DEFAULT_TILE_N 128
 
+/* The scaled f8f6f4 instructions (E8M0 scales fed to the instruction): FP4 inputs mark the family
+ * (gfx950). */
+static int has_scaled_f8f6f4(const tl_hw *hw) { return hw && tl_hw_has_dtype(hw, "fp4"); }
+
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b)
 {
     /* fp8: its E4M3 codes where the arch has FP8; mxfp4 / mxfp8: the scaled f8f6f4 instruction
-     * where the arch has it (FP4 inputs mark the family: gfx950), the E8M0 scales fed to it; the
-     * rest (and these without such instructions) run BF16 on weights converted in registers */
+     * where the arch has it, the E8M0 scales fed to it; the rest (and these without such
+     * instructions) run BF16 on weights converted in registers */
     const char *t = "bf16";
     if (d == TL_MOE_FP8 && tl_hw_has_dtype(hw, "fp8")) t = "fp8";
-    if (tl_hw_has_dtype(hw, "fp4") && (d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8)) t = d == TL_MOE_MXFP4 ? "fp4" : "fp8";
+    if (has_scaled_f8f6f4(hw) && tl_moe_mx_acts(d)) t = d == TL_MOE_MXFP4 ? "fp4" : "fp8";
     *a = *b = t;
 }
 
@@ -74,6 +78,11 @@ static int validate(const tl_moe_problem *p)
     if (p->requant_rows_per_cu < 0 || p->requant_rows_per_cu > 4096)
         return tl_error(TL_EUSAGE, "sim moe", "re-quantization rows per CU %d outside [0, 4096]",
                         p->requant_rows_per_cu);
+    if (p->mx_acts != TL_MOE_MX_ACTS_DEFAULT && p->mx_acts != TL_MOE_MX_ACTS_E4M3 && p->mx_acts != TL_MOE_MX_ACTS_BF16)
+        return tl_error(TL_EUSAGE, "sim moe", "MX activation mode %d is not 0, 1 or 2", (int)p->mx_acts);
+    if (p->mx_acts == TL_MOE_MX_ACTS_E4M3 && tl_moe_mx_acts(p->dtype) && !has_scaled_f8f6f4(p->hw))
+        return tl_error(TL_EUSAGE, "sim moe", "E4M3 MX activations need the scaled f8f6f4 instruction, which %s (%s) "
+                        "lacks", p->hw->name, p->hw->arch);
     return 0;
 }
 
@@ -170,29 +179,31 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 
 /* The stage's HBM bytes as stored, exact integers (moe.h): the active experts' weight matrices
  * (N x K each, codes and scales), the GEMM's activations in (stage 1: each token once; stage 2: each
- * edge's row, bf16 or its E4M3 re-quantization) and outputs out (stage 1: bf16 SwiGLU outputs per
+ * edge's row, bf16 or its re-quantization) and outputs out (stage 1: bf16 SwiGLU outputs per
  * edge; stage 2: per edge, fp32 partials for the combine else bf16), the routing metadata (each
  * tile's sorted ids, expert and row count, each edge's top-k weight), and the stage's other kernels:
- * fp8's re-quantization (bf16 rows in, E4M3 rows out) and the combine (partials in, output out). */
+ * the re-quantization (bf16 rows in, rows in act_dtype's stage-1 storage out) and the combine
+ * (partials in, output out). act_dtype: the dtype whose activation storage (tl_moe_act_bytes) the
+ * kernel's activations take: the problem's, or bf16 for MX activations carried as BF16 values. */
 typedef struct {
     double w, a, o, m;        /* the GEMM's: weights, activations, outputs, metadata */
     double requant, combine;  /* the other kernels' */
 } stage_bytes;
 
 static stage_bytes count_stage_bytes(const tl_moe_problem *p, const tl_worklist *wl, int N, int K, int64_t edges,
-                                     int requant, int combine)
+                                     tl_moe_dtype act_dtype, int requant, int combine)
 {
     const uint64_t e = (uint64_t)edges, tokens = (uint64_t)p->tokens, n = (uint64_t)N;
-    const uint64_t bf16_rows = tl_moe_act_bytes(TL_MOE_BF16, e, K), fp8_rows = tl_moe_act_bytes(TL_MOE_FP8, e, K);
+    const uint64_t bf16_rows = tl_moe_act_bytes(TL_MOE_BF16, e, K), q_rows = tl_moe_act_bytes(act_dtype, e, K);
     stage_bytes b = {0, 0, 0, 0, 0, 0};
     b.w = (double)((uint64_t)wl->active_experts * tl_moe_weight_matrix_bytes(p->dtype, N, K));
     if (p->stage == 1) {
-        b.a = (double)tl_moe_act_bytes(p->dtype, tokens, K);
+        b.a = (double)tl_moe_act_bytes(act_dtype, tokens, K);
         b.o = (double)(e * (n / 2) * 2);
     } else {
-        b.a = (double)(requant ? fp8_rows : bf16_rows);
+        b.a = (double)(requant ? q_rows : bf16_rows);
         b.o = (double)(e * n * (combine ? 4 : 2));
-        if (requant) b.requant = (double)(bf16_rows + fp8_rows);
+        if (requant) b.requant = (double)(bf16_rows + q_rows);
         if (combine) b.combine = (double)((e + tokens) * n * 4);
     }
     b.m = (double)((uint64_t)wl->n_tiles * ((uint64_t)p->tile_m * 4 + 4) + e * 4);
@@ -242,6 +253,7 @@ static void clear_kernel(tl_moe_problem *p, const char *kernel)
     p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = 0.0;
     p->prologue_loads = p->combine_kernel = p->requant_kernel = p->requant_rows_per_cu = 0;
     p->weights_per_tile = p->vector_rows = p->cu_load_cap = p->act_loads = p->wgmma = p->pad_loads = 0;
+    p->mx_acts = TL_MOE_MX_ACTS_DEFAULT;
     p->kernel = kernel;
 }
 
@@ -348,20 +360,28 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
     p->inflight_kib = (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec * u / 1024.0;
     p->narrow_rows = half ? KERNEL_TILE_M / 2 : 0;
     p->inflight_kib_wide = half ? (double)waves * KERNEL_LANES * KERNEL_NF * 16.0 * vec0 * u0 / 1024.0 : 0;
-    /* the first weight loads wait for one dependent round trip (the tile's expert; fp8 and mxfp8:
-     * then the sorted ids and the activation scales that go to shared memory before the first chunk) */
+    /* the first weight loads wait for one dependent round trip (the tile's expert; fp8: then the
+     * sorted ids and the activation scales that go to shared memory before the first chunk) */
     p->prologue_loads = p->dtype == TL_MOE_FP8 ? 2 : 1;
     p->combine_kernel = p->stage == 2;
-    p->requant_kernel = p->stage == 2 && p->dtype == TL_MOE_FP8;
+    /* stage 2's input re-quantized by its own kernel, one block a worklist row: fp8's 1x128 groups;
+     * the MX types' MXFP8 (as E4M3 codes + E8M0 scales for the scaled instruction, else as the
+     * round trip's BF16 values) */
+    const int mx = tl_moe_mx_acts(p->dtype), scaled = mx && has_scaled_f8f6f4(p->hw);
+    p->requant_kernel = p->stage == 2 && (p->dtype == TL_MOE_FP8 || mx);
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
+    /* the MX types on gfx950: the scaled f8f6f4 instruction takes the activations' E4M3 codes and
+     * the weights' codes (E2M1 / E4M3) with both E8M0 scales, nothing converted; elsewhere (sm_90,
+     * gfx942) the activations' BF16 values and the BF16 instruction */
+    p->mx_acts = !mx ? TL_MOE_MX_ACTS_DEFAULT : scaled ? TL_MOE_MX_ACTS_E4M3 : TL_MOE_MX_ACTS_BF16;
     /* an expert's later tiles find its weights in L2 (weights_per_tile 0); every byte an SM loads
      * passes its load path (cu_load_cap), and stage 2's warps each load the item's rows
      * (simulator/moe.h) */
     p->cu_load_cap = 1;
     p->act_loads = p->stage == 2 ? KERNEL_S2_WAVES : 1;
-    /* instructions per weight element of weights_bf16 (every arch: the kernel converts even where
-     * the arch has scaled FP4/FP8 instructions, since its activations are BF16: contract/moe.h) */
-    p->dequant_instr = bf16_conversion_instr(p->dtype);
+    /* instructions per weight element of weights_bf16: a16w4 on every arch, the MX types where the
+     * kernel multiplies BF16 (not gfx950) */
+    p->dequant_instr = scaled ? 0.0 : bf16_conversion_instr(p->dtype);
     return 0;
 }
 
@@ -389,9 +409,14 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     int N = p->stage == 1 ? 2 * wtp : p->model->hidden;
     int K = p->stage == 1 ? p->model->hidden : wtp;
 
+    /* the MX types' activations (tl_moe_problem.mx_acts): E4M3 codes into the scaled f8f6f4
+     * instruction beside the weights' codes, or BF16 values into the BF16 one */
+    const int mx = tl_moe_mx_acts(p->dtype);
+    const int mx_e4m3 = mx && p->mx_acts == TL_MOE_MX_ACTS_E4M3, mx_bf16 = mx && p->mx_acts == TL_MOE_MX_ACTS_BF16;
     const char *ad, *bd;
     tl_moe_instr_dtypes(hw, p->dtype, &ad, &bd);
-    if (p->dequant_instr > 0) ad = bd = "bf16"; /* the kernel converts its weights to BF16 */
+    if (mx_e4m3) ad = "fp8"; /* B stays the weights' (fp4 or fp8); a mixed pair runs at fp8's rate */
+    else if (p->dequant_instr > 0 || mx_bf16) ad = bd = "bf16"; /* the kernel converts its weights to BF16 */
     /* weights stored in another format than the instruction takes are converted, at the kernel's
      * stated count or else the measured one (bf16_conversion_instr) */
     const int converts = strcmp(bd, "bf16") == 0 && p->dtype != TL_MOE_BF16 && p->dtype != TL_MOE_FP8;
@@ -500,13 +525,15 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     r->bw_gbps = bw;
     /* cu_load_cap's rate: the kernel's copy path (load_cap_gbps), else the preset's per-CU stream */
     const double cap_gbps = p->load_cap_gbps > 0 ? p->load_cap_gbps : hw->hbm_per_cu_gbps;
-    int requant = p->stage == 2 && p->requant_kernel && p->dtype == TL_MOE_FP8;
+    int requant = p->stage == 2 && p->requant_kernel && (p->dtype == TL_MOE_FP8 || mx);
     int combine = p->stage == 2 && p->combine_kernel;
 
-    /* bytes per element class */
-    double fp8_act = tl_moe_act_bytes_per_elem(TL_MOE_FP8);
-    double in_elem = p->stage == 1 ? tl_moe_act_bytes_per_elem(p->dtype) /* stage 2 reads the bf16 */
-                     : requant ? fp8_act : 2.0;               /* buffer, or its E4M3 re-quantization */
+    /* bytes per element class: the activations in act_dtype's stage-1 storage (MX activations
+     * carried as BF16 values: bf16's) */
+    const tl_moe_dtype act_dtype = mx_bf16 ? TL_MOE_BF16 : p->dtype;
+    double q_act = tl_moe_act_bytes_per_elem(act_dtype);
+    double in_elem = p->stage == 1 ? q_act /* stage 2 reads the bf16 buffer, or its re-quantization */
+                     : requant ? q_act : 2.0;
     double out_elem = combine ? 4.0 : 2.0;                    /* fp32 partials for the combine */
     double act_share = p->stage == 1 ? 1.0 / k : 1.0;         /* stage 1 reads each token once */
 
@@ -619,7 +646,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         if (w == waves - 1) r->tail_us = wave_us;
         t += wave_us;
     }
-    stage_bytes sb = count_stage_bytes(p, &wl, N, K, edges, requant, combine);
+    stage_bytes sb = count_stage_bytes(p, &wl, N, K, edges, act_dtype, requant, combine);
     tl_worklist_free(&wl);
     r->weight_bytes = sb.w;
     r->act_bytes = sb.a + sb.requant;

@@ -22,15 +22,20 @@
  *    routing metadata (sorted ids, tile expert, top-k weights) too. The result's byte fields are
  *    exact counts of codes and scales as stored; the time terms charge bytes per element (scales
  *    included) are the contract's storages: weights bf16 2, fp8 1 + 4/128^2, a16w4 0.5 + 4/128,
- *    mxfp4 0.5 + 1/32, mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, the others 2. The stage-1
- *    output (stage-2 input) is bf16 for every type; stage 2 writes each routed row's weighted
- *    result in bf16 (tokens * k * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
- *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones); where the
- *    arch has the scaled f8f6f4 instructions (gfx950), mxfp4 runs fp4 x fp4 and mxfp8 fp8 x fp8 on
- *    them, the weights' E8M0 scales fed to the instruction and the activations quantized to the
- *    weights' MX format in the kernel (the seed's MX path; that quantization is not charged, and it
- *    is not this op's function, whose MX activations are BF16: contract/moe.h); bf16, a16w4, and
- *    the MX types elsewhere or in a kernel that converts them (dequant_instr > 0, as tilelab's)
+ *    mxfp4 0.5 + 1/32, mxfp8 1 + 1/32; stage-1 activations fp8 1 + 4/128, mxfp4 and mxfp8 1 + 1/32
+ *    (MXFP8; 2 where the kernel carries them as BF16 values: mx_acts), bf16 and a16w4 2. The
+ *    stage-1 output is bf16 for every type; stage 2 reads it, or with requant_kernel its
+ *    re-quantization (below); stage 2 writes each routed row's weighted result in bf16 (tokens * k
+ *    * hidden * 2 bytes, as a kernel that scatters before the top-k sum).
+ *  - Instructions: fp8 runs fp8 x fp8 (gfx950: the 16x16x128 / 32x32x64 f8f6f4 ones). The MX types
+ *    (mx_acts): the generic kernel (mx_acts 0), where the arch has the scaled f8f6f4 instructions
+ *    (gfx950), runs mxfp4 as fp4 x fp4 and mxfp8 as fp8 x fp8 on them, the weights' E8M0 scales fed
+ *    to the instruction and the activations quantized to the weights' MX format in the kernel (the
+ *    seed's MX path; that quantization is not charged); tilelab's kernel on gfx950
+ *    (TL_MOE_MX_ACTS_E4M3) runs the activations' E4M3 codes against the weights' codes (fp8 x fp4
+ *    or fp8 x fp8: a mixed pair at the fp8 entry's rate, tl_hw_pick_instr), both E8M0 scales fed
+ *    to the instruction, nothing converted. bf16, a16w4, and the MX types elsewhere or in a kernel
+ *    that converts them (dequant_instr > 0, or TL_MOE_MX_ACTS_BF16: tilelab's on sm_90 and gfx942)
  *    run bf16 x bf16. Weights stored otherwise than the instruction takes are converted in
  *    registers: at the kernel's dequant_instr, or, when it states none (the generic kernel), at
  *    the counts fitted to tilelab's conversion on the H200 (below; the only measured ones).
@@ -78,16 +83,20 @@
  *      graphs of 1-4 empty kernels). Stage 2 with combine_kernel writes fp32 partials (edges x
  *      hidden x 4 bytes) and a combine kernel reads them and writes tokens x hidden fp32:
  *      next_kernel_us + k x load_chain_us (a thread's k loads run one after another) + its bytes at
- *      the HBM ceiling. fp8 stage 2 with requant_kernel first re-quantizes each routed row (read
- *      bf16, write E4M3 + fp32 scales per 128, in act_bytes): next_kernel_us + rounds x passes x
+ *      the HBM ceiling. Stage 2 with requant_kernel (fp8, mxfp4, mxfp8: the op's Q2) first
+ *      re-quantizes each routed row (read bf16; write fp8's E4M3 + fp32 scales per 128, the MX
+ *      types' MXFP8, E4M3 + E8M0 per 32, or with TL_MOE_MX_ACTS_BF16 its round trip's bf16 values;
+ *      in act_bytes), and the GEMM reads what it wrote: next_kernel_us + rounds x passes x
  *      load_chain_us + its bytes, where a row is a TL_MOE_QUANT_THREADS-thread block whose threads
  *      load 8 values each at once (passes = ceil(width / 8 / TL_MOE_QUANT_THREADS), 1 up to width
- *      2048) and reduce each 128 group by shuffles (no barrier), requant_rows_per_cu rows resident
- *      per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)). extra_us reports both kernels.
+ *      2048) and reduce each scale group (128 or 32 values) by shuffles (no barrier),
+ *      requant_rows_per_cu rows resident per CU, rounds = ceil(edges / (cus x requant_rows_per_cu)).
+ *      extra_us reports both kernels.
  *    * weights_per_tile (an option; tl_moe_tilelab_kernel leaves it off, the CU's load stream below
  *      charges those re-reads instead): an expert's later tiles take as long as if their weights
  *      came from HBM again. The cost is time only: hbm_bytes counts each byte once.
- *    * dequant_instr: a16w4, mxfp4 and mxfp8 weights are turned into BF16 in registers, element
+ *    * dequant_instr: a16w4 weights, and mxfp4 and mxfp8 weights where the kernel multiplies BF16
+ *      (every preset but gfx950's, TL_MOE_MX_ACTS_BF16), are turned into BF16 in registers, element
  *      by element, before the BF16 matrix instruction (kernels/moe.hip, weights_bf16). That work runs
  *      on the CU's vector units: an item's dequant time = its weight elements (tile_n x K) x
  *      dequant_instr / (vector_lanes_per_cu x clock_mhz, the preset's), added to its matrix
@@ -210,12 +219,33 @@
 #include "../contract/worklist.h"
 #include "hw.h"
 #include "model.h"
-/* Instruction input dtypes a kernel that feeds weights as stored runs this data type on for hw: "fp8"
- * for fp8 where the arch has FP8 instructions; "fp4" for mxfp4 and "fp8" for mxfp8 where it has the
- * scaled f8f6f4 ones (gfx950: E8M0 scales fed to the instruction, activations quantized to MX);
- * otherwise "bf16" (a16w4, and the MX types elsewhere: weights converted in registers). A kernel
- * with dequant_instr > 0 (tilelab's, whose MX activations are BF16 as the op's) runs BF16. */
+/* Instruction input dtypes the generic kernel, which feeds weights as stored, runs this data type on
+ * for hw: "fp8" for fp8 where the arch has FP8 instructions; "fp4" for mxfp4 and "fp8" for mxfp8
+ * where it has the scaled f8f6f4 ones (gfx950: E8M0 scales fed to the instruction, activations
+ * quantized to the weights' MX format: the seed's MX path); otherwise "bf16" (a16w4, and the MX
+ * types elsewhere: weights converted in registers). A kernel with dequant_instr > 0 or
+ * TL_MOE_MX_ACTS_BF16 runs BF16; with TL_MOE_MX_ACTS_E4M3 (tilelab's on gfx950) A is "fp8" (the
+ * activations' E4M3 codes) and B these. */
 void tl_moe_instr_dtypes(const tl_hw *hw, tl_moe_dtype d, const char **a, const char **b);
+
+/* How a kernel takes the MX types' activations (MXFP8 in the op: contract/moe.h); tl_moe_problem's
+ * mx_acts, read for mxfp4 and mxfp8 only. */
+typedef enum {
+    TL_MOE_MX_ACTS_DEFAULT = 0, /* the generic kernel's: the instruction tl_moe_instr_dtypes names;
+                                   stage 1 reads them as the contract stores them (1 + 1/32 bytes an
+                                   element), stage 2 the bf16 buffer or, with requant_kernel, its
+                                   MXFP8 re-quantization */
+    TL_MOE_MX_ACTS_E4M3,        /* their E4M3 codes are the scaled f8f6f4 instruction's A operand,
+                                   the weights' codes its B, both E8M0 scales fed to it (the preset
+                                   must have it: gfx950); nothing converted (dequant_instr unused);
+                                   1 + 1/32 bytes an element in stage 1 and, re-quantized, in stage
+                                   2 (tilelab's kernel on gfx950) */
+    TL_MOE_MX_ACTS_BF16         /* their exact BF16 values on the BF16 instruction, the weights
+                                   converted in registers (dequant_instr); 2 bytes an element in
+                                   stage 1, and stage 2's re-quantization writes the MXFP8 round
+                                   trip's BF16 values (2 bytes) for the GEMM (tilelab's kernel on
+                                   sm_90 and gfx942) */
+} tl_moe_mx_acts_mode;
 
 typedef struct {
     const tl_hw *hw;
@@ -244,9 +274,11 @@ typedef struct {
                             every wave pays (prologue_loads + 1) x hbm_latency_us + item_fixed_us */
     int combine_kernel;  /* stage 2: the GEMM writes fp32 partials per routed row and a separate
                             kernel sums each token's k rows (deterministic combine) */
-    int requant_kernel;  /* fp8 stage 2: a separate kernel re-quantizes the bf16 activations to E4M3
-                            in 1x128 groups (one row per block) before the GEMM */
+    int requant_kernel;  /* fp8, mxfp4, mxfp8 stage 2: a separate kernel re-quantizes the bf16
+                            activations (one row per block) before the GEMM: fp8 to E4M3 in 1x128
+                            groups, the MX types to MXFP8 (stored as mx_acts says) */
     int requant_rows_per_cu; /* rows that kernel keeps resident per CU (0 = 1) */
+    tl_moe_mx_acts_mode mx_acts; /* mxfp4, mxfp8: how the kernel takes their activations (above) */
     int weights_per_tile; /* each of an expert's tiles pays the time of reading its weights from
                             HBM, not only its first (an option, off for this project's kernel; see
                             above); the cost is time only: hbm_bytes still counts each byte once */
@@ -333,8 +365,8 @@ typedef struct {
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
  * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr,
- * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, pad_loads, kernel)
- * to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
+ * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, pad_loads, mx_acts,
+ * kernel) to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
  * p->stage, p->tokens and p->model; the other fields are left alone. The geometry comes from
  * contract/moe.h (TL_MOE_TILE_M, S1_NB, NCOLS, S1/S2_THREADS, S1/S2_MINB, QUANT_THREADS, GEMV_*,
  * tl_moe_uses_gemv, tl_moe_gemv_geometry), which the kernel is built with. What the contract does
@@ -346,6 +378,9 @@ typedef struct {
  * p->hw is an sm_90 preset (kernels/moe.hip: a build with wgmma on a compute capability 9 device);
  * everything else moe_gemm / moe_gemv_down with tl_moe_tiles_per_item's group. No other preset
  * (mi300x, mi355x) and no p->hw (NULL) gets the prefill kernel. p->kernel names the one chosen.
+ * The MX types: on a preset with the scaled f8f6f4 instruction (gfx950) TL_MOE_MX_ACTS_E4M3, no
+ * conversion (dequant_instr 0); elsewhere, and with no p->hw, TL_MOE_MX_ACTS_BF16 with the weights'
+ * conversion; their stage 2 re-quantizes its input in its own kernel (requant_kernel) everywhere.
  * TL_EUSAGE when p or its model is NULL. */
 int tl_moe_tilelab_kernel(tl_moe_problem *p);
 /* The same with `group` tiles of one expert per work item (1, 2 or 4; above 1 bf16 only) in place
@@ -364,7 +399,8 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p);
 /* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2
  * re-quantizes its input (the op's Q2, contract/moe.h) in a kernel of its own (requant_kernel), as
  * the block-scaled two-stage paths do (tilelab's, and seed 000 Table 3's, whose fixed overhead at
- * low M it names block scaling); nothing else. TL_EUSAGE when p is NULL. */
+ * low M it names block scaling); nothing else (the MX types' Q2 is the seed's MX path's in-kernel
+ * quantization, uncharged: mx_acts 0). TL_EUSAGE when p is NULL. */
 int tl_moe_generic_kernel(tl_moe_problem *p);
 
 /* Limits of one run: waves of work items it walks, and work items it keeps a schedule of. */

@@ -309,12 +309,97 @@ static void test_seed_table3_limiters(void **state)
     assert_string_equal(m8.instr.a, "fp8");
     assert_true(m4.dequant_us == 0.0 && m8.dequant_us == 0.0 && w4.dequant_us > 0.0);
     assert_true(m4.time_us < w4.time_us && strcmp(m4.limiter, "hbm") == 0);
-    /* tilelab's kernel converts MX weights to BF16 on every arch (its activations are BF16) */
-    tl_moe_problem t = problem(&hw355, &kimi, TL_MOE_MXFP4, 4, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&t), 0);
-    tl_moe_result tk = run(t);
-    assert_string_equal(tk.instr.a, "bf16");
-    assert_true(tk.dequant_us > 0.0);
+}
+
+/* tilelab's kernel for the MX types, whose activations are MXFP8 (contract/moe.h). On gfx950
+ * (mi355x) the scaled f8f6f4 instruction takes the activations' E4M3 codes and the weights' codes
+ * with both E8M0 scales, nothing converted; the activations are 1 + 1/32 bytes an element in both
+ * stages. On sm_90 (h200) and gfx942 (mi300x) the BF16 instruction on the activations' BF16 values
+ * (2 bytes an element) and the weights converted in registers. Stage 2 re-quantizes its input in a
+ * kernel of its own on every preset: MXFP8 codes and scales on gfx950, the round trip's BF16
+ * values elsewhere. */
+static void test_tilelab_mx_kernel(void **state)
+{
+    (void)state;
+    const int H = 7168, W = 2048; /* DeepSeek-V3.2 full width */
+    /* mi355x stage 1 at M = 1..256, random routing: not a16w4's row (the same BF16 instruction and
+     * a conversion before), and no conversion bounds it */
+    for (int M = 1; M <= 256; M *= 4) {
+        tl_moe_problem p4 = problem(&hw355, &ds, TL_MOE_MXFP4, M, 1), p8 = problem(&hw355, &ds, TL_MOE_MXFP8, M, 1),
+                       pw = problem(&hw355, &ds, TL_MOE_A16W4, M, 1);
+        tl_routing_parse("random", &p4.routing);
+        tl_routing_parse("random", &p8.routing);
+        tl_routing_parse("random", &pw.routing);
+        assert_int_equal(tl_moe_tilelab_kernel(&p4), 0);
+        assert_int_equal(tl_moe_tilelab_kernel(&p8), 0);
+        assert_int_equal(tl_moe_tilelab_kernel(&pw), 0);
+        assert_true(p4.mx_acts == TL_MOE_MX_ACTS_E4M3 && p4.dequant_instr == 0.0 && pw.dequant_instr > 0.0);
+        tl_moe_result r4 = run(p4), r8 = run(p8), rw = run(pw);
+        assert_string_equal(r4.instr.name, "v_mfma_scale_f32_16x16x128_f8f6f4");
+        assert_string_equal(r4.instr.a, "fp8"); /* E4M3 x E2M1: the mixed pair at fp8's rate */
+        assert_string_equal(rw.instr.name, "v_mfma_f32_16x16x32_bf16");
+        assert_true(r4.compute_us == r8.compute_us);
+        assert_true(r4.dequant_us == 0.0 && rw.dequant_us > 0.0);
+        assert_true(r4.time_us < rw.time_us);
+        assert_true(strcmp(r4.limiter, "dequant") != 0 && strcmp(r4.limiter, "padding") != 0);
+        assert_string_equal(r4.limiter, "hbm");
+        assert_true(r4.act_bytes == (double)M * (H + H / 32)); /* each token's codes and scales once */
+        printf("mi355x mxfp4 stage 1 M = %d: %.2f us (%s), a16w4 %.2f us (%s)\n", M, r4.time_us, r4.limiter,
+               rw.time_us, rw.limiter);
+    }
+    /* mi355x stage 2 at M = 1 (8 rows, one round, one pass): the re-quantization reads the bf16 rows
+     * and writes codes and scales, which the GEMM reads; against bf16's stage 2, which has the
+     * combine only */
+    const double bw355 = tl_ceiling_value(hw355.ceilings.hbm_read_gbps);
+    tl_moe_problem p = problem(&hw355, &ds, TL_MOE_MXFP4, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.requant_kernel && p.combine_kernel && p.mx_acts == TL_MOE_MX_ACTS_E4M3);
+    tl_moe_result m = run(p);
+    tl_moe_problem pb = problem(&hw355, &ds, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&pb), 0);
+    tl_moe_result b = run(pb);
+    assert_int_equal(m.kernels, 3);
+    assert_true(m.act_bytes == 8.0 * W * 2 + 2 * 8.0 * (W + W / 32));
+    assert_true(fabs(m.extra_us - b.extra_us - (hw355.next_kernel_us + hw355.load_chain_us +
+                                                 8.0 * W * (2.0 + 1.0 + 1.0 / 32) / (bw355 * 1e3))) < 1e-9);
+    assert_true(m.dequant_us == 0.0);
+    /* h200: stage 1 reads the activations' BF16 values; the weights are converted */
+    const double bw200 = tl_ceiling_value(hw200.ceilings.hbm_read_gbps);
+    p = problem(&hw200, &ds, TL_MOE_MXFP4, 16, 1);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.mx_acts == TL_MOE_MX_ACTS_BF16 && p.dequant_instr == 8.0 && !p.requant_kernel);
+    m = run(p);
+    assert_string_equal(m.instr.a, "bf16");
+    assert_true(m.act_bytes == 16.0 * H * 2 && m.dequant_us > 0.0 && m.kernels == 1);
+    /* h200 stage 2 includes the re-quantization kernel: bf16 rows in, their MXFP8 round trip out as
+     * bf16, which the GEMM reads */
+    p = problem(&hw200, &ds, TL_MOE_MXFP8, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.requant_kernel && p.mx_acts == TL_MOE_MX_ACTS_BF16 && p.dequant_instr == 16.25);
+    m = run(p);
+    pb = problem(&hw200, &ds, TL_MOE_BF16, 1, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&pb), 0);
+    b = run(pb);
+    assert_int_equal(m.kernels, 3);
+    assert_true(m.act_bytes == 3 * 8.0 * W * 2);
+    assert_true(fabs(m.extra_us - b.extra_us - (hw200.next_kernel_us + hw200.load_chain_us +
+                                                 8.0 * W * (2.0 + 2.0) / (bw200 * 1e3))) < 1e-9);
+    /* mi300x (gfx942: no scaled instruction) and no preset at all: as sm_90 */
+    p = problem(&hw300, &ds, TL_MOE_MXFP4, 16, 2);
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.mx_acts == TL_MOE_MX_ACTS_BF16 && p.requant_kernel && p.dequant_instr == 8.0);
+    p.hw = NULL;
+    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_true(p.mx_acts == TL_MOE_MX_ACTS_BF16);
+    /* E4M3 activations need the scaled instruction; the mode is read for the MX types only */
+    p = problem(&hw200, &ds, TL_MOE_MXFP4, 16, 1);
+    p.mx_acts = TL_MOE_MX_ACTS_E4M3;
+    tl_moe_result e;
+    assert_int_equal(tl_moe_sim(&p, &e), TL_EUSAGE);
+    p.dtype = TL_MOE_BF16;
+    assert_int_equal(tl_moe_sim(&p, &e), 0);
+    p.mx_acts = (tl_moe_mx_acts_mode)3;
+    assert_int_equal(tl_moe_sim(&p, &e), TL_EUSAGE);
 }
 
 static void test_bad_input(void **state)
@@ -869,7 +954,7 @@ int main(void)
         cmocka_unit_test(test_k_padding),              cmocka_unit_test(test_limiters),
         cmocka_unit_test(test_schedule),               cmocka_unit_test(test_measured_ceilings_matter),
         cmocka_unit_test(test_dtype_names),            cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_seed_table3_limiters),
+        cmocka_unit_test(test_seed_table3_limiters),   cmocka_unit_test(test_tilelab_mx_kernel),
         cmocka_unit_test(test_cu_stream),              cmocka_unit_test(test_tilelab_kernel_terms),
         cmocka_unit_test(test_shared_experts),         cmocka_unit_test(test_exact_bytes),
         cmocka_unit_test(test_tile_group_is_the_models_pick),
