@@ -142,10 +142,11 @@ static const char moe_sim_usage[] =
     "  --shared   shared experts every token also routes to (default: the model's n_shared_experts;\n"
     "             the tilelab kernel fuses none, so it models none)\n"
     "  --seed     routing seed for random and zipf (default 1)\n"
-    "  --kernel   tilelab (default): the kernels tilelab ships (kernels/moe*.hip as built for sm_90:\n"
+    "  --kernel   tilelab (default): the kernels tilelab ships (kernels/moe*.hip as built for the preset's arch:\n"
     "             their tiles, bytes in flight, extra kernels and the weights' dequantization), timed\n"
     "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
-    "             MX weights converted to BF16 on every arch (the op's activations are BF16);\n"
+    "             the MX types' MXFP8 activations and weights on the scaled f8f6f4 instruction\n"
+    "             on gfx950 (E8M0 scales fed to it), elsewhere the weights converted to BF16;\n"
     "             bf16 on an sm_90 preset: moe_prefill_s1 / moe_prefill_s2 (wgmma) where the kernel picks it\n"
     "             (contract/moe.h, tl_moe_uses_prefill), else moe_gemm; TILELAB_MOE_PREFILL=1 or 0\n"
     "             forces one, as it does for the GPU kernel (A/B timing);\n"
@@ -513,8 +514,8 @@ static void moe_describe(const void *vp, FILE *f)
                    "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
                 p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
-                p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for sm_90, "
-                                    "dequantization included; bf16 on an sm_90 preset: moe_prefill_s1 / _s2 where "
+                p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for the preset's arch, "
+                                    "dequantization included (the MX types on gfx950: the scaled f8f6f4 MFMA); bf16 on an sm_90 preset: moe_prefill_s1 / _s2 where "
                                     "tl_moe_uses_prefill picks it, or as TILELAB_MOE_PREFILL=1/0 forces; column "
                                     "kernel names each row's)"
                                   : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
