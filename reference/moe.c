@@ -656,12 +656,21 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out)
 
 /* Both sides compute stage 1 from the same quantized inputs in float32 with different summation
  * orders, so its values differ by a relative e1 (numerics/metrics.h's accumulation model over
- * K = hidden). Each side then rounds them to the intermediate format(s) (bf16; then E4M3 in 1x128
- * groups for fp8). Rounding the SAME value gives the same code, so the sides differ only where a
- * rounding midpoint falls between the two values: with relative spacing 2u that happens with
- * probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding. Stage 2 adds
- * its own float32 accumulation over K = width (same inputs on both sides). The bound is 4x the
- * quadrature sum, the project's usual safety factor. */
+ * K = hidden). Each side then rounds them to the intermediate format(s) (bf16; then Q2's E4M3: in
+ * 1x128 groups with float32 scales for fp8, in MXFP8's 1x32 blocks with E8M0 scales for mxfp4 and
+ * mxfp8, tl_moe_act_format). Rounding the SAME value gives the same code, so the sides differ only
+ * where a rounding midpoint falls between the two values: with relative spacing 2u that happens
+ * with probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding (E4M3:
+ * u = 2^-4 under either scale, whose elements are the same 3-bit-mantissa grid). MXFP8 adds one
+ * flip fp8 lacks: a block whose largest bf16 value is one step apart on the two sides across a
+ * power of two gets scales 2^s and 2^(s+1). A power-of-two scale only shifts the elements'
+ * exponents, so both decode every element alike except the floor rule's saturated ones (|x| in
+ * (464, 512) x 2^s, which give 448 x 2^s on one side) and those under 2^(s-5) (E4M3 subnormals
+ * at the larger scale: under 2^-14 of the block's largest, negligible): the block's largest value
+ * moves by up to two E4M3 steps, at about 1/128 of the rate of its bf16 flips, which the factor
+ * below covers.
+ * Stage 2 adds its own float32 accumulation over K = width (same inputs on both sides). The bound
+ * is 4x the quadrature sum, the project's usual safety factor. */
 /* The relative RMS difference of two float32 sums of K products in different orders (numerics'
  * accumulation model, before any safety factor): stage 1 has K = hidden, stage 2 K = width. */
 static int fp32_sum_model(long k, double *e)
@@ -692,10 +701,11 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
      * is compared with: the whole output, sqrt(tokens x width), one token's row, sqrt(width). J is
      * the 1e-5 quantile of that flip (7 for bf16 activations, 3 for E4M3 with u = 2^-4), from a
      * simulation of the kernel's and the reference's float32 summation orders over 10^4-10^5 seeds
-     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
+     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256; E4M3 as fp8's 1x128 groups, whose
+     * elements flip as MXFP8's do but for the block-scale flip above): false failures below 1e-4 per
      * case where the bound without it failed a correct kernel in 1-5% of cases at M = 1 and TP8 (and
      * did so on the H200: bf16 TP8 M = 1, rel_rms 8.6e-4 against 6.0e-4). The cost is detection at
-     * small M x width: fp8 at M = 1 TP8 allows 2.3e-2. The GPU check therefore also checks the stages
+     * small M x width: fp8, mxfp4 and mxfp8 (E4M3 activations all) at M = 1 TP8 allow 2.3e-2. The GPU check therefore also checks the stages
      * one at a time, without flip noise (tl_moe_compare_act, then tl_moe_reference_from_act under
      * tl_moe_tolerance_stage2): an error of 1e-5 in stage 2 or of two bf16 steps in one activation
      * shows there at every M. */

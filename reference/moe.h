@@ -83,7 +83,8 @@ void tl_moe_inputs_free(tl_moe_inputs *in);
 int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act);
 
 /* Q2 on one row of stage 1's output (width bf16 codes): the values stage 2 reads (a, width floats),
- * as above for dtype d: the bf16 values (bf16, a16w4), or their fp8 or MXFP8 round trip. The
+ * as above for dtype d: the bf16 values (bf16, a16w4), their fp8 round trip (what the kernels'
+ * moe_quant_act, kernels/moe_requant.hip, writes) or their MXFP8 round trip (mxfp4, mxfp8). The
  * reference and the naive loop both call it. TL_EUSAGE for an empty row; TL_EFAIL on allocation
  * failure (a is then all NaN). Cost: O(width) and two small allocations. */
 int tl_moe_q2_row(tl_moe_dtype d, int width, const uint16_t *code, float *a);

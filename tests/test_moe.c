@@ -202,7 +202,8 @@ static void test_tolerance_catches_errors(void **state)
 /* The bound grows by the size of one rounding flip of an activation as tokens x width shrinks:
  * DeepSeek-V3.2 at TP8 (width 256), bf16 6.04e-4 from the summation model alone, 2 u J / sqrt(M W)
  * with u = 2^-8, J = 7 for one flip (3.47e-3 at M = 1); fp8's E4M3 activations (u = 2^-4, J = 3)
- * 2.36e-2 at M = 1; every row allows at least the whole bound. */
+ * 2.36e-2 at M = 1, and the MX types' MXFP8 (E4M3 elements) the same; every row allows at least
+ * the whole bound. */
 static void test_tolerance_flip_term(void **state)
 {
     (void)state;
@@ -222,6 +223,12 @@ static void test_tolerance_flip_term(void **state)
     assert_true(t16.rel_rms > 1.0e-3 && t16.rel_rms < 1.1e-3);
     assert_true(t256.rel_rms > 6.0e-4 && t256.rel_rms < 6.6e-4);
     assert_true(f1.rel_rms > 2.3e-2 && f1.rel_rms < 2.4e-2);
+    for (int mx = 0; mx < 2; mx++) { /* the MX types' MXFP8 activations: E4M3 too, the same bound */
+        tl_tolerance m1;
+        s.dtype = mx ? TL_MOE_MXFP8 : TL_MOE_MXFP4;
+        assert_int_equal(tl_moe_tolerance(&s, &m1), 0);
+        assert_true(m1.rel_rms == f1.rel_rms && m1.row_factor == f1.row_factor && m1.predicted == f1.predicted);
+    }
     const tl_tolerance *all[] = {&t1, &t16, &t256, &f1};
     for (int i = 0; i < 4; i++) {
         assert_true(all[i]->row_factor >= 1.0);
