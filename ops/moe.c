@@ -52,7 +52,7 @@ typedef struct {
 } moe_problem;
 
 static const tl_op_input moe_inputs[] = {
-    {"x", "activations [tokens][hidden]: float32, float16 or bfloat16 (fp8: quantized in 1x128 groups)", 1},
+    {"x", "activations [tokens][hidden]: float32, float16 or bfloat16 (fp8: quantized in 1x128 groups; mxfp4, mxfp8: to MXFP8, 1x32 blocks)", 1},
     {"topk_ids", "routed experts [tokens][top_k]: int32 in [0, experts)", 1},
     {"topk_weights", "routing weights [tokens][top_k]: float32, finite", 1},
     {NULL, NULL, 0},

@@ -219,37 +219,56 @@ static void free_tokens(tl_moe_inputs *in)
     free(in->x);
     free(in->xq);
     free(in->xs);
+    free(in->xe);
     free(in->topk_ids);
     free(in->topk_w);
     in->x = NULL;
     in->xq = NULL;
     in->xs = NULL;
+    in->xe = NULL;
     in->topk_ids = NULL;
     in->topk_w = NULL;
 }
 
-/* Allocates in's token-side arrays for s and fills x (and, for fp8, xq and xs) from the float32
- * activations xf, which are rounded to bf16 in place (fp8 quantizes the bf16 values). The routing
- * arrays are allocated, not filled. On error the arrays are freed. */
+/* MXFP8 (E4M3FN, one E8M0 scale per 1 x 32, the floor rule) of each of `rows` rows of cols values
+ * (blocks start at each row's first value; a row's last block may be short): codes [rows][cols],
+ * scales [rows][ceil(cols/32)]. tl_mx_quantize is the quantizer the MX kernels' arithmetic
+ * (contract/quant.h's tl_quant_mx_scale / tl_quant_mx_code, floor rule) equals. */
+static int mx_quantize_rows(const float *x, size_t rows, size_t cols, uint8_t *codes, uint8_t *scales)
+{
+    const size_t nb = tl_mx_num_blocks(cols, MX_BLOCK);
+    for (size_t r = 0; r < rows; r++) {
+        int rc = tl_mx_quantize(TL_NF_E4M3FN, TL_SCALE_FLOOR, MX_BLOCK, x + r * cols, cols, codes + r * cols,
+                                scales + r * nb);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Allocates in's token-side arrays for s and fills x (and xq with xs for fp8, xq with xe for the
+ * MX types) from the float32 activations xf, which are rounded to bf16 in place (fp8 and the MX
+ * types quantize the bf16 values). The routing arrays are allocated, not filled. On error the
+ * arrays are freed. */
 static int set_activations(tl_moe_inputs *in, const tl_moe_shape *s, float *xf)
 {
     size_t n = (size_t)s->tokens * (size_t)s->hidden, edges = (size_t)s->tokens * (size_t)s->top_k;
+    const int fp8 = s->dtype == TL_MOE_FP8, mx = tl_moe_mx_acts(s->dtype);
     in->x = malloc(n * sizeof(uint16_t));
     in->topk_ids = malloc(edges * sizeof(int32_t));
     in->topk_w = malloc(edges * sizeof(float));
-    if (s->dtype == TL_MOE_FP8) {
-        in->xq = malloc(n);
-        in->xs = malloc((size_t)s->tokens * ceil_div((size_t)s->hidden, BLOCK) * sizeof(float));
-    }
-    if (!in->x || !in->topk_ids || !in->topk_w || (s->dtype == TL_MOE_FP8 && (!in->xq || !in->xs))) {
+    if (fp8 || mx) in->xq = malloc(n);
+    if (fp8) in->xs = malloc((size_t)s->tokens * ceil_div((size_t)s->hidden, BLOCK) * sizeof(float));
+    if (mx) in->xe = malloc((size_t)s->tokens * tl_mx_num_blocks((size_t)s->hidden, MX_BLOCK));
+    if (!in->x || !in->topk_ids || !in->topk_w || ((fp8 || mx) && !in->xq) || (fp8 && !in->xs) || (mx && !in->xe)) {
         free_tokens(in);
         return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
     }
     tl_encode_array16(TL_NF_BF16, xf, n, 1, in->x);
     tl_decode_array16(TL_NF_BF16, in->x, n, xf);
     int rc = 0;
-    if (s->dtype == TL_MOE_FP8)
+    if (fp8)
         rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xs);
+    if (mx) rc = mx_quantize_rows(xf, (size_t)s->tokens, (size_t)s->hidden, in->xq, in->xe);
     if (rc) free_tokens(in);
     return rc;
 }
@@ -323,35 +342,49 @@ void tl_moe_inputs_free(tl_moe_inputs *in)
 
 static float silu(float g) { return g / (1.0f + expf(-g)); }
 
-/* x of token t as the kernel reads it: bf16 values, or the block-FP8 values for fp8. */
+/* x of token t as the kernel reads it: bf16 values, or the dequantized block-FP8 (fp8) or MXFP8
+ * (mxfp4, mxfp8) values. */
 static void token_row(const tl_moe_inputs *in, int t, float *row)
 {
     size_t H = (size_t)in->s.hidden;
     if (in->s.dtype == TL_MOE_FP8)
         tl_bfp8_dequantize_act(TL_NF_E4M3FN, BLOCK, in->xq + (size_t)t * H,
                                in->xs + (size_t)t * ceil_div(H, BLOCK), 1, H, row);
+    else if (tl_moe_mx_acts(in->s.dtype))
+        tl_mx_dequantize(TL_NF_E4M3FN, MX_BLOCK, in->xq + (size_t)t * H,
+                         in->xe + (size_t)t * tl_mx_num_blocks(H, MX_BLOCK), H, row);
     else
         tl_decode_array16(TL_NF_BF16, in->x + (size_t)t * H, H, row);
 }
 
-/* Q2 on one row of bf16 activations (codes): the values stage 2 reads, a (width floats): the bf16
- * values, and for fp8 those re-quantized to E4M3 in 1 x 128 groups (the kernel's moe_quant_act). */
+int tl_moe_q2_row(tl_moe_dtype d, int width, const uint16_t *code, float *a)
+{
+    if (width < 1 || !code || !a) return tl_error(TL_EUSAGE, "moe q2", "empty row");
+    tl_decode_array16(TL_NF_BF16, code, (size_t)width, a);
+    const int fp8 = d == TL_MOE_FP8, mx = tl_moe_mx_acts(d);
+    if (!fp8 && !mx) return 0;
+    const size_t W = (size_t)width, blocks = fp8 ? ceil_div(W, BLOCK) : tl_mx_num_blocks(W, MX_BLOCK);
+    uint8_t *q = malloc(W);
+    void *s = malloc(blocks * (fp8 ? sizeof(float) : 1));
+    int rc = q && s ? 0 : TL_EFAIL;
+    if (!rc && fp8) {
+        rc = tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, a, 1, W, q, s);
+        if (!rc) rc = tl_bfp8_dequantize_act(TL_NF_E4M3FN, BLOCK, q, s, 1, W, a);
+    } else if (!rc) {
+        rc = tl_mx_quantize(TL_NF_E4M3FN, TL_SCALE_FLOOR, MX_BLOCK, a, W, q, s);
+        if (!rc) rc = tl_mx_dequantize(TL_NF_E4M3FN, MX_BLOCK, q, s, W, a);
+    }
+    free(q);
+    free(s);
+    if (rc)
+        for (size_t j = 0; j < W; j++) a[j] = NAN; /* never passes a check */
+    return rc == TL_EFAIL ? tl_error(TL_EFAIL, "moe q2", "out of memory for a row of %d", width) : rc;
+}
+
+/* Q2 on one row (tl_moe_q2_row); a failure leaves NaN in a, which no check passes. */
 static void act_values(tl_moe_dtype d, int width, const uint16_t *code, float *a)
 {
-    tl_decode_array16(TL_NF_BF16, code, (size_t)width, a);
-    if (d == TL_MOE_FP8) {
-        size_t groups = ceil_div((size_t)width, BLOCK);
-        uint8_t *q = malloc((size_t)width);
-        float *s = malloc(groups * sizeof(float));
-        if (q && s) {
-            tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, BLOCK, a, 1, (size_t)width, q, s);
-            tl_bfp8_dequantize_act(TL_NF_E4M3FN, BLOCK, q, s, 1, (size_t)width, a);
-        } else {
-            for (int j = 0; j < width; j++) a[j] = NAN; /* never passes a check */
-        }
-        free(q);
-        free(s);
-    }
+    (void)tl_moe_q2_row(d, width, code, a);
 }
 
 /* Stage 1's epilogue and Q2 on one row: h (2*width: gate then up, float32) -> the bf16 codes stage
@@ -623,12 +656,21 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out)
 
 /* Both sides compute stage 1 from the same quantized inputs in float32 with different summation
  * orders, so its values differ by a relative e1 (numerics/metrics.h's accumulation model over
- * K = hidden). Each side then rounds them to the intermediate format(s) (bf16; then E4M3 in 1x128
- * groups for fp8). Rounding the SAME value gives the same code, so the sides differ only where a
- * rounding midpoint falls between the two values: with relative spacing 2u that happens with
- * probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding. Stage 2 adds
- * its own float32 accumulation over K = width (same inputs on both sides). The bound is 4x the
- * quadrature sum, the project's usual safety factor. */
+ * K = hidden). Each side then rounds them to the intermediate format(s) (bf16; then Q2's E4M3: in
+ * 1x128 groups with float32 scales for fp8, in MXFP8's 1x32 blocks with E8M0 scales for mxfp4 and
+ * mxfp8, tl_moe_act_format). Rounding the SAME value gives the same code, so the sides differ only
+ * where a rounding midpoint falls between the two values: with relative spacing 2u that happens
+ * with probability e1 / (2u) and costs 2u, a relative mean square of 2 u e1 per rounding (E4M3:
+ * u = 2^-4 under either scale, whose elements are the same 3-bit-mantissa grid). MXFP8 adds one
+ * flip fp8 lacks: a block whose largest bf16 value is one step apart on the two sides across a
+ * power of two gets scales 2^s and 2^(s+1). A power-of-two scale only shifts the elements'
+ * exponents, so both decode every element alike except the floor rule's saturated ones (|x| in
+ * (464, 512) x 2^s, which give 448 x 2^s on one side) and those under 2^(s-5) (E4M3 subnormals
+ * at the larger scale: under 2^-14 of the block's largest, negligible): the block's largest value
+ * moves by up to two E4M3 steps, at about 1/128 of the rate of its bf16 flips, which the factor
+ * below covers.
+ * Stage 2 adds its own float32 accumulation over K = width (same inputs on both sides). The bound
+ * is 4x the quadrature sum, the project's usual safety factor. */
 /* The relative RMS difference of two float32 sums of K products in different orders (numerics'
  * accumulation model, before any safety factor): stage 1 has K = hidden, stage 2 K = width. */
 static int fp32_sum_model(long k, double *e)
@@ -659,10 +701,11 @@ int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t)
      * is compared with: the whole output, sqrt(tokens x width), one token's row, sqrt(width). J is
      * the 1e-5 quantile of that flip (7 for bf16 activations, 3 for E4M3 with u = 2^-4), from a
      * simulation of the kernel's and the reference's float32 summation orders over 10^4-10^5 seeds
-     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256): false failures below 1e-4 per
+     * (DeepSeek-V3.2 full width and TP8, M = 1, 16, 256; E4M3 as fp8's 1x128 groups, whose
+     * elements flip as MXFP8's do but for the block-scale flip above): false failures below 1e-4 per
      * case where the bound without it failed a correct kernel in 1-5% of cases at M = 1 and TP8 (and
      * did so on the H200: bf16 TP8 M = 1, rel_rms 8.6e-4 against 6.0e-4). The cost is detection at
-     * small M x width: fp8 at M = 1 TP8 allows 2.3e-2. The GPU check therefore also checks the stages
+     * small M x width: fp8, mxfp4 and mxfp8 (E4M3 activations all) at M = 1 TP8 allow 2.3e-2. The GPU check therefore also checks the stages
      * one at a time, without flip noise (tl_moe_compare_act, then tl_moe_reference_from_act under
      * tl_moe_tolerance_stage2): an error of 1e-5 in stage 2 or of two bf16 steps in one activation
      * shows there at every M. */

@@ -5,12 +5,22 @@
  * of tl_moe_inputs, the arrays the GPU kernel reads too) in float32; the naive loop accumulates in
  * double.
  *
- * Where the intermediate is quantized, and how (the kernel does exactly this):
+ * Where the inputs and the intermediate are quantized, and how (the kernel does exactly this):
+ *   - x, the stage-1 input: fp8 quantizes its bf16 values per row as fp8's Q2 below does, mxfp4
+ *     and mxfp8 as their Q2 below does, and stage 1 reads the dequantized values (bf16 and a16w4:
+ *     the bf16 values themselves);
  *   - stage 1 rounds silu(g) * u (float32) to bf16, RNE: the activation buffer it writes is bf16;
- *   - for dtype fp8, stage 2 reads that buffer re-quantized per row in 1x128 groups to E4M3FN with
+ *   - Q2 for fp8: stage 2 reads that buffer re-quantized per row in 1x128 groups to E4M3FN with
  *     float32 scales (amax clamped to 1e-4, scale = amax / 448, RNE, saturating: numerics/blockfp8.h),
- *     so Q2 = dequantize(quantize_act(.)); for every other dtype Q2 is the identity (bf16 feeds the
- *     bf16 matrix instructions).
+ *     so Q2 = dequantize(quantize_act(.));
+ *   - Q2 for mxfp4 and mxfp8 (both have MXFP8 activations): each row re-quantized in blocks of 32
+ *     from its first value (a row's last block may be short) to E4M3FN with one E8M0 scale each,
+ *     the OCP floor rule: X = 2^(floor(log2 amax) - 8), code = encode(x / X), RNE, saturating at 448
+ *     (numerics/mx.h's tl_mx_quantize(TL_NF_E4M3FN, TL_SCALE_FLOOR, 32, ...), which the kernels'
+ *     tl_quant_mx_scale / tl_quant_mx_code of contract/quant.h equal), then dequantized; an
+ *     all-zero block gets scale code 0x00 and +-0 codes (values +-0, signs kept), a block holding
+ *     NaN or +-Inf scale code 0xFF and decodes to NaN throughout;
+ *   - Q2 for bf16 and a16w4 is the identity (bf16 feeds the bf16 matrix instructions).
  *
  * Inputs are random and seeded, never all zeros: weights are drawn as codes of their own format
  * (normal values encoded, or uniform codes for INT4/FP4) with random positive scales, so no
@@ -45,13 +55,14 @@ int tl_moe_weights_dequant(const tl_moe_weights *w, int mat, float *y);
 /* The value of one element, decoded on its own (no bulk path): what the naive loop uses. */
 float tl_moe_weight_at(const tl_moe_weights *w, int mat, int row, int col);
 
-/* Token-side inputs for s->tokens tokens: x ~ N(0, 1) in bf16 (and its block-FP8 form for fp8),
+/* Token-side inputs for s->tokens tokens: x ~ N(0, 1) in bf16 (and its block-FP8 form xq, xs for
+ * fp8; its MXFP8 form xq, xe for mxfp4 and mxfp8),
  * routing by r with this seed (topk weights from tl_route). Frees any token-side arrays *in
  * already holds; leaves the weights alone. */
 int tl_moe_tokens_make(tl_moe_inputs *in, const tl_moe_shape *s, const tl_routing *r,
                        uint64_t seed);
 /* Token-side inputs from the caller's tensors (a user's .npy files): x float32 [tokens][hidden]
- * rounded to bf16 (and block-quantized for fp8) exactly as tl_moe_tokens_make rounds its random
+ * rounded to bf16 (and quantized for fp8, mxfp4, mxfp8) exactly as tl_moe_tokens_make rounds its random
  * values; ids and w [tokens][k] copied. Frees any token-side arrays *in already holds; leaves the
  * weights alone. TL_EUSAGE for a bad shape, TL_EFAIL on allocation failure. */
 int tl_moe_tokens_set(tl_moe_inputs *in, const tl_moe_shape *s, const float *x, const int32_t *ids, const float *w);
@@ -70,6 +81,13 @@ void tl_moe_inputs_free(tl_moe_inputs *in);
  * hidden FLOPs plus dequantizing every active expert (its rows x cols) once; memory per thread
  * 3 * width * hidden floats. */
 int tl_moe_reference(const tl_moe_inputs *in, const tl_worklist *wl, float *out, uint16_t *act);
+
+/* Q2 on one row of stage 1's output (width bf16 codes): the values stage 2 reads (a, width floats),
+ * as above for dtype d: the bf16 values (bf16, a16w4), their fp8 round trip (what the kernels'
+ * moe_quant_act, kernels/moe_requant.hip, writes) or their MXFP8 round trip (mxfp4, mxfp8). The
+ * reference and the naive loop both call it. TL_EUSAGE for an empty row; TL_EFAIL on allocation
+ * failure (a is then all NaN). Cost: O(width) and two small allocations. */
+int tl_moe_q2_row(tl_moe_dtype d, int width, const uint16_t *code, float *a);
 
 /* The naive loop: the definition above as straight loops over tokens, slots, outputs and K, in
  * double, decoding every weight element on its own (tl_moe_weight_at); no BLAS, no worklist.

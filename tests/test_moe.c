@@ -1,5 +1,7 @@
 /* The fused MoE's CPU side (no GPU needed): the reference against the naive loop for every data
- * type, on small shapes, on a realistic width cut down in experts, and on awkward widths; the
+ * type, on small shapes, on a realistic width cut down in experts, and on awkward widths; both
+ * against a third computation whose activation quantizers are the kernels' per-element arithmetic
+ * (contract/quant.h); the MX types' MXFP8 activations (xq, xe) and Q2, special blocks included; the
  * worklist's consumption for every routing; the kernel's shape contract; the tolerance catching a
  * real error; the inputs' determinism. */
 #include <setjmp.h>
@@ -13,8 +15,11 @@
 #include <string.h>
 
 #include "contract/moe.h"
+#include "contract/quant.h"
 #include "contract/worklist.h"
+#include "numerics/codes.h"
 #include "numerics/metrics.h"
+#include "numerics/mx.h"
 #include "numerics/quant.h"
 #include "reference/moe.h"
 
@@ -197,7 +202,8 @@ static void test_tolerance_catches_errors(void **state)
 /* The bound grows by the size of one rounding flip of an activation as tokens x width shrinks:
  * DeepSeek-V3.2 at TP8 (width 256), bf16 6.04e-4 from the summation model alone, 2 u J / sqrt(M W)
  * with u = 2^-8, J = 7 for one flip (3.47e-3 at M = 1); fp8's E4M3 activations (u = 2^-4, J = 3)
- * 2.36e-2 at M = 1; every row allows at least the whole bound. */
+ * 2.36e-2 at M = 1, and the MX types' MXFP8 (E4M3 elements) the same; every row allows at least
+ * the whole bound. */
 static void test_tolerance_flip_term(void **state)
 {
     (void)state;
@@ -217,6 +223,12 @@ static void test_tolerance_flip_term(void **state)
     assert_true(t16.rel_rms > 1.0e-3 && t16.rel_rms < 1.1e-3);
     assert_true(t256.rel_rms > 6.0e-4 && t256.rel_rms < 6.6e-4);
     assert_true(f1.rel_rms > 2.3e-2 && f1.rel_rms < 2.4e-2);
+    for (int mx = 0; mx < 2; mx++) { /* the MX types' MXFP8 activations: E4M3 too, the same bound */
+        tl_tolerance m1;
+        s.dtype = mx ? TL_MOE_MXFP8 : TL_MOE_MXFP4;
+        assert_int_equal(tl_moe_tolerance(&s, &m1), 0);
+        assert_true(m1.rel_rms == f1.rel_rms && m1.row_factor == f1.row_factor && m1.predicted == f1.predicted);
+    }
     const tl_tolerance *all[] = {&t1, &t16, &t256, &f1};
     for (int i = 0; i < 4; i++) {
         assert_true(all[i]->row_factor >= 1.0);
@@ -224,6 +236,236 @@ static void test_tolerance_flip_term(void **state)
     }
     /* at any M the row bound is the summation model's 10x plus one flip within the row */
     assert_true(fabs(t256.row_factor * t256.rel_rms - sqrt(100.0 * base * base + flip * flip)) < 1e-12);
+}
+
+/* ---- the activation quantizers again, from the kernels' per-element arithmetic (contract/quant.h)
+ * rather than numerics' array quantizers the reference calls: what x's codes and Q2 must equal ---- */
+
+/* One row of n values of dtype d's activations: the values stage 1 / stage 2 read (deq), and for
+ * the MX types the E4M3FN codes and E8M0 scales (codes, e8m0: may be NULL). fp8: 1 x 128 groups
+ * from the row's start, tl_quant_fp8_scale / tl_quant_fp8_code (E4M3FN, float32 scales); mxfp4,
+ * mxfp8: blocks of 32, tl_quant_mx_scale / tl_quant_mx_code (E4M3FN, the floor rule); bf16, a16w4:
+ * the values as given. */
+static void kernel_quant_row(tl_moe_dtype d, const float *v, size_t n, uint8_t *codes, uint8_t *e8m0, float *deq)
+{
+    const int mx = tl_moe_mx_acts(d);
+    if (d != TL_MOE_FP8 && !mx) {
+        memcpy(deq, v, n * sizeof(float));
+        return;
+    }
+    const size_t g = mx ? TL_QUANT_MX_BLOCK : TL_QUANT_GROUP;
+    for (size_t b0 = 0; b0 < n; b0 += g) {
+        const size_t len = n - b0 < g ? n - b0 : g;
+        uint32_t m = 0;
+        for (size_t i = 0; i < len; i++) {
+            const uint32_t a = mx ? tl_quant_abs_bits(v[b0 + i]) : tl_quant_abs_bits_no_nan(v[b0 + i]);
+            m = a > m ? a : m;
+        }
+        if (mx) {
+            const uint32_t sc = tl_quant_mx_scale(m, 0, 0);
+            if (e8m0) e8m0[b0 / g] = (uint8_t)sc;
+            for (size_t i = 0; i < len; i++) {
+                const uint32_t c = tl_quant_mx_code(v[b0 + i], sc, 0);
+                if (codes) codes[b0 + i] = (uint8_t)c;
+                deq[b0 + i] = sc == 0xFFu ? NAN : tl_code_e4m3_to_f32(c) * tl_code_e8m0_to_f32(sc);
+            }
+        } else {
+            const float sc = tl_quant_fp8_scale(tl_code_bits_f32(m), 0, 0);
+            for (size_t i = 0; i < len; i++) deq[b0 + i] = tl_code_e4m3_to_f32(tl_quant_fp8_code(v[b0 + i], sc, 0)) * sc;
+        }
+    }
+}
+
+/* The op's function (contract/moe.h) as straight loops in double, with x's bf16 values quantized
+ * and Q2 applied by kernel_quant_row as for act_dtype (in->s.dtype but to try another): shares only the inputs' bf16 codes, weights (decoded one
+ * element at a time) and routing with the reference. The summation orders are tl_moe_naive's
+ * (K ascending, slots in order, shared experts last), so where the two quantizers agree its output
+ * equals tl_moe_naive's bit for bit. */
+static void independent_naive(const tl_moe_inputs *in, tl_moe_dtype act_dtype, float *out)
+{
+    const int H = in->s.hidden, W = in->s.width, k = in->s.top_k;
+    float *xv = malloc((size_t)H * sizeof(float)), *x = malloc((size_t)H * sizeof(float));
+    float *h = malloc((size_t)2 * W * sizeof(float)), *a = malloc((size_t)W * sizeof(float));
+    float *q = malloc((size_t)W * sizeof(float));
+    double *o = malloc((size_t)H * sizeof(double));
+    assert_true(xv && x && h && a && q && o);
+    for (int t = 0; t < in->s.tokens; t++) {
+        for (int c = 0; c < H; c++) xv[c] = tl_code_bf16_to_f32(in->x[(size_t)t * H + c]);
+        kernel_quant_row(act_dtype, xv, (size_t)H, NULL, NULL, x);
+        for (int c = 0; c < H; c++) o[c] = 0;
+        for (int sl = 0; sl < k + in->s.n_shared; sl++) {
+            const int shared = sl >= k, e = shared ? sl - k : in->topk_ids[(size_t)t * k + sl];
+            const tl_moe_weights *w1 = shared ? &in->ws1 : &in->w1, *w2 = shared ? &in->ws2 : &in->w2;
+            const double wgt = shared ? 1.0 : in->topk_w[(size_t)t * k + sl];
+            for (int j = 0; j < 2 * W; j++) {
+                double acc = 0;
+                for (int c = 0; c < H; c++) acc += (double)x[c] * tl_moe_weight_at(w1, e, j, c);
+                h[j] = (float)acc;
+            }
+            for (int j = 0; j < W; j++) { /* SwiGLU in float32, then the bf16 buffer's rounding */
+                const float v = h[j] / (1.0f + expf(-h[j])) * h[W + j];
+                a[j] = tl_code_bf16_to_f32(tl_code_bf16_from_f32(v));
+            }
+            kernel_quant_row(act_dtype, a, (size_t)W, NULL, NULL, q); /* Q2 */
+            for (int c = 0; c < H; c++) {
+                double acc = 0;
+                for (int j = 0; j < W; j++) acc += (double)q[j] * tl_moe_weight_at(w2, e, c, j);
+                o[c] += wgt * acc;
+            }
+        }
+        for (int c = 0; c < H; c++) out[(size_t)t * H + c] = (float)o[c];
+    }
+    free(xv), free(x), free(h), free(a), free(q), free(o);
+}
+
+/* Every dtype (the MX types' MXFP8 activations above all), with partial MX blocks and fp8 groups
+ * along both K (hidden 200, width 96) and a shared expert: the independent loop above equals
+ * tl_moe_naive bit for bit, and the reference within the tolerance (and far inside it: the sides
+ * differ only in float32 against double sums). */
+static void test_independent_quantizers(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 5; d++) {
+        tl_moe_shape s = {.tokens = 3, .hidden = 200, .width = 96, .n_experts = 4, .top_k = 2, .n_shared = 1,
+                          .dtype = all_dtypes[d]};
+        tl_routing r;
+        assert_int_equal(tl_routing_parse("random", &r), 0);
+        tl_moe_inputs in;
+        assert_int_equal(tl_moe_inputs_make(&s, &r, 21 + d, &in), 0);
+        tl_worklist wl;
+        assert_int_equal(tl_worklist_build(in.topk_ids, s.tokens, s.top_k, s.n_experts, 16, &wl), 0);
+        const size_t n = (size_t)s.tokens * s.hidden;
+        float *ref = malloc(n * sizeof(float)), *nv = malloc(n * sizeof(float)), *ind = malloc(n * sizeof(float));
+        assert_true(ref && nv && ind);
+        assert_int_equal(tl_moe_reference(&in, &wl, ref, NULL), 0);
+        assert_int_equal(tl_moe_naive(&in, nv), 0);
+        independent_naive(&in, s.dtype, ind);
+        if (memcmp(nv, ind, n * sizeof(float)) != 0) fail_msg("%s: tl_moe_naive differs from the independent loop", tl_moe_dtype_name(s.dtype));
+        tl_err_metrics m;
+        tl_tolerance tol;
+        assert_int_equal(tl_compare(ref, ind, n, &m), 0);
+        assert_int_equal(tl_moe_tolerance(&s, &tol), 0);
+        if (!tl_check_pass(&m, &tol) || m.rel_rms > 1e-5 || m.nan_count)
+            fail_msg("%s: reference against the independent loop: rel_rms %g (bound %g), %zu NaN",
+                     tl_moe_dtype_name(s.dtype), m.rel_rms, tol.rel_rms, m.nan_count);
+        /* the MX types' quantization is not the identity here: bf16 activations give another output */
+        if (tl_moe_mx_acts(s.dtype)) {
+            independent_naive(&in, TL_MOE_BF16, nv);
+            assert_int_equal(tl_compare(nv, ind, n, &m), 0);
+            assert_true(m.rel_rms > 1e-3);
+        }
+        free(ref), free(nv), free(ind);
+        tl_worklist_free(&wl);
+        tl_moe_inputs_free(&in);
+    }
+}
+
+/* Rounds v to bf16 values in place. */
+static void to_bf16(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) v[i] = tl_code_bf16_to_f32(tl_code_bf16_from_f32(v[i]));
+}
+
+/* The MX types' token arrays: xq and xe are tl_mx_quantize's codes and scales (E4M3FN, floor rule,
+ * blocks of 32 from each row's start) of x's bf16 values, and the kernels' arithmetic's; xs is
+ * NULL (and xe for the other types, xq for bf16 and a16w4). From random tokens (hidden 1000: a
+ * short last block a row) and from a caller's floats that bf16 does not hold, with an all-zero
+ * block (signed zeros), one of subnormal floats and one near float32's largest value. */
+static void test_mx_token_codes(void **state)
+{
+    (void)state;
+    const int M = 5, H = 1000, nb = (H + 31) / 32;
+    float *user = malloc((size_t)M * H * sizeof(float)), *v = malloc((size_t)H * sizeof(float));
+    float *deq = malloc((size_t)H * sizeof(float));
+    uint8_t *c = malloc((size_t)H), *sc = malloc((size_t)nb), *kc = malloc((size_t)H), *ks = malloc((size_t)nb);
+    int32_t ids[5 * 2];
+    float w[5 * 2];
+    assert_true(user && v && deq && c && sc && kc && ks);
+    tl_rng g;
+    tl_rng_seed(&g, 4242);
+    for (int i = 0; i < M * H; i++) user[i] = (float)(3.0 * tl_rng_normal(&g)) * 1.001f;
+    for (int i = 0; i < 32; i++) user[64 + i] = i % 3 ? 0.0f : -0.0f;   /* row 0, block 2: zeros */
+    for (int i = 0; i < 32; i++) user[H + 32 + i] = (float)(i + 1) * 1e-41f; /* row 1, block 1: subnormal */
+    user[2 * H + 995] = 3.0e38f;                                          /* row 2, the short block */
+    for (int t = 0; t < M; t++) ids[2 * t] = t % 4, ids[2 * t + 1] = (t + 1) % 4, w[2 * t] = w[2 * t + 1] = 0.5f;
+    for (int d = 0; d < 5; d++) {
+        tl_moe_shape s = {.tokens = M, .hidden = H, .width = 64, .n_experts = 4, .top_k = 2, .dtype = all_dtypes[d]};
+        for (int from_user = 0; from_user < 2; from_user++) {
+            tl_moe_inputs in;
+            memset(&in, 0, sizeof in);
+            tl_routing r;
+            assert_int_equal(tl_routing_parse("random", &r), 0);
+            if (from_user) assert_int_equal(tl_moe_tokens_set(&in, &s, user, ids, w), 0);
+            else assert_int_equal(tl_moe_tokens_make(&in, &s, &r, 99 + d), 0);
+            const int mx = tl_moe_mx_acts(s.dtype);
+            assert_true((in.xq != NULL) == (mx || s.dtype == TL_MOE_FP8));
+            assert_true((in.xs != NULL) == (s.dtype == TL_MOE_FP8));
+            assert_true((in.xe != NULL) == mx);
+            for (int t = 0; mx && t < M; t++) {
+                for (int i = 0; i < H; i++) v[i] = tl_code_bf16_to_f32(in.x[(size_t)t * H + i]);
+                if (from_user) { /* x holds the caller's values rounded to bf16 */
+                    memcpy(deq, user + (size_t)t * H, (size_t)H * sizeof(float));
+                    to_bf16(deq, (size_t)H);
+                    assert_memory_equal(deq, v, (size_t)H * sizeof(float));
+                }
+                assert_int_equal(tl_mx_quantize(TL_NF_E4M3FN, TL_SCALE_FLOOR, 32, v, (size_t)H, c, sc), 0);
+                kernel_quant_row(s.dtype, v, (size_t)H, kc, ks, deq);
+                if (memcmp(c, in.xq + (size_t)t * H, (size_t)H) || memcmp(sc, in.xe + (size_t)t * nb, (size_t)nb))
+                    fail_msg("%s row %d: xq/xe differ from tl_mx_quantize's", tl_moe_dtype_name(s.dtype), t);
+                if (memcmp(c, kc, (size_t)H) || memcmp(sc, ks, (size_t)nb))
+                    fail_msg("%s row %d: tl_mx_quantize differs from the kernels' arithmetic", tl_moe_dtype_name(s.dtype), t);
+            }
+            if (mx && from_user) {
+                assert_int_equal(in.xe[2], 0x00); /* the zero block: scale 2^-127, codes +-0 */
+                for (int i = 0; i < 32; i++) assert_int_equal(in.xq[64 + i], i % 3 ? 0x00 : 0x80);
+                assert_int_equal(in.xe[nb + 1], 0x00); /* bf16 subnormals: amax under 2^-126 */
+                assert_int_equal(in.xe[2 * nb + nb - 1], 127 + 127 - 8); /* 3e38 ~ 2^127.8: X = 2^119 */
+            }
+            tl_moe_inputs_free(&in);
+        }
+    }
+    free(user), free(v), free(deq), free(c), free(sc), free(kc), free(ks);
+}
+
+/* Q2 (tl_moe_q2_row) on a row of 170 bf16 values, blocks of 32 and a short sixth of 10: an
+ * all-zero block (signed zeros), one holding NaN, one +Inf, one -Inf, an ordinary block whose
+ * largest value saturates (1.9375 = 496 x 2^-8: the floor rule's X = 2^-8, 496 > 448), and the
+ * short block. The MX types: each block as the kernels' arithmetic gives it: zeros keep their
+ * signs, a NaN or Inf block is NaN throughout and leaves the others alone, 1.9375 -> 1.75. fp8: its
+ * 1 x 128 groups' arithmetic (NaN and Inf there too); bf16 and a16w4: the values as they are. */
+static void test_q2_special_blocks(void **state)
+{
+    (void)state;
+    enum { W = 170 };
+    float v[W], got[W], want[W];
+    uint16_t code[W];
+    tl_rng g;
+    tl_rng_seed(&g, 7);
+    for (int i = 0; i < W; i++) v[i] = (float)tl_rng_normal(&g);
+    for (int i = 0; i < 32; i++) v[i] = i % 2 ? -0.0f : 0.0f;
+    v[32 + 7] = NAN;
+    v[64 + 31] = INFINITY;
+    v[96] = -INFINITY;
+    for (int i = 128; i < 160; i++) v[i] = fminf(fmaxf(v[i], -1.5f), 1.5f);
+    v[128 + 3] = 1.9375f;
+    to_bf16(v, W);
+    for (int i = 0; i < W; i++) code[i] = (uint16_t)tl_code_bf16_from_f32(v[i]);
+    for (int d = 0; d < 5; d++) {
+        const tl_moe_dtype dt = all_dtypes[d];
+        for (int i = 0; i < W; i++) got[i] = 12345.0f;
+        assert_int_equal(tl_moe_q2_row(dt, W, code, got), 0);
+        kernel_quant_row(dt, v, W, NULL, NULL, want);
+        for (int i = 0; i < W; i++) {
+            const int same = isnan(want[i]) ? isnan(got[i]) : memcmp(&want[i], &got[i], sizeof(float)) == 0;
+            if (!same) fail_msg("%s: Q2 value %d is %a, want %a", tl_moe_dtype_name(dt), i, (double)got[i], (double)want[i]);
+        }
+        if (!tl_moe_mx_acts(dt)) continue;
+        for (int i = 0; i < 32; i++) assert_true(got[i] == 0.0f && !!signbit(got[i]) == i % 2);
+        for (int i = 32; i < 128; i++) assert_true(isnan(got[i]));
+        assert_true(got[128 + 3] == 1.75f);
+        for (int i = 128; i < W; i++) assert_true(isfinite(got[i]));
+    }
+    assert_int_equal(tl_moe_q2_row(TL_MOE_MXFP8, 0, code, got), TL_EUSAGE);
 }
 
 /* Random-routing inputs of shape s (seeded) and their worklist of 16-row tiles. */
@@ -388,7 +630,9 @@ static void test_bad_shapes(void **state)
     s.dtype = TL_MOE_BF16;
     assert_int_equal(tl_moe_shape_check(&s), 0);
     assert_true(tl_moe_act_bytes_per_elem(TL_MOE_FP8) == 1.0 + 4.0 / 128); /* E4M3 + fp32 per 128 */
-    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_MXFP4) == 2.0);            /* bf16 */
+    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_MXFP4) == 1.0 + 1.0 / 32); /* MXFP8: E4M3 + E8M0 per 32 */
+    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_MXFP8) == 1.0 + 1.0 / 32);
+    assert_true(tl_moe_act_bytes_per_elem(TL_MOE_BF16) == 2.0 && tl_moe_act_bytes_per_elem(TL_MOE_A16W4) == 2.0);
     assert_true(tl_moe_act_bytes_per_elem((tl_moe_dtype)17) == 0 && tl_moe_weight_bytes_per_elem((tl_moe_dtype)17) == 0);
     assert_int_equal(tl_moe_max_tiles(1, 8, 256), 8);
     assert_int_equal(tl_moe_max_tiles(256, 8, 256), 128 + 256);
@@ -413,8 +657,14 @@ static void test_contract_storage(void **state)
     }
     assert_int_equal(tl_moe_act_bytes(TL_MOE_FP8, 3, 129), 3 * (129 + 2 * 4)); /* two groups a row */
     assert_int_equal(tl_moe_act_bytes(TL_MOE_A16W4, 3, 129), 3 * 129 * 2);
+    assert_int_equal(tl_moe_act_bytes(TL_MOE_MXFP4, 3, 129), 3 * (129 + 5)); /* five E8M0 a row */
+    assert_int_equal(tl_moe_act_bytes(TL_MOE_MXFP8, 3, 129), 3 * (129 + 5));
     assert_int_equal(tl_moe_weight_matrix_bytes(TL_MOE_FP8, 4096, 7168), 4096ull * 7168 + 32 * 56 * 4);
-    assert_true(tl_moe_act_format(TL_MOE_FP8) == TL_NF_E4M3FN && tl_moe_act_format(TL_MOE_MXFP8) == TL_NF_BF16);
+    assert_true(tl_moe_act_format(TL_MOE_FP8) == TL_NF_E4M3FN && tl_moe_act_format(TL_MOE_MXFP8) == TL_NF_E4M3FN &&
+                tl_moe_act_format(TL_MOE_MXFP4) == TL_NF_E4M3FN);
+    assert_true(tl_moe_act_format(TL_MOE_BF16) == TL_NF_BF16 && tl_moe_act_format(TL_MOE_A16W4) == TL_NF_BF16);
+    assert_true(tl_moe_mx_acts(TL_MOE_MXFP4) && tl_moe_mx_acts(TL_MOE_MXFP8) && !tl_moe_mx_acts(TL_MOE_FP8) &&
+                !tl_moe_mx_acts(TL_MOE_BF16) && !tl_moe_mx_acts(TL_MOE_A16W4));
     assert_int_equal(tl_moe_weight_matrix_bytes((tl_moe_dtype)17, 4, 4), 0);
 }
 
@@ -427,6 +677,8 @@ int main(void)
         cmocka_unit_test(test_reference_from_act),     cmocka_unit_test(test_compare_act),
         cmocka_unit_test(test_inputs_seeded),
         cmocka_unit_test(test_bad_shapes),             cmocka_unit_test(test_contract_storage),
+        cmocka_unit_test(test_independent_quantizers), cmocka_unit_test(test_mx_token_codes),
+        cmocka_unit_test(test_q2_special_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
