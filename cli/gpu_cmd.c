@@ -100,6 +100,8 @@ static const hw_field HW_FIELDS[] = {
     FIELD(link_peer_gbps, FIELD_REAL, "GB/s"),
     FIELD(transcendental_per_cu_clk, FIELD_REAL, "results/clock"),
     FIELD(lds_bytes_per_cu_clk, FIELD_REAL, "B/clock"),
+    FIELD(wgmma_bf16_tflops, FIELD_REAL, "TFLOP/s"),
+    FIELD(wgmma_fp8_tflops, FIELD_REAL, "TFLOP/s"),
     FIELD(device, FIELD_TEXT, ""),
     FIELD(date, FIELD_TEXT, ""),
     FIELD(source, FIELD_TEXT, ""),

@@ -93,7 +93,7 @@ static const hw_field hw_fields[] = {
     NUM(hbm_latency_us, 0, 0, 1e3),
     NUM(load_chain_us, 0, 0, 1e3), NUM(next_kernel_us, 0, 0, 1e6), NUM(flush_dirty_mb, 0, 0, 1e6),
     NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6), NUM(transcendental_per_cu_clk, 0, 0, 1e5),
-    NUM(lds_bytes_per_cu_clk, 0, 0, 1e6),
+    NUM(lds_bytes_per_cu_clk, 0, 0, 1e6), NUM(wgmma_bf16_tflops, 0, 0, 1e9), NUM(wgmma_fp8_tflops, 0, 0, 1e9),
     STR(device, 0), STR(date, 0), STR(source, 0),
 };
 #undef STR

@@ -10,7 +10,7 @@
  *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), async_copy_per_cu_gbps (optional),
  *   hbm_latency_us, load_chain_us, next_kernel_us,
  *   flush_dirty_mb (optional), transcendental_per_cu_clk (optional), lds_bytes_per_cu_clk
- *   (optional), description (optional),
+ *   (optional), wgmma_bf16_tflops and wgmma_fp8_tflops (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -107,6 +107,12 @@ typedef struct {
                                    (MUFU), AMD's quarter-rate VALU transcendentals */
     double lds_bytes_per_cu_clk; /* bytes the LDS / shared memory of one CU / SM reads per clock
                                    (optional, 0 = unknown) */
+    double wgmma_bf16_tflops;   /* sm_90: what a loop of wgmma m64n256k16 bf16 alone reached, whole
+                                   GPU, TFLOP/s (`tilelab bench roofline`'s tl_roofline_wgmma_bf16;
+                                   optional, 0 = unknown). The prefill model's matrix rate; kept
+                                   apart from ceilings.bf16_tflops, which a preset may fill with a
+                                   library GEMM's rate */
+    double wgmma_fp8_tflops;    /* the same for wgmma m64n256k32 e4m3 (tl_roofline_wgmma_fp8) */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

@@ -213,11 +213,15 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     const int fp8 = s->dtype == TL_PREFILL_FP8;
     r->operand = fp8 ? "fp8" : "bf16";
     if (is_sm(hw)) {
-        /* wgmma (sm_90a): m64n128, K-depth 16 (bf16) or 32 (e4m3), at the instruction's measured
-         * ceiling (TL_PREFILL_WGMMA_*_TFLOPS) */
+        /* wgmma (sm_90a): m64n128, K-depth 16 (bf16) or 32 (e4m3), at the preset's wgmma loop rate,
+         * else its ceiling of the format */
         snprintf(r->instr, sizeof r->instr, "wgmma.mma_async.m64n128k%d.%s", fp8 ? 32 : 16, fp8 ? "e4m3" : "bf16");
         r->instr_k = fp8 ? 32 : 16;
-        r->mma_tflops = fp8 ? TL_PREFILL_WGMMA_FP8_TFLOPS : TL_PREFILL_WGMMA_BF16_TFLOPS;
+        const tl_ceiling c = fp8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
+        r->mma_tflops = or_default(fp8 ? hw->wgmma_fp8_tflops : hw->wgmma_bf16_tflops, tl_ceiling_value(c));
+        if (!(r->mma_tflops > 0))
+            return tl_error(TL_EUSAGE, "sim prefill", "preset %s has neither wgmma_%s_tflops nor a %s_tflops ceiling",
+                            hw->name, r->operand, r->operand);
     } else {
         tl_instr in;
         if (tl_hw_pick_instr(hw, r->operand, r->operand, 16, &in)) return TL_EUSAGE;

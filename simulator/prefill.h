@@ -18,10 +18,11 @@
  * What the model charges (times in microseconds, over the CUs that hold a block):
  *   - matrix: every computed tile whole, 2 block_m block_n (dqk' + dv) FLOPs where dqk' is dqk
  *     rounded up to the instruction's K-depth (S) and block_n likewise for P.V (its contraction is
- *     over the tile's keys), at the instruction's rate (tl_hw_pick_instr for 16-row fragments): on
- *     AMD its datasheet rate capped by the preset's ceiling of that format, on sm_90 the preset's
- *     measured ceiling of the format (bf16_tflops / fp8_tflops: what cuBLAS and torch._scaled_mm
- *     reach with wgmma), times TL_PREFILL_MMA_EFF.
+ *     over the tile's keys), at the instruction's rate: on AMD (tl_hw_pick_instr for 16-row
+ *     fragments) its datasheet rate capped by the preset's ceiling of that format, times
+ *     TL_PREFILL_MMA_EFF; on sm_90 the preset's wgmma loop rate of the format (wgmma_bf16_tflops /
+ *     wgmma_fp8_tflops: `tilelab bench roofline`'s wgmma loops on that GPU), or where the preset
+ *     has none its ceiling of the format (measured, else datasheet).
  *   - exp: one exponential per computed score (masked ones included) and one per row and tile (the
  *     running max's correction), at the preset's transcendental_per_cu_clk.
  *   - vector: per computed score TL_PREFILL_SCORE_OPS lane-operations (scale and max subtraction in
@@ -37,8 +38,8 @@
  *     the loop is serial (S, then its softmax, then P.V); only another wave on the same SIMD can
  *     fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a SIMD holds).
  *   - compute (sm_90, the warp-specialized kernel) in SM cycles per tile of a block, at the clock
- *     its matrix ceiling implies (load_mhz = the measured wgmma rate / (SMs x the datasheet's
- *     FLOPs a clock: 4096 bf16, 8192 e4m3)): the tile period is the largest of
+ *     its matrix rate implies (load_mhz = that wgmma rate / (SMs x the datasheet's FLOPs a
+ *     clock: 4096 bf16, 8192 e4m3)): the tile period is the largest of
  *       matrix: both warpgroups' S and P V at that rate (the tensor cores take both warpgroups'
  *               products as they are issued);
  *       exp:    the tile's exponentials at transcendental_per_cu_clk (MUFU, its own pipe);
@@ -88,9 +89,6 @@
 
 #define TL_PREFILL_MMA_EFF 0.90      /* AMD: share of the instruction's rate the inner loop keeps
                                       * (guess: the waits for the next tile and the barriers) */
-#define TL_PREFILL_WGMMA_BF16_TFLOPS 917.0 /* sm_90: wgmma m64n128k16 bf16 in a loop, `tilelab bench
-                                      * roofline` on the H200 (bench/results/h200_prefill_roofline_run52.txt) */
-#define TL_PREFILL_WGMMA_FP8_TFLOPS 1717.5 /* the same, m64n128k32 e4m3 */
 #define TL_PREFILL_SM90_FLOP_CLK_BF16 4096.0 /* an SM's dense bf16 FLOPs a clock: the datasheet's
                                       * 989.4 TFLOP/s / (132 SMs x 1830 MHz) */
 #define TL_PREFILL_SM90_FLOP_CLK_FP8 8192.0 /* e4m3: twice that */

@@ -531,11 +531,11 @@ static void test_model_limiters(void **state)
             assert_true(r.tail_us < 0.05 * r.time_us && r.fixed_us < 0.01 * r.time_us);
             assert_true(fabs(r.time_us - (r.fixed_us + r.body_us + r.tail_us)) < 1e-9 * r.time_us);
             assert_true(r.tflops > 0 && r.tflops < r.mma_tflops);
-            if (a == 0) { /* wgmma on the codes: both dtypes native, at the instruction's measured ceiling */
+            if (a == 0) { /* wgmma on the codes: both dtypes native, at the preset's wgmma loop rate */
                 assert_string_equal(r.operand, d ? "fp8" : "bf16");
                 assert_non_null(strstr(r.instr, "wgmma"));
                 assert_int_equal(r.instr_k, d ? 32 : 16);
-                assert_true(r.mma_tflops == (d ? TL_PREFILL_WGMMA_FP8_TFLOPS : TL_PREFILL_WGMMA_BF16_TFLOPS));
+                assert_true(r.mma_tflops == (d ? hw.wgmma_fp8_tflops : hw.wgmma_bf16_tflops));
                 /* the tile period holds every part, the chain included */
                 assert_true(r.period_cycles >= r.chain_cycles && r.chain_cycles > 0 && r.load_mhz > 1000);
             } else {
@@ -548,6 +548,50 @@ static void test_model_limiters(void **state)
         assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
         assert_string_equal(r.limiter, "fixed");
     }
+}
+
+/* sm_90's matrix rate is the preset's own wgmma loop (wgmma_bf16_tflops / wgmma_fp8_tflops): the
+ * H100's 876.2 / 1660.4 and the H200's 917.0 / 1717.5 TFLOP/s, so the two presets differ; the
+ * clock the model runs the tile period at follows it; a preset without the loop rate falls back
+ * to its ceiling of the format (measured, else datasheet). */
+static void test_model_wgmma_rate(void **state)
+{
+    (void)state;
+    const struct {
+        const char *hw;
+        double bf16, fp8;
+    } want[] = {{"h100", 876.2, 1660.4}, {"h200", 917.0, 1717.5}};
+    double rate[2][2];
+    for (int a = 0; a < 2; a++) {
+        tl_hw hw = load_hw(want[a].hw);
+        assert_true(hw.wgmma_bf16_tflops == want[a].bf16 && hw.wgmma_fp8_tflops == want[a].fp8);
+        for (int d = 0; d < 2; d++) {
+            tl_prefill_shape s = preset_shape("mistral-7b", 16384, d);
+            tl_prefill_model_result r;
+            assert_int_equal(tl_prefill_model(&hw, &s, &r), 0);
+            assert_true(r.mma_tflops == (d ? want[a].fp8 : want[a].bf16));
+            assert_true(fabs(r.load_mhz - r.mma_tflops * 1e6 / (hw.cus * (d ? 8192.0 : 4096.0))) < 1e-9 * r.load_mhz);
+            rate[a][d] = r.mma_tflops;
+        }
+    }
+    assert_true(rate[0][0] != rate[1][0] && rate[0][1] != rate[1][1]);
+    /* the matrix term scales as 1 / the rate: the h200 preset at the H100's loop rate */
+    tl_hw h200 = load_hw("h200"), slow = h200;
+    slow.wgmma_bf16_tflops = 876.2;
+    tl_prefill_shape s = preset_shape("mistral-7b", 16384, TL_PREFILL_BF16);
+    tl_prefill_model_result r0, r1;
+    assert_int_equal(tl_prefill_model(&h200, &s, &r0), 0);
+    assert_int_equal(tl_prefill_model(&slow, &s, &r1), 0);
+    assert_true(fabs(r1.mma_us * 876.2 - r0.mma_us * 917.0) < 1e-9 * r0.mma_us * 917.0);
+    assert_true(r1.time_us > r0.time_us);
+    /* without the loop rate: the ceiling, measured (h200: cuBLAS's 795) else datasheet */
+    tl_hw no_loop = h200;
+    no_loop.wgmma_bf16_tflops = 0;
+    assert_int_equal(tl_prefill_model(&no_loop, &s, &r1), 0);
+    assert_true(r1.mma_tflops == h200.ceilings.bf16_tflops.measured);
+    no_loop.ceilings.bf16_tflops.measured = 0;
+    assert_int_equal(tl_prefill_model(&no_loop, &s, &r1), 0);
+    assert_true(r1.mma_tflops == h200.ceilings.bf16_tflops.datasheet);
 }
 
 /* The schedule deals every block once, in the grid's order, each slot's blocks one after another,
@@ -606,10 +650,12 @@ static void test_model_bad(void **state)
     tl_hw no_exp = hw;
     no_exp.transcendental_per_cu_clk = 0;
     assert_int_equal(tl_prefill_model(&no_exp, &s, &r), TL_EUSAGE);
-    tl_hw no_ceiling = hw; /* sm_90 charges wgmma's own measured rate, not the preset's GEMM ceiling */
+    tl_hw no_ceiling = hw; /* sm_90 charges the preset's wgmma loop rate, not its GEMM ceiling */
     memset(&no_ceiling.ceilings.bf16_tflops, 0, sizeof no_ceiling.ceilings.bf16_tflops);
     assert_int_equal(tl_prefill_model(&no_ceiling, &s, &r), 0);
-    assert_true(r.mma_tflops == TL_PREFILL_WGMMA_BF16_TFLOPS);
+    assert_true(r.mma_tflops == hw.wgmma_bf16_tflops);
+    no_ceiling.wgmma_bf16_tflops = 0; /* neither: no rate to charge */
+    assert_int_equal(tl_prefill_model(&no_ceiling, &s, &r), TL_EUSAGE);
     tl_hw no_bf16 = load_hw("mi355x");
     no_bf16.n_instr = 0;
     assert_int_equal(tl_prefill_model(&no_bf16, &s, &r), TL_EUSAGE);
@@ -700,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_bad_shapes),
         cmocka_unit_test(test_model_counts),       cmocka_unit_test(test_model_limiters),
+        cmocka_unit_test(test_model_wgmma_rate),
         cmocka_unit_test(test_schedule),           cmocka_unit_test(test_model_bad),
         cmocka_unit_test(test_figures),
     };

@@ -50,6 +50,8 @@ static void test_hw_presets_load(void **state)
     assert_int_equal(tl_hw_load("h200", &hw), 0);
     assert_int_equal(hw.wave_size, 32);
     assert_true(hw.ceilings.bf16_tflops.measured == 795);
+    /* sm_90's wgmma loops, apart from the ceilings (the h200's are cuBLAS / torch._scaled_mm GEMMs) */
+    assert_true(hw.wgmma_bf16_tflops == 917.0 && hw.wgmma_fp8_tflops == 1717.5);
     /* the H100: the H200's chip with HBM3 (datasheet 3.35 TB/s) and a 50 MB L2 */
     assert_int_equal(tl_hw_load("h100", &hw), 0);
     assert_string_equal(hw.arch, "sm_90");
@@ -57,6 +59,9 @@ static void test_hw_presets_load(void **state)
     assert_true(hw.ceilings.hbm_read_gbps.datasheet == 3350);
     assert_true(tl_ceiling_value(hw.ceilings.hbm_read_gbps) == 3245.6);
     assert_true(hw.l2_mib_per_xcd == 50);
+    assert_true(hw.wgmma_bf16_tflops == 876.2 && hw.wgmma_fp8_tflops == 1660.4);
+    assert_int_equal(tl_hw_load("mi355x", &hw), 0); /* no wgmma: absent, 0 */
+    assert_true(hw.wgmma_bf16_tflops == 0 && hw.wgmma_fp8_tflops == 0);
 }
 
 /* A device's preset from the name its driver reports. */
@@ -138,6 +143,7 @@ static void test_overlay(void **state)
     (void)state;
     const char *path = write_tmp("test_presets_overlay.json",
                                  "{\"device\": \"NVIDIA H200 (test)\", \"date\": \"2026-11-29\", \"source\": \"test\",\n"
+                                 " \"wgmma_bf16_tflops\": 900.5,\n"
                                  " \"ceilings\": {\"hbm_read_gbps\": {\"measured\": 4512.5}, \"fp8_tflops\": {\"measured\": 1500}}}\n");
     char spec[1200];
     snprintf(spec, sizeof spec, "h200,%s", path);
@@ -147,6 +153,7 @@ static void test_overlay(void **state)
     assert_true(hw.ceilings.hbm_read_gbps.datasheet == 4800); /* kept from the base */
     assert_true(hw.ceilings.fp8_tflops.measured == 1500);
     assert_true(hw.ceilings.bf16_tflops.measured == 795);
+    assert_true(hw.wgmma_bf16_tflops == 900.5 && hw.wgmma_fp8_tflops == 1717.5); /* fp8's kept */
     assert_string_equal(hw.device, "NVIDIA H200 (test)");
     assert_string_equal(hw.date, "2026-11-29");
     assert_int_equal(hw.cus, 132);
