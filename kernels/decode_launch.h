@@ -44,11 +44,12 @@ struct DecMlaArgs {
  * its SM, then its cycle counter at each of contract/decode.h's TL_DECODE_TRACE_* points. */
 #define DEC_TRACE_WORDS (2 + TL_DECODE_TRACE_POINTS)
 
-/* The paged kernel's tensor maps of the K and V pools (two CUtensorMap, 128 bytes each, copied into
- * the launch's parameters): built at open where TL_GPU_TENSOR_MAPS and the device allow (tma = 1),
- * otherwise tma = 0 and the kernel copies by its other path (decode_paged.hip). */
+/* The paged kernel's tensor maps of the K and V pools (CUtensorMap's 128 bytes each, copied into the
+ * launch's tl_tmap parameters; held as plain words: the launcher's struct is calloc'd, not 64-byte
+ * aligned): built at open where TL_GPU_TENSOR_MAPS and the device allow (tma = 1), otherwise tma = 0
+ * and the kernel copies by its other path (decode_paged.hip). */
 struct DecPagedMaps {
-    unsigned char k[128], v[128];
+    unsigned long long k[16], v[16];
     int tma;
 };
 /* Builds m for the pools k, v of `pages` pages (kv_heads heads, fp8 or bf16), where usable, and raises

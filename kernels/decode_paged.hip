@@ -130,6 +130,15 @@ static __device__ __forceinline__ void pg_group_write(const PgShared &sm, const 
     }
 }
 
+/* The sm_90a kernel's tensor maps of the K and V pools (gpu.h's tl_tmap, copied from the
+ * CUtensorMap that dec_paged_prepare encodes): one __grid_constant__ parameter, which the tensor
+ * copies read in place. Declared in every build (the sm_90 body takes it; only dec_paged_tma_kernel,
+ * under TL_GPU_TENSOR_MAPS, passes one). */
+struct PgMaps {
+    tl_tmap k, v;
+};
+static_assert(sizeof(tl_tmap) == 128 && offsetof(PgMaps, v) == 128, "PgMaps: two 128-byte maps");
+
 /* =============================================================================================
  * sm_90: mma.sync, heads as M
  * =========================================================================================== */
@@ -251,7 +260,7 @@ static_assert(pg_pi_conflict_free<128>() && pg_pi_conflict_free<256>(), "pg_pi: 
  * refilled. */
 
 template <bool FP8, bool TMA>
-static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void *maps)
+static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const PgMaps *maps)
 {
     extern __shared__ __attribute__((aligned(16))) uint8_t pg_smem[];
     tl_grid_dep_launch(); /* the merge may be scheduled; it waits for this grid to finish */
@@ -317,7 +326,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const void
     uint8_t *tscl = tbase + PG_TRING_BYTES + (size_t)w * PG_STAGES * PG_TSCL_BYTES;
     uint64_t *bars = TMA ? (uint64_t *)(tbase + PG_TRING_BYTES + PG_WAVES * PG_STAGES * PG_TSCL_BYTES) + w * PG_STAGES
                          : (uint64_t *)(pg_smem + PG_RING_BYTES) + w * PG_STAGES;
-    const unsigned char *kmap = (const unsigned char *)maps, *vmap = kmap + 128;
+    const tl_tmap *kmap = TMA ? &maps->k : nullptr, *vmap = TMA ? &maps->v : nullptr; /* maps: NULL without TMA */
     if constexpr (BULK || TMA) {
         if (lane == 0) {
 #pragma unroll
@@ -821,10 +830,6 @@ __global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2)) d
 #if TL_GPU_TENSOR_MAPS
 /* The sm_90a kernel: the pools' pages by tensor copies (one per 4 KB of K or V for bf16, 2 KB for
  * fp8) from the maps, passed as a __grid_constant__ parameter (the copies read them in place). */
-struct PgMaps {
-    CUtensorMap k, v;
-};
-static_assert(sizeof(CUtensorMap) == 128 && offsetof(PgMaps, v) == 128, "PgMaps: two 128-byte maps");
 template <bool FP8>
 __global__ void __launch_bounds__(PG_WAVES * TL_WAVE, TL_LAUNCH_MIN_BLOCKS(2))
     dec_paged_tma_kernel(DecPagedArgs a, const __grid_constant__ PgMaps maps)
@@ -884,6 +889,7 @@ int dec_paged_prepare(DecPagedMaps *m, const void *k, const void *v, long pages,
         /* [pages x 16 rows][kv_heads][128]: fp8 a 3-d map, box 128 x 1 x 16 (2 KB); bf16 the 128 dims
          * as 2 x 64 (the swizzle takes rows of at most 128 bytes), box 64 x 2 x 1 x 16 (4 KB) */
         const cuuint64_t rows = (cuuint64_t)pages * PG_PAGE, kvh = (cuuint64_t)kv_heads;
+        static_assert(sizeof(CUtensorMap) == sizeof(tl_tmap) && sizeof(CUtensorMap) == sizeof m->k, "a tensor map is 128 bytes");
         CUtensorMap mk, mv;
         int rc;
         if (fp8) {
@@ -918,8 +924,7 @@ int dec_paged_launch(const DecPagedArgs &a, const DecPagedMaps &m, int fp8, long
 #if TL_GPU_TENSOR_MAPS
     if (m.tma) {
         PgMaps pm;
-        memcpy(&pm.k, m.k, sizeof pm.k);
-        memcpy(&pm.v, m.v, sizeof pm.v);
+        memcpy(pm.k.w, m.k, sizeof pm.k), memcpy(pm.v.w, m.v, sizeof pm.v);
         e = fp8 ? tl_launch(dec_paged_tma_kernel<true>, grid, block, smem, st, false, a, pm)
                 : tl_launch(dec_paged_tma_kernel<false>, grid, block, smem, st, false, a, pm);
         if (e != hipSuccess) return tl_gpu_fail("dec_paged_tma_kernel", hipGetErrorString(e), __FILE__, __LINE__);
