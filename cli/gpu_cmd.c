@@ -364,7 +364,8 @@ static const char ROOFLINE_USAGE[] =
     "before 2026-11-29 15:00 UTC wrote it), the median; each ceiling is the best of a few launch\n"
     "configurations. Prints each ceiling beside the preset's datasheet and measured values.\n"
     "  --hw PRESET    preset to compare with (default: from the device name: h100, h200, mi300x, mi355x)\n"
-    "  --save FILE    write the measured ceilings as an overlay JSON for --hw PRESET,FILE\n"
+    "  --save FILE    write the measured ceilings (and an sm_90a build's wgmma loop rates, the\n"
+    "                 prefill model's matrix rate) as an overlay JSON for --hw PRESET,FILE\n"
     "  --points FILE  also write every configuration as CSV (kernel, ceiling, config, best, flops,\n"
     "                 hbm_bytes, time_us, intensity, tflops, gbps, source): `draw roofline --points`\n"
     "  --quick        one configuration per ceiling (for profilers such as ncu)\n"
@@ -380,6 +381,28 @@ static void add_ceiling(json_t *ceilings, const char *key, double v)
     json_t *o = json_object();
     json_object_set_new(o, "measured", json_real(round(v * 10.0) / 10.0));
     json_object_set_new(ceilings, key, o);
+}
+
+/* The best value among the configurations of one kernel (0 when none ran). */
+static double best_of_kernel(const tl_roofline_report *r, const char *kernel)
+{
+    double best = 0.0;
+    for (int i = 0; i < r->npoints; i++)
+        if (strcmp(r->points[i].kernel, kernel) == 0 && r->points[i].value > best) best = r->points[i].value;
+    return best;
+}
+
+/* The preset fields a result sets beside its ceilings: the wgmma loops' rates (sm_90a builds), which
+ * the prefill model reads as wgmma_bf16_tflops / wgmma_fp8_tflops (simulator/hw.h), so that an
+ * overlay of a fresh run updates them with the ceilings. */
+static void add_wgmma_rates(json_t *root, const tl_roofline_report *r)
+{
+    static const char *const keys[2][2] = {{"wgmma_bf16_tflops", "tl_roofline_wgmma_bf16"},
+                                           {"wgmma_fp8_tflops", "tl_roofline_wgmma_fp8"}};
+    for (int i = 0; i < 2; i++) {
+        const double v = best_of_kernel(r, keys[i][1]);
+        if (v > 0.0) json_object_set_new(root, keys[i][0], json_real(round(v * 10.0) / 10.0));
+    }
 }
 
 /* Writes the overlay to the temporary file of a (begun by the caller); the caller commits or
@@ -401,6 +424,7 @@ static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *
     json_t *c = json_object();
     for (size_t i = 0; i < N_CEILINGS; i++) add_ceiling(c, CEILINGS[i].key, report_value(r, i));
     json_object_set_new(root, "ceilings", c);
+    add_wgmma_rates(root, r);
     json_t *pts = json_array();
     for (int i = 0; i < r->npoints; i++) {
         const tl_roofline_point *p = &r->points[i];

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks that need no GPU (ctest runs them everywhere; usage: cli_gpu_compile.sh TILELAB SRC):
-#   1. the command: `bench roofline` without a GPU says so in one line and exits 1; `mfma list`
+#   1. the command: `bench roofline` without a GPU says so in one line and exits 1, and a result
+#      with wgmma loops saved again carries their rates as the preset's wgmma_*_tflops; `mfma list`
 #      and `mfma layout` print what they promise and refuse bad input with exit 2;
 #   2. every kernels/ .hip file compiles with nvcc for sm_90a (wgmma included; ptxas serializes no
 #      kernel's wgmma) and for sm_80 and
@@ -55,6 +56,19 @@ if [ -n "$res" ]; then
   "$tilelab" bench roofline --from "$tmp/again.json" --format csv | cut -d, -f1,2 >"$tmp/again.csv"
   cut -d, -f1,2 "$tmp/from.csv" | cmp -s - "$tmp/again.csv" || fail "a result saved again does not read back the same"
   compgen -G "$tmp/*.tmp.*" >/dev/null && fail "--save left a temporary file"
+fi
+# a result with the wgmma loops (an sm_90a build's) carries their rates as the preset's
+# wgmma_*_tflops, so that an overlay of it sets the prefill model's matrix rate too
+res=$(ls "$src"/bench/results/*_h100_roofline.json 2>/dev/null | head -1)
+if [ -n "$res" ]; then
+  "$tilelab" bench roofline --from "$res" --save "$tmp/wg.json" >/dev/null || fail "--from $res --save"
+  # the best "value" among its configurations of kernel tl_roofline_wgmma_bf16 (one key a line)
+  want=$(awk '/"kernel": "tl_roofline_wgmma_bf16"/ {on = 1} on && /"value":/ {v = $2 + 0; if (v > m) m = v; on = 0}
+              END {printf "%.1f", m}' "$res")
+  got=$("$tilelab" hw show "h200,$tmp/wg.json" --format csv | awk -F, '$1 == "wgmma_bf16_tflops" {print $2}')
+  [ -n "$want" ] && awk -v a="$got" -v b="$want" 'BEGIN {exit !(a + 0 == b + 0 && a + 0 > 0)}' \
+    || fail "an overlay of $res: wgmma_bf16_tflops '$got', want its wgmma loop's $want"
+  grep -q '"wgmma_fp8_tflops"' "$tmp/wg.json" || fail "--save wrote no wgmma_fp8_tflops"
 fi
 printf '{"ceilings": [1, 2' >"$tmp/bad.json"
 "$tilelab" bench roofline --from "$tmp/bad.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--from malformed JSON must exit 2"
