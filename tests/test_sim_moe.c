@@ -43,6 +43,23 @@ static tl_moe_problem problem(const tl_hw *hw, const tl_model *m, tl_moe_dtype d
     return p;
 }
 
+/* bf16 at this M, TP and stage under random routing (seed 1), the kernel not yet chosen: the
+ * problem of the tests that compare tilelab's kernels and tile groups. */
+static tl_moe_problem bf16_random(const tl_hw *hw, const tl_model *m, int tokens, int tp, int stage)
+{
+    tl_moe_problem p;
+    memset(&p, 0, sizeof p);
+    p.hw = hw;
+    p.model = m;
+    p.dtype = TL_MOE_BF16;
+    p.tokens = tokens;
+    p.stage = stage;
+    p.tp = tp;
+    p.seed = 1;
+    assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+    return p;
+}
+
 static tl_moe_result run(tl_moe_problem p)
 {
     tl_moe_result r;
@@ -651,16 +668,7 @@ static void test_tile_group_is_the_models_pick(void **state)
                 for (int st = 1; st <= 2; st++) {
                     double t[5] = {0};
                     for (int g = 1; g <= 4; g *= 2) {
-                        tl_moe_problem p;
-                        memset(&p, 0, sizeof p);
-                        p.hw = &hw;
-                        p.model = &m;
-                        p.dtype = TL_MOE_BF16;
-                        p.tokens = Ms[i];
-                        p.stage = st;
-                        p.tp = tps[ti];
-                        p.seed = 1;
-                        assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+                        tl_moe_problem p = bf16_random(&hw, &m, Ms[i], tps[ti], st);
                         assert_int_equal(tl_moe_tilelab_kernel_group(&p, g), 0);
                         tl_moe_result r;
                         assert_int_equal(tl_moe_sim(&p, &r), 0);
@@ -705,16 +713,7 @@ static void test_tile_group_is_the_models_pick(void **state)
 static double path_time(const tl_hw *hw, const tl_model *m, int tokens, int tp, int stage, int prefill,
                         tl_moe_problem *out)
 {
-    tl_moe_problem p;
-    memset(&p, 0, sizeof p);
-    p.hw = hw;
-    p.model = m;
-    p.dtype = TL_MOE_BF16;
-    p.tokens = tokens;
-    p.stage = stage;
-    p.tp = tp;
-    p.seed = 1;
-    assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+    tl_moe_problem p = bf16_random(hw, m, tokens, tp, stage);
     assert_int_equal(prefill ? tl_moe_tilelab_kernel_prefill(&p) : tl_moe_tilelab_kernel_gemm(&p), 0);
     tl_moe_result r;
     assert_int_equal(tl_moe_sim(&p, &r), 0);
@@ -771,16 +770,7 @@ static void test_prefill_path_is_the_models_pick(void **state)
                                         "path %.1f us (moe_gemm %.1f, %s %.1f)\n", hws[hi], models[mi], tps[ti], stage,
                                         Ms[i], pick ? pf : "moe_gemm", picked, best, tg, pf, tp);
                         /* the default model is the kernel the rule runs */
-                        tl_moe_problem p;
-                        memset(&p, 0, sizeof p);
-                        p.hw = &hw;
-                        p.model = &m;
-                        p.dtype = TL_MOE_BF16;
-                        p.tokens = Ms[i];
-                        p.stage = stage;
-                        p.tp = tps[ti];
-                        p.seed = 1;
-                        assert_int_equal(tl_routing_parse("random", &p.routing), 0);
+                        tl_moe_problem p = bf16_random(&hw, &m, Ms[i], tps[ti], stage);
                         assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
                         assert_string_equal(p.kernel, pick ? pf : "moe_gemm");
                         tl_moe_result r;
