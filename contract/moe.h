@@ -66,7 +66,6 @@ typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8
 
 /* Whether a dtype's activations are MXFP8 (the MX types: mxfp4 and mxfp8). */
 static inline int tl_moe_mx_acts(tl_moe_dtype d) { return d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8; }
-#define TL_MOE_MX_BLOCK 32 /* values one E8M0 scale covers (OCP MX) */
 
 /* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise (recorded, as --dtype). */
 int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);

@@ -15,6 +15,7 @@
 #include "moe_launch.h"
 #include "wgmma.h"                /* tl_tma_encode: moe_prefill_s2's tensor maps */
 #include "../numerics/blockfp8.h" /* the FP8 scale group */
+#include "../numerics/mx.h"       /* the MX block and its dequantizer */
 
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && es) rc = GALLOC(g->w2e, g->w2_mat_scales * E, "W2 scales");
     if (!rc) rc = GALLOC(g->x, (size_t)max_tokens * H * 2, "x");
     if (!rc && (fp8 || mx)) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
-    if (!rc && mx) rc = GALLOC(g->xe, (size_t)max_tokens * (H / TL_MOE_MX_BLOCK), "x mx scales");
+    if (!rc && mx) rc = GALLOC(g->xe, (size_t)max_tokens * (H / TL_MX_BLOCK), "x mx scales");
     if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / TL_BFP8_GROUP) * sizeof(float), "x scales");
     if (!rc) rc = GALLOC(g->ids, edges * sizeof(int32_t), "topk ids");
     if (!rc) rc = GALLOC(g->topw, edges * sizeof(float), "topk weights");
@@ -197,7 +198,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->n_tiles, sizeof(int32_t), "tile count");
     if (!rc) rc = GALLOC(g->act, rows * WI * 2, "activations");
     if (!rc && (fp8 || mx)) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
-    if (!rc && mx) rc = GALLOC(g->act_e, rows * (WI / TL_MOE_MX_BLOCK), "activation mx scales");
+    if (!rc && mx) rc = GALLOC(g->act_e, rows * (WI / TL_MX_BLOCK), "activation mx scales");
     if (!rc && mx) rc = GALLOC(g->act_b, rows * WI * 2, "mx activation values");
     if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / TL_BFP8_GROUP) * sizeof(float), "activation scales");
     if (!rc) rc = GALLOC(g->ybuf, edges * H * sizeof(float), "per-edge rows");
@@ -217,19 +218,20 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
 }
 
 /* The MX types' activations as the GEMMs without TL_MOE_SCALED_MX read them: the bf16 of each
- * MXFP8 value (codes xq x scales xe), one token row at a time through a host buffer. */
+ * MXFP8 value (numerics' dequantizer of codes xq and scales xe, as the reference reads them), one
+ * token row at a time through host buffers. */
 static int upload_mx_values(uint16_t *dev, const tl_moe_inputs *in)
 {
-    const int H = in->s.hidden, nb = H / TL_MOE_MX_BLOCK;
+    const int H = in->s.hidden, nb = H / TL_MX_BLOCK;
+    float *val = (float *)malloc((size_t)H * sizeof *val);
     uint16_t *row = (uint16_t *)malloc((size_t)H * sizeof *row);
-    if (!row) return tl_error(TL_EFAIL, "moe gpu", "out of memory");
-    int rc = 0;
+    int rc = val && row ? 0 : tl_error(TL_EFAIL, "moe gpu", "out of memory");
     for (int t = 0; t < in->s.tokens && !rc; t++) {
-        const uint8_t *q = in->xq + (size_t)t * H, *e = in->xe + (size_t)t * nb;
-        for (int i = 0; i < H; i++)
-            row[i] = (uint16_t)tl_code_bf16_from_f32(tl_code_e4m3_to_f32(q[i]) * tl_code_e8m0_to_f32(e[i / TL_MOE_MX_BLOCK]));
-        rc = upload(dev + (size_t)t * H, row, (size_t)H * sizeof *row);
+        rc = tl_mx_dequantize(TL_NF_E4M3FN, TL_MX_BLOCK, in->xq + (size_t)t * H, in->xe + (size_t)t * nb, (size_t)H, val);
+        if (!rc) rc = tl_encode_array16(TL_NF_BF16, val, (size_t)H, 0, row);
+        if (!rc) rc = upload(dev + (size_t)t * H, row, (size_t)H * sizeof *row);
     }
+    free(val);
     free(row);
     return rc;
 }
@@ -250,7 +252,7 @@ extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
     const bool mx = tl_moe_mx_acts(s->dtype);
     int rc = mx ? upload_mx_values(g->x, in) : upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
     if (!rc && (s->dtype == TL_MOE_FP8 || mx)) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
-    if (!rc && mx) rc = upload(g->xe, in->xe, (size_t)s->tokens * (s->hidden / TL_MOE_MX_BLOCK));
+    if (!rc && mx) rc = upload(g->xe, in->xe, (size_t)s->tokens * (s->hidden / TL_MX_BLOCK));
     if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / TL_BFP8_GROUP) * sizeof(float));
     if (!rc) rc = upload(g->ids, in->topk_ids, edges * sizeof(int32_t));
     if (!rc) rc = upload(g->topw, in->topk_w, edges * sizeof(float));
@@ -279,7 +281,7 @@ extern "C" int tl_moe_gpu_poison(tl_moe_gpu *g)
     int rc = fill_u32(g->act, rows * g->s.width / 2, 0x7FC07FC0u); /* bf16 NaN pairs */
     if (!rc && g->act_q) rc = fill_u32(g->act_q, rows * g->s.width / 4, 0x7F7F7F7Fu); /* e4m3 NaN */
     if (!rc && g->act_s) rc = fill_f32(g->act_s, rows * (g->s.width / TL_BFP8_GROUP), nan);
-    if (!rc && g->act_e) rc = fill_u32(g->act_e, rows * g->s.width / TL_MOE_MX_BLOCK / 4, 0xFFFFFFFFu); /* E8M0 NaN */
+    if (!rc && g->act_e) rc = fill_u32(g->act_e, rows * g->s.width / TL_MX_BLOCK / 4, 0xFFFFFFFFu); /* E8M0 NaN */
     if (!rc && g->act_b) rc = fill_u32(g->act_b, rows * g->s.width / 2, 0x7FC07FC0u);
     if (!rc) rc = fill_f32(g->ybuf, edges * g->s.hidden, nan);
     if (!rc) rc = fill_f32(g->out, (size_t)g->max_tokens * g->s.hidden, nan);

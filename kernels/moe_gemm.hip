@@ -604,17 +604,16 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
                         else
                             load_acts<DT, V>(ch[u][m], p, arow[m], lane_k<DT, V, STAGE>(c0 + u * u_step, kgrp));
                     }
-#if TL_MOE_SCALED_MX
             if constexpr (SCALED(DT) && MT == 1) { /* one 128-deep step: block 4 G + kgrp of the K/32 */
-                const int G = PAIR ? c0 / 2 : c0, kb = p.K / TL_MOE_MX_BLOCK, blk = 4 * G + kgrp;
+#if TL_MOE_SCALED_MX
+                const int G = PAIR ? c0 / 2 : c0, kb = p.K / TL_MX_BLOCK, blk = 4 * G + kgrp;
                 const int sa = arow[0][0] >= 0 ? (int)p.a_e8m0[(size_t)arow[0][0] * kb + blk] : TL_E8M0_ONE;
                 int sb[NF];
 #pragma unroll
                 for (int f = 0; f < NF; f++) sb[f] = (int)p.w_e8m0[(size_t)e * p.w_mat_scales + (size_t)wn[f] * kb + blk];
                 mma_scaled_mx<DT, V, U>(ch, acc, sa, sb);
-            }
 #endif
-            if constexpr (!SCALED(DT) || MT != 1) {
+            } else {
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int c = c0 + u * u_step, k = lane_k<DT, V, STAGE>(c, kgrp),

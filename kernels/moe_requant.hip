@@ -5,6 +5,7 @@
 #include "../contract/quant.h"    /* the MX block's scale and codes, as the quant op computes them */
 #include "../numerics/blockfp8.h" /* the FP8 scale group and amax clamp */
 #include "../numerics/codes.h"    /* BF16 and E4M3 conversions */
+#include "../numerics/mx.h"       /* the MX block */
 
 /* One block per worklist row, one thread per 8 values (a 128 group is 16 lanes of one wave), every
  * load issued at once: amax by a 4-step butterfly, scale = max(amax, TL_BFP8_AMAX_MIN) / 448. */
@@ -74,7 +75,7 @@ __global__ void moe_quant_act_mx(const uint16_t *act, const int32_t *sorted_ids,
             amax = a > amax ? a : amax;
         }
 #pragma unroll
-        for (int o = 1; o < TL_MOE_MX_BLOCK / 8; o <<= 1) {
+        for (int o = 1; o < TL_MX_BLOCK / 8; o <<= 1) {
             const uint32_t a = (uint32_t)tl_shfl_xor((int)amax, o);
             amax = a > amax ? a : amax;
         }
@@ -86,7 +87,7 @@ __global__ void moe_quant_act_mx(const uint16_t *act, const int32_t *sorted_ids,
 #if TL_MOE_SCALED_MX
         (void)act_b;
         *(uint2 *)(act_q + at) = make_uint2(c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24, c[4] | c[5] << 8 | c[6] << 16 | c[7] << 24);
-        if (v % (TL_MOE_MX_BLOCK / 8) == 0) act_e[(size_t)row * (width / TL_MOE_MX_BLOCK) + v / (TL_MOE_MX_BLOCK / 8)] = (uint8_t)sc;
+        if (v % (TL_MX_BLOCK / 8) == 0) act_e[(size_t)row * (width / TL_MX_BLOCK) + v / (TL_MX_BLOCK / 8)] = (uint8_t)sc;
 #else
         (void)act_q, (void)act_e;
         const float s = tl_code_e8m0_to_f32(sc);
