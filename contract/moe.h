@@ -66,6 +66,9 @@ typedef enum { TL_MOE_BF16, TL_MOE_FP8, TL_MOE_A16W4, TL_MOE_MXFP4, TL_MOE_MXFP8
 
 /* Whether a dtype's activations are MXFP8 (the MX types: mxfp4 and mxfp8). */
 static inline int tl_moe_mx_acts(tl_moe_dtype d) { return d == TL_MOE_MXFP4 || d == TL_MOE_MXFP8; }
+/* Whether a dtype's activations are E4M3 codes in both stages (stage 1's input xq, and Q2 not the
+ * identity: stage 2's input re-quantized by its own kernel): fp8 and the MX types. */
+static inline int tl_moe_quantized_acts(tl_moe_dtype d) { return d == TL_MOE_FP8 || tl_moe_mx_acts(d); }
 
 /* "bf16" | "fp8" | "a16w4" | "mxfp4" | "mxfp8"; TL_EUSAGE otherwise (recorded, as --dtype). */
 int tl_moe_dtype_parse(const char *s, tl_moe_dtype *out);

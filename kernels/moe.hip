@@ -177,7 +177,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     g->w1_mat_scales = in->w1.mat_scales;
     g->w2_mat_scales = in->w2.mat_scales;
     const bool fs = in->w1.scales != NULL, es = in->w1.e8m0 != NULL, fp8 = s.dtype == TL_MOE_FP8,
-               mx = tl_moe_mx_acts(s.dtype);
+               mx = tl_moe_mx_acts(s.dtype), q = tl_moe_quantized_acts(s.dtype);
     rc = GALLOC(g->w1, g->w1_mat_bytes * E, "W1");
     if (!rc) rc = GALLOC(g->w2, g->w2_mat_bytes * E, "W2");
     if (!rc && fs) rc = GALLOC(g->w1s, g->w1_mat_scales * E * sizeof(float), "W1 scales");
@@ -185,7 +185,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc && es) rc = GALLOC(g->w1e, g->w1_mat_scales * E, "W1 scales");
     if (!rc && es) rc = GALLOC(g->w2e, g->w2_mat_scales * E, "W2 scales");
     if (!rc) rc = GALLOC(g->x, (size_t)max_tokens * H * 2, "x");
-    if (!rc && (fp8 || mx)) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
+    if (!rc && q) rc = GALLOC(g->xq, (size_t)max_tokens * H, "x fp8");
     if (!rc && mx) rc = GALLOC(g->xe, (size_t)max_tokens * (H / TL_MX_BLOCK), "x mx scales");
     if (!rc && fp8) rc = GALLOC(g->xs, (size_t)max_tokens * (H / TL_BFP8_GROUP) * sizeof(float), "x scales");
     if (!rc) rc = GALLOC(g->ids, edges * sizeof(int32_t), "topk ids");
@@ -197,7 +197,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->tile_off, (size_t)E * sizeof(int32_t), "tile offsets");
     if (!rc) rc = GALLOC(g->n_tiles, sizeof(int32_t), "tile count");
     if (!rc) rc = GALLOC(g->act, rows * WI * 2, "activations");
-    if (!rc && (fp8 || mx)) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
+    if (!rc && q) rc = GALLOC(g->act_q, rows * WI, "fp8 activations");
     if (!rc && mx) rc = GALLOC(g->act_e, rows * (WI / TL_MX_BLOCK), "activation mx scales");
     if (!rc && mx) rc = GALLOC(g->act_b, rows * WI * 2, "mx activation values");
     if (!rc && fp8) rc = GALLOC(g->act_s, rows * (WI / TL_BFP8_GROUP) * sizeof(float), "activation scales");
@@ -251,7 +251,7 @@ extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
     g->s.tokens = s->tokens;
     const bool mx = tl_moe_mx_acts(s->dtype);
     int rc = mx ? upload_mx_values(g->x, in) : upload(g->x, in->x, (size_t)s->tokens * s->hidden * 2);
-    if (!rc && (s->dtype == TL_MOE_FP8 || mx)) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
+    if (!rc && tl_moe_quantized_acts(s->dtype)) rc = upload(g->xq, in->xq, (size_t)s->tokens * s->hidden);
     if (!rc && mx) rc = upload(g->xe, in->xe, (size_t)s->tokens * (s->hidden / TL_MX_BLOCK));
     if (!rc && s->dtype == TL_MOE_FP8) rc = upload(g->xs, in->xs, (size_t)s->tokens * (s->hidden / TL_BFP8_GROUP) * sizeof(float));
     if (!rc) rc = upload(g->ids, in->topk_ids, edges * sizeof(int32_t));
@@ -403,7 +403,7 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
      * after the GEMM: each starts (pointers, tile ids) while the kernel before it finishes and
      * waits for its output with tl_grid_dep_wait (fp8 stage 2 at M = 1 is about 4% faster so on the
      * H200; bf16 unchanged: bench/journal/moe-kernel.md). */
-    const bool dep = stage == 2 && (fp8 || mx);
+    const bool dep = stage == 2 && tl_moe_quantized_acts(s->dtype);
     const StageGrid grid = stage_grid(s, stage);
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */

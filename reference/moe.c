@@ -256,10 +256,10 @@ static int set_activations(tl_moe_inputs *in, const tl_moe_shape *s, float *xf)
     in->x = malloc(n * sizeof(uint16_t));
     in->topk_ids = malloc(edges * sizeof(int32_t));
     in->topk_w = malloc(edges * sizeof(float));
-    if (fp8 || mx) in->xq = malloc(n);
+    if (tl_moe_quantized_acts(s->dtype)) in->xq = malloc(n);
     if (fp8) in->xs = malloc((size_t)s->tokens * ceil_div((size_t)s->hidden, BLOCK) * sizeof(float));
     if (mx) in->xe = malloc((size_t)s->tokens * tl_mx_num_blocks((size_t)s->hidden, MX_BLOCK));
-    if (!in->x || !in->topk_ids || !in->topk_w || ((fp8 || mx) && !in->xq) || (fp8 && !in->xs) || (mx && !in->xe)) {
+    if (!in->x || !in->topk_ids || !in->topk_w || (tl_moe_quantized_acts(s->dtype) && !in->xq) || (fp8 && !in->xs) || (mx && !in->xe)) {
         free_tokens(in);
         return tl_error(TL_EFAIL, "moe", "out of memory for %d tokens", s->tokens);
     }
@@ -361,8 +361,8 @@ int tl_moe_q2_row(tl_moe_dtype d, int width, const uint16_t *code, float *a)
 {
     if (width < 1 || !code || !a) return tl_error(TL_EUSAGE, "moe q2", "empty row");
     tl_decode_array16(TL_NF_BF16, code, (size_t)width, a);
-    const int fp8 = d == TL_MOE_FP8, mx = tl_moe_mx_acts(d);
-    if (!fp8 && !mx) return 0;
+    if (!tl_moe_quantized_acts(d)) return 0;
+    const int fp8 = d == TL_MOE_FP8;
     const size_t W = (size_t)width, blocks = fp8 ? ceil_div(W, BLOCK) : tl_mx_num_blocks(W, MX_BLOCK);
     uint8_t *q = malloc(W);
     void *s = malloc(blocks * (fp8 ? sizeof(float) : 1));

@@ -368,7 +368,7 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group)
      * the MX types' MXFP8 (as E4M3 codes + E8M0 scales for the scaled instruction, else as the
      * round trip's BF16 values) */
     const int mx = tl_moe_mx_acts(p->dtype), scaled = mx && has_scaled_f8f6f4(p->hw);
-    p->requant_kernel = p->stage == 2 && (p->dtype == TL_MOE_FP8 || mx);
+    p->requant_kernel = p->stage == 2 && tl_moe_quantized_acts(p->dtype);
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
     /* the MX types on gfx950: the scaled f8f6f4 instruction takes the activations' E4M3 codes and
      * the weights' codes (E2M1 / E4M3) with both E8M0 scales, nothing converted; elsewhere (sm_90,
@@ -525,7 +525,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     r->bw_gbps = bw;
     /* cu_load_cap's rate: the kernel's copy path (load_cap_gbps), else the preset's per-CU stream */
     const double cap_gbps = p->load_cap_gbps > 0 ? p->load_cap_gbps : hw->hbm_per_cu_gbps;
-    int requant = p->stage == 2 && p->requant_kernel && (p->dtype == TL_MOE_FP8 || mx);
+    int requant = p->stage == 2 && p->requant_kernel && tl_moe_quantized_acts(p->dtype);
     int combine = p->stage == 2 && p->combine_kernel;
 
     /* bytes per element class: the activations in act_dtype's stage-1 storage (MX activations
