@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <dlfcn.h>
@@ -317,10 +318,47 @@ void item_range_text(const WorkGroup *wg, unsigned from, unsigned to, bool (*pre
     }
 }
 
+/* The source position of a code address, every inlined frame (addr2line -i), cached: the host
+ * compiler may duplicate a block (jump threading, tail duplication), so one source site can have
+ * several addresses; two addresses are the same site when their whole inline chains agree. */
+std::mutex g_site_lock;
+std::vector<std::pair<const void *, std::string>> g_site_cache;
+
+std::string site_chain(const void *addr)
+{
+    {
+        std::lock_guard<std::mutex> g(g_site_lock);
+        for (const auto &e : g_site_cache)
+            if (e.first == addr) return e.second;
+    }
+    std::string chain;
+    Dl_info info;
+    if (addr && dladdr(addr, &info) && info.dli_fname) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "addr2line -i -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
+                 (unsigned long)((uintptr_t)addr - (uintptr_t)info.dli_fbase - 1));
+        if (FILE *p = popen(cmd, "r")) {
+            char line[600];
+            while (fgets(line, sizeof line, p)) {
+                char *d = strstr(line, " (discriminator");
+                if (d) *d = '\0';
+                chain += line;
+            }
+            pclose(p);
+        }
+    }
+    if (chain.empty() || chain[0] == '?') chain = "address " + std::to_string((uintptr_t)addr);
+    std::lock_guard<std::mutex> g(g_site_lock);
+    g_site_cache.emplace_back(addr, chain);
+    return chain;
+}
+
+bool same_site(const void *a, const void *b) { return a == b || site_chain(a) == site_chain(b); }
+
 bool same_wait(const Item &a, const void *b)
 {
     const Item &o = *(const Item *)b;
-    return a.state == o.state && a.site == o.site && a.op == o.op;
+    return a.state == o.state && a.op == o.op && same_site(a.site, o.site);
 }
 
 /* Runs one wave's operation when all its live lanes wait at it. Returns 1 (ran), 0 (not ready),
@@ -395,7 +433,7 @@ int resolve_barrier(Launch *L, WorkGroup *wg)
     char s[700], a[200], b[200];
     const unsigned n = (unsigned)wg->items.size();
     for (const Item &it : wg->items) {
-        if (it.state == AT_BARRIER && it.site != lead->site) {
+        if (it.state == AT_BARRIER && !same_site(it.site, lead->site)) {
             char s2[700];
             item_range_text(wg, 0, n, same_wait, lead, a, sizeof a);
             item_range_text(wg, 0, n, same_wait, &it, b, sizeof b);
