@@ -23,7 +23,7 @@ typedef float tl_emu_f32x2 __attribute__((ext_vector_type(2)));
 typedef int tl_emu_i32x8 __attribute__((ext_vector_type(8)));
 
 /* One MFMA of this lane: A, B (bytes of their VGPRs), C; scales for the scaled form. */
-__attribute__((noinline)) static tl_emu_f32x4 tl_emu_mfma(const void *a, const void *b, size_t ab_bytes, const tl_emu_f32x4 &c,
+TL_EMU_WAVE_FN static tl_emu_f32x4 tl_emu_mfma(const void *a, const void *b, size_t ab_bytes, const tl_emu_f32x4 &c,
                                                           uint32_t imm, uint32_t scale_a, uint32_t scale_b,
                                                           const char *what, const void *site)
 {
@@ -42,7 +42,7 @@ __attribute__((noinline)) static tl_emu_f32x4 tl_emu_mfma(const void *a, const v
 }
 
 /* cbsz / abid / blgp of the classic forms must be 0 (the kernels broadcast nothing). */
-__attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x16bf16_1k(const tl_emu_i16x4 &a, const tl_emu_i16x4 &b,
+TL_EMU_WAVE_FN static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x16bf16_1k(const tl_emu_i16x4 &a, const tl_emu_i16x4 &b,
                                                                                      const tl_emu_f32x4 &c, int cbsz, int abid,
                                                                                      int blgp)
 {
@@ -52,7 +52,7 @@ __attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x16bf1
 }
 #define __builtin_amdgcn_mfma_f32_16x16x16bf16_1k tl_emu_amdgcn_mfma_f32_16x16x16bf16_1k
 
-__attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_fp8_fp8(long a, long b, const tl_emu_f32x4 &c, int cbsz,
+TL_EMU_WAVE_FN static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_fp8_fp8(long a, long b, const tl_emu_f32x4 &c, int cbsz,
                                                                                       int abid, int blgp)
 {
     if (cbsz || abid || blgp) tl_emu_trap("v_mfma_f32_16x16x32_fp8_fp8: cbsz/abid/blgp broadcasts are not emulated");
@@ -62,7 +62,7 @@ __attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_fp
 #define __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8 tl_emu_amdgcn_mfma_f32_16x16x32_fp8_fp8
 
 #if defined(__gfx950__)
-__attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_bf16(const tl_emu_bf16x8 &a, const tl_emu_bf16x8 &b,
+TL_EMU_WAVE_FN static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_bf16(const tl_emu_bf16x8 &a, const tl_emu_bf16x8 &b,
                                                                                    const tl_emu_f32x4 &c, int cbsz, int abid,
                                                                                    int blgp)
 {
@@ -74,7 +74,7 @@ __attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_f32_16x16x32_bf
 
 /* A's format cbsz and B's blgp (0 E4M3, 1 E5M2, 2 E2M3, 3 E3M2, 4 E2M1), and each operand's scale
  * VGPR with the byte op_sel picks (0..3). */
-__attribute__((noinline)) static tl_emu_f32x4 tl_emu_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(
+TL_EMU_WAVE_FN static tl_emu_f32x4 tl_emu_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(
     const tl_emu_i32x8 &a, const tl_emu_i32x8 &b, const tl_emu_f32x4 &c, int fmt_a, int fmt_b, int opsel_a, int scale_a, int opsel_b, int scale_b)
 {
     if (fmt_a < 0 || fmt_a > 4 || fmt_b < 0 || fmt_b > 4 || opsel_a < 0 || opsel_a > 3 || opsel_b < 0 || opsel_b > 3)
@@ -105,7 +105,7 @@ static inline unsigned tl_emu_amdgcn_perm(unsigned a, unsigned b, unsigned sel) 
 #define __builtin_amdgcn_dispatch_ptr() tl_emu_dispatch_packet()
 #define __builtin_amdgcn_workitem_id_x() (tl_emu_self()->thread.x)
 #define __builtin_amdgcn_workgroup_id_x() (tl_emu_self()->block.x)
-__attribute__((noinline)) static void tl_emu_amdgcn_s_barrier(void) { tl_emu_barrier(TL_EMU_SITE()); }
+TL_EMU_WAVE_FN static void tl_emu_amdgcn_s_barrier(void) { tl_emu_barrier(TL_EMU_SITE()); }
 #define __builtin_amdgcn_s_barrier tl_emu_amdgcn_s_barrier
 /* v_atomic_inc: returns *p and stores (*p >= limit) ? 0 : *p + 1 */
 static inline unsigned tl_emu_amdgcn_atomic_inc32(unsigned *p, unsigned limit, int order, const char *scope)

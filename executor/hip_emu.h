@@ -136,6 +136,10 @@ TL_EMU_API unsigned long long tl_emu_cycles(void);
 TL_EMU_API int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)(const void *),
                              const void *ctx);
 
+/* Wave operations and barriers: on the GPU two of them in two branches are two instructions, each
+ * for its own lanes. nomerge keeps clang from merging such calls into one (it does, with a select
+ * of their operands, otherwise), convergent from moving one into a branch. */
+#define TL_EMU_WAVE_FN __attribute__((noinline, convergent, nomerge))
 /* The call site of a wave operation or barrier: the return address inside the kernel (every
  * wave helper of gpu.h and mma.h is inlined, so distinct source sites have distinct addresses). */
 #define TL_EMU_SITE() __builtin_return_address(0)
@@ -146,7 +150,7 @@ TL_EMU_API int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t s
 #define blockDim (tl_emu_self()->block_dim)
 #define gridDim (tl_emu_self()->grid_dim)
 
-__attribute__((noinline)) static void __syncthreads(void) { tl_emu_barrier(TL_EMU_SITE()); }
+TL_EMU_WAVE_FN static void __syncthreads(void) { tl_emu_barrier(TL_EMU_SITE()); }
 static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline int __smid(void) { return tl_emu_cu(); }
@@ -159,7 +163,7 @@ struct tl_emu_shfl_in {
     int src;
 };
 template <typename T>
-__attribute__((noinline)) static T tl_emu_shfl_at(T v, int src, int width, const void *site)
+TL_EMU_WAVE_FN static T tl_emu_shfl_at(T v, int src, int width, const void *site)
 {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     tl_emu_shfl_in in = {0, 0};
@@ -174,29 +178,29 @@ __attribute__((noinline)) static T tl_emu_shfl_at(T v, int src, int width, const
     return r;
 }
 template <typename T>
-__attribute__((noinline)) static T __shfl(T v, int src, int width = 64)
+TL_EMU_WAVE_FN static T __shfl(T v, int src, int width = 64)
 {
     return tl_emu_shfl_at(v, src, width, TL_EMU_SITE());
 }
 template <typename T>
-__attribute__((noinline)) static T __shfl_xor(T v, int mask, int width = 64)
+TL_EMU_WAVE_FN static T __shfl_xor(T v, int mask, int width = 64)
 {
     const int lane = (int)(tl_emu_self()->flat % 64u);
     return tl_emu_shfl_at(v, lane ^ mask, width, TL_EMU_SITE());
 }
 template <typename T>
-__attribute__((noinline)) static T __shfl_up(T v, unsigned delta, int width = 64)
+TL_EMU_WAVE_FN static T __shfl_up(T v, unsigned delta, int width = 64)
 {
     const int lane = (int)(tl_emu_self()->flat % 64u), seg = lane % width;
     return tl_emu_shfl_at(v, seg >= (int)delta ? lane - (int)delta : lane, width, TL_EMU_SITE());
 }
 template <typename T>
-__attribute__((noinline)) static T __shfl_down(T v, unsigned delta, int width = 64)
+TL_EMU_WAVE_FN static T __shfl_down(T v, unsigned delta, int width = 64)
 {
     const int lane = (int)(tl_emu_self()->flat % 64u), seg = lane % width;
     return tl_emu_shfl_at(v, seg + (int)delta < width ? lane + (int)delta : lane, width, TL_EMU_SITE());
 }
-__attribute__((noinline)) static unsigned long long __ballot(int p)
+TL_EMU_WAVE_FN static unsigned long long __ballot(int p)
 {
     const int in = p != 0;
     unsigned long long o = 0;
