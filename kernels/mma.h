@@ -191,6 +191,9 @@ TL_MMA_FN void tl_frag_load_a_fp8(tl_frag_a_fp8 *a, const uint8_t *A, int lda)
 }
 TL_MMA_FN void tl_frag_load_bt_fp8(tl_frag_b_fp8 *b, const uint8_t *Bt, int ldb)
 {
+#if defined(TL_EMU_MUTANT) /* the executor's mutation test only (tests/cli_executor.sh): B's lanes swap columns pairwise */
+    Bt += tl_lane() % 2 ? -ldb : ldb;
+#endif
     tl_frag_load_a_fp8((tl_frag_a_fp8 *)b, Bt, ldb);
 }
 TL_MMA_FN int tl_frag_c_row(int lane, int r) { return 4 * (lane / 16) + r; }
