@@ -83,6 +83,7 @@ static int cmd_convert(int argc, char **argv)
     long lineno = 0, got;
     while ((got = read_line(stdin, line, sizeof line)) >= 0) {
         lineno++;
+        if (lineno == 1 && tl_skip_bom(line) != line) memmove(line, line + 3, (size_t)(got -= 3) + 1);
         int binary = memchr(line, '\0', (size_t)got) != NULL;
         for (long j = 0; j < got && !binary; j++) /* control bytes would garble the error line */
             binary = ((unsigned char)line[j] < 0x20 && !strchr("\t\r\n", line[j])) || line[j] == 0x7f;

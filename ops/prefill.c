@@ -148,12 +148,10 @@ static tl_prefill_shape case_shape(const pf_problem *p, int c)
 /* --tile BMxBNxW */
 static int parse_tile(const char *s, tl_prefill_tiling *t)
 {
-    int bm, bn, w;
-    char end;
-    if (sscanf(s, "%dx%dx%d%c", &bm, &bn, &w, &end) != 3 || bm < 16 || bm > 512 || bn < 16 || bn > 512 || w < 1 ||
-        w > 16)
+    long long v[3];
+    if (tl_scan_ints(s, 'x', v, 3) != 3 || v[0] < 16 || v[0] > 512 || v[1] < 16 || v[1] > 512 || v[2] < 1 || v[2] > 16)
         return tl_error(TL_EUSAGE, "--tile", "'%s' is not BMxBNxW (block_m, block_n 16..512, warps 1..16)", s);
-    t->block_m = bm, t->block_n = bn, t->warps = w;
+    t->block_m = (int)v[0], t->block_n = (int)v[1], t->warps = (int)v[2];
     return 0;
 }
 

@@ -370,7 +370,7 @@ static void test_points_thousands(void **state)
 {
     (void)state;
     tl_points p;
-    const char *grouped = "name,flops,hbm_bytes,time_us\nk,\"1,234,567\",\"2,000.5\",\" 10 \"\n";
+    const char *grouped = "name,flops,hbm_bytes,time_us\nk,\"1,234,567\",\"2,000.5\",\"10\"\n";
     assert_int_equal(tl_points_parse(grouped, "g.csv", &p), 0);
     assert_float_equal(p.pts[0].flops, 1234567, 0);
     assert_float_equal(p.pts[0].bytes, 2000.5, 0);
@@ -386,6 +386,15 @@ static void test_points_thousands(void **state)
         assert_non_null(strstr(tl_last_error(), "line 2"));
         assert_non_null(strstr(tl_last_error(), "column flops"));
         assert_non_null(strstr(tl_last_error(), "thousands"));
+    }
+    /* the one number rule (core/tl.h tl_scan_real): no blanks, no '+', no hex, also around separators */
+    const char *unruly[] = {" 10", "10 ", "+10", "0x10", "1,234 ", "+1,234", "inf", "nan"};
+    for (size_t i = 0; i < sizeof unruly / sizeof unruly[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "name,flops,hbm_bytes,time_us\nk,\"%s\",2000,10\n", unruly[i]);
+        tl_clear_error();
+        assert_int_equal(tl_points_parse(text, "c.csv", &p), TL_EUSAGE);
+        assert_non_null(strstr(tl_last_error(), "line 2: malformed number"));
     }
     const char *ncu = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
                       "\"0\",\"k\",\"gpu__time_duration.sum\",\"ns\",\"1,5\"\n";

@@ -52,20 +52,18 @@ static int drop_thousands(const char *s, size_t len, char *buf, size_t cap)
 }
 
 #define NUM_BAD_COMMA (-2)
-/* Parses a non-negative finite number: surrounding spaces and thousands separators allowed (see
- * drop_thousands). Returns 1 on success, 0 for "n/a" or empty (missing), NUM_BAD_COMMA for a
- * comma that separates no thousands, -1 when malformed otherwise. */
+/* Parses a non-negative finite number: tl_scan_real's form (decimal only, no blanks, no '+', no
+ * hex) once its thousands separators are dropped (see drop_thousands). Returns 1 on success, 0 for
+ * "n/a" or empty (missing), NUM_BAD_COMMA for a comma that separates no thousands, -1 when
+ * malformed otherwise. */
 static int parse_num(const char *s, double *out)
 {
     char buf[128];
-    while (isspace((unsigned char)*s)) s++;
     if (!*s || strcasecmp(s, "n/a") == 0 || strcmp(s, "(!) n/a") == 0) return 0;
     size_t len = strlen(s);
-    while (len > 0 && isspace((unsigned char)s[len - 1])) len--;
     if (!drop_thousands(s, len, buf, sizeof buf)) return strchr(s, ',') ? NUM_BAD_COMMA : -1;
-    char *end;
-    double v = strtod(buf, &end);
-    if (end == buf || *end || !isfinite(v) || v < 0) return -1;
+    double v;
+    if (tl_scan_real(buf, &v) || v < 0) return -1;
     *out = v;
     return 1;
 }
