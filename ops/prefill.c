@@ -93,8 +93,9 @@ static const char pf_check_usage[] =
 static const char pf_run_usage[] =
     "usage: tilelab run prefill [--shape S] [--dtype bf16|fp8] [--rotate R] --input q=Q.npy --input k=K.npy\n"
     "                           --input v=V.npy --output o=O.npy --output lse=LSE.npy [--device cpu|gpu]\n"
-    "Prefill attention on your tensors (quantized to --dtype): O float32 [seq][H][dv] (the kernel's bf16\n"
-    "values), LSE float32 [H][seq].\n";
+    "Prefill attention on your tensors (quantized to --dtype): O float32 [seq][H][dv], LSE float32\n"
+    "[H][seq]. --device cpu: the reference (P exact, softmax in double, O rounded once to float32);\n"
+    "--device gpu: the kernel's bf16 O, widened exactly (contract/prefill.h: who computes what).\n";
 
 static const char pf_bench_usage[] =
     "usage: tilelab bench prefill [options] [--tile BMxBNxW] [--hw PRESET] [--format table|csv|json]\n"
