@@ -458,6 +458,10 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
     int c_f = first_col(h, flops_n), c_b = first_col(h, bytes_n), c_t = first_col(h, time_n);
     int c_i = tl_csv_col(h, "intensity"), c_tf = tl_csv_col(h, "tflops");
     int c_l = first_col(h, label_n), c_tok = tl_csv_col(h, "tokens"), c_st = tl_csv_col(h, "stage");
+    /* a "kernel" or "op" column names what ran, not which point: sim moe's rows all say moe_gemm, so
+     * the stage and M (tokens) are added to it; a "name" or "label" column is the point's own label */
+    const int c_l_names_kernel = c_l >= 0 && (c_l == tl_csv_col(h, "kernel") || c_l == tl_csv_col(h, "op")) &&
+                                 tl_csv_col(h, "name") < 0 && tl_csv_col(h, "label") < 0;
     int c_src = tl_csv_col(h, "source"), c_lim = tl_csv_col(h, "limiter"), c_hw = tl_csv_col(h, "hw");
     char hw_name[64] = "";
     int by_counts = c_f >= 0 && c_b >= 0 && c_t >= 0;
@@ -512,7 +516,11 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
                 break;
             }
         }
-        if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
+        if (c_l >= 0 && !c_l_names_kernel) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
+        else if (c_l >= 0 && (c_tok >= 0 || c_st >= 0)) /* a kernel's several launches: which one */
+            snprintf(pt.label, sizeof pt.label, "%s%s%s%s%s", tl_csv_field(&r, c_l), c_st >= 0 ? " s" : "",
+                     c_st >= 0 ? tl_csv_field(&r, c_st) : "", c_tok >= 0 ? " M=" : "", c_tok >= 0 ? tl_csv_field(&r, c_tok) : "");
+        else if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
         else if (c_tok >= 0 && c_st >= 0) snprintf(pt.label, sizeof pt.label, "M=%s s%s", tl_csv_field(&r, c_tok), tl_csv_field(&r, c_st));
         else if (c_tok >= 0) snprintf(pt.label, sizeof pt.label, "M=%s", tl_csv_field(&r, c_tok));
         else snprintf(pt.label, sizeof pt.label, "#%d", out->n + 1);
