@@ -130,8 +130,8 @@ static int hw_list(int argc, char **argv)
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
     if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
-    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
-                               "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
+    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured_gbps,"
+                               "bf16_tflops,bf16_measured_tflops,fp8_tflops,fp8_measured_tflops,fp4_tflops,fp4_measured_tflops");
     for (const char *const *n = tl_hw_list(); *n; n++) {
         tl_hw hw;
         if (tl_hw_load(*n, &hw)) {
@@ -170,8 +170,8 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (f->type == FIELD_TEXT) tl_table_str(t, field_text(hw, f));
         else if (f->type == FIELD_INT) tl_table_int(t, field_int(hw, f));
         else tl_table_numf(t, "%.10g", field_real(hw, f));
-        tl_table_str(t, "");
-        tl_table_str(t, "");
+        tl_table_none(t);
+        tl_table_none(t);
         tl_table_str(t, f->unit);
     }
     for (size_t i = 0; i < N_CEILINGS; i++) {
@@ -179,11 +179,11 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (c.datasheet <= 0 && c.measured <= 0) continue;
         tl_table_row(t);
         tl_table_str(t, CEILINGS[i].key);
-        tl_table_str(t, "");
+        tl_table_none(t);
         if (c.datasheet > 0) tl_table_numf(t, "%.10g", c.datasheet);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         if (c.measured > 0) tl_table_numf(t, "%.10g", c.measured);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         tl_table_str(t, CEILINGS[i].unit);
     }
     return t;
@@ -531,8 +531,8 @@ static void ceiling_row(tl_table *t, const tl_roofline_report *r, const char *ke
     tl_table_str(t, unit);
     reference_cells(t, preset.datasheet, measured);
     reference_cells(t, preset.measured, measured);
-    tl_table_str(t, best ? best->kernel : "");
-    tl_table_str(t, best ? best->config : "");
+    if (best) tl_table_str(t, best->kernel), tl_table_str(t, best->config);
+    else tl_table_none(t), tl_table_none(t);
 }
 
 static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const char *label,

@@ -325,7 +325,7 @@ int tl_bench_numerics(int argc, char **argv)
     uint8_t *c8 = malloc(N), *scales = malloc(N / 32 + 1);
     uint16_t *c16 = malloc(N * sizeof *c16);
     double *times = malloc((size_t)runs * sizeof *times);
-    tl_table *t = tl_table_new("kernel,n,runs,median_s,values_per_s,target,meets_target");
+    tl_table *t = tl_table_new("kernel,n,runs,median_s,values_per_s,target_values_per_s,meets_target");
     if (!x || !y || !c8 || !scales || !c16 || !times || !t) rc = tl_error(TL_EFAIL, "bench numerics", "out of memory");
     static const struct {
         bench_kind k;

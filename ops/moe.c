@@ -162,7 +162,10 @@ static const char moe_sim_usage[] =
     "moe_prefill_s1; generic); padding = rows computed / real rows; k_padding = K rounded to the\n"
     "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
-    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+    "limiter: hbm (the stream of weights and activations from HBM), loads (memory-bound, and in most\n"
+    "of those waves each CU's own load path, not HBM, caps the stream), matrix, padding (issued\n"
+    "FLOPs >= 2 x useful), dequant, fixed (launch, prologue, epilogue) or tail (a last wave under\n"
+    "half full); see simulator/moe.h for the model and what it ignores.\n";
 
 /* ---- problem lifetime ------------------------------------------------------------------------ */
 

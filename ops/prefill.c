@@ -264,6 +264,19 @@ static void pf_describe(const void *vp, FILE *f)
                                        : "P rounded to bf16",
             tl_rotation_name(p->rot), p->user_q ? "from the --input files" : tl_prefill_dist_name(p->dist),
             (unsigned long long)p->seed);
+    if (p->mode != TL_OP_SIM && p->mode != TL_OP_BENCH) return; /* the modelled kernel: sim and bench's model */
+    tl_hw hw;
+    if (tl_hw_load(p->hw, &hw) != 0) {
+        tl_clear_error(); /* pf_parse loaded it already: cannot fail here */
+        return;
+    }
+    fprintf(f, "prefill kernel on %s (%s): %s\n", hw.name, hw.arch,
+            strncmp(hw.arch, "sm_90", 5) == 0
+                ? "FlashAttention-3's shape on sm_90a: warp-specialized, a producer warpgroup loading K/V tiles by "
+                  "TMA (three buffers; two for bf16 dqk 192) and two consumer warpgroups of 64 query rows each on wgmma m64n128 "
+                  "(without FA-3's ping-pong between them); kernels/prefill.hip pf_body_ws"
+                : "FlashAttention-2's shape: one work-group per block of query rows and head, K/V tiles through "
+                  "LDS, S and P.V on the MFMA 16x16 matrix cores, the online softmax in registers; kernels/prefill.hip");
 }
 
 static void pf_case_label(const void *vp, int c, char *label, size_t n)
@@ -704,7 +717,8 @@ static const char *const pf_bench_args[] = {"--shape", "mistral-7b", "--seq", "1
 
 const tl_op tl_op_prefill = {
     .name = "prefill",
-    .summary = "causal prefill attention (FlashAttention-2 style): bf16 or FP8 with per-block scales, GQA, MLA 192/128",
+    .summary = "causal prefill attention (FlashAttention-2 style; FA-3's warp-specialized shape on sm_90a): bf16 or FP8 "
+               "with per-block scales, GQA, MLA 192/128",
     .dtypes = "bf16,fp8",
     .targets = pf_targets,
     .check_usage = pf_check_usage,
