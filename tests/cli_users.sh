@@ -48,6 +48,10 @@ check "and not the generic one" -- bash -c '! cmp -s "$1" "$2"' _ "$tmp/def.png"
 expect 2 "--tile-m without --kernel generic" -- "$tl" draw timeline --tile-m 32 -o "$tmp/x.png"
 check "says to add --kernel generic" -- grep -q "add --kernel generic" <<<"$LAST_ERR"
 expect 2 "--kernel other" -- "$tl" draw timeline --kernel other -o "$tmp/x.png"
+expect 2 "a schedule too large for the default kernel" -- "$tl" draw timeline --tokens 200000 -o "$tmp/x.png"
+check "its advice is not the generic kernel's --tile-m" -- bash -c '! grep -q -- "--tile-m" <<<"$1"' _ "$LAST_ERR"
+expect 2 "a schedule too large for the generic kernel" -- "$tl" draw timeline --kernel generic --tokens 1000000 -o "$tmp/x.png"
+check "there --tile-m helps" -- grep -q -- "a larger --tile-m" <<<"$LAST_ERR"
 expect 0 "draw timeline --help" -- "$tl" draw timeline --help
 check "the help says the default kernel" -- grep -q "tilelab (default) the kernel tilelab ships" <<<"$LAST_OUT"
 
