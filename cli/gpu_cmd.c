@@ -131,8 +131,8 @@ static int hw_list(int argc, char **argv)
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
     if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
-    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
-                               "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
+    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured_gbps,"
+                               "bf16_tflops,bf16_measured_tflops,fp8_tflops,fp8_measured_tflops,fp4_tflops,fp4_measured_tflops");
     for (const char *const *n = tl_hw_list(); *n; n++) {
         tl_hw hw;
         if (tl_hw_load(*n, &hw)) {
@@ -171,8 +171,8 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (f->type == FIELD_TEXT) tl_table_str(t, field_text(hw, f));
         else if (f->type == FIELD_INT) tl_table_int(t, field_int(hw, f));
         else tl_table_numf(t, "%.10g", field_real(hw, f));
-        tl_table_str(t, "");
-        tl_table_str(t, "");
+        tl_table_none(t);
+        tl_table_none(t);
         tl_table_str(t, f->unit);
     }
     for (size_t i = 0; i < N_CEILINGS; i++) {
@@ -180,11 +180,11 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (c.datasheet <= 0 && c.measured <= 0) continue;
         tl_table_row(t);
         tl_table_str(t, CEILINGS[i].key);
-        tl_table_str(t, "");
+        tl_table_none(t);
         if (c.datasheet > 0) tl_table_numf(t, "%.10g", c.datasheet);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         if (c.measured > 0) tl_table_numf(t, "%.10g", c.measured);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         tl_table_str(t, CEILINGS[i].unit);
     }
     return t;
@@ -284,8 +284,49 @@ int tl_cmd_hw(int argc, char **argv) { return tl_dispatch(hw_table, "hw", argc, 
  * =========================================================================================== */
 static const char MODELS_USAGE[] =
     "usage: tilelab models [NAME|CONFIG.json ...] [--format table|csv|json]\n"
-    "Lists the model presets, or the given presets / config.json files as the simulator reads them.\n"
-    "Dense models run in `sim moe` as one expert of width intermediate_size that every token uses.\n";
+    "Lists the model presets, or the given presets / config.json files, as the simulator models them:\n"
+    "experts, top_k, expert_width and shared are what `sim moe` uses (its header prints the same ffn\n"
+    "line). shared counts shared experts of the routed width (Qwen1.5-MoE's one of width 5632 = 4 x\n"
+    "1408 is 4); shared_width is the config's width of one shared expert. A dense model runs as one\n"
+    "expert of width intermediate_size that every token uses (experts 1, top_k 1). not_modelled: the\n"
+    "config keys the simulator does not use (a count in the table; every name with --format csv|json).\n";
+
+/* One row of `models`: the model as tl_model_moe_shape / tl_model_describe give it to sim moe. */
+static int models_row(tl_table *t, const char *spec, tl_format fmt)
+{
+    tl_model m;
+    if (tl_model_load(spec, &m)) return TL_EUSAGE;
+    int E, k, width;
+    tl_model_moe_shape(&m, &E, &k, &width);
+    char ffn[160], count[32], *unused = NULL;
+    tl_model_describe(&m, -1, ffn, sizeof ffn);
+    if (fmt != TL_FMT_TABLE && tl_model_unused_all(spec, &unused)) return TL_EUSAGE;
+    tl_table_row(t);
+    tl_table_str(t, m.name);
+    tl_table_int(t, m.hidden);
+    tl_table_int(t, E);
+    tl_table_int(t, k);
+    tl_table_int(t, width);
+    tl_table_int(t, tl_model_shared_experts(&m));
+    tl_table_int(t, m.n_layers);
+    tl_table_int(t, m.moe_layers);
+    tl_table_int(t, m.dense_width);
+    tl_table_int(t, m.shared_width);
+    tl_table_str(t, ffn);
+    tl_table_int(t, m.n_heads);
+    tl_table_int(t, m.n_kv_heads);
+    tl_table_int(t, m.index_n_heads);
+    tl_table_int(t, m.index_head_dim);
+    tl_table_int(t, m.index_topk);
+    if (m.quant_method[0]) tl_table_str(t, m.quant_method);
+    else tl_table_none(t);
+    snprintf(count, sizeof count, "%d keys", tl_model_unused(&m, NULL, 0)); /* the names are long: csv and json give them */
+    tl_table_str(t, fmt == TL_FMT_TABLE ? count : unused);
+    if (fmt == TL_FMT_TABLE || !m.source[0]) tl_table_none(t);
+    else tl_table_str(t, m.source);
+    free(unused);
+    return 0;
+}
 
 int tl_cmd_models(int argc, char **argv)
 {
@@ -299,37 +340,15 @@ int tl_cmd_models(int argc, char **argv)
     if (npos == 0)
         for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
     tl_table *t = tl_table_new("name,hidden,experts,top_k,expert_width,shared,layers,moe_layers,dense_width,"
-                               "heads,kv_heads,index_heads,index_head_dim,index_topk,quant_method,not_modelled,source");
-    for (int i = 0; i < npos; i++) {
-        tl_model m;
-        if (tl_model_load(pos[i], &m)) {
+                               "shared_width,ffn,heads,kv_heads,index_heads,index_head_dim,index_topk,quant_method,"
+                               "not_modelled,source");
+    for (int i = 0; i < npos; i++)
+        if (models_row(t, pos[i], fmt)) {
             tl_table_free(t);
             return TL_EUSAGE;
         }
-        tl_table_row(t);
-        tl_table_str(t, m.name);
-        tl_table_int(t, m.hidden);
-        tl_table_int(t, m.n_experts);
-        tl_table_int(t, m.top_k);
-        tl_table_int(t, m.moe_width);
-        tl_table_int(t, m.n_shared);
-        tl_table_int(t, m.n_layers);
-        tl_table_int(t, m.moe_layers);
-        tl_table_int(t, m.dense_width);
-        tl_table_int(t, m.n_heads);
-        tl_table_int(t, m.n_kv_heads);
-        tl_table_int(t, m.index_n_heads);
-        tl_table_int(t, m.index_head_dim);
-        tl_table_int(t, m.index_topk);
-        tl_table_str(t, m.quant_method);
-        char unused[700], count[32];
-        tl_model_unused(&m, unused, sizeof unused);
-        snprintf(count, sizeof count, "%d keys", m.n_unused); /* the names are long: csv and json give them */
-        tl_table_str(t, fmt == TL_FMT_TABLE ? count : unused);
-        tl_table_str(t, fmt == TL_FMT_TABLE ? "" : m.source);
-    }
-    tl_table_print(t, fmt, "models (config.json fields; 0 = absent; not_modelled: the config keys the "
-                           "simulator does not use, named with --format csv|json)", stdout);
+    tl_table_print(t, fmt, "models (as sim moe models them; config.json fields otherwise, 0 = absent; not_modelled: "
+                           "the config keys the simulator does not use, named with --format csv|json)", stdout);
     tl_table_free(t);
     return 0;
 }
@@ -514,8 +533,8 @@ static void ceiling_row(tl_table *t, const tl_roofline_report *r, const char *ke
     tl_table_str(t, unit);
     reference_cells(t, preset.datasheet, measured);
     reference_cells(t, preset.measured, measured);
-    tl_table_str(t, best ? best->kernel : "");
-    tl_table_str(t, best ? best->config : "");
+    if (best) tl_table_str(t, best->kernel), tl_table_str(t, best->config);
+    else tl_table_none(t), tl_table_none(t);
 }
 
 static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const char *label,

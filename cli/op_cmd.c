@@ -138,7 +138,7 @@ static void verdict_cells(tl_table *t, const char *label, const char *what, cons
     tl_table_row(t);
     tl_table_str(t, label);
     tl_table_str(t, what);
-    for (int i = 0; i < 6; i++) tl_table_str(t, "");
+    for (int i = 0; i < 6; i++) tl_table_none(t); /* no error metrics: null in JSON, - in text */
     tl_table_str(t, result);
     tl_table_str(t, note);
 }
@@ -166,12 +166,17 @@ static int compare_float(tl_table *t, const char *label, const char *what, const
 {
     tl_err_metrics m;
     memset(&m, 0, sizeof m);
-    char full[700];
+    char full[1000];
     const float *a = ref->data, *b = out->data;
     if (ref->row_len > 0 && ref->n % ref->row_len == 0) {
         tl_compare_rows(a, b, ref->n, ref->row_len, &m);
-        snprintf(full, sizeof full, "worst row %.2g x tol (bound %.3g); %s",
-                 tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0, tol->row_factor, note);
+        /* the worst row's error RMS over the reference's RMS, in units of tol_rel_rms, and the
+         * factor it must stay under (numerics/metrics.h row_factor; 0: rows are not bounded) */
+        const double worst = tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0;
+        char bound[80];
+        if (tol->row_factor > 0) snprintf(bound, sizeof bound, "must be <= %.3g x", tol->row_factor);
+        else snprintf(bound, sizeof bound, "no per-row bound");
+        snprintf(full, sizeof full, "worst row's rel RMS %.2g x tol_rel_rms (%s); %s", worst, bound, note);
     } else {
         tl_compare(a, b, ref->n, &m);
         snprintf(full, sizeof full, "%s", note);

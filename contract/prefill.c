@@ -38,23 +38,17 @@ int tl_prefill_dtype_parse(const char *s, tl_prefill_dtype *out)
 
 const char *tl_prefill_dtype_name(tl_prefill_dtype d) { return d == TL_PREFILL_FP8 ? "fp8" : "bf16"; }
 
-/* Parses "A", "AxB" or "AxBxC" of positive decimal ints (each < 10^6) into v; returns how many, or
- * 0 when the text is not of that form. */
+/* Parses "A", "AxB" or "AxBxC" of decimal ints in [0, 10^6) (tl_scan_ints) into v; returns how
+ * many, or 0 when the text is not of that form. */
 static int parse_dims(const char *s, long v[3])
 {
-    int n = 0;
-    const char *p = s;
-    while (n < 3) {
-        if (*p < '0' || *p > '9') return 0;
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end - p > 6) return 0;
-        v[n++] = x;
-        if (*end == '\0') return n;
-        if (*end != 'x') return 0;
-        p = end + 1;
+    long long w[3];
+    int n = tl_scan_ints(s, 'x', w, 3);
+    for (int i = 0; i < n; i++) {
+        if (w[i] < 0 || w[i] >= 1000000) return 0;
+        v[i] = (long)w[i];
     }
-    return 0;
+    return n;
 }
 
 int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out)

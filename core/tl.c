@@ -335,14 +335,102 @@ int tl_mkdirs(const char *dir)
 
 /* ---- parsing ---- */
 
+/* The digits at s: how many (0 when none). */
+static size_t digit_run(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9') n++;
+    return n;
+}
+
+/* 1 when s is "-"? digits, all of it. */
+static int int_form(const char *s)
+{
+    if (*s == '-') s++;
+    size_t n = digit_run(s);
+    return n > 0 && s[n] == '\0';
+}
+
+/* 1 when s is "-"? (digits ["." digits*] | "." digits) [("e"|"E") ["+"|"-"] digits], all of it. */
+static int real_form(const char *s)
+{
+    if (*s == '-') s++;
+    size_t whole = digit_run(s), frac = 0;
+    s += whole;
+    if (*s == '.') {
+        frac = digit_run(s + 1);
+        s += 1 + frac;
+    }
+    if (whole + frac == 0) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        size_t e = digit_run(s);
+        if (e == 0) return 0;
+        s += e;
+    }
+    return *s == '\0';
+}
+
+int tl_scan_int(const char *s, long long *out)
+{
+    if (!s || !int_form(s)) return TL_NUM_SYNTAX;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE) return TL_NUM_RANGE;
+    *out = v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s == '-' || !int_form(s)) return TL_NUM_SYNTAX;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v > UINT64_MAX) return TL_NUM_RANGE;
+    *out = (uint64_t)v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_real(const char *s, double *out)
+{
+    if (!s || !real_form(s)) return TL_NUM_SYNTAX;
+    double v = strtod(s, NULL); /* underflow gives 0 or a subnormal: kept */
+    if (!isfinite(v)) return TL_NUM_RANGE;
+    *out = v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_ints(const char *s, char sep, long long *v, int max)
+{
+    char buf[256];
+    if (!s || strlen(s) >= sizeof buf) return 0;
+    int n = 0;
+    for (const char *p = s;;) {
+        const char *e = strchr(p, sep);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (n == max) return 0;
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+        if (tl_scan_int(buf, &v[n])) return 0;
+        n++;
+        if (!e) return n;
+        p = e + 1;
+    }
+}
+
+const char *tl_skip_bom(const char *s)
+{
+    return s && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF ? s + 3 : s;
+}
+
 int tl_parse_long(const char *s, long lo, long hi, const char *what, long *out)
 {
     if (!s || !*s) return tl_error(TL_EUSAGE, what, "missing value");
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*end != '\0') return tl_error(TL_EUSAGE, what, "'%s' is not an integer", s);
-    if (errno == ERANGE || v < lo || v > hi)
+    long long v = 0;
+    int r = tl_scan_int(s, &v);
+    if (r == TL_NUM_SYNTAX) return tl_error(TL_EUSAGE, what, "'%s' is not an integer (decimal digits only)", s);
+    if (r == TL_NUM_RANGE || v < lo || v > hi)
         return tl_error(TL_EUSAGE, what, "%s is out of range [%ld, %ld]", s, lo, hi);
     *out = (long)v;
     return TL_OK;
@@ -382,11 +470,7 @@ int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *
 int tl_parse_double(const char *s, const char *what, double *out)
 {
     if (!s || !*s) return tl_error(TL_EUSAGE, what, "missing value");
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (*end != '\0' || !isfinite(v)) return tl_error(TL_EUSAGE, what, "'%s' is not a finite number", s);
-    *out = v;
+    if (tl_scan_real(s, out)) return tl_error(TL_EUSAGE, what, "'%s' is not a finite decimal number", s);
     return TL_OK;
 }
 

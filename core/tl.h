@@ -113,7 +113,27 @@ int tl_open_regular(const char *path, const char *what, FILE **f);
 /* Creates a directory and its parents (like mkdir -p). TL_EUSAGE if it exists as a non-folder. */
 int tl_mkdirs(const char *dir);
 
-/* ---- small parsing helpers for the command line (all return TL_EUSAGE with a message) ---- */
+/* ---- the number reader: one rule for every option value and every CSV / trace / text field ----
+ * A number is decimal text and nothing else: an optional '-', digits, for a real an optional
+ * fraction ('.' digits) and exponent ('e' or 'E', an optional sign, digits); the whole string is
+ * consumed. Refused: blanks anywhere (leading or trailing), a leading '+', hex ("0x10", "0x1p3"),
+ * "inf", "nan", an empty string, a thousands separator. Results: TL_NUM_OK, TL_NUM_SYNTAX (not of
+ * that form), TL_NUM_RANGE (of that form but too large for the type: an integer beyond long long
+ * or u64, a real beyond double's finite range). Nothing is printed. Cost: one pass of the string. */
+enum { TL_NUM_OK = 0, TL_NUM_SYNTAX = 1, TL_NUM_RANGE = 2 };
+int tl_scan_int(const char *s, long long *out);
+/* An unsigned integer: no '-' either (a seed). */
+int tl_scan_u64(const char *s, uint64_t *out);
+int tl_scan_real(const char *s, double *out);
+/* Splits s at sep into at most max integers, each read by tl_scan_int ("64x128x4" with 'x'); returns
+ * how many, or 0 when a piece is empty, not a number, or there are more than max. */
+int tl_scan_ints(const char *s, char sep, long long *v, int max);
+/* s past a leading UTF-8 byte-order mark (EF BB BF), which editors hide: every text reader calls it
+ * on its first line so that the mark never shows as an invisible character in a message. */
+const char *tl_skip_bom(const char *s);
+
+/* ---- small parsing helpers for the command line (all return TL_EUSAGE with a message), on the
+ * number reader above ---- */
 /* Parses a whole decimal integer in [lo, hi]; `what` names the option in the message. */
 int tl_parse_long(const char *s, long lo, long hi, const char *what, long *out);
 /* The same into an int (lo and hi within int's range). */
@@ -121,7 +141,7 @@ int tl_parse_int(const char *s, int lo, int hi, const char *what, int *out);
 /* Parses a comma-separated list of integers in [lo, hi]; at most cap values. */
 int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *out, int cap,
                        int *count);
-/* Parses a finite double. */
+/* Parses a finite real (tl_scan_real's form). */
 int tl_parse_double(const char *s, const char *what, double *out);
 
 /* Output formats shared by every command that prints a table. */

@@ -162,7 +162,10 @@ static const char moe_sim_usage[] =
     "moe_prefill_s1; generic); padding = rows computed / real rows; k_padding = K rounded to the\n"
     "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
-    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+    "limiter: hbm (the stream of weights and activations from HBM), loads (memory-bound, and in most\n"
+    "of those waves each CU's own load path, not HBM, caps the stream), matrix, padding (issued\n"
+    "FLOPs >= 2 x useful), dequant, fixed (launch, prologue, epilogue) or tail (a last wave under\n"
+    "half full); see simulator/moe.h for the model and what it ignores.\n";
 
 /* ---- problem lifetime ------------------------------------------------------------------------ */
 
@@ -508,11 +511,11 @@ static void moe_describe(const void *vp, FILE *f)
     tl_routing_describe(&p->routing, r, sizeof r);
     if (p->user_x) snprintf(r, sizeof r, "from the --input files");
     if (p->mode == TL_OP_SIM) {
-        int E, k, width;
-        tl_model_moe_shape(&p->model, &E, &k, &width);
-        fprintf(f, "moe (model): %s, hidden %d, E %d + %d shared%s, top-%d, width %d / tp %d; dtype %s; routing %s; "
-                   "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
-                p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
+        char ffn[160];
+        tl_model_describe(&p->model, p->n_shared, ffn, sizeof ffn);
+        fprintf(f, "moe (model): %s, hidden %d, %s / tp %d%s; dtype %s; routing %s; "
+                   "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, ffn, p->tp,
+                p->tilelab_kernel && p->n_shared ? " (the shared experts are not in tilelab's kernel: left out)" : "",
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
                 p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for the preset's arch, "
                                     "dequantization included (the MX types on gfx950: the scaled f8f6f4 MFMA); bf16 on an sm_90 preset: moe_prefill_s1 / _s2 where "

@@ -20,12 +20,9 @@ const tl_op *tl_op_find(const char *name)
 
 int tl_ops_parse_seed(const char *val, uint64_t *seed)
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(val, &end, 0);
-    if (!*val || *end || errno || val[0] == '-')
-        return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
-    *seed = v;
+    int r = tl_scan_u64(val, seed);
+    if (r == TL_NUM_RANGE) return tl_error(TL_EUSAGE, "--seed", "%s is out of range [0, %llu]", val, (unsigned long long)UINT64_MAX);
+    if (r) return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned decimal integer)", val);
     return TL_OK;
 }
 

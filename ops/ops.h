@@ -8,7 +8,7 @@
 #include "../core/opts.h"
 #include "../kernels/bench.h"
 
-/* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign; TL_EUSAGE otherwise. */
+/* "--seed": an unsigned decimal integer in [0, 2^64) (tl_scan_u64: no sign, no hex, no blanks); TL_EUSAGE otherwise. */
 int tl_ops_parse_seed(const char *val, uint64_t *seed);
 
 /* Routed rows (tokens x k) one simulated worklist may hold, and all of one command's worklists

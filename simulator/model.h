@@ -8,6 +8,8 @@
  * Keys read (aliases in brackets):
  *   hidden_size                                   required
  *   num_hidden_layers                             required
+ * Keys in brackets are aliases: where a config carries several of one group they must hold one value
+ * (gpt-oss gives num_experts_per_tok and experts_per_token both 4); two values are refused, naming both.
  *   n_routed_experts [num_experts, num_local_experts]   routed experts E; absent or 0 = dense model (then a top-k > 0 is an error)
  *   num_experts_per_tok [moe_topk, moe_router_topk, experts_per_token]   top-k, required when E > 0
  *   moe_intermediate_size                         expert width; when absent, a MoE model's expert width is
@@ -78,6 +80,12 @@ int tl_model_load(const char *name_or_path, tl_model *out);
  * not used, quantization_config included (0: everything was read; buf gets ""). */
 int tl_model_unused(const tl_model *m, char *buf, size_t n);
 
+/* The whole of that list, never cut short: *names gets a new string (the caller frees it), the
+ * quantization_config note first, then every key not used, ", "-separated ("" when none). Loads
+ * the model again (tl_model_load's errors). For printers that owe the full list (models --format
+ * csv|json). Cost: one more read of the config. */
+int tl_model_unused_all(const char *name_or_path, char **names);
+
 /* Preset names compiled into the binary, NULL-terminated, sorted. Static storage. */
 const char *const *tl_model_list(void);
 
@@ -91,5 +99,12 @@ void tl_model_moe_shape(const tl_model *m, int *n_experts, int *top_k, int *widt
  * FLOPs and weight bytes are the shared experts' exactly; tl_model_load refuses a width that does not
  * divide. 0 for dense models. */
 int tl_model_shared_experts(const tl_model *m);
+
+/* The one line that says which FFN the simulator models for m: "E 60 + 4 shared, top-4, width 1408"
+ * (the routed experts, shared experts of the routed width as tl_model_shared_experts counts them,
+ * top-k and the expert width; a dense model is "E 1 + 0 shared, top-1, width 14336"). n_shared < 0
+ * takes the config's count; a caller that overrides it (sim moe --shared) passes its own. Both
+ * `models` and `sim moe` print it. */
+void tl_model_describe(const tl_model *m, int n_shared, char *buf, size_t n);
 
 #endif

@@ -458,7 +458,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     if (p->want_schedule && items > TL_MOE_MAX_SCHEDULE) {
         tl_worklist_free(&wl);
         return tl_error(TL_EUSAGE, "schedule", "%lld work items, more than the %lld a schedule keeps; use fewer "
-                        "tokens or a larger --tile-m", items, (long long)TL_MOE_MAX_SCHEDULE);
+                        "tokens%s", items, (long long)TL_MOE_MAX_SCHEDULE,
+                        p->kernel ? "" : " or a larger --tile-m"); /* the shipped kernel's tile is its own */
     }
 
     r->tokens = p->tokens;

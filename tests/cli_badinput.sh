@@ -283,7 +283,7 @@ run sh -c "printf '1.5\n\033[2J\n' | \"$tl\" numerics convert --to e4m3fn"
 report $((1 - $?)) "convert: control bytes are not text" "exit $RC"
 
 # ---- an interrupted writer leaves no temporary file ----
-run timeout -s TERM 1 "$tl" draw timeline --tokens 200000 -o "$out/sig.png"
+run timeout -s TERM 1 "$tl" draw timeline --kernel generic --tokens 200000 -o "$out/sig.png"
 left=$(find "$out" -name 'sig.png.tmp.*' | head -1)
 [ "$RC" -eq 124 ] && [ -z "$left" ] # 124: the signal ended it mid-run (a quick exit would test nothing)
 report $((1 - $?)) "SIGTERM removes the temporary picture" "exit $RC, left '$left'"

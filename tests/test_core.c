@@ -78,12 +78,57 @@ static void parse_rejects_bad_numbers(void **state)
     assert_int_equal(tl_parse_long_list("1,2,3", 1, 100, "--tokens", list, 2, &count), TL_EUSAGE);
     double d;
     assert_int_equal(tl_parse_double("nan", "--x", &d), TL_EUSAGE);
-    assert_int_equal(tl_parse_double("0x1p-3", "--x", &d), TL_OK);
+    assert_int_equal(tl_parse_double("0x1p-3", "--x", &d), TL_EUSAGE); /* decimal only */
+    assert_int_equal(tl_parse_double("0.125", "--x", &d), TL_OK);
     assert_true(d == 0.125);
     tl_format f;
     assert_int_equal(tl_parse_format("xml", &f), TL_EUSAGE);
     assert_int_equal(tl_parse_format("csv", &f), TL_OK);
     assert_int_equal(f, TL_FMT_CSV);
+}
+
+/* The one number reader: decimal only, no blanks, no '+', the whole string, range checked. */
+static void number_reader_has_one_rule(void **state)
+{
+    (void)state;
+    long long i = 7;
+    static const char *const bad_int[] = {" 5", "5 ", "+5", "0x10", "010x", "", "-", "5e3", "5.0", "1,000", "\t5",
+                                          "5\n", "inf", NULL};
+    for (int k = 0; bad_int[k]; k++) assert_int_equal(tl_scan_int(bad_int[k], &i), TL_NUM_SYNTAX);
+    assert_int_equal(i, 7); /* left alone when refused */
+    assert_int_equal(tl_scan_int("-42", &i), TL_NUM_OK);
+    assert_int_equal(i, -42);
+    assert_int_equal(tl_scan_int("010", &i), TL_NUM_OK); /* decimal: not octal 8 */
+    assert_int_equal(i, 10);
+    assert_int_equal(tl_scan_int("9223372036854775808", &i), TL_NUM_RANGE);
+    uint64_t u = 0;
+    assert_int_equal(tl_scan_u64("18446744073709551615", &u), TL_NUM_OK);
+    assert_true(u == UINT64_MAX);
+    assert_int_equal(tl_scan_u64("18446744073709551616", &u), TL_NUM_RANGE);
+    assert_int_equal(tl_scan_u64("-1", &u), TL_NUM_SYNTAX);
+    assert_int_equal(tl_scan_u64("0x10", &u), TL_NUM_SYNTAX);
+    double d = 3;
+    static const char *const bad_real[] = {" 1.5", "1.5 ", "+1.5", "0x1p3", "0x10", "inf", "-inf", "nan", ".", "e5",
+                                           "1e", "1e+", "1.5.2", "1,5", "", "--1", "1.5f", NULL};
+    for (int k = 0; bad_real[k]; k++) assert_int_equal(tl_scan_real(bad_real[k], &d), TL_NUM_SYNTAX);
+    assert_true(d == 3);
+    static const struct { const char *s; double v; } good[] = {
+        {"1.5", 1.5}, {"-2", -2}, {".5", 0.5}, {"5.", 5}, {"1e3", 1000}, {"1E-3", 1e-3}, {"2.5e+2", 250}, {"0", 0}};
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+        assert_int_equal(tl_scan_real(good[k].s, &d), TL_NUM_OK);
+        assert_true(d == good[k].v);
+    }
+    assert_int_equal(tl_scan_real("1e999", &d), TL_NUM_RANGE);
+    long long v[3];
+    assert_int_equal(tl_scan_ints("64x128x4", 'x', v, 3), 3);
+    assert_true(v[0] == 64 && v[1] == 128 && v[2] == 4);
+    assert_int_equal(tl_scan_ints("64x+128x4", 'x', v, 3), 0);
+    assert_int_equal(tl_scan_ints("64x 128x4", 'x', v, 3), 0);
+    assert_int_equal(tl_scan_ints("64xx4", 'x', v, 3), 0);
+    assert_int_equal(tl_scan_ints("1x2x3x4", 'x', v, 3), 0);
+    const char bom[] = "\xef\xbb\xbf" "abc";
+    assert_string_equal(tl_skip_bom(bom), "abc");
+    assert_string_equal(tl_skip_bom("abc"), "abc");
 }
 
 static char *print_to_string(const tl_table *t, tl_format fmt)
@@ -182,6 +227,7 @@ int main(void)
         cmocka_unit_test(error_line_names_what_and_why),
         cmocka_unit_test(rng_is_deterministic_and_uniform),
         cmocka_unit_test(parse_rejects_bad_numbers),
+        cmocka_unit_test(number_reader_has_one_rule),
         cmocka_unit_test(table_prints_three_formats),
         cmocka_unit_test(table_cell_without_value),
         cmocka_unit_test(atomic_file_is_all_or_nothing),

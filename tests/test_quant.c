@@ -14,6 +14,7 @@
 
 #include "contract/quant.h"
 #include "core/tl.h"
+#include "numerics/rotate.h"
 #include "reference/quant.h"
 #include "simulator/hw.h"
 #include "simulator/quant.h"
@@ -372,9 +373,42 @@ static void bad_shapes_are_usage_errors(void **state)
     assert_int_equal(id, TL_QUANT_FP8_QUERY);
 }
 
+/* contract/quant.h's Hadamard: the Sylvester matrix in natural order (entry (i, j) = (-1)^popcount(i & j)),
+ * butterflies of strides 1, 2, .., 64 in that order, then one multiply by (float)(1/sqrt(128)). On small
+ * integers every butterfly sum is exact, so the order of rows shows alone: tl_fwht's row i is H's row i;
+ * on random values the stated stage order is reproduced bit for bit. */
+static void hadamard_order_is_the_contracts(void **state)
+{
+    (void)state;
+    float x[128], y[128], z[128];
+    for (int i = 0; i < 128; i++) x[i] = (float)((i * 37) % 11 - 5);
+    memcpy(y, x, sizeof x);
+    assert_int_equal(tl_fwht(y, 128), 0);
+    const float s = (float)(1.0 / sqrt(128.0));
+    for (int i = 0; i < 128; i++) {
+        float acc = 0;
+        for (int j = 0; j < 128; j++) acc += __builtin_popcount((unsigned)(i & j)) % 2 ? -x[j] : x[j];
+        assert_true(y[i] == acc * s);
+    }
+    tl_rng r;
+    tl_rng_seed(&r, 5);
+    for (int i = 0; i < 128; i++) x[i] = (float)tl_rng_normal(&r);
+    memcpy(y, x, sizeof x);
+    memcpy(z, x, sizeof x);
+    assert_int_equal(tl_fwht(y, 128), 0);
+    for (int h = 1; h < 128; h *= 2) /* the contract's words, spelled out */
+        for (int j = 0; j < 128; j++)
+            if (j % (2 * h) < h) {
+                const float a = z[j], b = z[j + h];
+                z[j] = a + b, z[j + h] = a - b;
+            }
+    for (int i = 0; i < 128; i++) assert_true(y[i] == z[i] * s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hadamard_order_is_the_contracts),
         cmocka_unit_test(fp8_family_three_agree),
         cmocka_unit_test(mx_three_agree),
         cmocka_unit_test(query_three_agree),
