@@ -316,6 +316,7 @@ static void bar_of(const tl_step_result *r, long tokens, tl_step_bar *b)
     }
     b->total_ms = r->step_us / 1e3;
     b->expert_floor_ms = r->expert_floor_us / 1e3;
+    b->fixed_ms = r->fixed_us / 1e3;
 }
 
 static int parse_measured(const char *s, tl_step_fig *f)
@@ -405,7 +406,7 @@ int tl_draw_step(int argc, char **argv)
                  s->p.tokens_per_step, s->p.tokens_per_step == 1 ? "" : "s", s->p.tp, s->p.ep,
                  s->p.kv_fp8 ? "fp8" : "bf16", tl_moe_dtype_name(s->p.experts), tl_gemm_dtype_name(s->p.dense));
         if (a.measured)
-            snprintf(f->measured_label, sizeof f->measured_label, "measured: %.150s", a.measured_on);
+            snprintf(f->measured_label, sizeof f->measured_label, "measured (the footer says where)");
         snprintf(f->footer, sizeof f->footer, "bars and curve simulated on preset %s, model %s (tilelab sim step)%s%.200s",
                  s->hw.name, s->model.name, a.measured ? "; points measured: " : "", a.measured ? a.measured_on : "");
         rc = tl_fig_step(a.out, f);

@@ -23,7 +23,8 @@ static int check_fig(const tl_step_fig *f)
     if (f->n_curve < 2 || f->n_curve > TL_STEP_FIG_MAX_POINTS || f->n_measured < 0 || f->n_measured > TL_STEP_FIG_MAX_POINTS)
         return tl_error(TL_EUSAGE, "step figure", "the curve needs 2 to %d points", TL_STEP_FIG_MAX_POINTS);
     for (int i = 0; i < f->n_bars; i++) {
-        if (!(f->bars[i].total_ms > 0) || !finite_nonneg(f->bars[i].expert_floor_ms))
+        if (!(f->bars[i].total_ms > 0) || !finite_nonneg(f->bars[i].expert_floor_ms) ||
+            !finite_nonneg(f->bars[i].fixed_ms) || f->bars[i].fixed_ms > f->bars[i].total_ms * (1 + 1e-9))
             return tl_error(TL_EUSAGE, "step figure", "bar %d has no time", i + 1);
         for (int k = 0; k < TL_STEP_NOPS; k++)
             if (!finite_nonneg(f->bars[i].op_ms[k])) return tl_error(TL_EUSAGE, "step figure", "bar %d: bad time", i + 1);
@@ -84,6 +85,16 @@ static void draw_bars(tl_gfx *g, const tl_step_fig *f, double x, double y, doubl
         st = tl_gfx_style(10);
         st.ha = TL_CENTER, st.va = TL_TOP;
         tl_gfx_text(g, xc, y + h + 4, b->label, st);
+        if (b->fixed_ms > 0) { /* the bracket: launch and fixed terms, whatever the kind */
+            const double xb = xc - bw / 2 - 8, yt = tl_plot_y(&pl, b->fixed_ms), yb = tl_plot_y(&pl, 0);
+            const tl_rgba k = tl_gfx_rgb(0.3, 0.3, 0.3);
+            tl_gfx_line(g, xb, yb, xb, yt, 1.2, k, 0);
+            tl_gfx_line(g, xb, yt, xb + 5, yt, 1.2, k, 0);
+            snprintf(txt, sizeof txt, "launch + fixed %.1f ms", b->fixed_ms);
+            tl_text_style sb = tl_gfx_style(8);
+            sb.ha = TL_CENTER, sb.va = TL_BOTTOM, sb.angle_deg = 90, sb.color = k;
+            tl_gfx_text(g, xb - 3, (yt + yb) / 2, txt, sb);
+        }
         if (b->expert_floor_ms > 0) {
             const double yf = tl_plot_y(&pl, b->expert_floor_ms);
             tl_gfx_line(g, xc - bw / 2 - 6, yf, xc + bw / 2 + 6, yf, 1.4, tl_gfx_rgb(0, 0, 0), 3);

@@ -16,6 +16,7 @@ typedef struct {
     char limiter[TL_STEP_NOPS][24];  /* each kind's limiter ("" when none) */
     double total_ms;
     double expert_floor_ms;          /* the expert weights at the GPUs' HBM ceiling (0: none) */
+    double fixed_ms;                 /* of total_ms: the calls' launch and fixed terms */
 } tl_step_bar;
 
 typedef struct {
@@ -31,7 +32,8 @@ typedef struct {
 
 /* Left: one vertical bar per serving point, op kinds stacked bottom up in the order of
  * tl_step_op (Okabe-Ito colours, a key), a segment tall enough labelled "kind  ms  limiter", the
- * total above the bar, the expert weights' HBM floor as a dashed tick. Right: step time (ms)
+ * total above the bar, the expert weights' HBM floor as a dashed tick, and a bracket on the bar's
+ * left over the share that is launch and fixed terms. Right: step time (ms)
  * against tokens a step (log2 x), the simulated curve with markers, measured points as orange
  * diamonds with their values. TL_EUSAGE for a count out of range or a negative or non-finite
  * value. */
