@@ -188,7 +188,7 @@ static tl_table *calls_table(const tl_step_result *r)
         tl_table_numf(t, "%.0f", c->hbm_bytes);
         tl_table_numf(t, "%.0f", c->flops);
         if (c->cmd[0]) tl_table_str(t, c->cmd);
-        else tl_table_str(t, "(the step's own term)");
+        else tl_table_str(t, "(no command: the step's own term)");
     }
     return t;
 }

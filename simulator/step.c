@@ -98,6 +98,8 @@ static int call_gemm(const walk *w, const char *name, long m, long n, long k, in
     int rc = tl_gemm_sim(&gp, &g);
     if (rc) return rc;
     fill(c, TL_STEP_GEMM, name, g.time_us, g.fixed_us, g.hbm_bytes, g.flops_useful, g.limiter, g.kernels);
+    /* no op row: the shape, for the torch peer that times it (bench/torch_step_gemm.py) */
+    set_cmd(c, "", 0, "gemm m=%ld n=%ld k=%ld batch=%d dtype=%s", m, n, k, batch, tl_gemm_dtype_name(d));
     return TL_OK;
 }
 

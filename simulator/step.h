@@ -107,9 +107,10 @@ typedef struct {
     double fixed_us;        /* of time_us: the model's launch and fixed terms (launch_us, next kernels,
                                pipeline fill, epilogue; the all-reduce's latency) */
     int kernels;            /* kernels one call launches */
-    /* The `tilelab` command whose model row gives this call's time (empty: none; the GEMMs and
-     * all-reduces are the step's own terms), and, for the test that holds the step to the op rows,
-     * the op row's name and the part of it (moe: stage - 1; others 0). */
+    /* The `tilelab` command whose model row gives this call's time (a GEMM's: "gemm m=M n=N k=K
+     * batch=B dtype=D", its shape for the torch peer, the step's own term; empty: none, the
+     * all-reduces and the EP-local MoE), and, for the test that holds the step to the op rows, the
+     * op row's name ("" for the step's own terms) and the part of it (moe: stage - 1; others 0). */
     char cmd[TL_STEP_CMD_LEN];
     char op_row[16];
     int part;
