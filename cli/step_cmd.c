@@ -213,8 +213,9 @@ static void print_text(const tl_step_problem *p, const tl_step_result *r, const 
     t = layers_table(r);
     tl_table_print(t, TL_FMT_TABLE, "per layer type", stdout);
     tl_table_free(t);
-    printf("\nstep %.3f ms for %ld tokens (%.3f ms a token); %.3g GB and %.3g TFLOP a GPU; %ld kernels a GPU\n",
-           r->step_us / 1e3, r->tokens, r->per_token_us / 1e3, r->hbm_bytes / 1e9, r->flops / 1e12, r->kernels);
+    printf("\nstep %.3f ms for %ld token%s (%.3f ms a token); %.3g GB and %.3g TFLOP a GPU; %ld kernels a GPU\n",
+           r->step_us / 1e3, r->tokens, r->tokens == 1 ? "" : "s", r->per_token_us / 1e3, r->hbm_bytes / 1e9,
+           r->flops / 1e12, r->kernels);
     printf("of which the calls' launch and fixed terms (the presets' launch_us, next_kernel_us, item_fixed_us, "
            "allreduce_us): %.3f ms; the kernels' work beside them: %.3f ms\n", r->fixed_us / 1e3,
            (r->step_us - r->fixed_us) / 1e3);
