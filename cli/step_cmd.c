@@ -35,7 +35,8 @@ static const char sim_step_usage[] =
     STEP_COMMON_USAGE
     "  --batch B                   requests in the step (default 1)\n"
     "  --rows kinds|layers|calls   the CSV's table (default kinds; the text and JSON forms give all):\n"
-    "    kinds   op,calls,time_us,share_pct,limiter,hbm_bytes,flops, then rows 'step' and 'per token'\n"
+    "    kinds   op,calls,time_us,share_pct,limiter,fixed_us,hbm_bytes,flops, then rows 'step' and\n"
+    "            'per token' (fixed_us: of time_us, the calls' launch and fixed terms)\n"
     "    layers  layer,layers,time_us,share_pct,per_layer_us\n"
     "    calls   layer,op,name,count,time_us,total_us,share_pct,limiter,hbm_bytes,flops,cmd\n"
     "hbm_bytes and flops are one GPU's, a step (calls: one call's). simulator/step.h says what is walked\n"
@@ -125,7 +126,7 @@ static double share(double us, double total) { return total > 0 ? 100.0 * us / t
 
 static tl_table *kinds_table(const tl_step_result *r)
 {
-    tl_table *t = tl_table_new("op,calls,time_us,share_pct,limiter,hbm_bytes,flops");
+    tl_table *t = tl_table_new("op,calls,time_us,share_pct,limiter,fixed_us,hbm_bytes,flops");
     for (int k = 0; k < TL_STEP_NOPS; k++) {
         if (r->op_calls[k] == 0) continue;
         tl_table_row(t);
@@ -134,6 +135,7 @@ static tl_table *kinds_table(const tl_step_result *r)
         tl_table_numf(t, "%.2f", r->op_us[k]);
         tl_table_numf(t, "%.1f", share(r->op_us[k], r->step_us));
         tl_table_str(t, r->op_limiter[k] ? r->op_limiter[k] : "-");
+        tl_table_numf(t, "%.2f", r->op_fixed_us[k]);
         tl_table_numf(t, "%.0f", r->op_bytes[k]);
         tl_table_numf(t, "%.0f", r->op_flops[k]);
     }
@@ -143,6 +145,7 @@ static tl_table *kinds_table(const tl_step_result *r)
     tl_table_numf(t, "%.2f", r->step_us);
     tl_table_numf(t, "%.1f", 100.0);
     tl_table_str(t, "-");
+    tl_table_numf(t, "%.2f", r->fixed_us);
     tl_table_numf(t, "%.0f", r->hbm_bytes);
     tl_table_numf(t, "%.0f", r->flops);
     tl_table_row(t);
@@ -151,6 +154,7 @@ static tl_table *kinds_table(const tl_step_result *r)
     tl_table_numf(t, "%.2f", r->per_token_us);
     tl_table_none(t);
     tl_table_str(t, "-");
+    tl_table_numf(t, "%.2f", r->fixed_us / (double)r->tokens);
     tl_table_numf(t, "%.0f", r->hbm_bytes / (double)r->tokens);
     tl_table_numf(t, "%.0f", r->flops / (double)r->tokens);
     return t;

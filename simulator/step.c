@@ -336,8 +336,10 @@ static int decode_attention(const walk *w, call_list *l)
         const int heads = w->heads < 16 ? 16 : (w->heads + 15) / 16 * 16;
         int rc = TL_OK;
         if (is_dsa(m)) {
-            const long rows = (long)B * T, kv = w->most - T + (long)B * T;
-            if (!(c = next_call(l)) || (rc = call_indexer(w, rows, kv, w->most - T, c))) return rc ? rc : TL_EFAIL;
+            /* the batch's rows as one launch: row i sees the request's positions before the step and
+             * i + 1 more (step.h), one request's K */
+            const long rows = (long)B * T, prefix = w->most > T ? w->most - T : 0, kv = prefix + rows;
+            if (!(c = next_call(l)) || (rc = call_indexer(w, rows, kv, prefix, c))) return rc ? rc : TL_EFAIL;
             if (!(c = next_call(l)) || (rc = call_topk(w, B * T, w->most, 0, c))) return rc ? rc : TL_EFAIL;
         }
         s.kind = TL_DECODE_DUAL_SCOPE, s.heads = heads, s.mtp = T;
@@ -602,6 +604,7 @@ static void totals(const tl_step_problem *p, tl_step_result *r, long tokens)
         r->flops += (double)c->count * c->flops;
         r->kernels += c->count * c->kernels;
         r->fixed_us += (double)c->count * c->fixed_us;
+        r->op_fixed_us[c->op] += (double)c->count * c->fixed_us;
     }
     r->tokens = p->phase == TL_STEP_DECODE ? (long)p->batch * p->tokens_per_step : tokens;
     r->per_token_us = r->step_us / (double)r->tokens;

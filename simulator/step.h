@@ -8,7 +8,11 @@
  *                   qkv and o; MLA's fused q_a + kv_a (replicated, as vLLM runs it), q_b, and in
  *                   decode the absorbed per-head products W_UK and W_UV (batched GEMMs, bf16), in
  *                   prefill kv_b; DSA's indexer projections (wq_b; wk with the head weights)
- *                   attention       decode: DSA (index_topk > 0) the indexer (simulator/indexer.h),
+ *                   attention       decode: DSA (index_topk > 0) the indexer (simulator/indexer.h:
+ *                                   the batch's B x T rows as one launch over one request's
+ *                                   positions, each row seeing the context before the step and its
+ *                                   place in the batch more: the scores are the batch's, the K bytes
+ *                                   read from HBM one request's),
  *                                   top-k (simulator/topk.h) and the dual-scope decode over the
  *                                   top index_topk positions (simulator/decode.h, window 0); MLA
  *                                   without an indexer the dual-scope decode over every position
@@ -121,6 +125,7 @@ typedef struct {
     int n_calls;
     double op_us[TL_STEP_NOPS], op_bytes[TL_STEP_NOPS], op_flops[TL_STEP_NOPS];
     long op_calls[TL_STEP_NOPS];          /* calls a step (counts summed) */
+    double op_fixed_us[TL_STEP_NOPS];     /* of op_us: their launch and fixed terms */
     const char *op_limiter[TL_STEP_NOPS]; /* the limiter of the kind's largest call (count x time) */
     double layer_us[TL_STEP_NLAYERS];     /* all layers of the type together */
     int layers[TL_STEP_NLAYERS];          /* layers of the type (head: 1) */

@@ -119,6 +119,9 @@ static void composes(const point *pt)
     for (int l = 0; l < TL_STEP_NLAYERS; l++) layers += r->layer_us[l];
     assert_true(fabs(layers - r->step_us) <= 1e-9 * r->step_us);
     assert_true(r->fixed_us > 0 && r->fixed_us < r->step_us);
+    double fixed = 0;
+    for (int k = 0; k < TL_STEP_NOPS; k++) fixed += r->op_fixed_us[k];
+    assert_true(fabs(fixed - r->fixed_us) <= 1e-9 * r->fixed_us);
     free(r);
 }
 
