@@ -162,6 +162,10 @@ static int call_moe(const walk *w, int stage, tl_step_call *c, double *weight_by
     if (!w->moe_local)
         set_cmd(c, "moe", stage - 1, "sim moe --hw %s --model %s --dtype %s --tokens %ld --tp %d --stage %d",
                 w->p->hw_spec, w->p->model_spec, tl_moe_dtype_name(w->p->experts), w->moe_tokens, w->moe_tp, stage);
+    else /* not a command as it stands: `sim moe` of a copy of the config with these experts and routes */
+        set_cmd(c, "", stage - 1, "sim moe --hw %s --model %s --dtype %s --tokens %ld --tp 1 --stage %d (EP-local: "
+                "n_routed_experts %d, num_experts_per_tok %d)", w->p->hw_spec, w->p->model_spec,
+                tl_moe_dtype_name(w->p->experts), w->moe_tokens, stage, w->moe_model.n_experts, w->moe_model.top_k);
     return TL_OK;
 }
 

@@ -112,9 +112,11 @@ typedef struct {
                                pipeline fill, epilogue; the all-reduce's latency) */
     int kernels;            /* kernels one call launches */
     /* The `tilelab` command whose model row gives this call's time (a GEMM's: "gemm m=M n=N k=K
-     * batch=B dtype=D", its shape for the torch peer, the step's own term; empty: none, the
-     * all-reduces and the EP-local MoE), and, for the test that holds the step to the op rows, the
-     * op row's name ("" for the step's own terms) and the part of it (moe: stage - 1; others 0). */
+     * batch=B dtype=D", its shape for the torch peer, the step's own term; the EP-local MoE's:
+     * `sim moe` of the config with the " (EP-local: n_routed_experts E, num_experts_per_tok K)" it
+     * ends with; empty: none, the all-reduces), and, for the test that holds the step to the op
+     * rows, the op row's name ("" where the command is not one as it stands) and the part of it
+     * (moe: stage - 1; others 0). */
     char cmd[TL_STEP_CMD_LEN];
     char op_row[16];
     int part;

@@ -80,6 +80,34 @@ static double dispatch_time(const tl_step_call *c, const tl_hw *hw, const tl_mod
     return d.time_us;
 }
 
+/* An EP-local MoE call ("sim moe ... (EP-local: n_routed_experts E, num_experts_per_tok K)"): the op
+ * row's `sim moe` on a copy of the model's config with those two values, written to a file. */
+static double ep_local_moe_time(const tl_step_call *c, const tl_model *m)
+{
+    const char *tag = strstr(c->cmd, " (EP-local: ");
+    assert_non_null(tag);
+    int E = 0, k = 0;
+    assert_int_equal(sscanf(tag, " (EP-local: n_routed_experts %d, num_experts_per_tok %d)", &E, &k), 2);
+    char path[] = "/tmp/tl_step_ep_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"hidden_size\": %d, \"moe_intermediate_size\": %d, \"n_routed_experts\": %d, "
+               "\"num_experts_per_tok\": %d, \"num_hidden_layers\": %d}\n", m->hidden, m->moe_width, E, k, m->n_layers);
+    fclose(f);
+    char cmd[TL_STEP_CMD_LEN], model_arg[96];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)(tag - c->cmd), c->cmd);
+    snprintf(model_arg, sizeof model_arg, "--model %s ", m->name);
+    char *at = strstr(cmd, model_arg);
+    assert_non_null(at);
+    char fixed[TL_STEP_CMD_LEN];
+    snprintf(fixed, sizeof fixed, "%.*s--model %s %s", (int)(at - cmd), cmd, path, at + strlen(model_arg));
+    const double us = op_row_time(fixed, c->part);
+    remove(path);
+    return us;
+}
+
 /* Every call's time from its own op row, and the total rebuilt from them. */
 static void composes(const point *pt)
 {
@@ -105,9 +133,15 @@ static void composes(const point *pt)
             us = dispatch_time(c, &hw, &m, pt, tokens);
             assert_true(us == c->time_us);
             checked++;
+        } else if (c->op == TL_STEP_MOE) {
+            us = ep_local_moe_time(c, &m);
+            if (us != c->time_us)
+                fail_msg("%s on %s, %s: the step charges %.17g us, `sim moe` of the EP-local config %.17g", pt->model,
+                         pt->hw, c->name, c->time_us, us);
+            checked++;
         } else {
-            /* only the step's own terms, and the EP-local MoE, have no op row to hold them to */
-            assert_true(c->op == TL_STEP_GEMM || c->op == TL_STEP_ALLREDUCE || (c->op == TL_STEP_MOE && pt->ep > 1));
+            /* only the step's own terms have no op row to hold them to */
+            assert_true(c->op == TL_STEP_GEMM || c->op == TL_STEP_ALLREDUCE);
         }
         total += (double)c->count * us;
         by_op[c->op] += (double)c->count * us;
@@ -137,6 +171,8 @@ static void test_composes_decode(void **state)
         {"mixtral-8x7b", "h200", TL_STEP_DECODE, 8, 4096, 1, 2, 1, TL_MOE_FP8, TL_GEMM_FP8},
         {"gpt-oss-120b", "mi355x", TL_STEP_DECODE, 8, 4096, 1, 4, 1, TL_MOE_MXFP4, TL_GEMM_BF16},
         {"glm-5", "h100", TL_STEP_DECODE, 64, 2048, 1, 1, 8, TL_MOE_FP8, TL_GEMM_FP8}, /* DP attention, EP 8 */
+        {"deepseek-v3.2", "mi355x", TL_STEP_DECODE, 16, 4096, 2, 8, 8, TL_MOE_FP8, TL_GEMM_FP8}, /* TP 8 = EP 8 */
+        {"mixtral-8x7b", "h200", TL_STEP_DECODE, 8, 4096, 1, 4, 4, TL_MOE_BF16, TL_GEMM_BF16}, /* k 2 over 4 GPUs */
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) composes(&pts[i]);
 }
