@@ -406,9 +406,13 @@ int tl_draw_step(int argc, char **argv)
         snprintf(f->title, sizeof f->title, "%s %s on %d x %s: where the step's time goes", s->model.name,
                  s->p.phase == TL_STEP_DECODE ? "decode" : "prefill", s->p.tp > s->p.ep ? s->p.tp : s->p.ep,
                  s->hw.name);
-        snprintf(f->subtitle, sizeof f->subtitle, "context %ld, %d token%s a request, tp %d, ep %d; kv %s, experts %s, "
-                 "dense %s; each kernel charged with its own op's model, nothing between kernels", s->context[0],
-                 s->p.tokens_per_step, s->p.tokens_per_step == 1 ? "" : "s", s->p.tp, s->p.ep,
+        char point[96];
+        if (s->p.phase == TL_STEP_DECODE)
+            snprintf(point, sizeof point, "context %ld, %d token%s a request", s->context[0], s->p.tokens_per_step,
+                     s->p.tokens_per_step == 1 ? "" : "s");
+        else snprintf(point, sizeof point, "prompts of %ld tokens", s->context[0]);
+        snprintf(f->subtitle, sizeof f->subtitle, "%s, tp %d, ep %d; kv %s, experts %s, dense %s; each kernel charged "
+                 "with its own op's model, nothing between kernels", point, s->p.tp, s->p.ep,
                  s->p.kv_fp8 ? "fp8" : "bf16", tl_moe_dtype_name(s->p.experts), tl_gemm_dtype_name(s->p.dense));
         if (a.measured)
             snprintf(f->measured_label, sizeof f->measured_label, "measured (the footer says where)");

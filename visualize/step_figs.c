@@ -91,9 +91,13 @@ static void draw_bars(tl_gfx *g, const tl_step_fig *f, double x, double y, doubl
             tl_gfx_line(g, xb, yb, xb, yt, 1.2, k, 0);
             tl_gfx_line(g, xb, yt, xb + 5, yt, 1.2, k, 0);
             snprintf(txt, sizeof txt, "launch + fixed %.1f ms", b->fixed_ms);
+            double tw, th;
+            tl_gfx_text_size(g, txt, 8, 0, &tw, &th);
+            if (tw + 4 > yb - yt) snprintf(txt, sizeof txt, "%.1f ms", b->fixed_ms);
+            tl_gfx_text_size(g, txt, 8, 0, &tw, &th);
             tl_text_style sb = tl_gfx_style(8);
             sb.ha = TL_CENTER, sb.va = TL_BOTTOM, sb.angle_deg = 90, sb.color = k;
-            tl_gfx_text(g, xb - 3, (yt + yb) / 2, txt, sb);
+            if (tw + 4 <= yb - yt) tl_gfx_text(g, xb - 3, (yt + yb) / 2, txt, sb); /* else the bracket alone */
         }
         if (b->expert_floor_ms > 0) {
             const double yf = tl_plot_y(&pl, b->expert_floor_ms);
