@@ -306,7 +306,8 @@ static const char draw_step_usage[] =
     "usage: tilelab draw step [options] [--batch B1,B2,..] [--measured T:MS,.. --measured-on TEXT] -o FILE\n"
     "Left: one stacked bar per serving point of --batch (up to 6; default 1,32): the step's time by op\n"
     "kind, each segment labelled with its limiter. Right: the step's time against the tokens a step\n"
-    "serves (batch x tokens-per-step, batch 1 to 64 and the bars' points), simulated; --measured adds\n"
+    "serves (batch x tokens-per-step): batch 1 to 64 and the bars' points, and (decode) the first bar's\n"
+    "batch at 1, 2, .. tokens a request as far as its attention kernel takes them, simulated; --measured adds\n"
     "measured steps (tokens:milliseconds) drawn as points, --measured-on says where they come from.\n"
     STEP_COMMON_USAGE;
 
@@ -399,7 +400,28 @@ int tl_draw_step(int argc, char **argv)
             f->curve_ms[f->n_curve++] = r->step_us / 1e3;
         }
     }
+    /* the second curve: the first bar's batch with 1, 2, .. tokens a request, as far as the
+     * attention kernel takes them (the MLA decode: 4) */
+    if (!rc && s->p.phase == TL_STEP_DECODE) {
+        const int t0 = s->p.tokens_per_step;
+        s->p.batch = (int)s->batches[0];
+        for (int t = 1; t <= 8 && f->n_spec < TL_STEP_FIG_MAX_POINTS; t++) {
+            s->p.tokens_per_step = t;
+            if (tl_step_sim(&s->p, r)) {
+                tl_clear_error(); /* past the kernel's speculative tokens: the curve ends */
+                break;
+            }
+            f->spec_tokens[f->n_spec] = (double)r->tokens;
+            f->spec_ms[f->n_spec++] = r->step_us / 1e3;
+        }
+        s->p.tokens_per_step = t0;
+        if (f->n_spec < 2) f->n_spec = 0;
+        snprintf(f->spec_label, sizeof f->spec_label, "simulated: batch %ld, 1-%d tokens a request", s->batches[0],
+                 f->n_spec);
+    }
     if (!rc) {
+        snprintf(f->curve_label, sizeof f->curve_label, "simulated: 1-64 requests, %d token%s each",
+                 s->p.tokens_per_step, s->p.tokens_per_step == 1 ? "" : "s");
         s->p.batch = (int)s->batches[0];
         char about[400];
         describe(&s->p, about, sizeof about);

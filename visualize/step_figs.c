@@ -32,6 +32,11 @@ static int check_fig(const tl_step_fig *f)
     for (int i = 0; i < f->n_curve; i++)
         if (!(f->curve_tokens[i] >= 1) || !(f->curve_ms[i] > 0) || !isfinite(f->curve_ms[i]))
             return tl_error(TL_EUSAGE, "step figure", "curve point %d is not a step", i + 1);
+    if (f->n_spec == 1 || f->n_spec < 0 || f->n_spec > TL_STEP_FIG_MAX_POINTS)
+        return tl_error(TL_EUSAGE, "step figure", "the speculative curve needs 0 or 2 to %d points", TL_STEP_FIG_MAX_POINTS);
+    for (int i = 0; i < f->n_spec; i++)
+        if (!(f->spec_tokens[i] >= 1) || !(f->spec_ms[i] > 0) || !isfinite(f->spec_ms[i]))
+            return tl_error(TL_EUSAGE, "step figure", "speculative point %d is not a step", i + 1);
     for (int i = 0; i < f->n_measured; i++)
         if (!(f->measured_tokens[i] >= 1) || !(f->measured_ms[i] > 0) || !isfinite(f->measured_ms[i]))
             return tl_error(TL_EUSAGE, "step figure", "measured point %d is not a step", i + 1);
@@ -114,6 +119,10 @@ static void draw_curve(tl_gfx *g, const tl_step_fig *f, double x, double y, doub
         lo = fmin(lo, f->measured_tokens[i]), hi = fmax(hi, f->measured_tokens[i]);
         ymax = fmax(ymax, f->measured_ms[i]);
     }
+    for (int i = 0; i < f->n_spec; i++) {
+        lo = fmin(lo, f->spec_tokens[i]), hi = fmax(hi, f->spec_tokens[i]);
+        ymax = fmax(ymax, f->spec_ms[i]);
+    }
     tl_plot pl;
     tl_plot_init(&pl, x, y, w, h, lo / 1.5, hi * 1.5, 1, 0, ymax * 1.15, 0);
     tl_plot_axes(g, &pl, "tokens a step (requests x tokens a request)", "step time (ms)");
@@ -122,6 +131,10 @@ static void draw_curve(tl_gfx *g, const tl_step_fig *f, double x, double y, doub
     const tl_rgba sim = tl_gfx_palette(5), meas = tl_gfx_palette(6);
     tl_gfx_polyline(g, px, py, f->n_curve, 1.8, sim, 0);
     for (int i = 0; i < f->n_curve; i++) tl_gfx_marker(g, px[i], py[i], 0, 6, sim);
+    const tl_rgba spec = tl_gfx_palette(3);
+    for (int i = 0; i < f->n_spec; i++) px[i] = tl_plot_x(&pl, f->spec_tokens[i]), py[i] = tl_plot_y(&pl, f->spec_ms[i]);
+    if (f->n_spec > 1) tl_gfx_polyline(g, px, py, f->n_spec, 1.8, spec, 5);
+    for (int i = 0; i < f->n_spec; i++) tl_gfx_marker(g, px[i], py[i], 1, 6, spec);
     for (int i = 0; i < f->n_measured; i++) {
         const double mx = tl_plot_x(&pl, f->measured_tokens[i]), my = tl_plot_y(&pl, f->measured_ms[i]);
         tl_gfx_marker(g, mx, my, 2, 10, meas);
@@ -131,9 +144,12 @@ static void draw_curve(tl_gfx *g, const tl_step_fig *f, double x, double y, doub
         st.ha = TL_RIGHT, st.va = TL_MIDDLE, st.color = meas;
         tl_gfx_text(g, mx - 8, my, txt, st);
     }
-    tl_legend_entry le[2] = {{"simulated: the ops' models, summed", sim, TL_KEY_LINE, 0, 0},
-                             {f->measured_label, meas, TL_KEY_MARKER, 0, 2}};
-    tl_gfx_legend(g, x + 8, y + 8, le, f->n_measured > 0 ? 2 : 1, 0);
+    tl_legend_entry le[3];
+    int n = 0;
+    le[n++] = (tl_legend_entry){f->curve_label[0] ? f->curve_label : "simulated", sim, TL_KEY_LINE, 0, 0};
+    if (f->n_spec > 1) le[n++] = (tl_legend_entry){f->spec_label, spec, TL_KEY_LINE, 5, 0};
+    if (f->n_measured > 0) le[n++] = (tl_legend_entry){f->measured_label, meas, TL_KEY_MARKER, 0, 2};
+    tl_gfx_legend(g, x + 8, y + 8, le, n, 0);
 }
 
 int tl_fig_step(const char *out, const tl_step_fig *f)

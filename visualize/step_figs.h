@@ -25,6 +25,10 @@ typedef struct {
     int n_bars;                      /* 1..TL_STEP_FIG_MAX_BARS */
     double curve_tokens[TL_STEP_FIG_MAX_POINTS], curve_ms[TL_STEP_FIG_MAX_POINTS];
     int n_curve;                     /* simulated points, tokens ascending (2..) */
+    double spec_tokens[TL_STEP_FIG_MAX_POINTS], spec_ms[TL_STEP_FIG_MAX_POINTS];
+    int n_spec;                      /* 0, or 2.. points of one batch with 1, 2, .. tokens a request */
+    char spec_label[96];             /* that curve's key ("batch 1, 1-4 tokens a request") */
+    char curve_label[96];            /* the first curve's key */
     double measured_tokens[TL_STEP_FIG_MAX_POINTS], measured_ms[TL_STEP_FIG_MAX_POINTS];
     int n_measured;                  /* 0: none */
     char measured_label[200];        /* the measured points' key */
@@ -34,7 +38,9 @@ typedef struct {
  * tl_step_op (Okabe-Ito colours, a key), a segment tall enough labelled "kind  ms  limiter", the
  * total above the bar, the expert weights' HBM floor as a dashed tick, and a bracket on the bar's
  * left over the share that is launch and fixed terms. Right: step time (ms)
- * against tokens a step (log2 x), the simulated curve with markers, measured points as orange
+ * against tokens a step (log x), the simulated curve with markers (more requests of the same tokens
+ * each) and, when given, a dashed second one (one batch, more speculative tokens a request),
+ * measured points as orange
  * diamonds with their values. TL_EUSAGE for a count out of range or a negative or non-finite
  * value. */
 int tl_fig_step(const char *out, const tl_step_fig *f);
