@@ -20,6 +20,7 @@ static const tl_command bench_table[] = {
 static const tl_command draw_table[] = {
     {"roofline", tl_draw_roofline, "ceilings of a preset with kernels as points", ""},
     {"mfma", tl_draw_mfma, "an MFMA instruction's operands coloured by lane", ""},
+    {"step", tl_draw_step, "a model step's time by op kind at serving points, and against tokens a step", ""},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -82,6 +82,7 @@ static int sim_decode(int argc, char **argv)
 static const tl_command sim_table[] = {
     {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
     {"dispatch", tl_quant_sim_dispatch, "MoE dispatch payload: bytes a token by format, all-gather time", ""},
+    {"step", tl_sim_step, "a whole model step from the ops' own models: time by op kind and layer", ""},
     {NULL, NULL, NULL, NULL},
 };
 

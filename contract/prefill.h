@@ -86,7 +86,7 @@ int tl_prefill_dtype_parse(const char *s, tl_prefill_dtype *out);
 const char *tl_prefill_dtype_name(tl_prefill_dtype d);
 
 /* Fills heads, kv_heads, dqk, dv from a preset name (mistral-7b, qwen3-8b, deepseek-v2-lite) or
- * "HxD" (H heads on H KV heads, dqk = dv = D) or "HxKVxD" (GQA); seq, causal (1), scale (0) and
+ * "HxD" (H heads on H KV heads, dqk = dv = D), "HxKVxD" (GQA) or "HxKVxDQKxDV" (dqk and dv apart: MLA); seq, causal (1), scale (0) and
  * dtype (bf16) are set to defaults. TL_EUSAGE naming the text for anything else (the numbers are
  * checked by tl_prefill_shape_check, after seq is set). */
 int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out);

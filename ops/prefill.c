@@ -72,7 +72,8 @@ static const tl_op_target pf_targets[] = {
 };
 
 #define PF_COMMON_USAGE                                                                                      \
-    "  --shape mistral-7b|qwen3-8b|deepseek-v2-lite|HxD|HxKVxD   heads and dims (default mistral-7b)\n"      \
+    "  --shape mistral-7b|qwen3-8b|deepseek-v2-lite|HxD|HxKVxD|HxKVxDQKxDV   heads and dims (default\n"    \
+    "                  mistral-7b; HxKVxDQKxDV: q.k and value dims apart, as MLA's)\n"                          \
     "  --seq LIST      tokens (default 1024; 1..1M)   --dtype bf16|fp8 (default bf16; fp8: E4M3FN, one\n"     \
     "                  float32 scale per 128 tokens per head)\n"                                             \
     "  --rotate none|hadamard|random   rotate Q and K (the same orthogonal R) before quantizing\n"           \

@@ -62,6 +62,8 @@ static const char *const read_keys[] = {
     "n_shared_experts", "model_type", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
     "mlp_only_layers", "interleave_moe_layer_step", "moe_layers", "num_attention_heads", "num_key_value_heads",
     "head_dim", "index_n_heads", "index_head_dim", "index_topk", NULL};
+/* The attention and LM-head keys (q_lora_rank ... sliding_window) are read for the whole step
+ * (simulator/step.h) but stay in the unused list: no op's own model reads them. */
 
 static int listed(const char *key, const char *const *keys)
 {
@@ -237,7 +239,14 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
         tl_json_get_int(f, "head_dim", label, 0, 1, 100000, &m->head_dim) ||
         tl_json_get_int(f, "index_n_heads", label, 0, 0, 100000, &m->index_n_heads) ||
         tl_json_get_int(f, "index_head_dim", label, 0, 0, 100000, &m->index_head_dim) ||
-        tl_json_get_int(f, "index_topk", label, 0, 0, BIG, &m->index_topk))
+        tl_json_get_int(f, "index_topk", label, 0, 0, BIG, &m->index_topk) ||
+        tl_json_get_int(f, "q_lora_rank", label, 0, 0, BIG, &m->q_lora_rank) ||
+        tl_json_get_int(f, "kv_lora_rank", label, 0, 0, BIG, &m->kv_lora_rank) ||
+        tl_json_get_int(f, "qk_nope_head_dim", label, 0, 0, 100000, &m->qk_nope_head_dim) ||
+        tl_json_get_int(f, "qk_rope_head_dim", label, 0, 0, 100000, &m->qk_rope_head_dim) ||
+        tl_json_get_int(f, "v_head_dim", label, 0, 0, 100000, &m->v_head_dim) ||
+        tl_json_get_int(f, "vocab_size", label, 0, 0, BIG, &m->vocab_size) ||
+        (present(f, "sliding_window") && tl_json_get_int(f, "sliding_window", label, 0, 0, BIG, &m->sliding_window)))
         return TL_EUSAGE;
     if (m->n_experts > 0) {
         if (read_expert_width(f, label, m) || get_alias_int(f, topk_keys, label, 1, 1, 1000000, &m->top_k))

@@ -33,6 +33,13 @@
  *                                                 alone, as in transformers
  *   num_attention_heads, num_key_value_heads, head_dim (default hidden/heads)
  *   index_n_heads, index_head_dim, index_topk     DSA indexer (0 when absent)
+ *   q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim   MLA attention (DeepSeek,
+ *                                                 GLM-5, Kimi-K2; 0 when absent: kv_lora_rank > 0 means MLA)
+ *   vocab_size                                    the LM head's rows (0 when absent)
+ *   sliding_window                                recorded (0 when absent or null); simulator/step.h says
+ *                                                 what of it the step charges
+ *   (these MLA, vocab and window keys are read for the step but still listed as unused below: no
+ *   op's own model reads them)
  *   "tilelab_name", "tilelab_source"              the preset's short name and where the values come
  *                                                 from (presets only; a user's file may omit them)
  *   quantization_config.quant_method              recorded (quant_method), not modelled: the data
@@ -61,6 +68,10 @@ typedef struct {
     int dense_width;     /* the dense FFN width (dense layers / dense models); 0 when absent */
     int n_heads, n_kv_heads, head_dim;
     int index_n_heads, index_head_dim, index_topk;
+    int q_lora_rank, kv_lora_rank;        /* MLA: 0 when absent (q_lora_rank 0: a plain q projection) */
+    int qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA head dims; 0 when absent */
+    int vocab_size;                       /* 0 when absent */
+    int sliding_window;                   /* 0 when absent or null */
     char quant_method[32]; /* quantization_config.quant_method ("fp8", "mxfp4", ...); "" when absent */
     int n_unused;          /* top-level keys of the config this loader did not use */
     char unused[512];      /* their names in file order, ", "-separated; "..." ends a list cut short */

@@ -223,6 +223,12 @@ int tl_topk_best_plan(const tl_hw *hw, const tl_topk_shape *s, tl_topk_plan *pla
     for (int split = 1; split <= TL_TOPK_MAX_SPLIT; split *= 2) {
         memset(&r, 0, sizeof r);
         int rc = stream_sim(hw, s, split, &r);
+        /* a stream path the preset cannot run (its buffer does not fit the shared memory: k = 2048 on
+         * gfx942's 64 KiB) leaves the resident path the pick, where that one runs */
+        if (rc && plan->split > 0) {
+            tl_clear_error();
+            break;
+        }
         if (rc) return rc;
         if (r.time_us < stream_best * 0.98) stream_best = r.time_us, stream_split = split;
     }
