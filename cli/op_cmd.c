@@ -522,7 +522,7 @@ int tl_cmd_ops(int argc, char **argv)
     int rc = tl_opts_parse(argc, argv, opts, "ops", NULL, 0, NULL);
     if (!rc && fmt_s) rc = tl_parse_format(fmt_s, &fmt);
     if (rc) return rc;
-    tl_table *t = tl_table_new("op,dtypes,verbs,figures,inputs,arch,compiled,run,this_build");
+    tl_table *t = tl_table_new("op,dtypes,verbs,figures,inputs,arch,compiled,executed,run,this_build");
     if (!t) return tl_error(TL_EFAIL, "ops", "out of memory");
     for (int i = 0; tl_ops[i]; i++) {
         const tl_op *op = tl_ops[i];
@@ -541,6 +541,8 @@ int tl_cmd_ops(int argc, char **argv)
             tl_table_str(t, ins);
             tl_table_str(t, x->arch);
             tl_table_str(t, x->compiled);
+            if (x->executed) tl_table_str(t, x->executed);
+            else tl_table_none(t);
             tl_table_str(t, x->run);
             tl_table_str(t, op->gpu_built() ? "gpu kernels" : "cpu only");
         }

@@ -91,6 +91,8 @@ typedef struct {
     const char *arch;      /* "sm_90", "gfx942", "gfx950" */
     const char *compiled;  /* "nvcc 13.0, every test run" */
     const char *run;       /* "NVIDIA H200, 2026-11-29" or "never" */
+    const char *executed;  /* AMD targets: what ran on the CPU executor (`check OP --device emu:ARCH`)
+                              and how it went; NULL where the executor does not apply (NVIDIA) */
 } tl_op_target;
 
 typedef struct tl_op {

@@ -66,9 +66,9 @@ static const tl_op_input dec_inputs[] = {
 };
 
 static const tl_op_target dec_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (all 144 comparisons pass on both; timed beside SDPA)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (all 144 comparisons pass on both; timed beside SDPA)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define DEC_COMMON_USAGE                                                                                      \

@@ -45,9 +45,9 @@ static const tl_op_input idx_inputs[] = {
 };
 
 static const tl_op_target idx_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on every appendix A2 shape; 484-792 TFLOP/s, 28-46% of the E4M3 wgmma ceiling)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on every appendix A2 shape; 484-792 TFLOP/s, 28-46% of the E4M3 wgmma ceiling)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define IDX_COMMON_USAGE                                                                                   \

@@ -59,9 +59,9 @@ static const tl_op_input moe_inputs[] = {
 };
 
 static const tl_op_target moe_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-01 (all five dtypes), H100 2026-12-06 (every dtype to M = 4096; the bf16 wgmma prefill kernels)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-01 (all five dtypes), H100 2026-12-06 (every dtype to M = 4096; the bf16 wgmma prefill kernels)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 /* The routing paragraph of check, bench and sim's help (contract/worklist.h has the format). */

@@ -60,9 +60,10 @@ int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int
 /* Where every op's kernels are compiled in the test suite (tests/cli_gpu_compile.sh), for a row's
  * `targets`: sm_90's run column is the op's own; the AMD targets have never run (no AMD GPU here). */
 #define TL_OPS_SM90_COMPILED "nvcc 13.0, in every test run where nvcc is found"
-#define TL_OPS_AMD_TARGETS                                                                 \
-    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"}, \
-    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"}
+#define TL_OPS_EXECUTED "every dtype's check passes on the CPU executor, in every test run (tests/cli_executor.sh)"
+#define TL_OPS_AMD_TARGETS                                                                              \
+    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)", TL_OPS_EXECUTED}, \
+    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)", TL_OPS_EXECUTED}
 
 /* the rows, and the figures of each (ops/OP_figs.c) */
 extern const tl_op tl_op_decode;

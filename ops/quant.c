@@ -51,9 +51,9 @@ static const tl_op_input quant_inputs[] = {
 };
 
 static const tl_op_target quant_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes; timed beside torch)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes; timed beside torch)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define QUANT_COMMON_USAGE                                                                                     \

@@ -16,7 +16,7 @@ gpu_build=0
 expect 0 "ops" -- "$tl" ops
 check "ops names moe and its five dtypes" -- grep -q "moe  *bf16,fp8,a16w4,mxfp4,mxfp8" <<<"$LAST_OUT"
 expect 0 "ops csv" -- "$tl" ops --format csv
-check "ops csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "op,dtypes,verbs,figures,inputs,arch,compiled,run,this_build"
+check "ops csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "op,dtypes,verbs,figures,inputs,arch,compiled,executed,run,this_build"
 for arch in sm_90 gfx942 gfx950; do
   check "ops: moe has a $arch row" -- grep -q "^moe,.*,$arch," <<<"$LAST_OUT"
 done
