@@ -276,17 +276,27 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
     return failed;
 }
 
-/* Parses the row's options and loads the user's files: the problem, or a status. */
+/* Parses the row's options and checks its cases (bench and sim, which take no files). */
+static int parse_cases(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
+{
+    int rc = op->parse(h->n_rest, h->rest, mode, problem);
+    if (!rc && op->check_cases && (rc = op->check_cases(*problem))) {
+        op->free_problem(*problem);
+        *problem = NULL;
+    }
+    return rc;
+}
+
+/* Parses the row's options, loads the user's files and checks the cases: the problem, or a status. */
 static int open_problem(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
 {
     int rc = check_input_names(op, h);
     if (!rc) rc = op->parse(h->n_rest, h->rest, mode, problem);
-    if (!rc && h->n_inputs) {
-        rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
-        if (rc) {
-            op->free_problem(*problem);
-            *problem = NULL;
-        }
+    if (!rc && h->n_inputs) rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
+    if (!rc && op->check_cases) rc = op->check_cases(*problem);
+    if (rc && *problem) {
+        op->free_problem(*problem);
+        *problem = NULL;
     }
     return rc;
 }
@@ -431,7 +441,7 @@ int tl_bench_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "bench", "--input and --output are for check and run");
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_BENCH, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_BENCH, &problem);
     const char *no_gpu = NULL;
     if (!rc && ((rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) || no_gpu)) {
         op->free_problem(problem);
@@ -470,7 +480,7 @@ int tl_sim_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "sim", "--input and --output are for check and run");
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_SIM, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_SIM, &problem);
     tl_table *t = NULL;
     if (!rc) {
         op->describe(problem, h.fmt == TL_FMT_TABLE ? stdout : stderr);
