@@ -56,4 +56,9 @@ expect 0 "check indexer --input --prefix 32 (= kv - rows)" -- "$tl" check indexe
 expect 2 "run indexer --prefix 33 > kv - rows" -- "$tl" run indexer "${idx_in[@]}" --output logits=l.npy --prefix 33
 check "says the inputs' bound, 32" -- grep -q "prefix <= kv - rows = 32" <<<"$LAST_ERR"
 expect 2 "check indexer --prefix 5 on the default 4096 x 4096" -- "$tl" check indexer --prefix 5
+# ---- sim indexer on sm_90a: the pick is the BLOCK_Q the kernel was timed at (run 52's prediction) ----
+for h in 32:488.81 64:714.38; do
+  expect 0 "sim indexer --hw h200 8K square H = ${h%:*}" -- "$tl" sim indexer --hw h200 --rows 8192 --kv 8192 --heads ${h%:*} --format csv
+  check "H = ${h%:*}: BLOCK_Q 8, ${h#*:} us as h200_indexer_sim_run52.csv" -- bash -c '[ "$(cut -d, -f6,21 <<<"$(tail -1 <<<"$0")")" = "8,$1" ]' "$LAST_OUT" "${h#*:}"
+done
 finish
