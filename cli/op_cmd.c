@@ -393,6 +393,30 @@ static int write_outputs(const harness_args *h, const tl_op_outputs *out, FILE *
     return 0;
 }
 
+/* Before anything runs: two --output files that are one file (the second would silently replace the
+ * first), an output named twice, or an output that is an --input file (the answer would replace
+ * the data it was computed from) are usage errors. One file: tl_same_file (the inode where both
+ * exist, else the resolved name). */
+static int check_output_aliases(const harness_args *h)
+{
+    for (int i = 0; i < h->n_outputs; i++) {
+        const tl_op_file *a = &h->outputs[i];
+        for (int j = 0; j < i; j++) {
+            const tl_op_file *b = &h->outputs[j];
+            if (strcmp(a->name, b->name) == 0)
+                return tl_error(TL_EUSAGE, "--output", "'%s' is given twice", a->name[0] ? a->name : "the first output");
+            if (tl_same_file(a->path, b->path))
+                return tl_error(TL_EUSAGE, "--output", "%s and %s are one file '%s': each output needs its own",
+                                b->name[0] ? b->name : "the first output", a->name[0] ? a->name : "the first output", a->path);
+        }
+        for (int j = 0; j < h->n_inputs; j++)
+            if (tl_same_file(a->path, h->inputs[j].path))
+                return tl_error(TL_EUSAGE, "--output", "'%s' is the --input %s: it would replace the data it is computed from",
+                                a->path, h->inputs[j].name);
+    }
+    return 0;
+}
+
 int tl_cmd_run(int argc, char **argv)
 {
     const tl_op *op = NULL;
@@ -408,6 +432,7 @@ int tl_cmd_run(int argc, char **argv)
             rc = tl_error(TL_EUSAGE, "run", "%s needs --input %s=FILE.npy (%s)", op->name, in->name, in->what);
     }
     if (!rc && !h.n_outputs) rc = tl_error(TL_EUSAGE, "run", "needs --output FILE.npy");
+    if (!rc) rc = check_output_aliases(&h);
     const int gpu = strcmp(h.device, "gpu") == 0;
     const char *no_gpu = NULL;
     if (!rc && gpu && !(rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) && no_gpu)
