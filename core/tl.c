@@ -370,6 +370,7 @@ int tl_atomic_commit(tl_atomic *a)
         return tl_error(TL_EFAIL, a->path, "cannot write: %s", strerror(e));
     }
     pending_drop(a->tmp);
+    a->tmp[0] = '\0'; /* renamed: a later abort removes nothing */
     return TL_OK;
 }
 
