@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -198,7 +197,8 @@ static void watch_signals(void)
     xfsz_toggled = sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL;
 }
 
-static void pending_add(const char *tmp)
+/* Registers tmp; returns its slot's buffer, where the name is kept (NULL when all 8 are in use). */
+static char *pending_add(const char *tmp)
 {
     watch_signals();
     for (int i = 0; i < PENDING_MAX; i++)
@@ -206,8 +206,9 @@ static void pending_add(const char *tmp)
             memcpy(pending[i], tmp, strlen(tmp) + 1);
             pending_used[i] = 1;
             if (pending_count++ == 0 && xfsz_toggled) signal(SIGXFSZ, SIG_IGN);
-            return;
+            return pending[i];
         }
+    return NULL;
 }
 
 static void pending_drop(const char *tmp)
@@ -306,14 +307,15 @@ int tl_atomic_begin(tl_atomic *a, const char *path)
         return TL_OK;
     }
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", a->path);
-    watch_signals();
-    sigset_t all, old; /* no signal between the file's creation and its registration */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    a->fd = mkostemp(a->tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, mode 0600: never an existing name */
+    /* The template is registered first and mkostemp fills in the registered copy itself, so a
+     * signal (in any thread) never finds the file created but not yet registered. */
+    char *slot = pending_add(a->tmp);
+    a->fd = mkostemp(slot ? slot : a->tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, 0600: never an existing name */
     const int e = errno;
-    if (a->fd >= 0) pending_add(a->tmp);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (slot) {
+        if (a->fd >= 0) memcpy(a->tmp, slot, strlen(slot) + 1);
+        else pending_drop(slot);
+    }
     if (a->fd < 0) {
         a->tmp[0] = '\0';
         if (e == ENOSPC || e == EDQUOT) return tl_write_error(a->path, NULL, e); /* the tour stops on it */
