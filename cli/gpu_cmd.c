@@ -465,11 +465,12 @@ static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *
     }
     json_object_set_new(root, "configurations", pts);
 
-    errno = 0;
-    int st = json_dump_file(root, a->tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    int e = errno;
+    FILE *f = tl_atomic_file(a);
+    const int e = errno;
+    if (f) json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(root);
-    return st != 0 ? tl_write_error(a->path, "the overlay", e) : TL_OK;
+    if (!f) return tl_write_error(a->path, "the overlay", e);
+    return tl_atomic_close(a, "the overlay");
 }
 
 /* Writes every configuration as CSV to the temporary file of a; the caller commits or aborts. */
@@ -495,18 +496,11 @@ static int write_points(tl_atomic *a, const tl_roofline_report *r, const char *l
         tl_table_numf(t, "%.1f", p->bytes / s / 1e9);
         tl_table_str(t, source);
     }
-    int st = TL_OK;
-    FILE *f = fopen(a->tmp, "w");
-    if (!f) {
-        st = tl_error(TL_EFAIL, a->path, "cannot open for writing: %s", strerror(errno));
-    } else {
-        tl_table_print(t, TL_FMT_CSV, NULL, f);
-        errno = 0;
-        int bad = ferror(f) != 0;
-        if ((fclose(f) != 0) | bad) st = tl_write_error(a->path, "the points", errno);
-    }
+    FILE *f = tl_atomic_file(a);
+    int st = f ? TL_OK : tl_write_error(a->path, "the points", errno);
+    if (f) tl_table_print(t, TL_FMT_CSV, NULL, f);
     tl_table_free(t);
-    return st;
+    return st ? st : tl_atomic_close(a, "the points"); /* every write's error, the flush's, the sync's */
 }
 
 /* A reference value and the measured one as a percentage of it; two empty cells when the
@@ -693,19 +687,6 @@ static int load_preset(const char *hw_spec, const char *device, tl_hw *hw)
     return 0;
 }
 
-/* Whether paths a and b name one file: the same last component in the same folder (symbolic links
- * in the folders resolved; a folder that does not exist names nothing yet). Checked before anything
- * is measured or printed. */
-static int same_output_file(const char *a, const char *b)
-{
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;
-    char da[4096], db[4096], ra[PATH_MAX], rb[PATH_MAX];
-    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
-    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
-    return realpath(da, ra) && realpath(db, rb) && strcmp(ra, rb) == 0;
-}
-
 static int report(const tl_roofline_report *r, const char *hw_spec, const char *label, tl_format fmt,
                   const char *save, const char *points)
 {
@@ -750,8 +731,14 @@ int tl_bench_roofline(int argc, char **argv)
         (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
         (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
         return st;
-    if (save && points && same_output_file(save, points))
+    /* checked before anything is measured or printed: two outputs, or an output and --from, that
+     * are one file (core/tl.h's tl_same_file: the inode, or the resolved name) */
+    if (save && points && tl_same_file(save, points))
         return tl_error(TL_EUSAGE, "bench roofline", "--save and --points name the same file '%s'", points);
+    if (from && save && tl_same_file(from, save))
+        return tl_error(TL_EUSAGE, "bench roofline", "--save '%s' is the --from file: it would replace the result it reads", save);
+    if (from && points && tl_same_file(from, points))
+        return tl_error(TL_EUSAGE, "bench roofline", "--points '%s' is the --from file: it would replace the result it reads", points);
     if (from && (quick || iters_s || warmup_s || gib_s)) /* they shape a measurement; --from makes none */
         return tl_error(TL_EUSAGE, "bench roofline", "--quick, --iters, --warmup and --hbm-gib measure: not with --from");
     if (!(gib >= 0.0625 && gib <= 64.0))

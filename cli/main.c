@@ -155,6 +155,7 @@ int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn,
 
 int main(int argc, char **argv)
 {
+    tl_ignore_sigxfsz(); /* past `ulimit -f` a write fails with EFBIG and says so, instead of a silent kill */
     if (argc < 2) {
         char names[512];
         table_names(top_table, names, sizeof names);

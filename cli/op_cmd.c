@@ -283,17 +283,27 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
     return failed;
 }
 
-/* Parses the row's options and loads the user's files: the problem, or a status. */
+/* Parses the row's options and checks its cases (bench and sim, which take no files). */
+static int parse_cases(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
+{
+    int rc = op->parse(h->n_rest, h->rest, mode, problem);
+    if (!rc && op->check_cases && (rc = op->check_cases(*problem))) {
+        op->free_problem(*problem);
+        *problem = NULL;
+    }
+    return rc;
+}
+
+/* Parses the row's options, loads the user's files and checks the cases: the problem, or a status. */
 static int open_problem(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
 {
     int rc = check_input_names(op, h);
     if (!rc) rc = op->parse(h->n_rest, h->rest, mode, problem);
-    if (!rc && h->n_inputs) {
-        rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
-        if (rc) {
-            op->free_problem(*problem);
-            *problem = NULL;
-        }
+    if (!rc && h->n_inputs) rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
+    if (!rc && op->check_cases) rc = op->check_cases(*problem);
+    if (rc && *problem) {
+        op->free_problem(*problem);
+        *problem = NULL;
     }
     return rc;
 }
@@ -396,6 +406,30 @@ static int write_outputs(const harness_args *h, const tl_op_outputs *out, FILE *
     return 0;
 }
 
+/* Before anything runs: two --output files that are one file (the second would silently replace the
+ * first), an output named twice, or an output that is an --input file (the answer would replace
+ * the data it was computed from) are usage errors. One file: tl_same_file (the inode where both
+ * exist, else the resolved name). */
+static int check_output_aliases(const harness_args *h)
+{
+    for (int i = 0; i < h->n_outputs; i++) {
+        const tl_op_file *a = &h->outputs[i];
+        for (int j = 0; j < i; j++) {
+            const tl_op_file *b = &h->outputs[j];
+            if (strcmp(a->name, b->name) == 0)
+                return tl_error(TL_EUSAGE, "--output", "'%s' is given twice", a->name[0] ? a->name : "the first output");
+            if (tl_same_file(a->path, b->path))
+                return tl_error(TL_EUSAGE, "--output", "%s and %s are one file '%s': each output needs its own",
+                                b->name[0] ? b->name : "the first output", a->name[0] ? a->name : "the first output", a->path);
+        }
+        for (int j = 0; j < h->n_inputs; j++)
+            if (tl_same_file(a->path, h->inputs[j].path))
+                return tl_error(TL_EUSAGE, "--output", "'%s' is the --input %s: it would replace the data it is computed from",
+                                a->path, h->inputs[j].name);
+    }
+    return 0;
+}
+
 int tl_cmd_run(int argc, char **argv)
 {
     const tl_op *op = NULL;
@@ -411,6 +445,7 @@ int tl_cmd_run(int argc, char **argv)
             rc = tl_error(TL_EUSAGE, "run", "%s needs --input %s=FILE.npy (%s)", op->name, in->name, in->what);
     }
     if (!rc && !h.n_outputs) rc = tl_error(TL_EUSAGE, "run", "needs --output FILE.npy");
+    if (!rc) rc = check_output_aliases(&h);
     const int gpu = h.device && strcmp(h.device, "cpu") != 0; /* gpu, or the executor */
     const char *no_gpu = NULL;
     if (!rc && gpu && !(rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) && no_gpu)
@@ -446,7 +481,7 @@ int tl_bench_op(int argc, char **argv)
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "bench", "--input and --output are for check and run");
     if (!rc && tl_device_is_emu())
         rc = tl_error(TL_EUSAGE, "bench", "--device %s is the CPU executor, which has no timing (bench needs a GPU)", h.device);
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_BENCH, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_BENCH, &problem);
     const char *no_gpu = NULL;
     if (!rc && ((rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) || no_gpu)) {
         op->free_problem(problem);
@@ -485,7 +520,7 @@ int tl_sim_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "sim", "--input and --output are for check and run");
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_SIM, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_SIM, &problem);
     tl_table *t = NULL;
     if (!rc) {
         op->describe(problem, h.fmt == TL_FMT_TABLE ? stdout : stderr);

@@ -30,7 +30,7 @@
  *              (E4M3FN, layout row) plus its routing, one contiguous record a token.
  *
  * Special values, as numerics gives them (tested; the kernels write the same):
- *   fp8 family: amax ignores NaN (fmaxf); an all-zero or tiny group gets scale 1e-4 / max (never NaN,
+ *   fp8 family: amax ignores NaN (sNaN too); an all-zero or tiny group gets scale 1e-4 / max (never NaN,
  *     never 0); a NaN element encodes to the NaN code of its sign (E4M3FN 0x7F | sign, FNUZ 0x80);
  *     a group holding +-Inf has scale +Inf, its finite elements encode to +-0 and its infinities to
  *     NaN: the quantizer divides Inf / Inf, whose default NaN has its sign set on x86-64 (code 0xFF;
@@ -162,7 +162,8 @@ float tl_quant_hadamard_scale(void);
 #define TL_QUANT_E2M1_EMAX 2
 #define TL_QUANT_E2M1_MAX_MANT 0x400000u /* 6 = 1.5 x 2^2 */
 
-/* |x|'s bits when x is not NaN, else 0: the largest over a group is its amax as fmaxf finds it. */
+/* |x|'s bits when x is not NaN (quiet or signalling), else 0: the largest over a group is its amax
+ * as tl_code_max_no_nan finds it. */
 TL_QUANT_FN uint32_t tl_quant_abs_bits_no_nan(float x)
 {
     const uint32_t a = tl_code_f32_bits(x) & 0x7FFFFFFFu;

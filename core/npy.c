@@ -241,11 +241,11 @@ int tl_npy_write(const char *path, tl_npy_type type, int ndim, const size_t *sha
     tl_atomic at;
     int rc = tl_atomic_begin(&at, path);
     if (rc) return rc;
-    FILE *f = fopen(at.tmp, "wb");
+    FILE *f = tl_atomic_file(&at);
     if (!f) {
         int e = errno;
         tl_atomic_abort(&at);
-        return tl_error(TL_EUSAGE, path, "cannot write: %s", strerror(e));
+        return tl_write_error(path, "the .npy file", e);
     }
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xFF), (unsigned char)(hlen >> 8)};
     fwrite(pre, 1, 10, f);
@@ -253,15 +253,8 @@ int tl_npy_write(const char *path, tl_npy_type type, int ndim, const size_t *sha
     for (size_t i = used; i + 1 < hlen; i++) fputc(' ', f);
     fputc('\n', f);
     fwrite(data, npy_types[type].size, count, f);
-    errno = 0;
-    int bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        int e = errno;
-        tl_atomic_abort(&at);
-        return tl_write_error(path, "the .npy file", e);
-    }
-    return tl_atomic_commit(&at);
+    rc = tl_atomic_close(&at, "the .npy file"); /* every write's error, the flush's and the sync's */
+    return rc ? rc : tl_atomic_commit(&at);
 }
 
 static float half_to_f32(uint16_t h)

@@ -191,11 +191,7 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
     tl_hw hw;
     if (!rc) rc = tl_hw_load(p->hw, &hw);
-    for (int c = 0; !rc && c < idx_n_cases(p); c++) {
-        tl_indexer_shape s = case_shape(p, c);
-        rc = tl_indexer_shape_check(&s);
-    }
-    if (!rc) p->shape = case_shape(p, 0);
+    if (!rc) p->shape = case_shape(p, 0); /* the cases are checked by idx_check_cases */
     if (rc) {
         idx_free(p);
         return rc;
@@ -239,6 +235,19 @@ static int load_windows(idx_problem *p, const char *path, size_t rows)
     const int32_t *w = win.data;
     for (size_t i = 0; !rc && i < rows; i++) p->user_wstart[i] = w[2 * i], p->user_wend[i] = w[2 * i + 1];
     tl_npy_free(&win);
+    return rc;
+}
+
+/* Every case's shape, once final: the command line's, or the --input files' (whose rows and kv
+ * bound --prefix: it is not checked against the default 4096 x 4096 before they are read). */
+static int idx_check_cases(void *vp)
+{
+    const idx_problem *p = vp;
+    int rc = 0;
+    for (int c = 0; !rc && c < idx_n_cases(p); c++) {
+        tl_indexer_shape s = case_shape(p, c);
+        rc = tl_indexer_shape_check(&s);
+    }
     return rc;
 }
 
@@ -618,6 +627,7 @@ const tl_op tl_op_indexer = {
     .parse = idx_parse,
     .free_problem = idx_free,
     .load_inputs = idx_load_inputs,
+    .check_cases = idx_check_cases,
     .describe = idx_describe,
     .n_cases = idx_n_cases,
     .case_label = idx_case_label,

@@ -275,7 +275,7 @@ static int draw_timeline(int argc, char **argv)
                      TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
                      TL_OPT_V("--shared", &shared_s), TL_OPT_V("--trace", &trace), TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
-    if (rc || (rc = tl_ops_need_output(out, "timeline"))) return rc;
+    if (rc || (rc = tl_ops_need_output(out, "timeline")) || (rc = tl_ops_output_not_input(out, trace, "--trace"))) return rc;
     if (trace) { /* measured */
         if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s || shared_s || kernel_s)
             return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --kernel, --tile-m, --routing, --tp, "

@@ -33,7 +33,8 @@ typedef struct {
 } tl_ops_trace;
 /* TL_EUSAGE naming the file when it cannot be written. */
 int tl_ops_trace_open(tl_ops_trace *t, const char *header);
-/* Closes and renames it over path (0 when none is open); TL_EFAIL "write failed" on an I/O error. */
+/* Closes and renames it over path (0 when none is open); TL_EFAIL "<path>: cannot write the trace:
+ * <reason>" on an I/O error (none is left). */
 int tl_ops_trace_commit(tl_ops_trace *t);
 /* Closes and removes the temporary file, if one is open. */
 void tl_ops_trace_abort(tl_ops_trace *t);
@@ -54,6 +55,9 @@ const char *tl_ops_bench_hw(void);
 
 /* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
 int tl_ops_need_output(const char *out, const char *cmd);
+/* TL_EUSAGE when the picture `out` is the input file `in` given as option `opt` (tl_same_file): the
+ * figure would replace what it draws. 0 when in is NULL. */
+int tl_ops_output_not_input(const char *out, const char *in, const char *opt);
 /* tl_parse_long_list into ints (at most min(cap, 64) values). */
 int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap, int *n);
 

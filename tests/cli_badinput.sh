@@ -255,7 +255,7 @@ good "points with one unplaceable row left out" -- "$tl" draw roofline --points 
 
 # ---- outputs ----
 bad 1 "picture in a missing folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/none/x.png"
-check_msg "$tmp/none/x.png: cannot create the picture file: "
+check_msg "$tmp/none/x.png: cannot create the file: "
 report $((1 - $?)) "names the picture, not its temporary file" "message: $ERR"
 mkdir -p "$out/isdir.png"
 bad 2 "picture onto a folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$out/isdir.png"
