@@ -287,13 +287,33 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
 #define TL_MOE_PF2_NB 128
 #define TL_MOE_PF2_ABOX 64
 
-/* Whether the prefill kernel can run this shape's stage `stage`: bf16; stage 1: hidden a multiple
- * of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; stage 2: the width (its K) a multiple
- * of TL_MOE_PF_KSTEP and hidden of TL_MOE_PF2_NB. The build and device must have wgmma too (sm_90a):
- * the caller's check (kernels/moe.hip; the model: an sm_90 preset). */
+/* fp8's prefill kernels, both stages (kernels/moe_prefill.hip, moe_prefill_fp8<STAGE>): the bf16
+ * kernels' items (groups of TL_MOE_PF_ROWS rows; stage 1 n-blocks of TL_MOE_PF_NB SwiGLU columns,
+ * stage 2 of TL_MOE_PF2_NB output columns) and ring geometry (a producer warpgroup, two computing
+ * ones, one block an SM), with K steps of TL_MOE_PF8_KSTEP E4M3 values: one 1x128 activation scale
+ * group and one 128 x 128 weight block a step, whose products (wgmma m64n128k32 E4M3 from shared
+ * memory, TL_MOE_PF8_KSTEP / 32 of them a computing warpgroup) are summed in the E4M3 accumulator
+ * and then added times the step's two scales into float32 sums. Both operands land by 16-byte
+ * cp.async copies (stage 1's A gathered by token, stage 2's the group's own rows of Q2's codes; the
+ * weights from their packed chunks, kernels/moe_pack.h), a ring of TL_MOE_PF8_STAGES steps of
+ * (TL_MOE_PF_ROWS + 128) x TL_MOE_PF8_KSTEP bytes; padding rows are not copied. */
+#define TL_MOE_PF8_KSTEP 128
+#define TL_MOE_PF8_STAGES 6
+
+/* Whether the prefill kernel can run this shape's stage `stage`: bf16 or fp8; bf16 stage 1: hidden
+ * a multiple of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; bf16 stage 2: the width
+ * (its K) a multiple of TL_MOE_PF_KSTEP and hidden of TL_MOE_PF2_NB; fp8: K (hidden, then the width)
+ * a multiple of TL_MOE_PF8_KSTEP and the n-block's columns (the width, then hidden) of TL_MOE_PF_NB,
+ * then TL_MOE_PF2_NB. The build and device must have wgmma too (sm_90a): the caller's check
+ * (kernels/moe.hip; the model: an sm_90 preset). */
 static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 {
-    if (s->dtype != TL_MOE_BF16 || s->hidden <= 0 || s->width <= 0) return 0;
+    if (s->hidden <= 0 || s->width <= 0) return 0;
+    if (s->dtype == TL_MOE_FP8) {
+        if (stage == 1) return s->hidden % TL_MOE_PF8_KSTEP == 0 && s->width % TL_MOE_PF_NB == 0;
+        return stage == 2 && s->width % TL_MOE_PF8_KSTEP == 0 && s->hidden % TL_MOE_PF2_NB == 0;
+    }
+    if (s->dtype != TL_MOE_BF16) return 0;
     if (stage == 1) return s->hidden % TL_MOE_PF_KCHUNK == 0 && s->width % TL_MOE_PF_NB == 0;
     return stage == 2 && s->width % TL_MOE_PF_KSTEP == 0 && s->hidden % TL_MOE_PF2_NB == 0;
 }
@@ -320,12 +340,26 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 #define TL_MOE_PF2_MIN_ROWS 32
 #define TL_MOE_PF2_MIN_ROWS_SHORT 80
 #define TL_MOE_PF2_LONG_K 1024
+/* fp8 (moe_prefill_fp8), the same kind of rule from the same models (tl_moe_tilelab_kernel_gemm
+ * against the fp8 term of tl_moe_tilelab_kernel_prefill, random routing seed 1, h100 and h200
+ * presets alike): stage 1 from r >= TL_MOE_PF8_MIN_ROWS (DeepSeek-V3.2 and Kimi-K2.6, full width
+ * and TP8: the prefill kernel 6-14% slower at r = 21-24, 10-11% faster at r = 32); stage 2 from
+ * r >= TL_MOE_PF8_2_MIN_ROWS at a width of at least TL_MOE_PF2_LONG_K (4-8% slower at r = 32,
+ * 12-23% faster at r = 43-48), never below it: at TP8's width 256 (2 K steps an item) the
+ * prefill kernel stays 7-16% slower than moe_gemm on DeepSeek-V3.2 up to M = 16384 (ZAYA1's 16
+ * experts at TP8, where it is up to 17% faster from M = 1024, keep moe_gemm too). */
+#define TL_MOE_PF8_MIN_ROWS 32
+#define TL_MOE_PF8_2_MIN_ROWS 40
 static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
 {
     if (!tl_moe_prefill_fits(s, stage)) return 0;
     const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
-    const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS
-                         : s->width >= TL_MOE_PF2_LONG_K ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
+    const int long_k = s->width >= TL_MOE_PF2_LONG_K;
+    if (s->dtype == TL_MOE_FP8) {
+        if (stage == 2 && !long_k) return 0;
+        return rk >= (long long)(stage == 1 ? TL_MOE_PF8_MIN_ROWS : TL_MOE_PF8_2_MIN_ROWS) * e;
+    }
+    const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS : long_k ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
     return rk >= (long long)min_rows * e;
 }
 

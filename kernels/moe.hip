@@ -134,7 +134,7 @@ static int encode_s2_maps(tl_moe_gpu *g)
 {
 #if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
     const tl_moe_shape *s = &g->s;
-    if (!tl_moe_prefill_fits(s, 2) || !tl_gpu_tensor_maps_usable()) return 0;
+    if (s->dtype != TL_MOE_BF16 || !tl_moe_prefill_fits(s, 2) || !tl_gpu_tensor_maps_usable()) return 0;
     static_assert(sizeof(CUtensorMap) == sizeof g->tmap_act, "a tensor map is 128 bytes");
     const uint64_t st[1] = {(uint64_t)s->width * 2};
     CUtensorMap m;
@@ -319,12 +319,12 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
-/* Whether bf16 stage `stage` runs moe_prefill_s1 / moe_prefill_s2 (sm_90a's warpgroup kernels)
- * instead of moe_gemm: where the kernel exists (a build with wgmma, TL_HAVE_WGMMA, on a compute
- * capability 9 device; stage 2: its tensor maps encoded, g->s2_maps) and fits the shape
- * (tl_moe_prefill_fits: bf16; stage 1 hidden % TL_MOE_PF_KCHUNK, width % TL_MOE_PF_NB; stage 2
- * width % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB), the model's pick, tl_moe_uses_prefill
- * (contract/moe.h: from TL_MOE_PF_MIN_ROWS / TL_MOE_PF2_MIN_ROWS(_SHORT) routed rows per expert).
+/* Whether stage `stage` runs a prefill kernel (sm_90a's warpgroup kernels: bf16 moe_prefill_s1 /
+ * moe_prefill_s2, fp8 moe_prefill_fp8<stage>) instead of moe_gemm: where the kernel exists (a build
+ * with wgmma, TL_HAVE_WGMMA, on a compute capability 9 device; bf16 stage 2: its tensor maps
+ * encoded, g->s2_maps) and fits the shape (tl_moe_prefill_fits: bf16 or fp8, K and the n-block's
+ * columns), the model's pick, tl_moe_uses_prefill (contract/moe.h: from TL_MOE_PF_MIN_ROWS /
+ * TL_MOE_PF2_MIN_ROWS(_SHORT), fp8 TL_MOE_PF8_MIN_ROWS / TL_MOE_PF8_2_MIN_ROWS, routed rows per expert).
  * TILELAB_MOE_PREFILL=1 or 0 overrides the pick of both stages, for timing both kernels on one
  * shape (A/B); it cannot make the kernel run where it does not exist or fit. `tilelab sim moe` and
  * the model column of `tilelab bench moe` follow the same variable (ops/moe.c). */
@@ -335,7 +335,7 @@ static bool moe_prefill_asked(const tl_moe_gpu *g, int stage)
     static int forced = -2, device = -1; /* forced: -1 none, 0 or 1 */
     if (forced == -2) forced = tl_moe_prefill_forced();
     if (device < 0) device = tl_gpu_tensor_maps_usable(); /* runs this build's sm_90a code */
-    if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && !g->s2_maps)) return false;
+    if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && s->dtype == TL_MOE_BF16 && !g->s2_maps)) return false;
     return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, stage) != 0;
 #else
     (void)g, (void)stage;
@@ -407,8 +407,9 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const StageGrid grid = stage_grid(s, stage);
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */
-    if (stage == 1 && prefill) return tl_moe_launch_prefill_s1(a, groups, st);
-    int rc = prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
+    if (stage == 1 && prefill) return fp8 ? tl_moe_launch_prefill_fp8(1, a, groups, st) : tl_moe_launch_prefill_s1(a, groups, st);
+    int rc = prefill && fp8 ? tl_moe_launch_prefill_fp8(2, a, groups, st)
+             : prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
              : grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
                          : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;
@@ -468,6 +469,11 @@ extern "C" int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows
         return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles: more rows than the caller holds", nt);
     if (rows) TL_GPU_CHECK(hipMemcpy(act, g->act, rows * (size_t)g->s.width * sizeof(uint16_t), hipMemcpyDeviceToHost));
     return 0;
+}
+
+extern "C" int tl_moe_gpu_acc_bits(const tl_moe_gpu *g, int stage)
+{
+    return g->s.dtype == TL_MOE_FP8 && moe_prefill_asked(g, stage) ? TL_WGMMA_E4M3_ACC_BITS : 23;
 }
 
 struct time_ctx {
@@ -553,7 +559,8 @@ done:
 extern "C" {
 static const tl_moe_gpu_api moe_gpu_api = {tl_moe_gpu_open, tl_moe_gpu_set_tokens, tl_moe_gpu_poison,
                                            tl_moe_gpu_run,  tl_moe_gpu_read,       tl_moe_gpu_read_act,
-                                           tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close};
+                                           tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close,
+                                           tl_moe_gpu_acc_bits};
 extern const tl_moe_gpu_api *const tl_moe_gpu_kernels = &moe_gpu_api;
 }
 #endif

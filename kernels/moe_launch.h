@@ -153,6 +153,12 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
  * TL_MOE_PF_KSTEP values, 128-byte swizzle (kernels/moe.hip encodes them). TL_EUSAGE (recorded) in a
  * build without wgmma or for a width not a multiple of 64 or a hidden size not of 128. */
 int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void *tmap_w2, int groups, hipStream_t st);
+/* moe_prefill.hip: fp8 stage `stage` (1 or 2) on sm_90a's E4M3 warpgroup MMA (moe_prefill_fp8),
+ * the bf16 kernels' items; stage 1 reads a.A = x's E4M3 codes and a.a_scale their 1x128 scales,
+ * stage 2 Q2's codes and scales (tl_moe_launch_requant first), both the packed weights with their
+ * 128 x 128 block scales; `groups` as above. TL_EUSAGE (recorded) in a build without wgmma or for a
+ * K not a multiple of 128 or columns not of the n-block's (64, then 128). */
+int tl_moe_launch_prefill_fp8(int stage, const GemmArgs &a, int groups, hipStream_t st);
 /* moe_gemv.hip: moe_gemv_down on the StageGrid g (g.gemv), an ordinary launch. */
 int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t st);
 /* moe_requant.hip: the activation rows [rows][width] bf16 of act to E4M3 codes act_q [rows][width]

@@ -264,6 +264,35 @@ int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
     return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
 }
 
+/* moe_prefill_fp8<STAGE> (kernels/moe_prefill.hip; contract/moe.h's TL_MOE_PF8_*): the bf16 prefill
+ * kernels' items (tile_m TL_MOE_PF_ROWS; tile_n 128 weight rows: stage 1's 64 gate + 64 up, stage
+ * 2's 128 output columns), one block an SM, the ring of TL_MOE_PF8_STAGES steps of TL_MOE_PF8_KSTEP
+ * E4M3 values, the products on the E4M3 wgmma (the problem's wgmma field, fp8: the preset's
+ * wgmma_fp8_tflops). Both stages copy by cp.async (load_cap_gbps: the preset's
+ * async_copy_per_cu_gbps, as bf16 stage 1's), the group's real rows only (pad_loads 0); the
+ * producer reads the group's sorted ids before its first copies in both stages (prologue_loads as
+ * bf16 stage 1's); stage 2 after the re-quantization kernel and before the combine, as moe_gemm's. */
+static int prefill_fp8(tl_moe_problem *p, const tl_moe_shape *shape)
+{
+    const int E = shape->n_experts, s2 = p->stage == 2;
+    const double step_kib = (TL_MOE_PF_ROWS + 128.0) * TL_MOE_PF8_KSTEP / 1024.0;
+    clear_kernel(p, s2 ? "moe_prefill_fp8_s2" : "moe_prefill_fp8_s1");
+    p->tile_m = TL_MOE_PF_ROWS;
+    p->tile_n = s2 ? TL_MOE_PF2_NB : 2 * TL_MOE_PF_NB;
+    p->blocks_per_cu = TL_MOE_PF_BLOCKS;
+    p->inflight_kib = (TL_MOE_PF8_STAGES - 1) * step_kib;
+    p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + 2;
+    p->combine_kernel = s2;
+    p->requant_kernel = s2;
+    p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
+    p->act_loads = 1;
+    p->cu_load_cap = 1;
+    p->load_cap_gbps = p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
+    p->pad_loads = 0;
+    p->wgmma = 1;
+    return 0;
+}
+
 /* moe_prefill_s1 and moe_prefill_s2 (kernels/moe_prefill.hip; their geometry: contract/moe.h's
  * TL_MOE_PF_* and TL_MOE_PF2_*): items of (group of TL_MOE_PF_ROWS rows, 2 TL_MOE_PF_NB weight rows of
  * W1 / TL_MOE_PF2_NB of W2), one block an SM, the steps' copies pipelined behind the products
@@ -276,10 +305,11 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
                         p->hw->arch);
     tl_moe_shape shape = tilelab_shape(p);
     if (!tl_moe_prefill_fits(&shape, p->stage))
-        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 stage 1 with hidden %% %d == 0 and width "
-                        "%% %d == 0, or bf16 stage 2 with width %% %d == 0 and hidden %% %d == 0 (%s stage %d, hidden "
-                        "%d, width %d)", TL_MOE_PF_KCHUNK, TL_MOE_PF_NB, TL_MOE_PF_KSTEP, TL_MOE_PF2_NB,
+        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 or fp8 stage 1 with hidden %% %d == 0 and "
+                        "width %% %d == 0, or stage 2 with width %% %d == 0 and hidden %% %d == 0 (%s stage %d, hidden "
+                        "%d, width %d)", TL_MOE_PF_KCHUNK, TL_MOE_PF_NB, TL_MOE_PF8_KSTEP, TL_MOE_PF2_NB,
                         tl_moe_dtype_name(p->dtype), p->stage, shape.hidden, shape.width);
+    if (p->dtype == TL_MOE_FP8) return prefill_fp8(p, &shape);
     const int E = shape.n_experts, s2 = p->stage == 2;
     const double step_kib = (TL_MOE_PF_ROWS + (s2 ? TL_MOE_PF2_NB : 2.0 * TL_MOE_PF_NB)) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
     clear_kernel(p, s2 ? "moe_prefill_s2" : "moe_prefill_s1");
@@ -423,18 +453,24 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     const double dequant_instr = !converts ? 0.0 : p->dequant_instr > 0 ? p->dequant_instr : bf16_conversion_instr(p->dtype);
     tl_instr in;
     int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
-    /* wgmma (sm_90a): 2 x 64 x tile_n x 16 flops an instruction at the preset's bf16 ceiling; its
-     * cycles on one of the SM's matrix cores at the datasheet rate (256 for m64n128k16) */
-    const double wgmma_tflops = p->wgmma ? tl_ceiling_value(hw->ceilings.bf16_tflops) : 0.0;
-    if (p->wgmma && !(wgmma_tflops > 0 && hw->ceilings.bf16_tflops.datasheet > 0))
-        return tl_error(TL_EUSAGE, "sim moe", "preset %s has no bf16 ceiling for wgmma", hw->name);
+    /* wgmma (sm_90a): bf16 2 x 64 x tile_n x 16 flops an instruction at the preset's bf16 ceiling;
+     * fp8 (E4M3) 2 x 64 x tile_n x 32 at the preset's wgmma E4M3 loop rate (wgmma_fp8_tflops, else
+     * its fp8 ceiling); its cycles on one of the SM's matrix cores at the datasheet rate (256 for
+     * m64n128k16 and m64n128k32) */
+    const int wg8 = p->wgmma && p->dtype == TL_MOE_FP8;
+    const tl_ceiling wc = wg8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
+    const double wgmma_tflops = !p->wgmma ? 0.0 : wg8 && hw->wgmma_fp8_tflops > 0 ? hw->wgmma_fp8_tflops : tl_ceiling_value(wc);
+    if (p->wgmma && !(wgmma_tflops > 0 && wc.datasheet > 0))
+        return tl_error(TL_EUSAGE, "sim moe", "preset %s has no %s ceiling for wgmma", hw->name, wg8 ? "fp8" : "bf16");
     if (p->vector_rows) /* fp32 FMAs, one real row at a time: nothing to pad to */
         in = (tl_instr){.name = "none: fp32 FMA per row", .m = 1, .n = 1, .k = 1};
     else if (p->wgmma) {
-        in = (tl_instr){.m = 64, .n = tile_n, .k = 16, .a = "bf16", .b = "bf16"};
-        snprintf(in.name, sizeof in.name, "wgmma.mma_async.m64n%dk16.f32.bf16.bf16", tile_n);
-        const double per_core_clk = hw->ceilings.bf16_tflops.datasheet * 1e12 /
-                                    ((double)hw->cus * hw->matrix_cores_per_cu * hw->clock_mhz * 1e6);
+        in = (tl_instr){.m = 64, .n = tile_n, .k = wg8 ? 32 : 16};
+        snprintf(in.a, sizeof in.a, "%s", wg8 ? "fp8" : "bf16");
+        snprintf(in.b, sizeof in.b, "%s", in.a);
+        snprintf(in.name, sizeof in.name, wg8 ? "wgmma.mma_async.m64n%dk32.f32.e4m3.e4m3" : "wgmma.mma_async.m64n%dk16.f32.bf16.bf16",
+                 tile_n);
+        const double per_core_clk = wc.datasheet * 1e12 / ((double)hw->cus * hw->matrix_cores_per_cu * hw->clock_mhz * 1e6);
         in.cycles = (int)lround(2.0 * in.m * in.n * in.k / per_core_clk);
     } else if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in))
         return TL_EUSAGE;
