@@ -299,6 +299,11 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
  * (TL_MOE_PF_ROWS + 128) x TL_MOE_PF8_KSTEP bytes; padding rows are not copied. */
 #define TL_MOE_PF8_KSTEP 128
 #define TL_MOE_PF8_STAGES 6
+/* Where the device runs wgmma and tensor copies, the fp8 prefill kernels' weights (and stage 2's
+ * activation rows) land by tensor copies instead: the launcher uploads a second, rows-layout copy of
+ * W1 and W2 for them (boxes of 64 W1 rows and of 128 W2 rows, 128 codes wide, 128-byte swizzle;
+ * stage 2's rows in boxes of TL_MOE_PF2_ABOX, padding and rows past the group included);
+ * stage 1's gathered rows and every scale stay cp.async's. tl_moe_fp8_tma_off turns it off. */
 
 /* Whether the prefill kernel can run this shape's stage `stage`: bf16 or fp8; bf16 stage 1: hidden
  * a multiple of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; bf16 stage 2: the width
@@ -340,25 +345,27 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 #define TL_MOE_PF2_MIN_ROWS 32
 #define TL_MOE_PF2_MIN_ROWS_SHORT 80
 #define TL_MOE_PF2_LONG_K 1024
-/* fp8 (moe_prefill_fp8), the same kind of rule from the same models (tl_moe_tilelab_kernel_gemm
- * against the fp8 term of tl_moe_tilelab_kernel_prefill, random routing seed 1, h100 and h200
- * presets alike): stage 1 from r >= TL_MOE_PF8_MIN_ROWS (DeepSeek-V3.2 and Kimi-K2.6, full width
- * and TP8: the prefill kernel 6-14% slower at r = 21-24, 10-11% faster at r = 32); stage 2 from
- * r >= TL_MOE_PF8_2_MIN_ROWS at a width of at least TL_MOE_PF2_LONG_K (4-8% slower at r = 32,
- * 12-23% faster at r = 43-48), never below it: at TP8's width 256 (2 K steps an item) the
- * prefill kernel stays 7-16% slower than moe_gemm on DeepSeek-V3.2 up to M = 16384 (ZAYA1's 16
- * experts at TP8, where it is up to 17% faster from M = 1024, keep moe_gemm too). */
-#define TL_MOE_PF8_MIN_ROWS 32
-#define TL_MOE_PF8_2_MIN_ROWS 40
+/* fp8 (moe_prefill_fp8, its tensor-copy form: TL_MOE_PF8_*), the same kind of rule from the same
+ * models (tl_moe_tilelab_kernel_gemm against the fp8 term of tl_moe_tilelab_kernel_prefill, random
+ * routing seed 1, DeepSeek-V3.2 and Kimi-K2.6): stage 1 from r >= TL_MOE_PF8_MIN_ROWS (the
+ * prefill kernel 1-5% slower at r = 12, within 3% at r = 16, faster above, full width and TP8, both
+ * presets); stage 2 from r >= TL_MOE_PF8_2_MIN_ROWS at a width of at least TL_MOE_PF2_LONG_K, from
+ * TL_MOE_PF8_2_MIN_ROWS_SHORT below (TP8's width 256: 2 K steps an item, so the wave gap weighs).
+ * There the presets disagree: at full width and r = 24 the prefill kernel is 7% slower than
+ * moe_gemm on the h100 preset and 21% faster on the h200 one (Kimi-K2.6 at r = 21: 16% slower, 6%
+ * faster); at TP8 DeepSeek-V3.2's M = 3072-4096 (r = 96-128) are 1-2% slower on the h100 preset and
+ * 9-13% faster on the h200 one; tests/test_sim_moe.c holds the rule to 15% of the faster path at
+ * the points where the presets' faster paths differ, to 5% elsewhere. */
+#define TL_MOE_PF8_MIN_ROWS 16
+#define TL_MOE_PF8_2_MIN_ROWS 24
+#define TL_MOE_PF8_2_MIN_ROWS_SHORT 192
 static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
 {
     if (!tl_moe_prefill_fits(s, stage)) return 0;
     const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
     const int long_k = s->width >= TL_MOE_PF2_LONG_K;
-    if (s->dtype == TL_MOE_FP8) {
-        if (stage == 2 && !long_k) return 0;
-        return rk >= (long long)(stage == 1 ? TL_MOE_PF8_MIN_ROWS : TL_MOE_PF8_2_MIN_ROWS) * e;
-    }
+    if (s->dtype == TL_MOE_FP8)
+        return rk >= (long long)(stage == 1 ? TL_MOE_PF8_MIN_ROWS : long_k ? TL_MOE_PF8_2_MIN_ROWS : TL_MOE_PF8_2_MIN_ROWS_SHORT) * e;
     const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS : long_k ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
     return rk >= (long long)min_rows * e;
 }
@@ -371,6 +378,16 @@ static inline int tl_moe_prefill_forced(void)
 {
     const char *v = getenv("TILELAB_MOE_PREFILL");
     return v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
+}
+
+/* TILELAB_MOE_FP8_TMA=0: fp8's prefill kernels read the packed weights by cp.async (and stage 2
+ * its activation rows too) instead of the weights' rows copy and stage 2's rows by tensor copies,
+ * for timing both forms (A/B); the launcher (kernels/moe.hip) and the model (simulator/moe.c) read
+ * it alike. 1 when it is "0", else 0. Host code only. */
+static inline int tl_moe_fp8_tma_off(void)
+{
+    const char *v = getenv("TILELAB_MOE_FP8_TMA");
+    return v && strcmp(v, "0") == 0;
 }
 
 /* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */

@@ -53,6 +53,12 @@ struct tl_moe_gpu {
     /* moe_prefill_s2's tensor maps (CUtensorMap bytes; encode_s2_maps): act and W2; s2_maps: encoded */
     unsigned long long tmap_act[16], tmap_w2[16];
     bool s2_maps;
+    /* fp8's prefill kernels' tensor copies (encode_fp8_maps): the weights' rows copies w1r, w2r
+     * (the uploaded rows layout, beside the packed w1, w2 that moe_gemm reads) and the maps of
+     * w1r, w2r and act_q; f8_maps: encoded */
+    uint8_t *w1r, *w2r;
+    unsigned long long tmap_w1f[16], tmap_w2f[16], tmap_actq[16];
+    bool f8_maps;
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -80,7 +86,7 @@ static int upload(void *dst, const void *src, size_t bytes)
 extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->w1, g->w2, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xe, g->xs, g->topw, g->ids,
+    void *ptrs[] = {g->w1, g->w2, g->w1r, g->w2r, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xe, g->xs, g->topw, g->ids,
                     g->sorted, g->tile_expert, g->tile_rows, g->expert_count, g->tile_off, g->n_tiles, g->act,
                     g->act_q, g->act_e, g->act_b, g->act_s, g->ybuf, g->out};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
@@ -157,6 +163,50 @@ static int encode_s2_maps(tl_moe_gpu *g)
     return 0;
 }
 
+/* fp8's prefill kernels read their weights by tensor copies (kernels/moe_launch.h,
+ * tl_moe_launch_prefill_fp8) where a build with wgmma runs on a compute capability 9 device and a
+ * stage fits the kernel (tl_moe_prefill_fits): a second copy of W1 and W2 in the rows layout
+ * (the packed one stays moe_gemm's: twice the weights' device memory) and the maps of W1 [E x 2
+ * width][hidden] in boxes of 64 rows, W2 [E x hidden][width] in boxes of 128 rows and act_q
+ * [cap rows][width] in boxes of 64 rows, each box 128 codes wide. TILELAB_MOE_FP8_TMA=0 keeps the
+ * packed weights by cp.async instead (A/B timing). Sets g->f8_maps; 0 or TL_EFAIL. */
+static int encode_fp8_maps(tl_moe_gpu *g, const tl_moe_inputs *in)
+{
+#if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
+    const tl_moe_shape *s = &g->s;
+    if (s->dtype != TL_MOE_FP8 || !tl_moe_prefill_fits(s, 1) || !tl_moe_prefill_fits(s, 2) ||
+        !tl_gpu_tensor_maps_usable() || tl_moe_fp8_tma_off())
+        return 0;
+    const size_t E = (size_t)s->n_experts;
+    int rc = GALLOC(g->w1r, g->w1_mat_bytes * E, "W1 rows (fp8 prefill)");
+    if (!rc) rc = GALLOC(g->w2r, g->w2_mat_bytes * E, "W2 rows (fp8 prefill)");
+    if (!rc) rc = upload(g->w1r, in->w1.codes, g->w1_mat_bytes * E);
+    if (!rc) rc = upload(g->w2r, in->w2.codes, g->w2_mat_bytes * E);
+    if (rc) return rc;
+    CUtensorMap m;
+    const uint32_t box64[2] = {TL_MOE_PF8_KSTEP, TL_MOE_PF2_ABOX}, box128[2] = {TL_MOE_PF8_KSTEP, TL_MOE_PF2_NB};
+    {
+        const uint64_t dims[2] = {(uint64_t)s->hidden, E * 2 * (uint64_t)s->width}, st[1] = {(uint64_t)s->hidden};
+        if (tl_tma_encode(&m, g->w1r, 2, dims, st, box64, 1)) return TL_EFAIL;
+        memcpy(g->tmap_w1f, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, E * (uint64_t)s->hidden}, st[1] = {(uint64_t)s->width};
+        if (tl_tma_encode(&m, g->w2r, 2, dims, st, box128, 1)) return TL_EFAIL;
+        memcpy(g->tmap_w2f, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, (uint64_t)g->cap_tiles * TL_MOE_TILE_M}, st[1] = {(uint64_t)s->width};
+        if (tl_tma_encode(&m, g->act_q, 2, dims, st, box64, 1)) return TL_EFAIL;
+        memcpy(g->tmap_actq, &m, sizeof m);
+    }
+    g->f8_maps = true;
+#else
+    (void)g, (void)in;
+#endif
+    return 0;
+}
+
 extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_gpu **out)
 {
     *out = NULL;
@@ -205,6 +255,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
     if (!rc) rc = upload_all_weights(g, in);
     if (!rc) rc = encode_s2_maps(g);
+    if (!rc) rc = encode_fp8_maps(g, in);
     if (!rc && fs) rc = upload(g->w1s, in->w1.scales, g->w1_mat_scales * E * sizeof(float));
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
@@ -407,8 +458,11 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const StageGrid grid = stage_grid(s, stage);
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */
-    if (stage == 1 && prefill) return fp8 ? tl_moe_launch_prefill_fp8(1, a, groups, st) : tl_moe_launch_prefill_s1(a, groups, st);
-    int rc = prefill && fp8 ? tl_moe_launch_prefill_fp8(2, a, groups, st)
+    const void *f8w = !g->f8_maps ? NULL : stage == 1 ? (const void *)g->tmap_w1f : (const void *)g->tmap_w2f;
+    const void *f8a = g->f8_maps && stage == 2 ? (const void *)g->tmap_actq : NULL;
+    if (stage == 1 && prefill)
+        return fp8 ? tl_moe_launch_prefill_fp8(1, a, f8w, NULL, groups, st) : tl_moe_launch_prefill_s1(a, groups, st);
+    int rc = prefill && fp8 ? tl_moe_launch_prefill_fp8(2, a, f8w, f8a, groups, st)
              : prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
              : grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
                          : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);

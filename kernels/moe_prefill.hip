@@ -606,12 +606,29 @@ static __device__ __forceinline__ void mp8_consume(const uint8_t *ring, const fl
 }
 #endif
 
-template <int STAGE>
-__global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
+/* The kernel's arguments: the GemmArgs, and for the TMA form (TMA = true) the tensor maps of the
+ * weights' rows copy (tw: stage 1 W1 [E x 2 width][hidden] in boxes of 64 rows, stage 2 W2 [E x
+ * hidden][width] in boxes of 128 rows) and of stage 2's activation codes (ta: act_q [rows][width]
+ * in boxes of 64 rows), each box TL_MOE_PF8_KSTEP bytes wide in the 128-byte swizzle
+ * (kernels/moe.hip encodes them). The cp.async form leaves them unread. */
+#if defined(TL_GPU_NVIDIA)
+struct Mp8Args {
+    tl_tmap tw, ta;
+    GemmArgs a;
+};
+
+/* TMA: the weights (both stages) and stage 2's activation rows land by tensor copies, issued by
+ * producer thread 0 with the step's byte count announced on the full barrier (one arrival more a
+ * phase); stage 1's gathered rows and every scale stay cp.async's. Rows of stage 2's boxes past
+ * the group's real rows (padding codes, the next expert's rows, zeros past the buffer) reach only
+ * accumulator rows the epilogue does not write, as moe_prefill_s2's. */
+template <int STAGE, bool TMA>
+__global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(const __grid_constant__ Mp8Args w)
 {
 #if !TL_WGMMA_AVAILABLE
-    (void)p;
+    (void)w;
 #else
+    const GemmArgs &p = w.a;
     extern __shared__ __attribute__((aligned(16))) uint8_t mp_smem_raw[];
     __shared__ int s_src[MP_ROWS]; /* the row's source row of A (stage 1 its token, stage 2 its worklist row), or -1 */
     __shared__ int s_out[MP_ROWS]; /* stage 1: its worklist row, or -1 (no valid tile); stage 2: its edge id, or -1 */
@@ -635,7 +652,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
     }
     if (tid == 0) {
 #pragma unroll
-        for (int i = 0; i < MP8_STAGES; i++) tl_mbar_init(s_full + i, 128), tl_mbar_init(s_empty + i, 4 * nact);
+        for (int i = 0; i < MP8_STAGES; i++) tl_mbar_init(s_full + i, 128 + (TMA ? 1 : 0)), tl_mbar_init(s_empty + i, 4 * nact);
         tl_mbar_init_fence();
     }
     __syncthreads();
@@ -649,11 +666,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
         const uint8_t *wexp = p.W + (size_t)e * p.w_mat_bytes + (size_t)(nb * 4) * group_bytes;
         const int ac = tid % 8, ar = tid / 8;
         const uint32_t a_dst = (uint32_t)ar * 128u + ((uint32_t)((ac ^ ar) & 7) << 4);
-        /* B: pieces q = tid and tid + 128 of each packing group's 4 KiB chunk of the step: lane l = q
-         * % 32 (column l / 4, k-group l % 4), fragment f = q / 64, vector v = q / 32 % 2 (NVIDIA's
-         * map, kernels/moe_pack.h: row f x 8 + column of the group (stage 1: fragments 0-1 gate,
-         * 2-3 up), k bytes 32 k-group + 16 v); item row n: stage 1 gate 16 gl + .., up 64 + 16 gl +
-         * ..; stage 2 32 gl + .. (gl: the packing group) */
+        /* B (cp.async form): pieces q = tid and tid + 128 of each packing group's 4 KiB chunk of the
+         * step: lane l = q % 32 (column l / 4, k-group l % 4), fragment f = q / 64, vector v = q / 32
+         * % 2 (NVIDIA's map, kernels/moe_pack.h: row f x 8 + column of the group (stage 1: fragments
+         * 0-1 gate, 2-3 up), k bytes 32 k-group + 16 v); item row n: stage 1 gate 16 gl + .., up
+         * 64 + 16 gl + ..; stage 2 32 gl + .. (gl: the packing group) */
         uint32_t b_dst[2];
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -662,6 +679,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
             b_dst[i] = tl_wgmma_sw128_offset((uint32_t)n, (uint32_t)(kgrp * 32 + v * 16));
         }
         const uint32_t gl_rows = STAGE == 1 ? 16 : 32; /* item rows a packing group adds per half */
+        /* TMA form: the weights' rows (stage 1 gate rows nb x 64.., up rows width + nb x 64.. of
+         * expert e's 2 width; stage 2 rows nb x 128.. of its hidden) and stage 2's group rows */
+        const int wrow = STAGE == 1 ? e * 2 * p.n_out + nb * MP_NB : e * p.n_out + nb * MP2_NB;
+        const int arow = first * TL_MOE_TILE_M;
+        const uint32_t tx = (uint32_t)MP_A_BYTES + (STAGE == 2 ? (uint32_t)(nact * MP2_ABOX * MP8_KSTEP) : 0u);
         /* scales: row tid's activation group scale; threads 0 and 1 the weight block of the gate
          * (stage 2: the n-block's) and of the up rows */
         const int src = s_src[tid];
@@ -672,21 +694,37 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
             const int slot = s % MP8_STAGES;
             if (s >= MP8_STAGES) tl_mbar_wait(s_empty + slot, (uint32_t)(s / MP8_STAGES - 1) & 1u);
             uint8_t *A = ring + (size_t)slot * MP_STEP_BYTES, *B = A + MP_A_BYTES;
-            const size_t ka = (size_t)s * MP8_KSTEP + 16 * ac;
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const int r = s_src[ar + 16 * k];
-                if (r >= 0) tl_cp_async16(A + a_dst + 16 * 128 * k, p.A + (size_t)r * K + ka, 16);
+            uint64_t *full = s_full + slot;
+            if (TMA && tid == 0) {
+                tl_mbar_expect_tx(full, tx);
+                if (STAGE == 1) {
+                    tl_tma_load_2d(B, &w.tw, s * MP8_KSTEP, wrow, full);
+                    tl_tma_load_2d(B + MP_NB * 128, &w.tw, s * MP8_KSTEP, wrow + p.n_out, full);
+                } else {
+                    tl_tma_load_2d(B, &w.tw, s * MP8_KSTEP, wrow, full);
+                    tl_tma_load_2d(A, &w.ta, s * MP8_KSTEP, arow, full);
+                    if (nact == 2) tl_tma_load_2d(A + MP2_ABOX * 128, &w.ta, s * MP8_KSTEP, arow + MP2_ABOX, full);
+                }
             }
-            const uint8_t *wsrc = wexp + (size_t)s * tl_moe_pack_chunk_bytes(32);
+            if (!TMA || STAGE == 1) {
+                const size_t ka = (size_t)s * MP8_KSTEP + 16 * ac;
 #pragma unroll
-            for (int gl = 0; gl < 4; gl++)
+                for (int k = 0; k < 8; k++) {
+                    const int r = s_src[ar + 16 * k];
+                    if (r >= 0) tl_cp_async16(A + a_dst + 16 * 128 * k, p.A + (size_t)r * K + ka, 16);
+                }
+            }
+            if (!TMA) {
+                const uint8_t *wsrc = wexp + (size_t)s * tl_moe_pack_chunk_bytes(32);
 #pragma unroll
-                for (int i = 0; i < 2; i++)
-                    mp_cp_async16_line(B + b_dst[i] + gl_rows * 128 * gl, wsrc + (size_t)gl * group_bytes + 16 * (tid + 128 * i));
+                for (int gl = 0; gl < 4; gl++)
+#pragma unroll
+                    for (int i = 0; i < 2; i++)
+                        mp_cp_async16_line(B + b_dst[i] + gl_rows * 128 * gl, wsrc + (size_t)gl * group_bytes + 16 * (tid + 128 * i));
+            }
             tl_cp_async4(&s_sc[slot][tid], as + s, src < 0 ? 0 : 4);
             if (tid < 2) tl_cp_async4(&s_sc[slot][MP_ROWS + tid], ws + s, 4);
-            mp_cp_async_arrive(s_full + slot);
+            mp_cp_async_arrive(full);
         }
         tl_cp_async_commit();
         tl_cp_async_wait<0>();
@@ -737,27 +775,43 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_fp8(GemmArgs p)
     }
 #endif
 }
+#endif /* TL_GPU_NVIDIA */
 
-int tl_moe_launch_prefill_fp8(int stage, const GemmArgs &a, int groups, hipStream_t st)
+#if defined(TL_HAVE_WGMMA)
+template <int STAGE, bool TMA>
+static int launch_fp8(const Mp8Args &w, int groups, hipStream_t st)
+{
+    static bool attr = false;
+    const void *fn = (const void *)moe_prefill_fp8<STAGE, TMA>;
+    if (!attr) {
+        TL_GPU_CHECK(hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, MP8_SMEM));
+        attr = true;
+    }
+    dim3 grid((unsigned)(w.a.n_out / (STAGE == 1 ? MP_NB : MP2_NB)), (unsigned)groups);
+    moe_prefill_fp8<STAGE, TMA><<<grid, MP_THREADS, MP8_SMEM, st>>>(w);
+    TL_GPU_CHECK_LAUNCH("moe_prefill_fp8");
+    return 0;
+}
+#endif
+
+int tl_moe_launch_prefill_fp8(int stage, const GemmArgs &a, const void *tmap_w, const void *tmap_act, int groups, hipStream_t st)
 {
 #if !defined(TL_HAVE_WGMMA)
-    (void)stage, (void)a, (void)groups, (void)st;
+    (void)stage, (void)a, (void)tmap_w, (void)tmap_act, (void)groups, (void)st;
     return tl_error(TL_EUSAGE, "moe prefill", "the fp8 prefill kernels need an sm_90a build (wgmma)");
 #else
     const int nbw = stage == 1 ? MP_NB : MP2_NB;
     if ((stage != 1 && stage != 2) || a.K <= 0 || a.K % MP8_KSTEP || a.n_out <= 0 || a.n_out % nbw)
         return tl_error(TL_EUSAGE, "moe prefill", "fp8 stage %d: K %d must be a positive multiple of %d and the columns %d of %d",
                         stage, a.K, MP8_KSTEP, a.n_out, nbw);
-    const void *fn = stage == 1 ? (const void *)moe_prefill_fp8<1> : (const void *)moe_prefill_fp8<2>;
-    static bool attr[2] = {false, false};
-    if (!attr[stage - 1]) {
-        TL_GPU_CHECK(hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, MP8_SMEM));
-        attr[stage - 1] = true;
-    }
-    dim3 grid((unsigned)(a.n_out / nbw), (unsigned)groups);
-    if (stage == 1) moe_prefill_fp8<1><<<grid, MP_THREADS, MP8_SMEM, st>>>(a);
-    else moe_prefill_fp8<2><<<grid, MP_THREADS, MP8_SMEM, st>>>(a);
-    TL_GPU_CHECK_LAUNCH("moe_prefill_fp8");
-    return 0;
+    if (stage == 2 && tmap_w && !tmap_act)
+        return tl_error(TL_EUSAGE, "moe prefill", "fp8 stage 2's tensor copies need both maps");
+    Mp8Args w;
+    memset(&w, 0, sizeof w);
+    if (tmap_w) memcpy(&w.tw, tmap_w, sizeof w.tw);
+    if (tmap_act) memcpy(&w.ta, tmap_act, sizeof w.ta);
+    w.a = a;
+    if (stage == 1) return tmap_w ? launch_fp8<1, true>(w, groups, st) : launch_fp8<1, false>(w, groups, st);
+    return tmap_w ? launch_fp8<2, true>(w, groups, st) : launch_fp8<2, false>(w, groups, st);
 #endif
 }

@@ -68,8 +68,8 @@ static int validate(const tl_moe_problem *p)
         return tl_error(TL_EUSAGE, "sim moe", "activation loads per item %d outside [0, 64]", p->act_loads);
     if (p->n_shared < 0 || p->n_shared > 16)
         return tl_error(TL_EUSAGE, "--shared", "shared experts %d outside [0, 16]", p->n_shared);
-    if (!(p->load_cap_gbps >= 0 && p->load_cap_gbps <= 1e6))
-        return tl_error(TL_EUSAGE, "sim moe", "load cap %g GB/s outside [0, 1e6]", p->load_cap_gbps);
+    if (!(p->load_cap_gbps >= 0 && p->load_cap_gbps <= 1e6) || !(p->load_cap_w_gbps >= 0 && p->load_cap_w_gbps <= 1e6))
+        return tl_error(TL_EUSAGE, "sim moe", "load cap %g / %g GB/s outside [0, 1e6]", p->load_cap_gbps, p->load_cap_w_gbps);
     if (p->wgmma && (strncmp(p->hw->arch, "sm_9", 4) != 0 || p->tile_m % 64 || p->vector_rows))
         return tl_error(TL_EUSAGE, "sim moe", "wgmma needs an sm_90 preset (%s is %s) and tile_m a multiple of 64 "
                         "(%d)", p->hw->name, p->hw->arch, p->tile_m);
@@ -143,11 +143,12 @@ typedef struct {
     double w, a, o, m; /* HBM bytes (first touches): weights, activations, outputs, metadata */
     double w_again;    /* a later tile's weights, charged as HBM time (weights_per_tile), not bytes */
     double streamed;   /* every byte the items load or store, cache hits included */
+    double streamed_w; /* of those, the weights' */
 } byte_parts;
 
 static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 {
-    byte_parts b = {0, 0, 0, 0, 0, 0};
+    byte_parts b = {0, 0, 0, 0, 0, 0, 0};
     int rows = c->wl->tile_rows[tile];
     int last_cols = c->N - (c->n_blocks - 1) * c->tile_n;
     int full = nb1 - nb0 - (nb1 == c->n_blocks ? 1 : 0);
@@ -172,7 +173,8 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
         landed = (rows + c->pad_loads - 1) / c->pad_loads * c->pad_loads;
         if (landed > c->tile_m) landed = c->tile_m;
     }
-    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
+    b.streamed_w = cols * c->K * c->w_elem;
+    b.streamed = b.streamed_w + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
     return b;
 }
 
@@ -250,7 +252,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
 static void clear_kernel(tl_moe_problem *p, const char *kernel)
 {
     p->tile_m = p->tile_n = p->blocks_per_cu = p->narrow_rows = 0;
-    p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = 0.0;
+    p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = p->load_cap_w_gbps = 0.0;
     p->prologue_loads = p->combine_kernel = p->requant_kernel = p->requant_rows_per_cu = 0;
     p->weights_per_tile = p->vector_rows = p->cu_load_cap = p->act_loads = p->wgmma = p->pad_loads = 0;
     p->mx_acts = TL_MOE_MX_ACTS_DEFAULT;
@@ -268,10 +270,13 @@ int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
  * kernels' items (tile_m TL_MOE_PF_ROWS; tile_n 128 weight rows: stage 1's 64 gate + 64 up, stage
  * 2's 128 output columns), one block an SM, the ring of TL_MOE_PF8_STAGES steps of TL_MOE_PF8_KSTEP
  * E4M3 values, the products on the E4M3 wgmma (the problem's wgmma field, fp8: the preset's
- * wgmma_fp8_tflops). Both stages copy by cp.async (load_cap_gbps: the preset's
- * async_copy_per_cu_gbps, as bf16 stage 1's), the group's real rows only (pad_loads 0); the
- * producer reads the group's sorted ids before its first copies in both stages (prologue_loads as
- * bf16 stage 1's); stage 2 after the re-quantization kernel and before the combine, as moe_gemm's. */
+ * wgmma_fp8_tflops). The copies: cp.async at the preset's async_copy_per_cu_gbps (bf16 stage 1's
+ * rate) for what the producer threads copy, tensor copies at hbm_per_cu_gbps (bf16 stage 2's) for
+ * what the copy engine lands: by default stage 1's weights (load_cap_w_gbps; its gathered rows stay
+ * cp.async's) and all of stage 2's, whose activation boxes land whole (pad_loads TL_MOE_PF2_ABOX);
+ * with tl_moe_fp8_tma_off everything by cp.async, the real rows only (pad_loads 0). The producer
+ * reads the group's sorted ids before its first copies in both stages (prologue_loads as bf16 stage
+ * 1's); stage 2 after the re-quantization kernel and before the combine, as moe_gemm's. */
 static int prefill_fp8(tl_moe_problem *p, const tl_moe_shape *shape)
 {
     const int E = shape->n_experts, s2 = p->stage == 2;
@@ -287,8 +292,11 @@ static int prefill_fp8(tl_moe_problem *p, const tl_moe_shape *shape)
     p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
     p->act_loads = 1;
     p->cu_load_cap = 1;
-    p->load_cap_gbps = p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
-    p->pad_loads = 0;
+    const double cp_async = p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
+    const int tma = !tl_moe_fp8_tma_off();
+    p->load_cap_gbps = tma && s2 ? p->hw->hbm_per_cu_gbps : cp_async;
+    p->load_cap_w_gbps = tma && !s2 ? p->hw->hbm_per_cu_gbps : 0.0;
+    p->pad_loads = tma && s2 ? TL_MOE_PF2_ABOX : 0;
     p->wgmma = 1;
     return 0;
 }
@@ -599,7 +607,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall; each
          * run's own stream time at its tile's rates (misses at the per-item HBM rate, cache hits at the
          * per-item L2 rate; a tile of more than narrow rows at its wider layout's) */
-        double wave_bytes = 0, stream_sum = 0, stream_max = 0, wave_streamed = 0;
+        double wave_bytes = 0, stream_sum = 0, stream_max = 0, wave_streamed = 0, wave_streamed_w = 0;
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
@@ -608,6 +616,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             const double run_us = (miss / (wide ? wide_hbm : item_hbm) + (b.streamed - miss) / (wide ? wide_l2 : item_l2)) / 1e3;
             wave_bytes += miss;
             wave_streamed += b.streamed;
+            wave_streamed_w += b.streamed_w;
             stream_sum += run_us;
             if (run_us / take > stream_max) stream_max = run_us / take;
             left -= take;
@@ -623,7 +632,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         int load_bound = 0; /* the CU's load path is the wave's bound */
         int hides_gap = 0;  /* and its other resident items keep it busy through one item's gap */
         if (p->cu_load_cap && cap_gbps > 0) {
-            const double cap_us = on_cu * (wave_streamed / a) / (cap_gbps * 1e3);
+            /* the weights' share at its own rate where the kernel states one (load_cap_w_gbps) */
+            const double w_share = p->load_cap_w_gbps > 0 ? wave_streamed_w : 0.0;
+            const double cap_us = on_cu * ((wave_streamed - w_share) / a / (cap_gbps * 1e3) +
+                                           (w_share > 0 ? w_share / a / (p->load_cap_w_gbps * 1e3) : 0.0));
             load_bound = cap_us > stream_us && cap_us > hbm_us && (on_cu > 1 || p->load_cap_gbps > 0);
             hides_gap = load_bound && on_cu > 1;
             if (cap_us > stream_us) stream_us = cap_us;

@@ -312,6 +312,9 @@ typedef struct {
     double load_cap_gbps; /* cu_load_cap's rate per CU (0 = hw->hbm_per_cu_gbps): the prefill
                             kernel's cp.async copies (stage 1) stream at hw->async_copy_per_cu_gbps,
                             its tensor copies (stage 2) at hw->hbm_per_cu_gbps */
+    double load_cap_w_gbps; /* the weights' share of that stream at its own rate (0 = load_cap_gbps):
+                            fp8 stage 1's prefill kernel lands its weights by tensor copies and
+                            its gathered rows by cp.async */
     int pad_loads;       /* the items' copies land their tile's padding rows too (zero-filled): 1:
                             the bytes they stream count tile_m activation rows, not the real ones;
                             above 1: the real rows rounded up to whole boxes of pad_loads rows (at
@@ -365,7 +368,7 @@ typedef struct {
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
  * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr,
- * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, pad_loads, mx_acts,
+ * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, load_cap_w_gbps, pad_loads, mx_acts,
  * kernel) to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
  * p->stage, p->tokens and p->model; the other fields are left alone. The geometry comes from
  * contract/moe.h (TL_MOE_TILE_M, S1_NB, NCOLS, S1/S2_THREADS, S1/S2_MINB, QUANT_THREADS, GEMV_*,
