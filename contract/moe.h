@@ -330,9 +330,11 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
  * and Kimi-K2.6, full width and TP8, M = 64..16384).
  * Stage 1: the prefill kernel's item streams its expert's 128 weight rows whatever its group's
  * real rows, so it wins once groups fill: from an expected r = M k / E >= TL_MOE_PF_MIN_ROWS
- * routed rows per expert. The models cross between r = 48 (prefill up to 5% slower) and r = 64
- * (faster) on all eight (model, TP, preset) pairs: there both paths are bound by their SMs' load
- * streams, not by HBM, so the h100 and h200 presets agree.
+ * routed rows per expert. With its weights by tensor copies (moe_prefill_s1's default form, from
+ * W1's rows copy) the models cross between r = 21 (prefill 1-3% slower) and r = 32 (4-49%
+ * faster) on all eight (model, TP, preset) pairs, r = 24 within 3% either way (DeepSeek-V3.2 from
+ * M = 768, Kimi-K2.6 from M = 1152); with the packed weights by cp.async (tl_moe_bf16_tma_off)
+ * they crossed between r = 48 and 64, the switch this rule had before (56).
  * Stage 2: from r >= TL_MOE_PF2_MIN_ROWS where its K, the width, is at least TL_MOE_PF2_LONG_K
  * (full width: the models cross between r = 24 and 40), else from r >= TL_MOE_PF2_MIN_ROWS_SHORT
  * (TP8's width 256: an item of 4 K steps, whose fixed gap - the group scan, a round trip, the
@@ -341,7 +343,7 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
  * kernel is 7% slower than moe_gemm on the h100 preset and 18% faster on the h200 one (its waves
  * are bound by HBM, moe_gemm's by the SMs' load streams); the rule takes the prefill kernel
  * there, the test names that point. Widths between 256 and 1024 are unmodelled by the test. */
-#define TL_MOE_PF_MIN_ROWS 56
+#define TL_MOE_PF_MIN_ROWS 24
 #define TL_MOE_PF2_MIN_ROWS 32
 #define TL_MOE_PF2_MIN_ROWS_SHORT 80
 #define TL_MOE_PF2_LONG_K 1024
@@ -387,6 +389,14 @@ static inline int tl_moe_prefill_forced(void)
 static inline int tl_moe_fp8_tma_off(void)
 {
     const char *v = getenv("TILELAB_MOE_FP8_TMA");
+    return v && strcmp(v, "0") == 0;
+}
+/* TILELAB_MOE_BF16_TMA=0: the same for bf16 stage 1's prefill kernel (moe_prefill_s1), whose
+ * tensor-copy form lands W1's gate and up rows from a rows-layout copy of W1 (its gathered rows stay
+ * cp.async's). */
+static inline int tl_moe_bf16_tma_off(void)
+{
+    const char *v = getenv("TILELAB_MOE_BF16_TMA");
     return v && strcmp(v, "0") == 0;
 }
 

@@ -53,9 +53,9 @@ struct tl_moe_gpu {
     /* moe_prefill_s2's tensor maps (CUtensorMap bytes; encode_s2_maps): act and W2; s2_maps: encoded */
     unsigned long long tmap_act[16], tmap_w2[16];
     bool s2_maps;
-    /* fp8's prefill kernels' tensor copies (encode_fp8_maps): the weights' rows copies w1r, w2r
+    /* the prefill kernels' tensor copies (encode_fp8_maps): fp8's weights' rows copies w1r, w2r
      * (the uploaded rows layout, beside the packed w1, w2 that moe_gemm reads) and the maps of
-     * w1r, w2r and act_q; f8_maps: encoded */
+     * w1r, w2r and act_q; bf16's W1 rows copy w1r and its map tmap_w1f; f8_maps: encoded */
     uint8_t *w1r, *w2r;
     unsigned long long tmap_w1f[16], tmap_w2f[16], tmap_actq[16];
     bool f8_maps;
@@ -163,9 +163,11 @@ static int encode_s2_maps(tl_moe_gpu *g)
     return 0;
 }
 
-/* fp8's prefill kernels read their weights by tensor copies (kernels/moe_launch.h,
- * tl_moe_launch_prefill_fp8) where a build with wgmma runs on a compute capability 9 device and a
- * stage fits the kernel (tl_moe_prefill_fits): a second copy of W1 and W2 in the rows layout
+/* bf16 stage 1's prefill kernel reads W1 by tensor copies (tl_moe_launch_prefill_s1) where a build
+ * with wgmma runs on a compute capability 9 device and the stage fits it: a second copy of W1 in the
+ * rows layout (the packed one stays moe_gemm's), its map in boxes of 64 rows x 64 values
+ * (TILELAB_MOE_BF16_TMA=0: the packed W1 by cp.async). Likewise fp8's prefill kernels
+ * (tl_moe_launch_prefill_fp8), where both stages fit the kernel: a second copy of W1 and W2 in the rows layout
  * (the packed one stays moe_gemm's: twice the weights' device memory) and the maps of W1 [E x 2
  * width][hidden] in boxes of 64 rows, W2 [E x hidden][width] in boxes of 128 rows and act_q
  * [cap rows][width] in boxes of 64 rows, each box 128 codes wide. TILELAB_MOE_FP8_TMA=0 keeps the
@@ -174,10 +176,23 @@ static int encode_fp8_maps(tl_moe_gpu *g, const tl_moe_inputs *in)
 {
 #if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
     const tl_moe_shape *s = &g->s;
+    const size_t E = (size_t)s->n_experts;
+    if (s->dtype == TL_MOE_BF16 && tl_moe_prefill_fits(s, 1) && tl_gpu_tensor_maps_usable() && !tl_moe_bf16_tma_off()) {
+        /* bf16 stage 1 (moe_prefill_s1's tensor-copy form): W1's rows copy in boxes of 64 rows x 64 values */
+        int rc = GALLOC(g->w1r, g->w1_mat_bytes * E, "W1 rows (bf16 prefill)");
+        if (!rc) rc = upload(g->w1r, in->w1.codes, g->w1_mat_bytes * E);
+        if (rc) return rc;
+        CUtensorMap m;
+        const uint64_t dims[2] = {(uint64_t)s->hidden, E * 2 * (uint64_t)s->width}, st[1] = {(uint64_t)s->hidden * 2};
+        const uint32_t box[2] = {TL_MOE_PF_KSTEP, TL_MOE_PF_NB};
+        if (tl_tma_encode(&m, g->w1r, 2, dims, st, box, 2)) return TL_EFAIL;
+        memcpy(g->tmap_w1f, &m, sizeof m);
+        g->f8_maps = true;
+        return 0;
+    }
     if (s->dtype != TL_MOE_FP8 || !tl_moe_prefill_fits(s, 1) || !tl_moe_prefill_fits(s, 2) ||
         !tl_gpu_tensor_maps_usable() || tl_moe_fp8_tma_off())
         return 0;
-    const size_t E = (size_t)s->n_experts;
     int rc = GALLOC(g->w1r, g->w1_mat_bytes * E, "W1 rows (fp8 prefill)");
     if (!rc) rc = GALLOC(g->w2r, g->w2_mat_bytes * E, "W2 rows (fp8 prefill)");
     if (!rc) rc = upload(g->w1r, in->w1.codes, g->w1_mat_bytes * E);
@@ -459,9 +474,9 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */
     const void *f8w = !g->f8_maps ? NULL : stage == 1 ? (const void *)g->tmap_w1f : (const void *)g->tmap_w2f;
-    const void *f8a = g->f8_maps && stage == 2 ? (const void *)g->tmap_actq : NULL;
+    const void *f8a = g->f8_maps && fp8 && stage == 2 ? (const void *)g->tmap_actq : NULL;
     if (stage == 1 && prefill)
-        return fp8 ? tl_moe_launch_prefill_fp8(1, a, f8w, NULL, groups, st) : tl_moe_launch_prefill_s1(a, groups, st);
+        return fp8 ? tl_moe_launch_prefill_fp8(1, a, f8w, NULL, groups, st) : tl_moe_launch_prefill_s1(a, f8w, groups, st);
     int rc = prefill && fp8 ? tl_moe_launch_prefill_fp8(2, a, f8w, f8a, groups, st)
              : prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
              : grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)

@@ -144,7 +144,10 @@ int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks
  * 64 SwiGLU columns; `groups` >= the device's group count (sum over experts of ceil(edges / 128)).
  * TL_EUSAGE (recorded) in a build without wgmma or for a hidden size not a multiple of 128 or a
  * width not a multiple of 64. */
-int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
+/* tmap_w1: NULL (the packed W1 a.W by cp.async), or the tensor map (CUtensorMap, 128 bytes, host
+ * memory) of W1's rows copy [E x 2 width][hidden] bf16 in boxes of 64 rows x 64 values (128-byte
+ * swizzle), whose boxes then carry the weights. */
+int tl_moe_launch_prefill_s1(const GemmArgs &a, const void *tmap_w1, int groups, hipStream_t st);
 /* moe_prefill.hip: bf16 stage 2 on sm_90a's warpgroup MMA, items of up to 128 rows of one expert x
  * 128 output columns into a.ybuf (then tl_moe_launch_combine, as after moe_gemm); `groups` as
  * above; tmap_act and tmap_w2: the tensor maps (CUtensorMap, 128 bytes each, host memory, copied

@@ -206,11 +206,25 @@ static __device__ __forceinline__ void mp_consume(const uint8_t *ring, uint64_t 
 }
 #endif
 
-__global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
+/* The kernel's arguments: the GemmArgs, and for the tensor-copy form (TMA) the map of W1's
+ * rows copy, [E x 2 width][hidden] bf16 in boxes of 64 rows x MP_KSTEP values (128-byte swizzle;
+ * kernels/moe.hip encodes it): each step's 64 gate and 64 up rows then land as two boxes, issued by
+ * producer thread 0 with their bytes announced on the full barrier (one arrival more a phase), in
+ * place of the packed chunks' 16-byte cp.async pieces; the gathered activation rows stay cp.async's.
+ * The cp.async form (TMA = false) leaves the map unread. */
+#if defined(TL_GPU_NVIDIA)
+struct MpS1Args {
+    tl_tmap tw;
+    GemmArgs a;
+};
+
+template <bool TMA>
+__global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(const __grid_constant__ MpS1Args w)
 {
 #if !TL_WGMMA_AVAILABLE
-    (void)p;
+    (void)w;
 #else
+    const GemmArgs &p = w.a;
     extern __shared__ __attribute__((aligned(16))) uint8_t mp_smem_raw[];
     __shared__ int s_src[MP_ROWS];  /* the row's token, or -1 (padding, or no tile) */
     __shared__ int s_out[MP_ROWS];  /* its worklist row, or -1 (no valid tile of the group) */
@@ -236,7 +250,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     }
     if (tid == 0) {
 #pragma unroll
-        for (int i = 0; i < MP_STAGES; i++) tl_mbar_init(s_full + i, 128), tl_mbar_init(s_empty + i, 4 * nact);
+        for (int i = 0; i < MP_STAGES; i++) tl_mbar_init(s_full + i, 128 + (TMA ? 1 : 0)), tl_mbar_init(s_empty + i, 4 * nact);
         tl_mbar_init_fence();
     }
     __syncthreads();
@@ -273,11 +287,20 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
                 const int tok = s_src[ar + 16 * k];
                 if (tok >= 0) tl_cp_async16(A + a_dst + 16 * 128 * k, p.A + (size_t)tok * row_bytes + ka, 16);
             }
-            const uint8_t *wsrc = wexp + (size_t)(s / 2) * tl_moe_pack_chunk_bytes(64) + 32 * (s % 2);
+            if (TMA) {
+                if (tid == 0) { /* gate rows nb x 64.. and up rows width + nb x 64.. of expert e */
+                    const int wrow = e * 2 * p.n_out + nb * MP_NB;
+                    tl_mbar_expect_tx(s_full + slot, (uint32_t)MP_A_BYTES);
+                    tl_tma_load_2d(B, &w.tw, s * MP_KSTEP, wrow, s_full + slot);
+                    tl_tma_load_2d(B + MP_NB * 128, &w.tw, s * MP_KSTEP, wrow + p.n_out, s_full + slot);
+                }
+            } else {
+                const uint8_t *wsrc = wexp + (size_t)(s / 2) * tl_moe_pack_chunk_bytes(64) + 32 * (s % 2);
 #pragma unroll
-            for (int k = 0; k < 8; k++) { /* packing group k / 2 holds item rows 16 (k / 2) .. and 64 + 16 (k / 2) .. */
-                const int gl = k / 2, i = k % 2;
-                mp_cp_async16_line(B + b_dst[i] + 16 * 128 * gl, wsrc + (size_t)gl * group_bytes + b_src[i]);
+                for (int k = 0; k < 8; k++) { /* packing group k / 2 holds item rows 16 (k / 2) .. and 64 + 16 (k / 2) .. */
+                    const int gl = k / 2, i = k % 2;
+                    mp_cp_async16_line(B + b_dst[i] + 16 * 128 * gl, wsrc + (size_t)gl * group_bytes + b_src[i]);
+                }
             }
             mp_cp_async_arrive(s_full + slot);
         }
@@ -315,25 +338,39 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
     }
 #endif
 }
+#endif /* TL_GPU_NVIDIA */
 
-int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st)
+#if defined(TL_HAVE_WGMMA)
+template <bool TMA>
+static int launch_s1(const MpS1Args &w, int groups, hipStream_t st)
+{
+    static bool attr = false;
+    const void *fn = (const void *)moe_prefill_s1<TMA>;
+    if (!attr) {
+        TL_GPU_CHECK(hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM));
+        attr = true;
+    }
+    dim3 grid((unsigned)(w.a.n_out / MP_NB), (unsigned)groups);
+    moe_prefill_s1<TMA><<<grid, MP_THREADS, MP_SMEM, st>>>(w);
+    TL_GPU_CHECK_LAUNCH("moe_prefill_s1");
+    return 0;
+}
+#endif
+
+int tl_moe_launch_prefill_s1(const GemmArgs &a, const void *tmap_w1, int groups, hipStream_t st)
 {
 #if !defined(TL_HAVE_WGMMA)
-    (void)a, (void)groups, (void)st;
+    (void)a, (void)tmap_w1, (void)groups, (void)st;
     return tl_error(TL_EUSAGE, "moe prefill", "the prefill stage-1 kernel needs an sm_90a build (wgmma)");
 #else
     if (a.K <= 0 || a.K % MP_CHUNK_K || a.n_out <= 0 || a.n_out % MP_NB)
         return tl_error(TL_EUSAGE, "moe prefill", "hidden %d must be a positive multiple of %d and the width %d of %d", a.K,
                         MP_CHUNK_K, a.n_out, MP_NB);
-    static bool attr = false;
-    if (!attr) {
-        TL_GPU_CHECK(hipFuncSetAttribute((const void *)moe_prefill_s1, hipFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM));
-        attr = true;
-    }
-    dim3 grid((unsigned)(a.n_out / MP_NB), (unsigned)groups);
-    moe_prefill_s1<<<grid, MP_THREADS, MP_SMEM, st>>>(a);
-    TL_GPU_CHECK_LAUNCH("moe_prefill_s1");
-    return 0;
+    MpS1Args w;
+    memset(&w, 0, sizeof w);
+    if (tmap_w1) memcpy(&w.tw, tmap_w1, sizeof w.tw);
+    w.a = a;
+    return tmap_w1 ? launch_s1<true>(w, groups, st) : launch_s1<false>(w, groups, st);
 #endif
 }
 

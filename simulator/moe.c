@@ -340,6 +340,9 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
     /* stage 1's producer copies the group's real rows only; stage 2's boxes land whole
      * TL_MOE_PF2_ABOX-row boxes, padding and rows past the group included */
     p->pad_loads = s2 ? TL_MOE_PF2_ABOX : 0;
+    /* stage 1's weights by tensor copies from W1's rows copy (tl_moe_bf16_tma_off: the packed
+     * chunks by cp.async), beside its gathered rows' cp.async */
+    p->load_cap_w_gbps = !s2 && !tl_moe_bf16_tma_off() ? p->hw->hbm_per_cu_gbps : 0.0;
     p->wgmma = 1;
     return 0;
 }

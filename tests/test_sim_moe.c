@@ -483,7 +483,7 @@ static void test_tilelab_kernel_terms(void **state)
     assert_true(fabs(b.time_us - a.time_us - hw200.flush_dirty_mb * 1e6 / (hw200.ceilings.hbm_read_gbps.measured * 1e3)) < 1e-9);
     /* bf16 stage 1 pairs tiles once experts average 1.5 tiles: a 32-row item, layout 0 (32 B) */
     p = problem(&hw200, &ds, TL_MOE_BF16, 1024, 1);
-    assert_int_equal(tl_moe_tilelab_kernel(&p), 0);
+    assert_int_equal(tl_moe_tilelab_kernel_gemm(&p), 0); /* (the kernel runs moe_prefill_s1 there on sm_90) */
     assert_true(p.tile_m == 32 && p.inflight_kib == 16.0);
     /* stage 2's moe_gemm pairs them too (4 waves x 32 lanes x 4 fragments x 32 B; the kernel
      * runs moe_prefill_s2 there on sm_90: tl_moe_uses_prefill) */
@@ -891,7 +891,14 @@ static void test_prefill_term_by_hand(void **state)
     tl_hw hw;
     assert_int_equal(tl_hw_load("h100", &hw), 0);
     tl_moe_problem p;
+    /* the default form lands its weights by tensor copies at the per-SM stream; the sums below are
+     * the cp.async form's (TILELAB_MOE_BF16_TMA=0), every byte at the cp.async rate */
     path_time(&hw, &ds, 1024, 1, 1, 1, TL_MOE_BF16, &p);
+    assert_true(p.load_cap_w_gbps == hw.hbm_per_cu_gbps && p.load_cap_gbps == hw.async_copy_per_cu_gbps);
+    assert_int_equal(setenv("TILELAB_MOE_BF16_TMA", "0", 1), 0);
+    path_time(&hw, &ds, 1024, 1, 1, 1, TL_MOE_BF16, &p);
+    assert_int_equal(unsetenv("TILELAB_MOE_BF16_TMA"), 0);
+    assert_true(p.load_cap_w_gbps == 0.0);
     assert_true(p.tile_m == 128 && p.tile_n == 128 && p.blocks_per_cu == 1 && p.wgmma && !p.pad_loads);
     assert_true(p.inflight_kib == 192.0 && p.prologue_loads == 6 && p.load_cap_gbps == hw.async_copy_per_cu_gbps);
     tl_moe_result r;
