@@ -22,6 +22,9 @@
  *     the 4 packed chunks, permuted into the 128-byte swizzle); each producer thread then arrives
  *     on the slot's full barrier once its copies land (cp.async.mbarrier.arrive.noinc: 128
  *     arrivals a phase). Before step s >= MP_STAGES it waits for the slot's empty barrier.
+ *     The tensor-copy form (where the launcher has W1's rows copy and its map: MpS1Args) lands the
+ *     weight rows as two boxes of 64 rows (gate, then up) issued by thread 0 instead, their bytes
+ *     announced on the full barrier (129 arrivals a phase); the activation rows stay cp.async's.
  *   - warpgroups 1 and 2, the consumers (MP_CONSUMER_REGS registers), own rows 0-63 and 64-127
  *     of the group (warpgroup 2 exits at once when the group has at most 4 tiles, and the empty
  *     barriers then count its warps out). For each step: wait for the full barrier, fence the
