@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../core/op.h"
+#include "../executor/executor.h"
 #include "../kernels/devices.h"
 #include "cli.h"
 
@@ -324,6 +325,18 @@ static int check_without_gpu(const tl_op *op, void *problem, tl_table *t, FILE *
     return f2 < 0 ? f2 : failed + f2;
 }
 
+/* What the CPU executor ran for this check, and how fast (bench/README.md quotes it). */
+static void print_executor_stats(FILE *f)
+{
+    tl_emu_stats st;
+    tl_emu_stats_get(&st);
+    const double s = st.seconds > 0 ? st.seconds : 1e-9;
+    fprintf(f, "executor (%s): %lld launches, %lld work-groups, %lld work-items; %lld wave operations (%lld MFMA), "
+               "%lld barriers in %.2f s of launches: %.0f MFMA/s, %.0f wave operations/s\n",
+            tl_device_selected() + 4, st.launches, st.groups, st.items, st.wave_ops, st.mfmas, st.barriers, st.seconds,
+            (double)st.mfmas / s, (double)st.wave_ops / s);
+}
+
 int tl_cmd_check(int argc, char **argv)
 {
     const tl_op *op = NULL;
@@ -346,6 +359,7 @@ int tl_cmd_check(int argc, char **argv)
     FILE *info = h.fmt == TL_FMT_TABLE ? stdout : stderr; /* machine-readable output is only that */
     op->describe(problem, info);
     tl_table *t = tl_table_new("case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes");
+    tl_emu_stats_reset();
     char skipped[1024] = "";
     int failed = !t ? -tl_error(TL_EFAIL, "check", "out of memory") : 0;
     if (!failed && !no_gpu) failed = check_problem(op, problem, 1, t, "", NULL, 0);
@@ -366,6 +380,7 @@ int tl_cmd_check(int argc, char **argv)
         if (skipped[0])
             fprintf(info, "not checked: %s (the naive loop would take too long on this CPU; the GPU check covers "
                           "them in a GPU build)\n", skipped);
+        if (!no_gpu && tl_device_is_emu()) print_executor_stats(info);
         if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
         else if (tl_table_rows(t) == 0) fprintf(info, "nothing was compared\n");
         else fprintf(info, "all %d comparisons passed%s\n", tl_table_rows(t), skipped[0] ? " (some cases not checked)" : "");

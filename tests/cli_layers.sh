@@ -53,7 +53,7 @@ awk '
     allow["executor"] = "core numerics contract simulator executor"
     allow["visualize"] = "core numerics contract simulator visualize"
     allow["ops"] = "core numerics contract simulator reference kernels visualize ops"
-    allow["cli"] = "core numerics contract simulator reference kernels visualize ops cli"
+    allow["cli"] = "core numerics contract simulator reference kernels executor visualize ops cli"
     bad = 0
   }
   function top(p) { sub(/\/.*$/, "", p); return p }
