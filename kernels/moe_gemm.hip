@@ -574,7 +574,7 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         constexpr bool PAIR = SCALED(DT) && U == 2;
         const int nchunks = p.K / CK, c_step = SPLIT_K ? NW : 1, c_first = SPLIT_K ? wave * (PAIR ? U : 1) : 0,
                   u_step = PAIR ? 1 : c_step;
-        const float *ws = p.w_scale + (size_t)e * p.w_mat_scales;
+        const float *ws = p.w_scale ? p.w_scale + (size_t)e * p.w_mat_scales : nullptr; /* the MX types have none */
         /* Weights are loaded evict-first (ld.global.cs): faster at every M in both stages, except in
          * stage 2 when all its items fit in one wave of resident blocks (M = 1: there plain loads
          * are faster, hence the exception; bench/journal/moe-kernel.md, streaming loads). */
