@@ -1045,6 +1045,21 @@ static const char *const moe_bench_args[] = {"--tokens", "1,8,64,256,1024", NULL
 static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_tp, moe_bad_topk,
                                                    moe_bad_dtype, moe_bad_huge, NULL};
 
+/* check all: every dtype on a model that ships it (DeepSeek's block FP8, Kimi's INT4 weights,
+ * GLM-5's MXFP4; each of 256-384 experts at tp 8, where the naive loop takes M = 1) or on ZAYA1's
+ * 24 experts of width 2048 (it takes M = 1 and 16 whole; mxfp8 with Zipf-skewed routing). About
+ * 17 s without a GPU on two cores, most of it making the weights. */
+static const char *const moe_all_bf16[] = {"--model", "zaya1-e24", "--dtype", "bf16", "--tokens", "1,16,256", NULL};
+static const char *const moe_all_fp8[] = {"--model", "deepseek-v3.2", "--dtype", "fp8", "--tp", "8", "--tokens",
+                                          "1,16,256", NULL};
+static const char *const moe_all_a16w4[] = {"--model", "kimi-k2.6", "--dtype", "a16w4", "--tp", "8", "--tokens",
+                                            "1,16,256", NULL};
+static const char *const moe_all_mxfp4[] = {"--model", "glm-5", "--dtype", "mxfp4", "--tp", "8", "--tokens",
+                                            "1,16,256", NULL};
+static const char *const moe_all_mxfp8[] = {"--model", "zaya1-e24", "--dtype", "mxfp8", "--tokens", "1,16,256",
+                                            "--routing", "zipf:1.2", NULL};
+static const char *const *const moe_check_all_args[] = {moe_all_bf16, moe_all_fp8, moe_all_a16w4, moe_all_mxfp4,
+                                                        moe_all_mxfp8, NULL};
 const tl_op tl_op_moe = {
     .name = "moe",
     .summary = "fused MoE: sort, gate+up+SwiGLU, down+weighted combine",
@@ -1082,4 +1097,5 @@ const tl_op tl_op_moe = {
     .test_args = moe_test_args,
     .bad_args = moe_bad_args,
     .bench_args = moe_bench_args,
+    .check_all_args = moe_check_all_args,
 };
