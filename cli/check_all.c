@@ -25,7 +25,7 @@ static const char check_all_usage[] =
     "verdict, its cases passed, failed and not run (and why), and its first failed comparison.\n"
     "Without a GPU each check compares the CPU reference with a naive loop on a small problem and on\n"
     "the cases the loop can take (about a minute in all on two cores); the others are not run, named.\n"
-    "  --quick     each op's small test problem instead (seconds; the sanitizer tests run this)\n"
+    "  --quick     each op's small test problem instead (seconds in all)\n"
     "  --device D  given to every op's check as `tilelab check OP --device D` takes it\n"
     "  --seed S    every problem's seed (default: a fresh one, printed in each row's command)\n"
     "  --format table|csv|json   (csv and json: only the summary on stdout)\n"
