@@ -13,21 +13,32 @@ tl=$1
 ops=$("$tl" ops --format csv | tail -n +2 | cut -d, -f1 | sort -u)
 n_ops=$(wc -l <<<"$ops")
 
-# ---- the real shapes (release build only) ----
-if [ "${TL_CHECKALL_QUICK:-0}" != 1 ]; then
-  expect 0 "check all" -- "$tl" check all --format json --seed 1
-  check "check all: only JSON, every op, every row passed with cases checked" -- python3 -c '
+# ---- the real shapes in the release build, --quick in the sanitizer build: only JSON, every op,
+# every row passed with cases checked and counts that add up ----
+json_rows_pass() { # SEED: LAST_OUT holds check all's JSON
+  python3 -c '
 import json, sys
 rows = json.load(sys.stdin)
-ops = set(sys.argv[1].split())
+ops, seed = set(sys.argv[1].split()), sys.argv[2]
 assert {r["op"] for r in rows} == ops, (sorted({r["op"] for r in rows}), sorted(ops))
 for r in rows:
+    assert set(r) == {"op", "check", "device", "result", "cases", "passed", "failed", "not_run",
+                      "not_run_cases", "why_not_run", "first_failure"}, r
     assert r["result"] == "pass" and r["failed"] == 0 and r["first_failure"] is None, r
     assert r["passed"] > 0 and r["cases"] == r["passed"] + r["failed"] + r["not_run"], r
-    assert r["check"].startswith("check " + r["op"] + " ") and r["check"].endswith(" --seed 1"), r
-' "$ops" <<<"$LAST_OUT"
-  check "check all: says how many problems passed" -- grep -q "^all [0-9]* problems passed" <<<"$LAST_ERR"
+    assert (r["not_run"] == 0) == (r["not_run_cases"] is None) == (r["why_not_run"] is None), r
+    assert r["check"].startswith("check " + r["op"] + " ") and r["check"].endswith(" --seed " + seed), r
+    assert r["device"], r
+' "$ops" "$1" <<<"$LAST_OUT"
+}
+if [ "${TL_CHECKALL_QUICK:-0}" != 1 ]; then
+  expect 0 "check all" -- "$tl" check all --format json --seed 1
+  check "check all: only JSON, every op, every row passed" -- json_rows_pass 1
+else
+  expect 0 "check all --quick --format json" -- "$tl" check all --quick --format json --seed 1
+  check "check all --quick: only JSON, every op, every row passed" -- json_rows_pass 1
 fi
+check "check all: says how many problems passed" -- grep -q "^all [0-9]* problems passed" <<<"$LAST_ERR"
 
 # ---- --quick: each op's small test problem ----
 expect 0 "check all --quick" -- "$tl" check all --quick --seed 7
@@ -37,18 +48,6 @@ for op in $ops; do
   check "quick: a passed row of $op" -- grep -qE "^ *$op +check $op .* pass " <<<"$LAST_OUT"
 done
 check "quick: all passed" -- grep -q "^all $n_ops problems passed" <<<"$LAST_OUT"
-
-expect 0 "check all --quick --format json" -- "$tl" check all --quick --format json --seed 7
-check "quick json parses: one row per op, counts add up" -- python3 -c '
-import json, sys
-rows = json.load(sys.stdin)
-assert sorted(r["op"] for r in rows) == sorted(sys.argv[1].split()), rows
-for r in rows:
-    assert set(r) == {"op", "check", "device", "result", "cases", "passed", "failed", "not_run",
-                      "not_run_cases", "why_not_run", "first_failure"}, r
-    assert r["result"] == "pass" and r["cases"] == r["passed"] + r["failed"] + r["not_run"] and r["failed"] == 0
-    assert r["device"], r
-' "$ops" <<<"$LAST_OUT"
 
 expect 0 "check all --quick --format csv --device cpu" -- "$tl" check all --quick --format csv --device cpu --seed 7
 check "quick csv parses: one row per op, --device cpu in every row's command" -- python3 -c '
