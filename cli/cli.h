@@ -2,7 +2,8 @@
  * exit status (0, TL_EFAIL = 1, TL_EUSAGE = 2) after recording an error with tl_error().
  * argv[0] is the subcommand's own name (e.g. "convert" for `tilelab numerics convert`).
  *
- * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area: numerics_cmd.c, attention_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c. */
+ * Files: main.c (top-level table, help, bench and draw dispatch), tour.c, and one file per area: numerics_cmd.c,
+ * attention_cmd.c, sim_cmd.c, draw_cmd.c, gpu_cmd.c, op_cmd.c, check_all.c. */
 #ifndef TL_CLI_H
 #define TL_CLI_H
 
@@ -35,7 +36,8 @@ int tl_cmd_hw(int argc, char **argv);        /* list | show NAME */
 int tl_cmd_models(int argc, char **argv);
 int tl_cmd_sim(int argc, char **argv);       /* moe | paged-decode */
 int tl_cmd_mfma(int argc, char **argv);      /* list | layout */
-int tl_cmd_check(int argc, char **argv);     /* walks the op table */
+int tl_cmd_check(int argc, char **argv);     /* walks the op table; `check all` is tl_cmd_check_all */
+int tl_cmd_check_all(int argc, char **argv); /* cli/check_all.c: every op's checks, one summary */
 int tl_cmd_run(int argc, char **argv);       /* an op on the user's .npy files */
 int tl_cmd_ops(int argc, char **argv);       /* lists the op table */
 int tl_cmd_bench(int argc, char **argv);     /* dispatches to the tl_bench_* below */
@@ -54,6 +56,25 @@ int tl_sim_op(int argc, char **argv);   /* ops of the op table, e.g. `sim moe` (
  * stop with exit 1, as in a build without a GPU). TL_EFAIL (recorded) when the driver fails
  * otherwise: a GPU it cannot use is an error, never a skip. Cost: one driver query. */
 int tl_cli_gpu_missing(int built, const char **why);
+
+/* What one `tilelab check OP ...` found (cli/op_cmd.c), for `check all`'s summary. A case is one
+ * row of the op's cases (the small problem's too, without a GPU): passed (every comparison of it
+ * passed), failed, or not run (too big for the naive loop without a GPU). */
+typedef struct {
+    int passed, failed, not_run; /* cases */
+    int comparisons, failed_comparisons;
+    char not_run_labels[1024]; /* "M=16, M=256" */
+    char device[256];          /* the GPU's name, or "CPU reference only" */
+    char device_note[256];     /* why there is no GPU check ("" with a GPU) */
+    char first_failure[1024];  /* the first failed comparison in one line ("" if none) */
+} tl_check_summary;
+struct tl_op;
+/* Runs `tilelab check OP` on argv (argv[0] = the op's name; every option of `check OP`, --device
+ * included, parsed as that command parses it) and fills *s. quiet 0: prints what `check OP`
+ * prints; 1: prints nothing. Returns 0 when every comparison passed, TL_EFAIL (recorded) when one
+ * failed (*s says which), or the status of an error that stopped the check (*s then holds zeros).
+ * Cost: the op's check. */
+int tl_check_op(const struct tl_op *op, int argc, char **argv, int quiet, tl_check_summary *s);
 
 /* pictures: `tilelab draw NAME ...` */
 int tl_draw_roofline(int argc, char **argv);

@@ -67,8 +67,10 @@ static const tl_command top_table[] = {
      "       tilelab mfma layout --arch ARCH --instr NAME --matrix A|B|C|D [--format csv]\n"},
     {"ops", tl_cmd_ops, "the op table: ops, dtypes, where each kernel was compiled and run",
      "usage: tilelab ops [--format table|csv|json]\n"},
-    {"check", tl_cmd_check, "an op's GPU kernel against its CPU reference",
-     "usage: tilelab check OP [options] [--input NAME=FILE.npy ...]  (tilelab check OP --help)\n"},
+    {"check", tl_cmd_check, "an op's GPU kernel against its CPU reference (check all: every op)",
+     "usage: tilelab check OP [options] [--input NAME=FILE.npy ...]  (tilelab check OP --help)\n"
+     "       tilelab check all [--quick] [--device D] [--seed S] [--format table|csv|json]\n"
+     "                         every op's checks, one summary row per problem (tilelab check all --help)\n"},
     {"run", tl_cmd_run, "an op's reference or kernel on your own .npy tensors",
      "usage: tilelab run OP --input NAME=FILE.npy ... --output FILE.npy [--device cpu|gpu]\n"},
     {"bench", tl_cmd_bench, "benchmarks: numerics, sim, roofline, and each op",

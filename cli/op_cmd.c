@@ -8,6 +8,7 @@
 
 #include "../core/op.h"
 #include "../executor/executor.h"
+#include "../kernels/bench.h"
 #include "../kernels/devices.h"
 #include "cli.h"
 
@@ -123,8 +124,12 @@ static int lookup(const char *group, int argc, char **argv, const tl_op **op)
     *op = NULL;
     if (argc < 1 || !argv[0] || argv[0][0] == '-') {
         int help = argc >= 1 && argv[0] && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
-        if (!help) return tl_error(TL_EUSAGE, group, "which op? (one of %s; tilelab ops)", names);
-        printf("usage: tilelab %s OP [options]   (tilelab %s OP --help)\nops: %s\n", group, group, names);
+        if (!help)
+            return tl_error(TL_EUSAGE, group, "which op? (one of %s%s; tilelab ops)", names,
+                            strcmp(group, "check") == 0 ? ", or all" : "");
+        printf("usage: tilelab %s OP [options]   (tilelab %s OP --help)\n", group, group);
+        if (strcmp(group, "check") == 0) printf("       tilelab check all [options]   (every op; tilelab check all --help)\n");
+        printf("ops: %s\n", names);
         return 0;
     }
     *op = tl_op_find(argv[0]);
@@ -236,11 +241,44 @@ static void progress(const char *cmd, const char *op, const char *label, int c, 
     fflush(stderr);
 }
 
+/* The cases of one `check OP`: each one run (and then passed or failed) or not run. */
+typedef struct {
+    int passed, failed, not_run;
+    char not_run_labels[1024]; /* "M=16, M=256": the cases the naive loop could not take */
+    int inject;                /* TILELAB_TEST_FAIL_OP names this op: corrupt the next compared case */
+} case_tally;
+
+static void tally_not_run(case_tally *k, const char *label)
+{
+    k->not_run++;
+    size_t used = strlen(k->not_run_labels);
+    snprintf(k->not_run_labels + used, sizeof k->not_run_labels - used, "%s%s", used ? ", " : "", label);
+}
+
+/* For TILELAB_TEST_FAIL_OP: points out's first output at a copy (*copy, the caller frees it) whose
+ * middle element differs: NaN where it is compared under a tolerance, one bit flipped where it is
+ * compared exactly. Its comparison must then fail. */
+static int corrupt_first_output(tl_op_outputs *out, void **copy)
+{
+    tl_op_output *x = &out->o[0];
+    const size_t es = tl_npy_type_size(x->type);
+    if (out->n < 1 || x->n == 0) return 0;
+    *copy = malloc(x->n * es);
+    if (!*copy) return tl_error(TL_EFAIL, "check", "out of memory");
+    memcpy(*copy, x->data, x->n * es);
+    char *e = (char *)*copy + x->n / 2 * es;
+    const float nan = NAN;
+    if (x->type == TL_NPY_F32 && !x->exact) memcpy(e, &nan, sizeof nan);
+    else e[0] ^= 1;
+    x->data = *copy;
+    return 0;
+}
+
 /* Reference against naive (no GPU) or GPU, for every case of one problem. Cases the naive loop
- * cannot take in a few seconds are skipped and named in `skipped`. Returns the number of failed
+ * cannot take in a few seconds are skipped and named in the tally. Returns the number of failed
  * rows, or -status on an error that stops the check (bad input, out of memory). */
 static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *t, const char *prefix,
-                         char *skipped, size_t skipped_cap)
+                         case_tally *tally)
 {
     int failed = 0, rc = 0;
     const int n_cases = op->n_cases(problem);
@@ -249,8 +287,7 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
         op->case_label(problem, c, label, sizeof label);
         snprintf(full, sizeof full, "%s%s", prefix, label);
         if (!use_gpu && !op->naive_cheap(problem, c)) { /* before making big inputs */
-            if (skipped)
-                snprintf(skipped + strlen(skipped), skipped_cap - strlen(skipped), "%s%s", skipped[0] ? ", " : "", label);
+            tally_not_run(tally, full);
             continue;
         }
         progress("check", op->name, full, c, n_cases, "making inputs");
@@ -274,12 +311,21 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
             verdict_cells(t, full, what, "FAIL", tl_last_error());
             tl_clear_error();
             failed++;
+            tally->failed++;
             continue;
+        }
+        void *corrupted = NULL;
+        if (!rc && tally->inject) {
+            rc = corrupt_first_output(&out, &corrupted);
+            tally->inject = 0;
         }
         if (rc) return -rc;
         int f = compare_outputs(op, problem, t, full, what, &ref, &out);
+        free(corrupted);
         if (f < 0) return f;
         failed += f;
+        if (f) tally->failed++;
+        else tally->passed++;
     }
     return failed;
 }
@@ -309,19 +355,20 @@ static int open_problem(const tl_op *op, const harness_args *h, tl_op_mode mode,
     return rc;
 }
 
-/* Without a GPU: the small problem's cases, then the requested ones the naive loop can take. */
-static int check_without_gpu(const tl_op *op, void *problem, tl_table *t, FILE *info, char *skipped, size_t cap)
+/* Without a GPU: the small problem's cases, then the requested ones the naive loop can take.
+ * info: where the small problem's description goes (NULL: nowhere). */
+static int check_without_gpu(const tl_op *op, void *problem, tl_table *t, FILE *info, case_tally *tally)
 {
     void *small = NULL;
     int failed = 0, rc = op->small_problem ? op->small_problem(problem, &small) : 0;
     if (rc) return -rc;
     if (small) {
-        op->describe(small, info);
-        failed = check_problem(op, small, 0, t, "small ", NULL, 0);
+        if (info) op->describe(small, info);
+        failed = check_problem(op, small, 0, t, "small ", tally);
         op->free_problem(small);
     }
     if (failed < 0) return failed;
-    int f2 = check_problem(op, problem, 0, t, "", skipped, cap);
+    int f2 = check_problem(op, problem, 0, t, "", tally);
     return f2 < 0 ? f2 : failed + f2;
 }
 
@@ -337,17 +384,82 @@ static void print_executor_stats(FILE *f)
             (double)st.mfmas / s, (double)st.wave_ops / s);
 }
 
-int tl_cmd_check(int argc, char **argv)
+/* TILELAB_TEST_FAIL_OP=NAME, for tests only (tests/cli_checkall.sh): NAME's check corrupts one
+ * element of the first output it compares, so that it must report a failure. *inject = 1 when it
+ * names op; TL_EUSAGE when it names no op (a misspelt name would otherwise test nothing). */
+static int test_fail_op(const tl_op *op, int *inject)
 {
-    const tl_op *op = NULL;
-    int rc = lookup("check", argc - 1, argv + 1, &op);
-    if (rc || !op) return rc;
-    if (tl_wants_help(argc - 1, argv + 1, op->check_usage)) return 0;
+    const char *name = getenv("TILELAB_TEST_FAIL_OP");
+    *inject = 0;
+    if (!name || !*name) return 0;
+    if (!tl_op_find(name)) {
+        char names[256];
+        op_names(names, sizeof names);
+        return tl_error(TL_EUSAGE, "TILELAB_TEST_FAIL_OP", "no op '%s' (one of %s)", name, names);
+    }
+    *inject = strcmp(name, op->name) == 0;
+    return 0;
+}
+
+/* What the check runs on, for check all's summary: the GPU's name, or the CPU comparison. */
+static void check_device(int use_gpu, char *device, size_t n)
+{
+    tl_gpu_info info;
+    snprintf(device, n, "CPU reference only");
+    if (use_gpu && tl_gpu_kernels && tl_gpu_kernels->query(0, &info) == 0) snprintf(device, n, "%s", info.name);
+    tl_clear_error();
+}
+
+/* The first FAIL row of a check's table, in one line: its case, what it compared, the error
+ * beside the tolerance where there is one, and its notes. */
+static void first_failure(const tl_table *t, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int r = 0; r < tl_table_rows(t); r++) {
+        if (strcmp(tl_table_cell(t, r, 8), "FAIL") != 0) continue;
+        if (tl_table_cell(t, r, 4)[0])
+            snprintf(buf, n, "%s, %s: rel_rms %s (tol %s), max_abs %s, nan %s; %s", tl_table_cell(t, r, 0),
+                     tl_table_cell(t, r, 1), tl_table_cell(t, r, 4), tl_table_cell(t, r, 6), tl_table_cell(t, r, 2),
+                     tl_table_cell(t, r, 7), tl_table_cell(t, r, 9));
+        else snprintf(buf, n, "%s, %s: %s", tl_table_cell(t, r, 0), tl_table_cell(t, r, 1), tl_table_cell(t, r, 9));
+        return;
+    }
+}
+
+/* The report of `check OP` (quiet 0): the table, what was not checked, the verdict. */
+static int check_report(const tl_table *t, tl_format fmt, const char *no_gpu, const case_tally *k, int failed,
+                        FILE *info)
+{
+    char title[128];
+    if (no_gpu) snprintf(title, sizeof title, "CPU reference against the naive loop");
+    else if (tl_device_is_emu())
+        snprintf(title, sizeof title, "%s kernel on the CPU executor against the CPU reference", tl_device_selected() + 4);
+    else snprintf(title, sizeof title, "GPU kernel against the CPU reference");
+    tl_table_print(t, fmt, title, stdout);
+    if (no_gpu) fprintf(info, "GPU check: skipped: %s\n", no_gpu);
+    if (k->not_run)
+        fprintf(info, "not checked: %s (the naive loop would take too long on this CPU; the GPU check covers "
+                      "them in a GPU build)\n", k->not_run_labels);
+    if (!no_gpu && tl_device_is_emu()) print_executor_stats(info);
+    if (failed) return tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
+    if (tl_table_rows(t) == 0) fprintf(info, "nothing was compared\n");
+    else
+        fprintf(info, "all %d comparisons passed%s\n", tl_table_rows(t), k->not_run ? " (some cases not checked)" : "");
+    return 0;
+}
+
+int tl_check_op(const tl_op *op, int argc, char **argv, int quiet, tl_check_summary *s)
+{
+    memset(s, 0, sizeof *s);
     harness_args h;
-    if ((rc = harness_parse(argc - 1, argv + 1, &h))) return rc;
+    int rc = harness_parse(argc, argv, &h);
+    if (rc) return rc;
     void *problem = NULL;
     const char *no_gpu = NULL;
+    case_tally tally;
+    memset(&tally, 0, sizeof tally);
     if (h.n_outputs) rc = tl_error(TL_EUSAGE, "check", "--output is for `tilelab run`");
+    if (!rc) rc = test_fail_op(op, &tally.inject);
     if (!rc) rc = open_problem(op, &h, TL_OP_CHECK, &problem);
     if (!rc && (rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu))) op->free_problem(problem);
     if (!rc && h.device && strcmp(h.device, "cpu") == 0) no_gpu = "--device cpu";
@@ -356,39 +468,45 @@ int tl_cmd_check(int argc, char **argv)
         harness_free(&h);
         return rc;
     }
-    FILE *info = h.fmt == TL_FMT_TABLE ? stdout : stderr; /* machine-readable output is only that */
-    op->describe(problem, info);
+    FILE *info = quiet ? NULL : h.fmt == TL_FMT_TABLE ? stdout : stderr; /* machine-readable output is only that */
+    if (info) op->describe(problem, info);
+    check_device(!no_gpu, s->device, sizeof s->device);
     tl_table *t = tl_table_new("case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes");
     tl_emu_stats_reset();
-    char skipped[1024] = "";
     int failed = !t ? -tl_error(TL_EFAIL, "check", "out of memory") : 0;
-    if (!failed && !no_gpu) failed = check_problem(op, problem, 1, t, "", NULL, 0);
+    if (!failed && !no_gpu) failed = check_problem(op, problem, 1, t, "", &tally);
     else if (!failed) {
-        fprintf(info, "GPU part skipped: %s; checking the CPU reference against the naive loop instead.\n", no_gpu);
-        failed = check_without_gpu(op, problem, t, info, skipped, sizeof skipped);
+        if (info)
+            fprintf(info, "GPU part skipped: %s; checking the CPU reference against the naive loop instead.\n", no_gpu);
+        snprintf(s->device_note, sizeof s->device_note, "%s", no_gpu);
+        failed = check_without_gpu(op, problem, t, info, &tally);
     }
     int status = 0;
     if (failed < 0) status = -failed;
-    else {
-        char title[128];
-        if (no_gpu) snprintf(title, sizeof title, "CPU reference against the naive loop");
-        else if (tl_device_is_emu())
-            snprintf(title, sizeof title, "%s kernel on the CPU executor against the CPU reference", tl_device_selected() + 4);
-        else snprintf(title, sizeof title, "GPU kernel against the CPU reference");
-        tl_table_print(t, h.fmt, title, stdout);
-        if (no_gpu) fprintf(info, "GPU check: skipped: %s\n", no_gpu);
-        if (skipped[0])
-            fprintf(info, "not checked: %s (the naive loop would take too long on this CPU; the GPU check covers "
-                          "them in a GPU build)\n", skipped);
-        if (!no_gpu && tl_device_is_emu()) print_executor_stats(info);
-        if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
-        else if (tl_table_rows(t) == 0) fprintf(info, "nothing was compared\n");
-        else fprintf(info, "all %d comparisons passed%s\n", tl_table_rows(t), skipped[0] ? " (some cases not checked)" : "");
+    else if (!quiet) status = check_report(t, h.fmt, no_gpu, &tally, failed, info);
+    else if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
+    if (failed >= 0) {
+        s->passed = tally.passed, s->failed = tally.failed, s->not_run = tally.not_run;
+        s->comparisons = tl_table_rows(t);
+        s->failed_comparisons = failed;
+        snprintf(s->not_run_labels, sizeof s->not_run_labels, "%s", tally.not_run_labels);
+        first_failure(t, s->first_failure, sizeof s->first_failure);
     }
     tl_table_free(t);
     op->free_problem(problem);
     harness_free(&h);
     return status;
+}
+
+int tl_cmd_check(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "all") == 0) return tl_cmd_check_all(argc - 1, argv + 1);
+    const tl_op *op = NULL;
+    int rc = lookup("check", argc - 1, argv + 1, &op);
+    if (rc || !op) return rc;
+    if (tl_wants_help(argc - 1, argv + 1, op->check_usage)) return 0;
+    tl_check_summary s;
+    return tl_check_op(op, argc - 1, argv + 1, 0, &s);
 }
 
 /* ---- run ------------------------------------------------------------------------------------- */

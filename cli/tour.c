@@ -181,22 +181,20 @@ static const tour_entry tour_steps[] = {
     /* 4. the first op with all five parts: its check (the GPU part where a GPU build finds one) */
     {tl_cmd_check, "Fused MoE, FP8 block-scaled: the kernel against its CPU reference",
      "check moe --model deepseek-v3.2 --dtype fp8 --tokens 1,16 --tp 8 --seed 1", NULL, NULL},
-    /* 5. the other ops: their models, and their checks (the CPU reference against a naive loop
-     * without a GPU) */
+    /* 5. the other ops: their models, then every op's checks in one command (the CPU reference
+     * against a naive loop without a GPU) */
     {tl_cmd_sim, "Exact top-k on the H200 preset: the path and split the model picks (simulated)",
      "sim topk --hw h200 --n 4096,1048576 --batch 1,32 --k 512", NULL, NULL},
-    {tl_cmd_check, "Exact top-k: the kernel (or, without a GPU, the reference) against a full sort",
-     "check topk --n 300,5000 --batch 1,4 --k 64 --seed 1", NULL, NULL},
     {tl_cmd_sim, "DSA lightning indexer on MI355X: a causal square against a skinny shape (simulated)",
      "sim indexer --hw mi355x --rows 4096,2048 --kv 4096,32768 --heads 64", NULL, NULL},
     {tl_cmd_sim, "CSA dual-scope decode on the H200 preset: shards and merge (simulated)",
      "sim decode --kind dual-scope --hw h200 --batch 1,8 --seq 65536", NULL, NULL},
-    {tl_cmd_check, "Dual-scope decode: window + top-k in one softmax, merged shards against one pass",
-     "check decode --kind dual-scope --batch 2 --seq 300 --heads 16 --topk 64 --seed 1", NULL, NULL},
     {tl_cmd_sim, "The MoE dispatch payload: bytes a token crosses the fabric, GLM-5 over 8 GPUs",
      "sim dispatch --model glm-5 --ep 8 --tokens 1,4096", NULL, NULL},
     {tl_cmd_sim, "FP8 causal prefill attention on MI355X: matrix work against the exponentials (simulated)",
      "sim prefill --hw mi355x --shape mistral-7b --seq 4096,16384 --dtype fp8", NULL, NULL},
+    {tl_cmd_check, "Every op's checks in one command, on each op's small problem (without --quick: real shapes)",
+     "check all --quick --seed 1", NULL, NULL},
     /* 6. pictures */
     {tl_cmd_draw, "Tiles of the fused MoE at 1, 32 and 512 tokens (seed Figure 6)",
      "draw moe-tiles --hw mi355x --model deepseek-v3.2 --tokens 1,32,512 -o {out}/moe-tiles.png", NULL, NULL},

@@ -14,6 +14,8 @@
  *          tolerance() (numerics/metrics.h: NaN never passes). Without a GPU: the reference against
  *          naive() on small_problem() and, where naive_cheap() says so, on the requested cases; the
  *          report names every requested case that was not checked. Exit 1 if any comparison fails.
+ *   check all  check on every row's check_all_args problems (--quick: its test_args), one summary
+ *          row each; exit 1 if any fails.
  *   run    parse -> load_inputs (the user's .npy files) -> make_inputs(0) -> reference (--device cpu)
  *          or gpu (--device gpu) -> the outputs to .npy files.
  *   bench  parse -> for every case: make_inputs; bench() appends rows (measured time with
@@ -158,6 +160,12 @@ typedef struct tl_op {
     /* Arguments of the real shapes whose modelled work the test compares with the counted work
      * (no inputs are made), ending with NULL. */
     const char *const *bench_args;
+    /* The problems `tilelab check all` checks (cli/check_all.c): argument lists as test_args, each
+     * ending with NULL, without --seed (check all gives every problem its seed); the list ends with
+     * NULL. Real shapes (the models' own where the op has them) whose check without a GPU (the small
+     * problem and the requested cases the naive loop takes) costs seconds; with a GPU every case
+     * runs, the reference on the CPU. `check all --quick` checks test_args instead. */
+    const char *const *const *check_all_args;
 } tl_op;
 
 /* The table (ops/ops.c), NULL-terminated. */

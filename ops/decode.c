@@ -976,6 +976,17 @@ static const char *const *const dec_bad_args[] = {dec_bad_kind,  dec_bad_gqa,   
                                                   NULL};
 static const char *const dec_bench_args[] = {"--batch", "1,32", "--seq", "16384", "--kv-heads", "16", "--gqa", "1", NULL};
 
+/* check all: paged GQA decode at 4K (bf16, and fp8 with 2 KV heads a GPU), CSA/DSA sparse decode
+ * at 8K with DeepSeek's 128 heads and 16 (tp 8), and the edge inputs (about 6 s without a GPU). */
+static const char *const dec_all_paged[] = {"--kind", "paged", "--batch", "1,8", "--seq", "4096", "--mixed", NULL};
+static const char *const dec_all_paged_fp8[] = {"--kind", "paged", "--batch", "2,8", "--seq", "4096", "--kv", "fp8",
+                                                "--kv-heads", "2", "--gqa", "8", "--mixed", NULL};
+static const char *const dec_all_dual[] = {"--kind", "dual-scope", "--heads", "16,128", "--batch", "1,4", "--seq",
+                                           "8192", NULL};
+static const char *const dec_all_edges[] = {"--kind", "dual-scope", "--heads", "16", "--batch", "2", "--seq", "8192",
+                                            "--mtp", "2", "--dist", "edges", NULL};
+static const char *const *const dec_check_all_args[] = {dec_all_paged, dec_all_paged_fp8, dec_all_dual, dec_all_edges,
+                                                        NULL};
 const tl_op tl_op_decode = {
     .name = "decode",
     .summary = "split-KV decode attention: paged GQA and dual-scope MLA sparse, one exact LSE merge",
@@ -1012,4 +1023,5 @@ const tl_op tl_op_decode = {
     .test_args = dec_test_args,
     .bad_args = dec_bad_args,
     .bench_args = dec_bench_args,
+    .check_all_args = dec_check_all_args,
 };

@@ -600,7 +600,7 @@ static int idx_bench(void *vp, int c, tl_table *t)
     return 0;
 }
 
-static const char *const idx_test_args[] = {"--rows", "1,37", "--kv", "70", "--heads", "16,32", "--seed", "7", NULL};
+static const char *const idx_test_args[] = {"--rows", "1,37", "--kv", "70", "--heads", "32,64", "--seed", "7", NULL};
 static const char *const idx_bad_heads[] = {"--heads", "24", NULL};
 static const char *const idx_bad_heads2[] = {"--heads", "256", NULL};
 static const char *const idx_bad_rows[] = {"--rows", "0", NULL};
@@ -614,6 +614,13 @@ static const char *const *const idx_bad_args[] = {idx_bad_heads,  idx_bad_heads2
                                                   idx_bad_bq,     idx_bad_huge,   idx_bad_seed, idx_bad_sample, NULL};
 static const char *const idx_bench_args[] = {"--rows", "2048,4096,65536", "--kv", "65536", "--heads", "32,64", NULL};
 
+/* check all: DeepSeek-V3.2's 64 heads (a decode row whole without a GPU, a 4096-row prefill
+ * chunk sampled with one) and GLM-5's 32 on ragged windows (about 4 s without a GPU). */
+static const char *const idx_all_dsv32[] = {"--rows", "1,4096", "--kv", "8192", "--heads", "64", "--sample-rows",
+                                            "256", NULL};
+static const char *const idx_all_glm5[] = {"--rows", "8", "--kv", "8192", "--heads", "32", "--windows", "ragged",
+                                           NULL};
+static const char *const *const idx_check_all_args[] = {idx_all_dsv32, idx_all_glm5, NULL};
 const tl_op tl_op_indexer = {
     .name = "indexer",
     .summary = "DSA lightning indexer: FP8 scores of every causal position, relu, weighted head sum",
@@ -651,4 +658,5 @@ const tl_op tl_op_indexer = {
     .test_args = idx_test_args,
     .bad_args = idx_bad_args,
     .bench_args = idx_bench_args,
+    .check_all_args = idx_check_all_args,
 };

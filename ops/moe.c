@@ -1043,7 +1043,7 @@ static int moe_bench(void *vp, int c, tl_table *t)
 
 /* ---- the row --------------------------------------------------------------------------------- */
 
-static const char *const moe_test_args[] = {"--hidden", "256", "--width", "192", "--experts", "8", "--topk", "2",
+static const char *const moe_test_args[] = {"--hidden", "256", "--width", "256", "--experts", "8", "--topk", "2",
                                             "--tokens", "1,5", "--seed", "7", NULL};
 static const char *const moe_bad_tokens[] = {"--tokens", "0", NULL};
 static const char *const moe_bad_hidden[] = {"--hidden", "-4", NULL};
@@ -1055,6 +1055,21 @@ static const char *const moe_bench_args[] = {"--tokens", "1,8,64,256,1024", NULL
 static const char *const *const moe_bad_args[] = {moe_bad_tokens, moe_bad_hidden, moe_bad_tp, moe_bad_topk,
                                                    moe_bad_dtype, moe_bad_huge, NULL};
 
+/* check all: every dtype on a model that ships it (DeepSeek's block FP8, Kimi's INT4 weights,
+ * GLM-5's MXFP4; each of 256-384 experts at tp 8, where the naive loop takes M = 1) or on ZAYA1's
+ * experts of width 2048 (24 in bf16, where it takes M = 1 and 16 whole; 16 in mxfp8, M = 1 and 4,
+ * with Zipf-skewed routing). About 14 s of CPU time without a GPU, most of it making weights. */
+static const char *const moe_all_bf16[] = {"--model", "zaya1-e24", "--dtype", "bf16", "--tokens", "1,16,256", NULL};
+static const char *const moe_all_fp8[] = {"--model", "deepseek-v3.2", "--dtype", "fp8", "--tp", "8", "--tokens",
+                                          "1,16,256", NULL};
+static const char *const moe_all_a16w4[] = {"--model", "kimi-k2.6", "--dtype", "a16w4", "--tp", "8", "--tokens",
+                                            "1,16,256", NULL};
+static const char *const moe_all_mxfp4[] = {"--model", "glm-5", "--dtype", "mxfp4", "--tp", "8", "--tokens",
+                                            "1,16,256", NULL};
+static const char *const moe_all_mxfp8[] = {"--model", "zaya1", "--dtype", "mxfp8", "--tokens", "1,4,256", "--routing",
+                                            "zipf:1.2", NULL};
+static const char *const *const moe_check_all_args[] = {moe_all_bf16, moe_all_fp8, moe_all_a16w4, moe_all_mxfp4,
+                                                        moe_all_mxfp8, NULL};
 const tl_op tl_op_moe = {
     .name = "moe",
     .summary = "fused MoE: sort, gate+up+SwiGLU, down+weighted combine",
@@ -1092,4 +1107,5 @@ const tl_op tl_op_moe = {
     .test_args = moe_test_args,
     .bad_args = moe_bad_args,
     .bench_args = moe_bench_args,
+    .check_all_args = moe_check_all_args,
 };

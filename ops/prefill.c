@@ -716,6 +716,15 @@ static const char *const *const pf_bad_args[] = {pf_bad_shape, pf_bad_gqa,   pf_
  * re-reads of K and V from HBM (its kv_passes) on top of the bytes counted here */
 static const char *const pf_bench_args[] = {"--shape", "mistral-7b", "--seq", "1024,4096", NULL};
 
+/* check all: Mistral-7B at 1K and 4K in both dtypes, DeepSeek-V2-Lite's 192-dim MLA with the
+ * Hadamard rotation, Qwen3-8B with outlier channels in bf16 (about 2 s without a GPU: small problems). */
+static const char *const pf_all_bf16[] = {"--shape", "mistral-7b", "--seq", "1024,4096", "--dtype", "bf16", NULL};
+static const char *const pf_all_fp8[] = {"--shape", "mistral-7b", "--seq", "1024,4096", "--dtype", "fp8", NULL};
+static const char *const pf_all_mla[] = {"--shape", "deepseek-v2-lite", "--seq", "256,1024", "--dtype", "fp8",
+                                         "--rotate", "hadamard", NULL};
+static const char *const pf_all_outliers[] = {"--shape", "qwen3-8b", "--seq", "200,2048", "--dtype", "bf16",
+                                              "--rotate", "random", "--dist", "outliers", NULL};
+static const char *const *const pf_check_all_args[] = {pf_all_bf16, pf_all_fp8, pf_all_mla, pf_all_outliers, NULL};
 const tl_op tl_op_prefill = {
     .name = "prefill",
     .summary = "causal prefill attention (FlashAttention-2 style; FA-3's warp-specialized shape on sm_90a): bf16 or FP8 "
@@ -753,4 +762,5 @@ const tl_op tl_op_prefill = {
     .test_args = pf_test_args,
     .bad_args = pf_bad_args,
     .bench_args = pf_bench_args,
+    .check_all_args = pf_check_all_args,
 };

@@ -679,6 +679,23 @@ static const char *const *const quant_bad_args[] = {quant_bad_scheme, quant_bad_
                                                      NULL};
 static const char *const quant_bench_args[] = {"--rows", "1,4096,16384", "--k", "7168,4096", NULL};
 
+/* check all: every scheme at DeepSeek-V3.2's 7168 or GLM-5's 6144 (the indexer query: 64 heads
+ * x 128), 1 to 16384 tokens (about 12 s without a GPU). */
+static const char *const quant_all_fp8[] = {"--scheme", "fp8", "--rows", "1,4096,16384", "--k", "7168", NULL};
+static const char *const quant_all_ue8m0[] = {"--scheme", "fp8", "--ue8m0", "--rows", "1,2048", "--k", "7168",
+                                              "--dist", "outliers", NULL};
+static const char *const quant_all_fnuz[] = {"--scheme", "fp8-fnuz", "--rows", "1,2048", "--k", "6144",
+                                             "--scale-layout", "col", NULL};
+static const char *const quant_all_mxfp8[] = {"--scheme", "mxfp8", "--rows", "1,2048", "--k", "7168", NULL};
+static const char *const quant_all_mxfp4[] = {"--scheme", "mxfp4", "--rows", "1,2048", "--k", "6144", "--rule", "up",
+                                              NULL};
+static const char *const quant_all_query[] = {"--scheme", "fp8-query", "--rows", "1,512", "--k", "8192", "--hadamard",
+                                              NULL};
+static const char *const quant_all_dispatch[] = {"--scheme", "dispatch", "--rows", "1,2048", "--k", "7168", "--topk",
+                                                 "8", NULL};
+static const char *const *const quant_check_all_args[] = {quant_all_fp8, quant_all_ue8m0, quant_all_fnuz,
+                                                          quant_all_mxfp8, quant_all_mxfp4, quant_all_query,
+                                                          quant_all_dispatch, NULL};
 const tl_op tl_op_quant = {
     .name = "quant",
     .summary = "fused bf16 -> FP8 1x128 / MXFP8 / MXFP4 / rotated FP8 query quantization and the MoE dispatch record",
@@ -713,4 +730,5 @@ const tl_op tl_op_quant = {
     .test_args = quant_test_args,
     .bad_args = quant_bad_args,
     .bench_args = quant_bench_args,
+    .check_all_args = quant_check_all_args,
 };

@@ -530,6 +530,15 @@ static const char *const *const topk_bad_args[] = {topk_bad_k,    topk_bad_k2,  
                                                     topk_bad_dtype, topk_bad_dist, topk_bad_split,
                                                     topk_bad_path, NULL};
 
+/* check all: DSA's top 512 and 2048 over 4K-1M positions, a causal prefill's sorted bf16 rows
+ * of ties, and f16 rows holding NaN (about 3 s without a GPU). */
+static const char *const topk_all_f32[] = {"--n", "4096,65536,262144,1048576", "--batch", "1,32", "--k", "512,2048",
+                                           NULL};
+static const char *const topk_all_causal[] = {"--n", "65536,1048576", "--batch", "4", "--k", "2048", "--causal",
+                                              "--sorted", "--dtype", "bf16", "--dist", "ties", NULL};
+static const char *const topk_all_nan[] = {"--n", "131072", "--batch", "8", "--k", "512,4096", "--dtype", "f16",
+                                           "--dist", "nan", NULL};
+static const char *const *const topk_check_all_args[] = {topk_all_f32, topk_all_causal, topk_all_nan, NULL};
 const tl_op tl_op_topk = {
     .name = "topk",
     .summary = "exact top-k of each row's scores (radix select, rows split over many CUs)",
@@ -565,4 +574,5 @@ const tl_op tl_op_topk = {
     .test_args = topk_test_args,
     .bad_args = topk_bad_args,
     .bench_args = topk_bench_args,
+    .check_all_args = topk_check_all_args,
 };

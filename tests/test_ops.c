@@ -43,7 +43,7 @@ static void *parse_or_fail(const tl_op *op, const char *const *args, tl_op_mode 
     char **argv = make_argv(op, args, &argc);
     void *p = NULL;
     int rc = parse_and_check(op, argc, argv, mode, &p);
-    if (rc) fail_msg("%s: parse of its test_args failed: %s", op->name, tl_last_error());
+    if (rc) fail_msg("%s: parse of its arguments (%s ...) failed: %s", op->name, args[0], tl_last_error());
     assert_non_null(p);
     return p;
 }
@@ -188,6 +188,29 @@ static void test_model_agrees_with_work(void **state)
     }
 }
 
+/* `check all`'s problems (check_all_args): every row has some, each parses as `check` parses it,
+ * none carries --seed (check all gives every problem its seed), and at least one requested case of
+ * each row is one the naive loop takes, so that a build without a GPU checks a real size of every
+ * op and not only its small problem. */
+static void test_check_all_args(void **state)
+{
+    for (int i = 0; tl_ops[i]; i++) {
+        const tl_op *op = tl_ops[i];
+        assert_non_null(op->check_all_args);
+        assert_non_null(op->check_all_args[0]);
+        int cheap = 0;
+        for (int a = 0; op->check_all_args[a]; a++) {
+            for (int w = 0; op->check_all_args[a][w]; w++)
+                if (strncmp(op->check_all_args[a][w], "--seed", 6) == 0)
+                    fail_msg("%s: check_all_args #%d gives --seed", op->name, a);
+            void *p = parse_or_fail(op, op->check_all_args[a], TL_OP_CHECK);
+            for (int c = 0; c < op->n_cases(p); c++) cheap += op->naive_cheap(p, c);
+            op->free_problem(p);
+        }
+        if (!cheap) fail_msg("%s: no case of check_all_args is one the naive loop takes", op->name);
+    }
+}
+
 static int header_cols(const char *h)
 {
     int n = 1;
@@ -242,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_reference_matches_naive), cmocka_unit_test(test_comparison_can_fail),
         cmocka_unit_test(test_bad_args_refused),        cmocka_unit_test(test_model_agrees_with_work),
         cmocka_unit_test(test_sim_rows_fill_their_header), cmocka_unit_test(test_rows_are_complete),
+        cmocka_unit_test(test_check_all_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
