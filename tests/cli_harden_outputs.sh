@@ -223,7 +223,7 @@ mkdir tro && printf 'junk\n' >tro/moe-sim.csv && chmod 444 tro/moe-sim.csv
 expect 1 "the tour with a read-only moe-sim.csv" -- "$tl" tour --out tro
 check "the refusal is printed at its step" -- grep -q "tro/moe-sim.csv: is read-only" <<<"$LAST_ERR"
 check "the step that reads it is skipped, not run on the old file" -- bash -c 'grep -q "skipped: it reads tro/moe-sim.csv" <<<"$0" && [ ! -e tro/roofline.png ]' "$LAST_OUT"
-check "27 steps, 2 failed" -- bash -c 'grep -q "27 steps, 2 failed" <<<"$0" && grep -q "2 of 27 steps failed" <<<"$1"' "$LAST_OUT" "$LAST_ERR"
+check "the tour counts the refusal: 2 failed" -- bash -c 'grep -qE "[0-9]+ steps, 2 failed" <<<"$0" && grep -qE "2 of [0-9]+ steps failed" <<<"$1"' "$LAST_OUT" "$LAST_ERR"
 check "the read-only file is unchanged" -- grep -qx junk tro/moe-sim.csv
 check "no temporary file is left" -- no_tmp
 finish
