@@ -1,0 +1,360 @@
+/* simulator/amd_code.c: an AMD kernel's resources and hot loop from its assembly (simulator/amd_code.h). */
+#include "amd_code.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/tl.h"
+
+/* ---- the lines ---- */
+
+typedef struct {
+    char **line; /* NUL-terminated, without the newline; line[i] is line i + 1 */
+    int n;
+    char *buf;
+} lines_t;
+
+static int split_lines(const char *text, lines_t *L)
+{
+    memset(L, 0, sizeof *L);
+    size_t len = strlen(text);
+    L->buf = malloc(len + 1);
+    int cap = 1;
+    for (size_t i = 0; i < len; i++) cap += text[i] == '\n';
+    L->line = malloc(sizeof *L->line * (size_t)cap);
+    if (!L->buf || !L->line) {
+        free(L->buf), free(L->line);
+        return tl_error(TL_EFAIL, "amd code", "out of memory");
+    }
+    memcpy(L->buf, text, len + 1);
+    char *p = L->buf;
+    while (*p) {
+        L->line[L->n++] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        p = nl + 1;
+    }
+    return TL_OK;
+}
+
+static const char *skip_space(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+/* The mnemonic of an instruction line into m (cap bytes), else 0 (a label, directive, comment). */
+static int mnemonic_of(const char *line, char *m, size_t cap)
+{
+    const char *s = skip_space(line);
+    if (!islower((unsigned char)*s)) return 0;
+    size_t k = 0;
+    while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < cap) k++;
+    if (s[k - 1] == ':') return 0; /* a label */
+    memcpy(m, s, k);
+    m[k] = '\0';
+    return 1;
+}
+
+static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* A label line ".LBB0_3:" -> its name into out. */
+static int label_of(const char *line, char *out, size_t cap)
+{
+    if (line[0] != '.' || !starts(line, ".LBB")) return 0;
+    const char *c = strchr(line, ':');
+    if (!c || (size_t)(c - line) + 1 > cap) return 0;
+    memcpy(out, line, (size_t)(c - line));
+    out[c - line] = '\0';
+    return 1;
+}
+
+/* ---- classes ---- */
+
+/* bytes a lane moves: the width suffix of a memory mnemonic */
+static int width_bytes(const char *m)
+{
+    const char *x;
+    if ((x = strstr(m, "dwordx"))) return 4 * atoi(x + 6);
+    if (strstr(m, "dword")) return 4;
+    if (strstr(m, "short")) return 2;
+    if (strstr(m, "byte")) return 1;
+    const char *best = NULL;
+    for (const char *p = m; (p = strchr(p, '_')); p++) {
+        if ((p[1] == 'b' || p[1] == 'u' || p[1] == 'i') && isdigit((unsigned char)p[2])) {
+            best = p + 2;
+            break;
+        }
+    }
+    return best ? atoi(best) / 8 : 0;
+}
+
+static int is_trans(const char *m)
+{
+    static const char *const t[] = {"v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_"};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (starts(m, t[i])) return 1;
+    return 0;
+}
+
+/* an f8f6f4 operand format from its cbsz / blgp field value */
+static int field(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? atoi(p + strlen(key)) : 0;
+}
+
+static const char *f8f6f4_format(const char *line)
+{
+    const int a = field(line, "cbsz:"), b = field(line, "blgp:");
+    if (a <= 1 || b <= 1) return "fp8";
+    if (a <= 3 || b <= 3) return "fp6";
+    return "fp4";
+}
+
+static int add_mfma(tl_amd_loop *l, const char *m, const char *line)
+{
+    const char *fmt = strstr(m, "f8f6f4") ? f8f6f4_format(line) : "";
+    for (int i = 0; i < l->n_mfma; i++)
+        if (strcmp(l->mfma[i].name, m) == 0 && strcmp(l->mfma[i].format, fmt) == 0) return l->mfma[i].count++, TL_OK;
+    if (l->n_mfma >= TL_AMD_MAX_MFMA) return tl_error(TL_EUSAGE, "amd code", "more than %d matrix instruction kinds in one loop", TL_AMD_MAX_MFMA);
+    tl_amd_mfma_count *c = &l->mfma[l->n_mfma++];
+    snprintf(c->name, sizeof c->name, "%.47s", m);
+    snprintf(c->format, sizeof c->format, "%s", fmt);
+    c->count = 1;
+    return TL_OK;
+}
+
+static int count_instr(tl_amd_loop *l, const char *m, const char *line)
+{
+    l->instrs++;
+    if (starts(m, "v_mfma")) return add_mfma(l, m, line);
+    if (m[0] == 'v' && m[1] == '_') {
+        if (is_trans(m)) l->trans++;
+        else l->valu++, l->valu_packed += starts(m, "v_pk_");
+    } else if (starts(m, "ds_")) {
+        const int w = width_bytes(m) * (strstr(m, "2st64") || strstr(m, "read2") || strstr(m, "write2") ? 2 : 1);
+        l->lds++;
+        if (strstr(m, "read") || starts(m, "ds_bpermute") || starts(m, "ds_permute") || starts(m, "ds_swizzle")) l->lds_read_bytes += w ? w : 4;
+        else if (strstr(m, "write")) l->lds_write_bytes += w;
+    } else if (starts(m, "global_") || starts(m, "buffer_") || starts(m, "flat_")) {
+        if (strstr(m, "load")) l->vmem_load++, l->vmem_load_bytes += width_bytes(m);
+        else l->vmem_store++;
+    } else if (starts(m, "s_waitcnt")) {
+        l->waitcnt++;
+    } else if (starts(m, "s_barrier")) {
+        l->barrier++;
+    } else if (starts(m, "s_nop")) {
+        l->nop_cycles += atoi(skip_space(line + (strstr(line, "s_nop") - line) + 5)) + 1;
+    } else if (starts(m, "s_branch") || starts(m, "s_cbranch") || starts(m, "s_setpc")) {
+        l->branch++;
+    } else if (starts(m, "s_load") || starts(m, "s_buffer_load")) {
+        l->smem++;
+    } else if (m[0] == 's' && m[1] == '_') {
+        l->salu++;
+    }
+    return TL_OK;
+}
+
+/* ---- functions and their loops ---- */
+
+typedef struct {
+    int head, end; /* 0-based line indices: the header label, the last backward branch */
+    int mfma;
+} loop_t;
+
+#define MAX_LOOPS 512
+
+/* Loops of the function in lines [a, b): every backward branch to a label of the function. */
+static int find_loops(const lines_t *L, int a, int b, loop_t *loop, int *nl)
+{
+    *nl = 0;
+    char m[64], lab[64], tgt[64];
+    for (int i = a; i < b; i++) {
+        if (!mnemonic_of(L->line[i], m, sizeof m) || !(starts(m, "s_branch") || starts(m, "s_cbranch"))) continue;
+        const char *s = skip_space(L->line[i]) + strlen(m);
+        s = skip_space(s);
+        size_t k = 0;
+        while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < sizeof tgt) tgt[k] = s[k], k++;
+        tgt[k] = '\0';
+        for (int j = a; j < i; j++) {
+            if (!label_of(L->line[j], lab, sizeof lab) || strcmp(lab, tgt) != 0) continue;
+            int x = 0;
+            while (x < *nl && loop[x].head != j) x++;
+            if (x == *nl) {
+                if (*nl >= MAX_LOOPS) return tl_error(TL_EUSAGE, "amd code", "line %d: more than %d loops in one function", i + 1, MAX_LOOPS);
+                loop[(*nl)++] = (loop_t){j, i, 0};
+            } else if (i > loop[x].end) {
+                loop[x].end = i;
+            }
+            break;
+        }
+    }
+    for (int x = 0; x < *nl; x++)
+        for (int i = loop[x].head; i <= loop[x].end; i++)
+            if (mnemonic_of(L->line[i], m, sizeof m) && starts(m, "v_mfma")) loop[x].mfma++;
+    return TL_OK;
+}
+
+static int inside(const loop_t *in, const loop_t *out)
+{
+    return in != out && out->head <= in->head && in->end <= out->end;
+}
+
+/* The hot loop (simulator/amd_code.h) of lines [a, b) into *l. */
+static int hot_loop(const lines_t *L, int a, int b, tl_amd_loop *l)
+{
+    static loop_t loop[MAX_LOOPS];
+    int nl, rc = find_loops(L, a, b, loop, &nl);
+    memset(l, 0, sizeof *l);
+    if (rc || nl == 0) return rc;
+    int any_mfma = 0;
+    for (int x = 0; x < nl; x++) any_mfma |= loop[x].mfma > 0;
+    int best = -1, best_size = 0;
+    for (int x = 0; x < nl; x++) {
+        if (any_mfma && !loop[x].mfma) continue;
+        int innermost = 1;
+        for (int y = 0; y < nl && innermost; y++)
+            if ((!any_mfma || loop[y].mfma) && inside(&loop[y], &loop[x])) innermost = 0;
+        if (!innermost) continue;
+        const int size = any_mfma ? loop[x].mfma : loop[x].end - loop[x].head;
+        if (best < 0 || size > best_size) best = x, best_size = size;
+    }
+    const loop_t *h = &loop[best];
+    l->found = 1;
+    l->first_line = h->head + 1, l->last_line = h->end + 1;
+    for (int y = 0; y < nl; y++) l->inner_loops += inside(&loop[y], h);
+    char m[64];
+    for (int i = h->head; i <= h->end; i++)
+        if (mnemonic_of(L->line[i], m, sizeof m) && (rc = count_instr(l, m, L->line[i]))) return rc;
+    return TL_OK;
+}
+
+/* ---- the metadata ---- */
+
+static int yaml_int(const char *line, const char *key, int *out)
+{
+    const char *s = skip_space(line);
+    if (s[0] == '-') s = skip_space(s + 1);
+    if (!starts(s, key)) return 0;
+    s = skip_space(s + strlen(key));
+    *out = atoi(s);
+    return 1;
+}
+
+static tl_amd_kernel *by_name(tl_amd_kernel *k, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(k[i].name, name) == 0) return &k[i];
+    return NULL;
+}
+
+/* The amdhsa.kernels YAML: one entry a kernel, its keys at the entry's own indentation (4 spaces:
+ * the "  - " of its first key); .args' nested entries are deeper and skipped. */
+static int read_yaml(const lines_t *L, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n)
+{
+    int i = 0;
+    while (i < L->n && !strstr(L->line[i], "amdhsa.kernels:")) i++;
+    if (i == L->n) return tl_error(TL_EUSAGE, "amd code", "no amdhsa.kernels metadata");
+    tl_amd_kernel cur;
+    int open = 0;
+    for (i++; i < L->n && !starts(skip_space(L->line[i]), ".end_amdgpu_metadata"); i++) {
+        const char *s = L->line[i];
+        const int item = starts(s, "  - ."), key = starts(s, "    .") && s[5] != ' ';
+        if (!item && !key) {
+            if (s[0] != ' ' && open) break; /* the next top-level key */
+            continue;
+        }
+        if (item) {
+            if (open) {
+                if (*n >= cap) return tl_error(TL_EUSAGE, "amd code", "more than %d kernels", cap);
+                k[(*n)++] = cur;
+            }
+            memset(&cur, 0, sizeof cur);
+            snprintf(cur.arch, sizeof cur.arch, "%s", arch);
+            cur.file = file;
+            open = 1;
+        }
+        int v;
+        const char *t = skip_space(s);
+        if (t[0] == '-') t = skip_space(t + 1);
+        if (starts(t, ".name:")) snprintf(cur.name, sizeof cur.name, "%s", skip_space(t + 6));
+        else if (yaml_int(s, ".vgpr_count:", &v)) cur.vgpr = v;
+        else if (yaml_int(s, ".agpr_count:", &v)) cur.agpr = v;
+        else if (yaml_int(s, ".sgpr_count:", &v)) cur.sgpr = v;
+        else if (yaml_int(s, ".group_segment_fixed_size:", &v)) cur.lds = v;
+        else if (yaml_int(s, ".private_segment_fixed_size:", &v)) cur.scratch = v;
+        else if (yaml_int(s, ".max_flat_workgroup_size:", &v)) cur.wg_max = v;
+    }
+    if (open) {
+        if (*n >= cap) return tl_error(TL_EUSAGE, "amd code", "more than %d kernels", cap);
+        k[(*n)++] = cur;
+    }
+    return TL_OK;
+}
+
+int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n)
+{
+    *n = 0;
+    lines_t L;
+    int rc = split_lines(text, &L);
+    if (rc) return rc;
+    rc = read_yaml(&L, arch, file, k, cap, n);
+    tl_amd_kernel *cur = NULL;
+    int fn_start = -1;
+    char fn[TL_AMD_NAME_LEN];
+    for (int i = 0; !rc && i < L.n; i++) {
+        const char *s = skip_space(L.line[i]);
+        int v;
+        if (starts(s, ".amdhsa_kernel ")) cur = by_name(k, *n, skip_space(s + 15));
+        else if (cur && yaml_int(s, ".amdhsa_accum_offset", &v)) cur->accum_offset = v;
+        else if (starts(s, ".end_amdhsa_kernel")) cur = NULL;
+        else if (starts(s, ".type") && strstr(s, ",@function")) {
+            const char *a = skip_space(s + 5);
+            size_t len = (size_t)(strchr(a, ',') - a);
+            if (len >= sizeof fn) len = sizeof fn - 1;
+            memcpy(fn, a, len);
+            fn[len] = '\0';
+            fn_start = i;
+        } else if (fn_start >= 0 && starts(s, ".Lfunc_end")) {
+            tl_amd_kernel *kk = by_name(k, *n, fn);
+            if (kk) rc = hot_loop(&L, fn_start, i, &kk->loop);
+            if (rc) {
+                char why[256];
+                snprintf(why, sizeof why, "%s", tl_last_error());
+                rc = tl_error(rc, "amd code", "%s: %s", fn, why);
+            }
+            fn_start = -1;
+        }
+    }
+    for (int j = 0; j < *n; j++) {
+        tl_amd_kernel *x = &k[j];
+        x->vgpr_file = x->agpr > 0 && x->accum_offset > 0 ? x->accum_offset + x->agpr : x->vgpr;
+        if (!x->name[0]) rc = rc ? rc : tl_error(TL_EUSAGE, "amd code", "a kernel entry without .name");
+    }
+    free(L.buf), free(L.line);
+    return rc;
+}
+
+/* ---- the table ---- */
+
+static const tl_amd_kernel *used;
+static int used_n;
+
+void tl_amd_code_use(const tl_amd_kernel *k, int n)
+{
+    used = k;
+    used_n = k ? n : 0;
+}
+
+const tl_amd_kernel *tl_amd_code_find(const char *arch, const char *name)
+{
+    const tl_amd_kernel *t = used ? used : tl_amd_code_table;
+    const int n = used ? used_n : tl_amd_code_count;
+    for (int i = 0; i < n; i++)
+        if (strcmp(t[i].arch, arch) == 0 && strcmp(t[i].name, name) == 0) return &t[i];
+    return NULL;
+}
