@@ -2,6 +2,7 @@
 #include "amd_code.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,4 +358,68 @@ const tl_amd_kernel *tl_amd_code_find(const char *arch, const char *name)
     for (int i = 0; i < n; i++)
         if (strcmp(t[i].arch, arch) == 0 && strcmp(t[i].name, name) == 0) return &t[i];
     return NULL;
+}
+
+/* ---- the cost of a loop on a preset ---- */
+
+static int round_up_int(int x, int to) { return (x + to - 1) / to * to; }
+
+/* The preset's cycles for one matrix instruction of the loop (its f8f6f4 format), -1 if it lacks it. */
+static int instr_cycles(const tl_hw *hw, const tl_amd_mfma_count *m)
+{
+    for (int i = 0; i < hw->n_instr; i++) {
+        const tl_instr *in = &hw->instr[i];
+        if (strcmp(in->name, m->name) != 0) continue;
+        if (m->format[0] && strcmp(in->a, m->format) != 0) continue;
+        return in->cycles;
+    }
+    return -1;
+}
+
+int tl_amd_loop_cost_of(const tl_hw *hw, const char *name, int wg_waves, double lds_dynamic, long wgs_cap,
+                        tl_amd_loop_cost *c)
+{
+    memset(c, 0, sizeof *c);
+    if (hw->vgprs_per_simd <= 0 || hw->sgprs_per_simd <= 0 || hw->waves_per_simd <= 0)
+        return tl_error(TL_EUSAGE, "amd code", "preset %s has no vgprs_per_simd, sgprs_per_simd or waves_per_simd", hw->name);
+    const tl_amd_kernel *k = tl_amd_code_find(hw->arch, name);
+    if (!k) return tl_error(TL_EUSAGE, "amd code", "no %s kernel %s in the build's assembly", hw->arch, name);
+    if (!k->loop.found) return tl_error(TL_EUSAGE, "amd code", "%s kernel %s has no loop", hw->arch, name);
+    c->k = k;
+    const int simds = hw->matrix_cores_per_cu > 0 ? hw->matrix_cores_per_cu : 4;
+    const int vg = round_up_int(k->vgpr_file > 0 ? k->vgpr_file : 1, 8), sg = round_up_int(k->sgpr + 6, 16);
+    c->waves_by_vgpr = hw->vgprs_per_simd / vg;
+    c->waves_by_sgpr = hw->sgprs_per_simd / sg;
+    int w = hw->waves_per_simd;
+    if (c->waves_by_vgpr < w) w = c->waves_by_vgpr;
+    if (c->waves_by_sgpr < w) w = c->waves_by_sgpr;
+    const int waves = wg_waves > 0 ? wg_waves : 1;
+    c->wgs_by_regs = simds * w / waves;
+    const double lds = k->lds + lds_dynamic;
+    c->wgs_by_lds = lds > 0 ? (int)(hw->lds_kib * 1024.0 / lds) : 0;
+    int wgs = c->wgs_by_regs;
+    if (lds > 0 && c->wgs_by_lds < wgs) wgs = c->wgs_by_lds;
+    if (wgs_cap > 0 && wgs_cap < wgs) wgs = (int)wgs_cap;
+    c->wgs = wgs > 0 ? wgs : 1;
+    c->waves_per_simd = (double)c->wgs * waves / simds;
+    if (c->waves_per_simd < 1) c->waves_per_simd = 1; /* a wave alone on its SIMD */
+    const tl_amd_loop *l = &k->loop;
+    for (int i = 0; i < l->n_mfma; i++) {
+        const int cy = instr_cycles(hw, &l->mfma[i]);
+        if (cy < 0) return tl_error(TL_EUSAGE, "amd code", "preset %s lacks %s (%s) of kernel %s", hw->name, l->mfma[i].name,
+                                    l->mfma[i].format[0] ? l->mfma[i].format : "its format", name);
+        c->matrix_cycles += (double)cy * l->mfma[i].count;
+    }
+    const double lanes = (hw->vector_lanes_per_cu > 0 ? hw->vector_lanes_per_cu : hw->wave_size * simds) / (double)simds;
+    const double cadence = hw->wave_size / lanes;
+    const double trans = hw->transcendental_per_cu_clk > 0 ? hw->wave_size / (hw->transcendental_per_cu_clk / simds) : cadence;
+    c->valu_cycles = l->valu * cadence + l->trans * trans;
+    c->lds_cycles = hw->lds_bytes_per_cu_clk > 0
+                        ? (double)hw->wave_size * (l->lds_read_bytes + l->lds_write_bytes) / (hw->lds_bytes_per_cu_clk / simds)
+                        : 0.0;
+    c->issue_cycles = (l->instrs - l->trans) * cadence + l->trans * trans + l->nop_cycles;
+    const double issue = c->issue_cycles / c->waves_per_simd;
+    c->cycles = fmax(fmax(c->matrix_cycles, c->valu_cycles), fmax(c->lds_cycles, issue));
+    c->bound = c->cycles == c->matrix_cycles ? "matrix" : c->cycles == c->valu_cycles ? "valu" : c->cycles == c->lds_cycles ? "lds" : "issue";
+    return TL_OK;
 }

@@ -36,6 +36,8 @@
 
 #include <stddef.h>
 
+#include "hw.h"
+
 #define TL_AMD_MAX_MFMA 4
 #define TL_AMD_NAME_LEN 160
 
@@ -85,5 +87,41 @@ void tl_amd_code_use(const tl_amd_kernel *k, int n);
 extern const tl_amd_kernel tl_amd_code_table[];
 extern const int tl_amd_code_count;
 
+
+/* ---- what a loop costs on a preset ----
+ * Occupancy: a wave takes its VGPR file (vgpr_file rounded up to 8) of the preset's vgprs_per_simd
+ * and its SGPRs (sgpr + 6 reserved, rounded up to 16) of sgprs_per_simd, at most waves_per_simd
+ * waves a SIMD; a work-group of W waves spreads over the CU's SIMDs (matrix_cores_per_cu of them),
+ * so a CU holds floor(SIMDs x waves a SIMD / W) of them by registers, and floor(lds_kib KiB / (its
+ * static + dynamic LDS)) by LDS.
+ * One wave's pass over the hot loop ("a wave-iteration"), in clocks of its SIMD:
+ *   matrix: sum over its MFMAs of the preset's cycles for that instruction (FACTS.md's table; the
+ *           f8f6f4 forms by their operand format);
+ *   valu:   the VALU pipe: every VALU instruction wave_size / SIMD lanes clocks (4 on CDNA: a wave of
+ *           64 over 16 lanes), a transcendental wave_size / (transcendental_per_cu_clk / SIMDs) (16);
+ *   lds:    its LDS bytes (64 lanes x bytes a lane read and written) at lds_bytes_per_cu_clk / SIMDs;
+ *   issue:  its own in-order issue, one instruction a cadence (wave_size / SIMD lanes clocks), a
+ *           transcendental its valu clocks, plus the wait states of its s_nop.
+ * With n waves of the kernel on a SIMD the pipes are shared and the issue streams interleave:
+ * a wave-iteration costs max(matrix, valu, lds, issue / n) clocks of the SIMD on average, the
+ * bound naming the largest. Not charged: waits on memory (s_waitcnt: the loads are the models'
+ * stream terms), barriers, dependent MFMA chains inside one wave, SALU beyond its issue slot. */
+typedef struct {
+    const tl_amd_kernel *k;        /* the kernel's entry */
+    int waves_by_vgpr, waves_by_sgpr; /* waves a SIMD holds by each register file */
+    int wgs_by_regs, wgs_by_lds;   /* work-groups a CU holds by registers, by LDS (0: no LDS limit) */
+    int wgs;                       /* the smaller, at least 1 */
+    double waves_per_simd;         /* the kernel's waves a SIMD at wgs work-groups a CU */
+    double matrix_cycles, valu_cycles, lds_cycles, issue_cycles, cycles;
+    const char *bound;             /* "matrix", "valu", "lds" or "issue" */
+} tl_amd_loop_cost;
+
+/* The cost on hw (an AMD preset with vgprs_per_simd, sgprs_per_simd, waves_per_simd) of kernel
+ * `name` (tl_amd_code_find on hw->arch) run as work-groups of wg_waves waves with lds_dynamic
+ * bytes of dynamic LDS each, at most wgs_cap work-groups a CU (the grid's share; 0: no cap).
+ * TL_EUSAGE (one line) when the preset lacks those fields, the table lacks the kernel or its hot
+ * loop, or the preset lacks one of its matrix instructions. Cost: O(table). */
+int tl_amd_loop_cost_of(const tl_hw *hw, const char *name, int wg_waves, double lds_dynamic, long wgs_cap,
+                        tl_amd_loop_cost *c);
 
 #endif

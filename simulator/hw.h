@@ -113,6 +113,10 @@ typedef struct {
                                    apart from ceilings.bf16_tflops, which a preset may fill with a
                                    library GEMM's rate */
     double wgmma_fp8_tflops;    /* the same for wgmma m64n256k32 e4m3 (tl_roofline_wgmma_fp8) */
+    int vgprs_per_simd;         /* AMD: VGPRs (arch and AGPR, unified) a lane of one SIMD holds for all
+                                   its waves (512 on gfx90a and later; optional, 0 = not AMD) */
+    int sgprs_per_simd;         /* AMD: SGPRs one SIMD holds for its waves (800; optional) */
+    int waves_per_simd;         /* AMD: the most waves one SIMD holds (8 on gfx942 / gfx950; optional) */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

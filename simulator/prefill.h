@@ -85,6 +85,7 @@
 #define TL_SIM_PREFILL_H
 
 #include "../contract/prefill.h"
+#include "amd_code.h"
 #include "hw.h"
 
 #define TL_PREFILL_MMA_EFF 0.90      /* AMD: share of the instruction's rate the inner loop keeps
@@ -154,6 +155,13 @@ typedef struct {
     double tile_us;                  /* one tile of one block in the schedule */
     double tflops;                   /* counted FLOPs / time */
     const char *limiter;             /* "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail" or "fixed" */
+    /* AMD, from the kernel's own assembly (simulator/amd_code.h) where the build's table has its
+     * instance (kernel names it): then the residency is the code's (registers, LDS) and compute_us
+     * is tiles_computed x warps wave-iterations of its hot loop at code.cycles each over the CU's
+     * SIMDs; mma_us, exp_us and vec_us stay the estimates above, for comparison. code.k NULL: the
+     * estimates decide (a shape without an instance, a preset without register fields). */
+    char kernel[TL_AMD_NAME_LEN];
+    tl_amd_loop_cost code;
 } tl_prefill_model_result;
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,
