@@ -56,6 +56,7 @@
 #define TL_SIM_INDEXER_H
 
 #include "../contract/indexer.h"
+#include "amd_code.h"
 #include "hw.h"
 
 #define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
@@ -111,7 +112,17 @@ typedef struct {
     double mma_us, epi_us, kv_us, hbm_us, fixed_us, balance, time_us;
     double smem_us; /* sm_90a: the products' shared-memory operand reads (0 elsewhere) */
     double tflops;                 /* counted FLOPs / time */
-    const char *limiter;           /* "mma", "smem-operands", "epilogue", "kv-stream", "hbm" */
+    const char *limiter;           /* "mma", "smem-operands", "epilogue", "kv-stream", "hbm"; with the
+                                    * kernel's code: its loop's bound ("matrix", "valu", "lds", "issue") */
+    double l2_hits;                /* the share of the K stream that hits one XCD's L2 */
+    /* AMD, from the kernel's own assembly (simulator/amd_code.h) where the build's table has the
+     * instance indexer_kernel<H, BLOCK_Q> (kernel names it): the residency is the code's and
+     * code_us replaces mma_us and epi_us (kept as the estimates, for comparison): computed / 16
+     * wave-iterations of its hot loop (one 16-position fragment of one row's scores) at
+     * code.cycles each, over the CU's SIMDs. code.k NULL: the estimates decide. */
+    char kernel[TL_AMD_NAME_LEN];
+    tl_amd_loop_cost code;
+    double code_us;
 } tl_indexer_result;
 
 /* Runs the model. TL_EUSAGE for a NULL preset, a bad shape, or an arch without the kernel's
