@@ -48,33 +48,40 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* The loop region's instructions (no labels, directives, comments or branches) of text into path. */
-static int write_region(const char *text, int first, int last, const char *path)
+/* The hot loop's instructions of kernel name (tl_amd_code_loop_text) into path. */
+static int write_region(const char *text, const char *arch, const char *name, const char *path)
 {
+    char *body = tl_amd_code_loop_text(text, arch, name);
+    if (!body) return -1;
     FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    int line = 1;
-    for (const char *p = text; *p && line <= last; line++) {
-        const char *nl = strchr(p, '\n');
-        const size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (line >= first) {
-            const char *s = p;
-            while (s < p + len && (*s == ' ' || *s == '\t')) s++;
-            const int instr = s < p + len && *s >= 'a' && *s <= 'z' && memchr(s, ':', (size_t)(p + len - s)) == NULL;
-            const int branch = strncmp(s, "s_branch", 8) == 0 || strncmp(s, "s_cbranch", 9) == 0;
-            if (instr && !branch) fprintf(f, "%.*s\n", (int)len, p);
+    if (!f) return free(body), -1;
+    /* llvm-mca-22 never finishes a loop where v_cvt_pk_fp8_f32 writes a half (op_sel) that an MFMA
+     * then reads (prefill's FP8 P fragment): each such line goes to it as v_add_f32_e64 with the same
+     * destination and sources, one full-rate VALU as LLVM's model counts the conversion */
+    for (char *line = body, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        const char *cvt = strstr(line, "v_cvt_pk_fp8_f32");
+        if (cvt) {
+            char ops[256];
+            snprintf(ops, sizeof ops, "%s", cvt + strlen("v_cvt_pk_fp8_f32"));
+            char *opsel = strstr(ops, " op_sel");
+            if (opsel) *opsel = '\0';
+            fprintf(f, "\tv_add_f32_e64%s\n", ops);
+        } else {
+            fprintf(f, "%s\n", line);
         }
-        if (!nl) break;
-        p = nl + 1;
     }
+    free(body);
     return fclose(f);
 }
 
 /* llvm-mca's cycles per iteration and Block RThroughput of the region */
 static int run_mca(const char *mca, const char *arch, const char *path, double *cycles, double *rthr)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' -mtriple=amdgcn-amd-amdhsa -mcpu=%s -iterations=100 '%s' 2>&1", mca, arch, path);
+    char cmd[8400];
+    /* (timeout: a loop llvm-mca cannot finish gives the build an error, not a hang) */
+    snprintf(cmd, sizeof cmd, "timeout 120 '%s' -mtriple=amdgcn-amd-amdhsa -mcpu=%s -iterations=100 '%s' 2>&1", mca, arch, path);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     char line[1024];
@@ -141,7 +148,7 @@ int main(int argc, char **argv)
         for (int i = total; i < total + n; i++) {
             tl_amd_loop *l = &all[i].loop;
             if (!mca || !l->found) continue;
-            if (write_region(text, l->first_line, l->last_line, tmp_s) ||
+            if (write_region(text, arch, all[i].name, tmp_s) ||
                 run_mca(mca, arch, tmp_s, &l->mca_cycles, &l->mca_rthroughput))
                 return die("llvm-mca failed on the hot loop of %s (%s)", all[i].name, path);
         }

@@ -62,17 +62,6 @@ static int mnemonic_of(const char *line, char *m, size_t cap)
 
 static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
-/* A label line ".LBB0_3:" -> its name into out. */
-static int label_of(const char *line, char *out, size_t cap)
-{
-    if (line[0] != '.' || !starts(line, ".LBB")) return 0;
-    const char *c = strchr(line, ':');
-    if (!c || (size_t)(c - line) + 1 > cap) return 0;
-    memcpy(out, line, (size_t)(c - line));
-    out[c - line] = '\0';
-    return 1;
-}
-
 /* ---- classes ---- */
 
 /* bytes a lane moves: the width suffix of a memory mnemonic */
@@ -160,78 +149,127 @@ static int count_instr(tl_amd_loop *l, const char *m, const char *line)
     return TL_OK;
 }
 
-/* ---- functions and their loops ---- */
+/* ---- functions and their loops ----
+ * The loops are LLVM's own (MachineLoopInfo), as its assembly printer writes them beside each basic
+ * block: "; =>This Loop Header: Depth=1" (or "=>  This Inner Loop Header") on a header's label,
+ * "Parent Loop BBp Depth=d" lines above it, and "in Loop: Header=BBh Depth=d" on every other block
+ * of loop BBh. A loop is all its blocks, wherever the layout put them (an out-of-line block of the
+ * loop body counts), its inner loops' included. */
+
+#define MAX_LOOPS 256
 
 typedef struct {
-    int head, end; /* 0-based line indices: the header label, the last backward branch */
-    int mfma;
+    char name[32];  /* "BB6_12" */
+    int parent;     /* index of the enclosing loop, -1 at depth 1 */
+    int mfma, instrs;
 } loop_t;
 
-#define MAX_LOOPS 512
+static int loop_index(loop_t *loop, int *nl, const char *name)
+{
+    for (int x = 0; x < *nl; x++)
+        if (strcmp(loop[x].name, name) == 0) return x;
+    if (*nl >= MAX_LOOPS) return -1;
+    memset(&loop[*nl], 0, sizeof loop[*nl]);
+    snprintf(loop[*nl].name, sizeof loop[*nl].name, "%.31s", name);
+    loop[*nl].parent = -1;
+    return (*nl)++;
+}
 
-/* Loops of the function in lines [a, b): every backward branch to a label of the function. */
-static int find_loops(const lines_t *L, int a, int b, loop_t *loop, int *nl)
+/* the word after key in s ("Header=BB6_12 Depth=1" -> "BB6_12") into out */
+static int word_after(const char *s, const char *key, char *out, size_t cap)
+{
+    const char *p = strstr(s, key);
+    if (!p) return 0;
+    p += strlen(key);
+    size_t k = 0;
+    while (p[k] && !isspace((unsigned char)p[k]) && k + 1 < cap) out[k] = p[k], k++;
+    out[k] = '\0';
+    return k > 0;
+}
+
+/* Per line of [a, b): the innermost loop its block is in (-1: none) into in_loop[]. */
+static int find_loops(const lines_t *L, int a, int b, loop_t *loop, int *nl, int *in_loop)
 {
     *nl = 0;
-    char m[64], lab[64], tgt[64];
+    int cur = -1;
+    char w[64], parent[64] = "";
     for (int i = a; i < b; i++) {
-        if (!mnemonic_of(L->line[i], m, sizeof m) || !(starts(m, "s_branch") || starts(m, "s_cbranch"))) continue;
-        const char *s = skip_space(L->line[i]) + strlen(m);
-        s = skip_space(s);
-        size_t k = 0;
-        while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < sizeof tgt) tgt[k] = s[k], k++;
-        tgt[k] = '\0';
-        for (int j = a; j < i; j++) {
-            if (!label_of(L->line[j], lab, sizeof lab) || strcmp(lab, tgt) != 0) continue;
-            int x = 0;
-            while (x < *nl && loop[x].head != j) x++;
-            if (x == *nl) {
-                if (*nl >= MAX_LOOPS) return tl_error(TL_EUSAGE, "amd code", "line %d: more than %d loops in one function", i + 1, MAX_LOOPS);
-                loop[(*nl)++] = (loop_t){j, i, 0};
-            } else if (i > loop[x].end) {
-                loop[x].end = i;
-            }
-            break;
+        const char *s = L->line[i];
+        const int block = starts(s, ".LBB") || starts(skip_space(s), "; %bb.");
+        if (block) {
+            cur = -1;
+            parent[0] = '\0';
         }
+        if (block || (skip_space(s)[0] == ';' && strstr(s, "Loop"))) {
+            if (word_after(s, "Parent Loop ", w, sizeof w)) snprintf(parent, sizeof parent, "%s", w);
+            if (strstr(s, "Loop Header:")) {
+                /* this block's own label is the header: the nearest label line at or above */
+                int j = i;
+                while (j >= a && !starts(L->line[j], ".LBB")) j--;
+                if (j < a) return tl_error(TL_EUSAGE, "amd code", "line %d: a loop header without a label", i + 1);
+                const char *c = strchr(L->line[j], ':');
+                snprintf(w, sizeof w, "%.*s", (int)(c - L->line[j] - 2), L->line[j] + 2); /* ".LBB6_12:" -> "BB6_12" */
+                cur = loop_index(loop, nl, w);
+                if (cur < 0) return tl_error(TL_EUSAGE, "amd code", "line %d: more than %d loops", i + 1, MAX_LOOPS);
+                if (parent[0]) loop[cur].parent = loop_index(loop, nl, parent);
+            } else if (word_after(s, "in Loop: Header=", w, sizeof w)) {
+                cur = loop_index(loop, nl, w);
+                if (cur < 0) return tl_error(TL_EUSAGE, "amd code", "line %d: more than %d loops", i + 1, MAX_LOOPS);
+            }
+        }
+        in_loop[i] = cur;
+        char m[64];
+        if (cur >= 0 && mnemonic_of(s, m, sizeof m))
+            for (int x = cur; x >= 0; x = loop[x].parent) loop[x].instrs++, loop[x].mfma += starts(m, "v_mfma");
     }
-    for (int x = 0; x < *nl; x++)
-        for (int i = loop[x].head; i <= loop[x].end; i++)
-            if (mnemonic_of(L->line[i], m, sizeof m) && starts(m, "v_mfma")) loop[x].mfma++;
     return TL_OK;
 }
 
-static int inside(const loop_t *in, const loop_t *out)
+static int within(const loop_t *loop, int x, int outer)
 {
-    return in != out && out->head <= in->head && in->end <= out->end;
+    for (; x >= 0; x = loop[x].parent)
+        if (x == outer) return 1;
+    return 0;
 }
 
-/* The hot loop (simulator/amd_code.h) of lines [a, b) into *l. */
-static int hot_loop(const lines_t *L, int a, int b, tl_amd_loop *l)
+/* The hot loop (simulator/amd_code.h) of the function in lines [a, b) into *l; marks its lines in
+ * mark[] (when not NULL). */
+static int hot_loop(const lines_t *L, int a, int b, tl_amd_loop *l, unsigned char *mark)
 {
     static loop_t loop[MAX_LOOPS];
-    int nl, rc = find_loops(L, a, b, loop, &nl);
+    int nl;
+    int *in_loop = malloc(sizeof *in_loop * (size_t)(b - a + 1));
+    if (!in_loop) return tl_error(TL_EFAIL, "amd code", "out of memory");
+    int rc = find_loops(L, a, b, loop, &nl, in_loop - a);
     memset(l, 0, sizeof *l);
-    if (rc || nl == 0) return rc;
+    if (rc || nl == 0) return free(in_loop), rc;
     int any_mfma = 0;
     for (int x = 0; x < nl; x++) any_mfma |= loop[x].mfma > 0;
-    int best = -1, best_size = 0;
+    int best = -1;
     for (int x = 0; x < nl; x++) {
         if (any_mfma && !loop[x].mfma) continue;
         int innermost = 1;
         for (int y = 0; y < nl && innermost; y++)
-            if ((!any_mfma || loop[y].mfma) && inside(&loop[y], &loop[x])) innermost = 0;
+            if (y != x && within(loop, y, x) && (!any_mfma || loop[y].mfma)) innermost = 0;
         if (!innermost) continue;
-        const int size = any_mfma ? loop[x].mfma : loop[x].end - loop[x].head;
-        if (best < 0 || size > best_size) best = x, best_size = size;
+        const int size = any_mfma ? loop[x].mfma : loop[x].instrs;
+        const int bsize = best < 0 ? -1 : any_mfma ? loop[best].mfma : loop[best].instrs;
+        if (size > bsize) best = x;
     }
-    const loop_t *h = &loop[best];
     l->found = 1;
-    l->first_line = h->head + 1, l->last_line = h->end + 1;
-    for (int y = 0; y < nl; y++) l->inner_loops += inside(&loop[y], h);
+    for (int y = 0; y < nl; y++) l->inner_loops += y != best && within(loop, y, best);
     char m[64];
-    for (int i = h->head; i <= h->end; i++)
-        if (mnemonic_of(L->line[i], m, sizeof m) && (rc = count_instr(l, m, L->line[i]))) return rc;
-    return TL_OK;
+    for (int i = a; i < b && !rc; i++) {
+        if (in_loop[i - a] < 0 || !within(loop, in_loop[i - a], best)) continue;
+        if (!l->first_line) l->first_line = i + 1;
+        l->last_line = i + 1;
+        if (mnemonic_of(L->line[i], m, sizeof m)) {
+            rc = count_instr(l, m, L->line[i]);
+            if (mark) mark[i] = 1;
+        }
+    }
+    free(in_loop);
+    return rc;
 }
 
 /* ---- the metadata ---- */
@@ -297,12 +335,20 @@ static int read_yaml(const lines_t *L, const char *arch, const char *file, tl_am
     return TL_OK;
 }
 
-int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n)
+/* The parse of tl_amd_code_parse; mark (L.n bytes, when not NULL) gets 1 on every line of the hot
+ * loop of kernel `only` (NULL: none). */
+static int parse(const char *text, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n,
+                 const char *only, unsigned char **mark, int *nlines)
 {
     *n = 0;
     lines_t L;
     int rc = split_lines(text, &L);
     if (rc) return rc;
+    if (mark) {
+        *nlines = L.n;
+        *mark = calloc((size_t)L.n + 1, 1);
+        if (!*mark) return free(L.buf), free(L.line), tl_error(TL_EFAIL, "amd code", "out of memory");
+    }
     rc = read_yaml(&L, arch, file, k, cap, n);
     tl_amd_kernel *cur = NULL;
     int fn_start = -1;
@@ -322,7 +368,7 @@ int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_a
             fn_start = i;
         } else if (fn_start >= 0 && starts(s, ".Lfunc_end")) {
             tl_amd_kernel *kk = by_name(k, *n, fn);
-            if (kk) rc = hot_loop(&L, fn_start, i, &kk->loop);
+            if (kk) rc = hot_loop(&L, fn_start, i, &kk->loop, mark && only && strcmp(fn, only) == 0 ? *mark : NULL);
             if (rc) {
                 char why[256];
                 snprintf(why, sizeof why, "%s", tl_last_error());
@@ -338,6 +384,40 @@ int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_a
     }
     free(L.buf), free(L.line);
     return rc;
+}
+
+int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n)
+{
+    return parse(text, arch, file, k, cap, n, NULL, NULL, NULL);
+}
+
+char *tl_amd_code_loop_text(const char *text, const char *arch, const char *name)
+{
+    static tl_amd_kernel k[256];
+    int n, nlines = 0;
+    unsigned char *mark = NULL;
+    if (parse(text, arch, "", k, 256, &n, name, &mark, &nlines)) return free(mark), NULL;
+    size_t len = strlen(text);
+    char *out = malloc(len + 1), *o = out;
+    if (!out) return free(mark), NULL;
+    int line = 0;
+    for (const char *p = text; *p && line < nlines; line++) {
+        const char *nl = strchr(p, '\n');
+        const size_t w = nl ? (size_t)(nl - p) : strlen(p);
+        char m[64];
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(w < 63 ? w : 63), p);
+        if (mark[line] && mnemonic_of(tmp, m, sizeof m) && !starts(m, "s_branch") && !starts(m, "s_cbranch")) {
+            memcpy(o, p, w);
+            o += w;
+            *o++ = '\n';
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    *o = '\0';
+    free(mark);
+    return out;
 }
 
 /* ---- the table ---- */

@@ -13,12 +13,13 @@
  *   lds: .group_segment_fixed_size (static LDS only: a kernel's dynamic LDS is its launcher's,
  *     which the model adds from the contract's tiling);
  *   scratch: .private_segment_fixed_size; wg_max: .max_flat_workgroup_size.
- * And its hot loop: the loops are the regions from a label to the last backward branch
- * (s_branch / s_cbranch_*) to it inside one function; the hot loop is the innermost loop that
+ * And its hot loop: the loops are LLVM's own (its MachineLoopInfo, which the assembly printer writes
+ * as comments on every basic block: "Loop Header", "in Loop: Header=BB6_12", "Parent Loop"), each
+ * loop all of its blocks wherever the layout placed them; the hot loop is the innermost loop that
  * holds matrix instructions (one holding no other such loop), the one with the most of them where
  * several are innermost; in a kernel without matrix instructions, the innermost loop with the most
- * instructions (its dominant loop). Its instructions, one pass over the region (an inner loop
- * without matrix instructions counts once: inner_loops says how many the region holds), by class:
+ * instructions (its dominant loop). Its instructions, one pass over its blocks (an inner loop
+ * without matrix instructions counts once: inner_loops says how many it holds), by class:
  *   mfma[]: each v_mfma* mnemonic and its count;
  *   trans: v_exp / v_log / v_rcp / v_rsq / v_sqrt / v_sin / v_cos (quarter-rate VALU);
  *   valu: every other v_* (v_pk_* packed ones also counted in valu_packed);
@@ -50,7 +51,7 @@ typedef struct {
 
 typedef struct {
     int found;                 /* 0: the kernel has no loop */
-    int first_line, last_line; /* the region in its assembly file (1-based) */
+    int first_line, last_line; /* its first and last line in the assembly file (1-based) */
     int instrs, inner_loops;
     int n_mfma;
     tl_amd_mfma_count mfma[TL_AMD_MAX_MFMA];
@@ -74,6 +75,11 @@ typedef struct {
  * *n the number found. file names the kernel source for the table. TL_EUSAGE with a message
  * ("LINE: why") for metadata it cannot read or more kernels than cap. Cost: O(lines) per kernel. */
 int tl_amd_code_parse(const char *text, const char *arch, const char *file, tl_amd_kernel *k, int cap, int *n);
+
+/* The hot loop's instructions of kernel `name` in one assembly file, in file order, without its
+ * branches (what llvm-mca reads as one straight block), one a line; malloc'd (free it), NULL on a
+ * parse failure (after tl_error) or when out of memory. */
+char *tl_amd_code_loop_text(const char *text, const char *arch, const char *name);
 
 /* The kernel arch/name of the build's table, or of the table set by tl_amd_code_use; NULL when
  * neither has it. */

@@ -178,14 +178,14 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
 }
 
 /* The AMD kernel's dynamic LDS (kernels/prefill.hip's PfSmem<...>::AMD): Q [BM][DQKP], K [BN][DQKP],
- * V^T [DV][BN], P [BM][BN] of E (one byte for gfx950's FP8 codes, else bf16), S [BM][BN] float32;
- * DQKP = dqk padded to 128 for the FP8 codes. */
+ * V^T [DV][BN], P [BM][BN] of bf16, S [BM][BN] float32; gfx950's FP8 keeps S and P in registers:
+ * Q, K and V^T of one-byte codes, DQKP = dqk padded to 128. */
 static double amd_lds_bytes(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_tiling t)
 {
-    const int native = s->dtype == TL_PREFILL_FP8 && strcmp(hw->arch, "gfx950") == 0;
-    const double esz = native ? 1 : 2, dqkp = native ? round_up(s->dqk, 128) : s->dqk;
-    return esz * (t.block_m * dqkp + t.block_n * dqkp + (double)s->dv * t.block_n + (double)t.block_m * t.block_n) +
-           4.0 * t.block_m * t.block_n;
+    if (s->dtype == TL_PREFILL_FP8 && strcmp(hw->arch, "gfx950") == 0)
+        return (t.block_m + t.block_n) * round_up(s->dqk, 128) + (double)s->dv * t.block_n;
+    return 2.0 * (t.block_m * (double)s->dqk + t.block_n * (double)s->dqk + (double)s->dv * t.block_n +
+                  (double)t.block_m * t.block_n) + 4.0 * t.block_m * t.block_n;
 }
 
 /* AMD: the kernel instance's loop cost from its assembly (r->code), or r->code.k NULL (estimates). */
