@@ -17,7 +17,8 @@
  * as comments on every basic block: "Loop Header", "in Loop: Header=BB6_12", "Parent Loop"), each
  * loop all of its blocks wherever the layout placed them; the hot loop is the innermost loop that
  * holds matrix instructions (one holding no other such loop), the one with the most of them where
- * several are innermost; in a kernel without matrix instructions, the innermost loop with the most
+ * several are innermost (of equal ones, the first to appear in the file: the compiler lays loops
+ * out in source order, so a kernel's main loop before its tail's); in a kernel without matrix instructions, the innermost loop with the most
  * instructions (its dominant loop). Its instructions, one pass over its blocks (an inner loop
  * without matrix instructions counts once: inner_loops says how many it holds), by class:
  *   mfma[]: each v_mfma* mnemonic and its count;
