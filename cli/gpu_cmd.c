@@ -1,6 +1,7 @@
 /* The hardware commands: `tilelab hw list|show` and `tilelab models` (the presets as the simulator
  * reads them) and `tilelab bench roofline` (the GPU's measured ceilings, which a preset's overlay
  * reads back: one list of ceilings serves both). */
+#include "../kernels/devices.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -343,6 +344,7 @@ int tl_cli_gpu_missing(int built, const char **why)
         *why = "this tilelab was built without a GPU (-DTILELAB_GPU=cuda|hip)";
         return 0;
     }
+    if (tl_device_is_emu()) return 0; /* the CPU executor is always there */
 #ifdef TILELAB_HAVE_GPU
     const int n = tl_gpu_count();
     if (n < 0) return TL_EFAIL;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../core/op.h"
+#include "../kernels/devices.h"
 #include "cli.h"
 
 #define MAX_FILES 16
@@ -17,7 +18,7 @@ typedef struct {
     tl_op_file inputs[MAX_FILES], outputs[MAX_FILES];
     int n_inputs, n_outputs;
     char names[2 * MAX_FILES][64]; /* the files' names (their paths point into argv) */
-    const char *device; /* run: "cpu" (default) or "gpu" */
+    const char *device; /* NULL (check: the GPU when there is one; run: cpu), "cpu", "gpu", "emu:gfx942", "emu:gfx950" */
     char **rest;        /* argv for op->parse (rest[0] = the op's name), NULL-terminated */
     int n_rest;
 } harness_args;
@@ -59,7 +60,7 @@ static int harness_parse(int argc, char **argv, harness_args *h)
 {
     memset(h, 0, sizeof *h);
     h->fmt = TL_FMT_TABLE;
-    h->device = "cpu";
+    h->device = NULL;
     h->rest = calloc((size_t)argc + 1, sizeof *h->rest);
     if (!h->rest) return tl_error(TL_EFAIL, "command", "out of memory");
     h->rest[h->n_rest++] = argv[0];
@@ -77,8 +78,7 @@ static int harness_parse(int argc, char **argv, harness_args *h)
                  h->n_outputs++;
         } else if ((v = option_value(argc, argv, &i, "--device", &rc))) {
             h->device = v;
-            if (strcmp(v, "cpu") != 0 && strcmp(v, "gpu") != 0)
-                rc = tl_error(TL_EUSAGE, "--device", "'%s' is not cpu or gpu", v);
+            if (strcmp(v, "cpu") != 0) rc = tl_device_select(v); /* gpu, emu:gfx942, emu:gfx950 */
         } else if (!rc) {
             h->rest[h->n_rest++] = argv[i];
         }
@@ -261,7 +261,9 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
         progress("check", op->name, full, c, n_cases, use_gpu ? "GPU kernel" : "naive loop");
         rc = use_gpu ? op->gpu(problem, &out) : op->naive(problem, &out);
         progress("check", op->name, full, c, n_cases, "");
-        const char *what = use_gpu ? "gpu vs reference" : "reference vs naive";
+        const char *what = !use_gpu ? "reference vs naive" : strcmp(tl_device_selected(), "emu:gfx942") == 0 ? "emu:gfx942 vs reference"
+                                 : strcmp(tl_device_selected(), "emu:gfx950") == 0 ? "emu:gfx950 vs reference"
+                                                                                   : "gpu vs reference";
         if (rc == TL_EFAIL) { /* a check inside the launcher failed: report it, go on */
             verdict_cells(t, full, what, "FAIL", tl_last_error());
             tl_clear_error();
@@ -320,6 +322,8 @@ int tl_cmd_check(int argc, char **argv)
     if (h.n_outputs) rc = tl_error(TL_EUSAGE, "check", "--output is for `tilelab run`");
     if (!rc) rc = open_problem(op, &h, TL_OP_CHECK, &problem);
     if (!rc && (rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu))) op->free_problem(problem);
+    if (!rc && h.device && strcmp(h.device, "cpu") == 0) no_gpu = "--device cpu";
+    if (!rc && h.device && !no_gpu && !op->gpu_built()) no_gpu = "this op has no kernel for that device";
     if (rc) {
         harness_free(&h);
         return rc;
@@ -337,8 +341,12 @@ int tl_cmd_check(int argc, char **argv)
     int status = 0;
     if (failed < 0) status = -failed;
     else {
-        tl_table_print(t, h.fmt, no_gpu ? "CPU reference against the naive loop" : "GPU kernel against the CPU reference",
-                       stdout);
+        char title[128];
+        if (no_gpu) snprintf(title, sizeof title, "CPU reference against the naive loop");
+        else if (tl_device_is_emu())
+            snprintf(title, sizeof title, "%s kernel on the CPU executor against the CPU reference", tl_device_selected() + 4);
+        else snprintf(title, sizeof title, "GPU kernel against the CPU reference");
+        tl_table_print(t, h.fmt, title, stdout);
         if (no_gpu) fprintf(info, "GPU check: skipped: %s\n", no_gpu);
         if (skipped[0])
             fprintf(info, "not checked: %s (the naive loop would take too long on this CPU; the GPU check covers "
@@ -398,10 +406,10 @@ int tl_cmd_run(int argc, char **argv)
             rc = tl_error(TL_EUSAGE, "run", "%s needs --input %s=FILE.npy (%s)", op->name, in->name, in->what);
     }
     if (!rc && !h.n_outputs) rc = tl_error(TL_EUSAGE, "run", "needs --output FILE.npy");
-    const int gpu = strcmp(h.device, "gpu") == 0;
+    const int gpu = h.device && strcmp(h.device, "cpu") != 0; /* gpu, or the executor */
     const char *no_gpu = NULL;
     if (!rc && gpu && !(rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) && no_gpu)
-        rc = tl_error(TL_EFAIL, "run", "--device gpu: %s", no_gpu);
+        rc = tl_error(TL_EFAIL, "run", "--device %s: %s", h.device, no_gpu);
     void *problem = NULL;
     if (!rc) rc = open_problem(op, &h, TL_OP_RUN, &problem);
     if (rc) {
@@ -431,6 +439,8 @@ int tl_bench_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "bench", "--input and --output are for check and run");
+    if (!rc && tl_device_is_emu())
+        rc = tl_error(TL_EUSAGE, "bench", "--device %s is the CPU executor, which has no timing (bench needs a GPU)", h.device);
     if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_BENCH, &problem);
     const char *no_gpu = NULL;
     if (!rc && ((rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) || no_gpu)) {

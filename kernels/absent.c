@@ -9,10 +9,10 @@
 #include "quant.h"
 #include "topk.h"
 
-const tl_gpu_api *const tl_gpu_kernels = NULL;
-const tl_decode_gpu_api *const tl_decode_gpu_kernels = NULL;
-const tl_indexer_gpu_api *const tl_indexer_gpu_kernels = NULL;
-const tl_moe_gpu_api *const tl_moe_gpu_kernels = NULL;
-const tl_prefill_gpu_api *const tl_prefill_gpu_kernels = NULL;
-const tl_quant_gpu_api *const tl_quant_gpu_kernels = NULL;
-const tl_topk_gpu_api *const tl_topk_gpu_kernels = NULL;
+const tl_gpu_api *const tl_gpu_native = NULL;
+const tl_decode_gpu_api *const tl_decode_gpu_native = NULL;
+const tl_indexer_gpu_api *const tl_indexer_gpu_native = NULL;
+const tl_moe_gpu_api *const tl_moe_gpu_native = NULL;
+const tl_prefill_gpu_api *const tl_prefill_gpu_native = NULL;
+const tl_quant_gpu_api *const tl_quant_gpu_native = NULL;
+const tl_topk_gpu_api *const tl_topk_gpu_native = NULL;

@@ -123,7 +123,11 @@ typedef struct {
     void (*date)(char *buf, size_t n);
     int (*read_floor)(double bytes, const tl_bench_opts *opts, double *us);
 } tl_gpu_api;
-extern const tl_gpu_api *const tl_gpu_kernels;
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_gpu_api *const tl_gpu_native;
+extern const tl_gpu_api *const *tl_gpu_selected;
+#define tl_gpu_kernels (*tl_gpu_selected)
 
 #ifdef __cplusplus
 }

@@ -154,7 +154,7 @@ static int enqueue_spin(double spin_us, hipStream_t stream, unsigned long long *
     if (spin_us <= 0.0 && !t_dev) return 0;
     double per_us = tl_gpu_clock_per_us();
     if (per_us <= 0.0) return TL_EFAIL;
-    tl_bench_spin_kernel<<<1, 1, 0, stream>>>((unsigned long long)(spin_us * per_us), t_dev);
+    (void)tl_launch(tl_bench_spin_kernel, 1, 1, 0, stream, false, (unsigned long long)(spin_us * per_us), t_dev);
     TL_GPU_CHECK_LAUNCH("tl_bench_spin_kernel");
     return 0;
 }
@@ -227,10 +227,10 @@ static int enqueue_flush(uint4 *buf, size_t n16, int mode, unsigned salt, hipStr
 {
     if (!buf) return 0;
     if (mode == TL_BENCH_FLUSH_READ) {
-        tl_bench_flush_read_kernel<<<1024, 256, 0, stream>>>(buf, n16, salt);
+        (void)tl_launch(tl_bench_flush_read_kernel, 1024, 256, 0, stream, false, buf, n16, salt);
         TL_GPU_CHECK_LAUNCH("tl_bench_flush_read_kernel");
     } else {
-        tl_bench_flush_kernel<<<1024, 256, 0, stream>>>(buf, n16, salt);
+        (void)tl_launch(tl_bench_flush_kernel, 1024, 256, 0, stream, false, buf, n16, salt);
         TL_GPU_CHECK_LAUNCH("tl_bench_flush_kernel");
     }
     return 0;
@@ -371,6 +371,6 @@ done:
 extern "C" {
 static const tl_gpu_api gpu_api = {tl_gpu_count, tl_gpu_query, tl_bench_default_opts, tl_bench_date,
                                    tl_roofline_read_floor};
-extern const tl_gpu_api *const tl_gpu_kernels = &gpu_api;
+TL_GPU_EXPORT(const tl_gpu_api, tl_gpu) = &gpu_api;
 }
 #endif

@@ -87,7 +87,11 @@ typedef struct {
                  double *end_us);
     void (*close)(tl_decode_gpu *g);
 } tl_decode_gpu_api;
-extern const tl_decode_gpu_api *const tl_decode_gpu_kernels;
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_decode_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_decode_gpu_api *const tl_decode_gpu_native;
+extern const tl_decode_gpu_api *const *tl_decode_gpu_selected;
+#define tl_decode_gpu_kernels (*tl_decode_gpu_selected)
 
 #ifdef __cplusplus
 }

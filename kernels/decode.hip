@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) dec_merge_kernel(const float *o
                                                                     float *lse, long items, int shards, int dv,
                                                                     unsigned long long *trace)
 {
-    __shared__ unsigned long long tr[3]; /* --trace: device clock at entry; cycles at entry, after the wait */
+    TL_SHARED(unsigned long long, tr, [3]); /* --trace: device clock at entry; cycles at entry, after the wait */
     if (trace && tl_thread_x() == 0) tr[0] = tl_gpu_clock(), tr[1] = tl_cycles();
     tl_grid_dep_wait();
     if (trace && tl_thread_x() == 0) tr[2] = tl_cycles();
@@ -415,6 +415,6 @@ extern "C" {
 static const tl_decode_gpu_api decode_gpu_api = {tl_decode_gpu_open, tl_decode_gpu_upload, tl_decode_gpu_poison,
                                                  tl_decode_gpu_run,  tl_decode_gpu_read,   tl_decode_gpu_time,
                                                  tl_decode_gpu_trace, tl_decode_gpu_close};
-extern const tl_decode_gpu_api *const tl_decode_gpu_kernels = &decode_gpu_api;
+TL_GPU_EXPORT(const tl_decode_gpu_api, tl_decode_gpu) = &decode_gpu_api;
 }
 #endif

@@ -192,7 +192,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     constexpr int PIECES = ML_TK * CPR;
     constexpr int PPT = (PIECES + ML_THREADS - 1) / ML_THREADS; /* pieces per thread */
 
-    extern __shared__ __attribute__((aligned(16))) uint8_t ml_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, ml_smem);
     const MlLayout L = ml_layout(HB, a.topk_n, ML_WAVES);
     uint16_t *kt = (uint16_t *)(ml_smem + L.kt);
     float *sp = (float *)(ml_smem + L.sp);
@@ -206,7 +206,7 @@ static __device__ __forceinline__ void ml_body(const DecMlaArgs &a)
     tl_grid_dep_launch();
     const int tid = (int)tl_thread_x(), lane = tl_lane(), w = tl_wave_id();
     /* --trace: thread 0 notes the cycle counter at each point (a point not reached: the one before) */
-    __shared__ unsigned long long tr_cyc[TL_DECODE_TRACE_POINTS];
+    TL_SHARED(unsigned long long, tr_cyc, [TL_DECODE_TRACE_POINTS]);
     unsigned long long tr_entry = 0;
     if (a.trace && tid == 0) {
         tr_entry = tl_gpu_clock();

@@ -262,7 +262,7 @@ static_assert(pg_pi_conflict_free<128>() && pg_pi_conflict_free<256>(), "pg_pi: 
 template <bool FP8, bool TMA>
 static __device__ __forceinline__ void pg_body(const DecPagedArgs &a, const PgMaps *maps)
 {
-    extern __shared__ __attribute__((aligned(16))) uint8_t pg_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, pg_smem);
     tl_grid_dep_launch(); /* the merge may be scheduled; it waits for this grid to finish */
     const int lane = tl_lane(), w = tl_wave_id(), g = lane >> 2, t = lane & 3;
     const long wg = (long)tl_block_x();
@@ -704,7 +704,7 @@ static __device__ __forceinline__ uint32_t pg_word(const uint4 &x, int i)
 template <bool FP8>
 static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
 {
-    __shared__ __attribute__((aligned(16))) PgShared sm;
+    TL_SHARED_ALIGNED(16, PgShared, sm, );
     const int lane = tl_lane(), w = tl_wave_id(), n16 = lane & 15, q4 = lane >> 4;
     const long wg = (long)tl_block_x();
     const int s = (int)(wg % a.shards), h = (int)((wg / a.shards) % a.kv_heads);

@@ -42,7 +42,11 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------
  * Platform selection
  * ------------------------------------------------------------------------------------------- */
-#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#if defined(TL_GPU_EMU)
+/* the CPU executor: this .hip file compiled as host C++ for one AMD target (executor/hip_emu.h) */
+#define TL_GPU_AMD 1
+#include "../executor/hip_emu.h"
+#elif defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
 #define TL_GPU_AMD 1
 #include <hip/hip_runtime.h>
 #elif defined(__CUDACC__)
@@ -51,6 +55,40 @@ extern "C" {
 #else
 #error "kernels/gpu.h: compile .hip files with hipcc, clang -x hip, or nvcc -x cu"
 #endif
+/* TL_GPU_AMD_DEVICE: AMD device code, which uses the amdgcn builtins (a HIP build's device pass,
+ * and the executor, which runs that code on the CPU). */
+#if defined(TL_GPU_AMD) && (defined(__HIP_DEVICE_COMPILE__) || defined(TL_GPU_EMU))
+#define TL_GPU_AMD_DEVICE 1
+#endif
+
+/* The op tables a kernels/OP.hip file exports (its kernels/OP.h declares them):
+ *   TL_GPU_EXPORT(const tl_quant_gpu_api, tl_quant_gpu) = &api;
+ * defines tl_quant_gpu_native in a GPU build and tl_quant_gpu_emu_gfx942 / _gfx950 in the
+ * executor's build of the file for that target; kernels/devices.c selects one of them. */
+#if defined(TL_GPU_EMU) && defined(__gfx950__)
+#define TL_GPU_EXPORT(T, name) extern "C" __attribute__((visibility("default"))) T *const name##_emu_gfx950
+#elif defined(TL_GPU_EMU)
+#define TL_GPU_EXPORT(T, name) extern "C" __attribute__((visibility("default"))) T *const name##_emu_gfx942
+#else
+#define TL_GPU_EXPORT(T, name) extern "C" T *const name##_native
+#endif
+
+/* Work-group shared memory (LDS on AMD), declared inside a kernel:
+ *   TL_SHARED(int, s_idx, [ROWS]);              a static array (dims may be empty: a scalar)
+ *   TL_SHARED_ALIGNED(16, PgShared, sm, );       the same, aligned
+ *   TL_SHARED_DYNAMIC(16, uint8_t, smem);        the launch's dynamic shared memory (uint8_t *smem)
+ * On a GPU these are __shared__ declarations; on the executor they name the work-group's own LDS
+ * (poisoned with 0xFF bytes when the work-group starts). */
+#if defined(TL_GPU_EMU)
+#define TL_SHARED_ALIGNED(al, T, name, dims)                                                        \
+    static const char tl_lds_key_##name = 0;                                                       \
+    T(&name) dims = *reinterpret_cast<T(*) dims>(tl_emu_lds_static(&tl_lds_key_##name, sizeof(T dims), (al)))
+#define TL_SHARED_DYNAMIC(al, T, name) T *const name = (T *)tl_emu_lds_dynamic(al)
+#else
+#define TL_SHARED_ALIGNED(al, T, name, dims) __shared__ __attribute__((aligned(al))) T name dims
+#define TL_SHARED_DYNAMIC(al, T, name) extern __shared__ __attribute__((aligned(al))) T name[]
+#endif
+#define TL_SHARED(T, name, dims) TL_SHARED_ALIGNED(alignof(T), T, name, dims)
 
 /* ---------------------------------------------------------------------------------------------
  * HIP names on CUDA (only those the kernels use)
@@ -126,7 +164,9 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
  * Device-side helpers that differ between the platforms
  * ------------------------------------------------------------------------------------------- */
 #if defined(TL_GPU_AMD)
-#if defined(__HIP_DEVICE_COMPILE__)
+#if defined(TL_GPU_EMU)
+#define TL_WAVE 64
+#elif defined(__HIP_DEVICE_COMPILE__)
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 #define TL_WAVE __AMDGCN_WAVEFRONT_SIZE
 #else
@@ -144,7 +184,7 @@ typedef cudaDeviceAttr hipDeviceAttribute_t;
  * HIP's threadIdx / blockIdx / gridDim / __syncthreads are calls into the device library, left
  * unresolved, whose frames show up as scratch; these read the hardware registers, the dispatch
  * packet (grid_size_x at byte 12, workgroup_size_x at byte 4) and the barrier instruction instead. */
-#if defined(TL_GPU_AMD) && defined(__HIP_DEVICE_COMPILE__)
+#if defined(TL_GPU_AMD_DEVICE)
 #define tl_thread_x() ((unsigned)__builtin_amdgcn_workitem_id_x())
 #define tl_block_x() ((unsigned)__builtin_amdgcn_workgroup_id_x())
 static __device__ __forceinline__ unsigned tl_grid_x(void)
@@ -423,7 +463,7 @@ static inline hipError_t tl_launch(void (*k)(KArgs...), dim3 grid, dim3 block, s
 #else
     (void)dependent;
     hipLaunchKernelGGL(k, grid, block, smem, st, ((KArgs)args)...);
-    return hipGetLastError();
+    return hipPeekAtLastError(); /* left for the caller's TL_GPU_CHECK_LAUNCH too */
 #endif
 }
 

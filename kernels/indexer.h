@@ -82,7 +82,11 @@ typedef struct {
     int (*acc_bits)(const tl_indexer_gpu *g);
     void (*close)(tl_indexer_gpu *g);
 } tl_indexer_gpu_api;
-extern const tl_indexer_gpu_api *const tl_indexer_gpu_kernels;
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_indexer_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_indexer_gpu_api *const tl_indexer_gpu_native;
+extern const tl_indexer_gpu_api *const *tl_indexer_gpu_selected;
+#define tl_indexer_gpu_kernels (*tl_indexer_gpu_selected)
 
 #ifdef __cplusplus
 }

@@ -309,7 +309,7 @@ template <int H, int BQ>
 static __device__ __forceinline__ void idx_body_sm90(const IdxArgs &a)
 {
     constexpr int HW = H / TL_INDEXER_HEADS_PER_WARP_SM90; /* warps a row */
-    extern __shared__ __attribute__((aligned(16))) uint8_t idx_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, idx_smem);
     uint8_t *raw = idx_smem, *dec = idx_smem + IDX_STAGES * IDX_RAW_BYTES;
     float *red = (float *)(dec + 2 * IDX_DEC_BYTES); /* HW == 2: [2 tiles][BQ rows][2 halves][64] */
     const int nthreads = BQ * HW * TL_WAVE;
@@ -526,7 +526,7 @@ template <int H, int BQ>
 static __device__ __forceinline__ void idx_body_wgmma(const IdxArgs &a)
 {
     constexpr int WGS = BQ >= 2 ? 2 : 1, R = BQ / WGS;
-    extern __shared__ __attribute__((aligned(1024))) uint8_t idxw_smem[];
+    TL_SHARED_DYNAMIC(1024, uint8_t, idxw_smem);
     /* the swizzled tiles need 1024-byte alignment in the shared window */
     uint8_t *qs = idxw_smem + ((1024u - (tl_smem_addr(idxw_smem) & 1023u)) & 1023u); /* [BQ][H][128] */
     uint8_t *ks = qs + BQ * H * IDX_D;                         /* [STAGES][64][128] */
@@ -678,8 +678,8 @@ __global__ void __launch_bounds__(IDX_WARPS(H, BQ) * TL_WAVE, IDX_MIN_BLOCKS(H, 
 #if defined(TL_MMA_TARGET_SM80)
     idx_body_sm90<H, BQ>(a);
 #elif defined(TL_MMA_TARGET_GFX950) || defined(TL_MMA_TARGET_GFX942)
-    __shared__ __attribute__((aligned(16))) uint8_t ktile[2][IDX_TILE * IDX_STRIDE];
-    __shared__ float kscale[2][IDX_TILE];
+    TL_SHARED_ALIGNED(16, uint8_t, ktile, [2][IDX_TILE * IDX_STRIDE]);
+    TL_SHARED(float, kscale, [2][IDX_TILE]);
     const int nthreads = BQ * TL_WAVE;
     const long row = IDX_BID * BQ + tl_wave_id();
     const bool live = row < a.rows;
@@ -860,13 +860,13 @@ static int launch_hq(const IdxArgs &a, unsigned blocks, int wave, int wgmma, hip
 {
 #if defined(TL_HAVE_WGMMA)
     if (wgmma) {
-        indexer_wgmma_kernel<H, BQ><<<blocks, (BQ >= 2 ? 2 : 1) * 128, TL_INDEXER_SMEM_WGMMA(H, BQ), st>>>(a);
+        (void)tl_launch(indexer_wgmma_kernel<H, BQ>, blocks, (BQ >= 2 ? 2 : 1) * 128, TL_INDEXER_SMEM_WGMMA(H, BQ), st, false, a);
         return 0;
     }
 #else
     (void)wgmma;
 #endif
-    indexer_kernel<H, BQ><<<blocks, IDX_HOST_WARPS(H, BQ) * wave, IDX_SMEM(H, BQ), st>>>(a);
+    (void)tl_launch(indexer_kernel<H, BQ>, blocks, IDX_HOST_WARPS(H, BQ) * wave, IDX_SMEM(H, BQ), st, false, a);
     return 0;
 }
 /* Raises the dynamic shared-memory limit of every instantiation (above 48 KiB it must be asked
@@ -965,6 +965,6 @@ extern "C" {
 static const tl_indexer_gpu_api indexer_gpu_api = {tl_indexer_gpu_open,    tl_indexer_gpu_upload, tl_indexer_gpu_poison,
                                                    tl_indexer_gpu_run,     tl_indexer_gpu_read,   tl_indexer_gpu_time,
                                                    tl_indexer_gpu_acc_bits, tl_indexer_gpu_close};
-extern const tl_indexer_gpu_api *const tl_indexer_gpu_kernels = &indexer_gpu_api;
+TL_GPU_EXPORT(const tl_indexer_gpu_api, tl_indexer_gpu) = &indexer_gpu_api;
 }
 #endif

@@ -262,14 +262,14 @@ extern "C" int tl_moe_gpu_set_tokens(tl_moe_gpu *g, const tl_moe_inputs *in)
 static int fill_f32(float *p, size_t n, float v)
 {
     if (!p || !n) return 0;
-    moe_fill_f32<<<(unsigned)((n + 255) / 256), 256>>>(p, n, v);
+    (void)tl_launch(moe_fill_f32, (unsigned)((n + 255) / 256), 256, 0, 0, false, p, n, v);
     TL_GPU_CHECK_LAUNCH("moe_fill_f32");
     return 0;
 }
 static int fill_u32(void *p, size_t n, uint32_t v)
 {
     if (!p || !n) return 0;
-    moe_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>((uint32_t *)p, n, v);
+    (void)tl_launch(moe_fill_u32, (unsigned)((n + 255) / 256), 256, 0, 0, false, (uint32_t *)p, n, v);
     TL_GPU_CHECK_LAUNCH("moe_fill_u32");
     return 0;
 }
@@ -554,6 +554,6 @@ extern "C" {
 static const tl_moe_gpu_api moe_gpu_api = {tl_moe_gpu_open, tl_moe_gpu_set_tokens, tl_moe_gpu_poison,
                                            tl_moe_gpu_run,  tl_moe_gpu_read,       tl_moe_gpu_read_act,
                                            tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close};
-extern const tl_moe_gpu_api *const tl_moe_gpu_kernels = &moe_gpu_api;
+TL_GPU_EXPORT(const tl_moe_gpu_api, tl_moe_gpu) = &moe_gpu_api;
 }
 #endif

@@ -480,11 +480,11 @@ __global__ void __launch_bounds__(STAGE == 1 ? S1_THREADS : S2_THREADS, TL_LAUNC
         SPLIT_K = STAGE == 1,                 /* waves split K (else they split N) */
         ROWS = MT * TL_MOE_TILE_M             /* rows of an item: up to MT tiles of one expert */
     };
-    __shared__ int s_idx[ROWS], s_edge[ROWS], s_tile[MT];
-    __shared__ float red[SPLIT_K ? NW * ROWS * NCOLS : 1];
+    TL_SHARED(int, s_idx, [ROWS]); TL_SHARED(int, s_edge, [ROWS]); TL_SHARED(int, s_tile, [MT]);
+    TL_SHARED(float, red, [SPLIT_K ? NW * ROWS * NCOLS : 1]);
     /* fp8: the item rows' activation scales and the item's weight-block scales, per 128 group */
-    __shared__ float s_as[DT == DT_FP8 ? ROWS * MOE_MAX_KG : 1];
-    __shared__ float s_ws[DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1];
+    TL_SHARED(float, s_as, [DT == DT_FP8 ? ROWS * MOE_MAX_KG : 1]);
+    TL_SHARED(float, s_ws, [DT == DT_FP8 ? (SPLIT_K ? 2 : NW) * MOE_MAX_KG : 1]);
 
     /* One round trip gives the tile count, this tile's expert and its row count; the first chunk's
      * weights (which depend on the expert only) are requested before the row indices (except fp8

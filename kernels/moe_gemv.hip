@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(TL_MOE_GEMV_THREADS, TL_LAUNCH_MIN_BLOCKS(TL_M
     (void)p, (void)gs, (void)tasks, (void)big;
 #else
     enum { R = TL_MOE_GEMV_R, VJ = TL_MOE_GEMV_VJ };
-    __shared__ float red[2][TL_MOE_GEMV_THREADS / TL_WAVE][R];
+    TL_SHARED(float, red, [2][TL_MOE_GEMV_THREADS / TL_WAVE][R]);
     const unsigned long long t_start = p.trace ? tl_gpu_clock() : 0;
     tl_grid_dep_launch(); /* the dependent combine may be scheduled now (it waits for this grid) */
     const int outs = (int)blockDim.x / gs * R, per_tile = p.n_out / outs, b = blockIdx.x;

@@ -23,7 +23,7 @@ int tl_moe_launch_pack(int dtype, const uint8_t *src, uint8_t *dst, int stage, i
 {
     const size_t n16 = (size_t)n_rows * W_BYTES(dtype, (size_t)K) / 16;
     return by_dtype(dtype, [&](auto d) {
-        moe_pack_weights<decltype(d)::value><<<(unsigned)((n16 + 255) / 256), 256>>>(src, dst, stage, K, n_rows, n_out);
+        (void)tl_launch(moe_pack_weights<decltype(d)::value>, (unsigned)((n16 + 255) / 256), 256, 0, 0, false, src, dst, stage, K, n_rows, n_out);
         TL_GPU_CHECK_LAUNCH("moe_pack_weights");
         return 0;
     });

@@ -211,13 +211,13 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s1(GemmArgs p)
 #if !TL_WGMMA_AVAILABLE
     (void)p;
 #else
-    extern __shared__ __attribute__((aligned(16))) uint8_t mp_smem_raw[];
-    __shared__ int s_src[MP_ROWS];  /* the row's token, or -1 (padding, or no tile) */
-    __shared__ int s_out[MP_ROWS];  /* its worklist row, or -1 (no valid tile of the group) */
-    __shared__ int s_e, s_first, s_ntile;
+    TL_SHARED_DYNAMIC(16, uint8_t, mp_smem_raw);
+    TL_SHARED(int, s_src, [MP_ROWS]);  /* the row's token, or -1 (padding, or no tile) */
+    TL_SHARED(int, s_out, [MP_ROWS]);  /* its worklist row, or -1 (no valid tile of the group) */
+    TL_SHARED(int, s_e, ); TL_SHARED(int, s_first, ); TL_SHARED(int, s_ntile, );
     /* full[i]: step s = phase x MP_STAGES + i has landed (128 producer arrivals); empty[i]: its
      * products have retired (one arrival per active consumer warp) */
-    __shared__ __attribute__((aligned(8))) uint64_t s_full[MP_STAGES], s_empty[MP_STAGES];
+    TL_SHARED_ALIGNED(8, uint64_t, s_full, [MP_STAGES]); TL_SHARED_ALIGNED(8, uint64_t, s_empty, [MP_STAGES]);
     uint8_t *ring = (uint8_t *)(((uintptr_t)mp_smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, nb = blockIdx.x, gi = blockIdx.y;
 
@@ -331,7 +331,7 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st)
         attr = true;
     }
     dim3 grid((unsigned)(a.n_out / MP_NB), (unsigned)groups);
-    moe_prefill_s1<<<grid, MP_THREADS, MP_SMEM, st>>>(a);
+    (void)tl_launch(moe_prefill_s1, grid, MP_THREADS, MP_SMEM, st, false, a);
     TL_GPU_CHECK_LAUNCH("moe_prefill_s1");
     return 0;
 #endif
@@ -390,11 +390,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1) moe_prefill_s2(const __grid_con
     (void)w;
 #else
     const GemmArgs &p = w.a;
-    extern __shared__ __attribute__((aligned(16))) uint8_t mp_smem_raw[];
-    __shared__ int s_e, s_first, s_ntile;
+    TL_SHARED_DYNAMIC(16, uint8_t, mp_smem_raw);
+    TL_SHARED(int, s_e, ); TL_SHARED(int, s_first, ); TL_SHARED(int, s_ntile, );
     /* full[i]: step s = phase x MP_STAGES + i has landed (one arrival with its bytes); empty[i]: its
      * products have retired (one arrival per active computing warp) */
-    __shared__ __attribute__((aligned(8))) uint64_t s_full[MP_STAGES], s_empty[MP_STAGES];
+    TL_SHARED_ALIGNED(8, uint64_t, s_full, [MP_STAGES]); TL_SHARED_ALIGNED(8, uint64_t, s_empty, [MP_STAGES]);
     uint8_t *ring = (uint8_t *)(((uintptr_t)mp_smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, nb = blockIdx.x, gi = blockIdx.y;
 
@@ -483,7 +483,7 @@ int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void
     memcpy(&w.tw, tmap_w2, sizeof w.tw);
     w.a = a;
     dim3 grid((unsigned)(a.n_out / MP2_NB), (unsigned)groups);
-    moe_prefill_s2<<<grid, MP_THREADS, MP_SMEM, st>>>(w);
+    (void)tl_launch(moe_prefill_s2, grid, MP_THREADS, MP_SMEM, st, false, w);
     TL_GPU_CHECK_LAUNCH("moe_prefill_s2");
     return 0;
 #endif

@@ -46,7 +46,7 @@ __global__ void moe_quant_act(const uint16_t *act, const int32_t *sorted_ids, co
 int tl_moe_launch_requant(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int rows,
                           int width, uint8_t *act_q, float *act_s, hipStream_t st)
 {
-    moe_quant_act<<<rows, 256, 0, st>>>(act, sorted_ids, n_tiles, width, act_q, act_s);
+    (void)tl_launch(moe_quant_act, rows, 256, 0, st, false, act, sorted_ids, n_tiles, width, act_q, act_s);
     TL_GPU_CHECK_LAUNCH("moe_quant_act");
     return 0;
 }
@@ -104,7 +104,7 @@ __global__ void moe_quant_act_mx(const uint16_t *act, const int32_t *sorted_ids,
 int tl_moe_launch_requant_mx(const uint16_t *act, const int32_t *sorted_ids, const int32_t *n_tiles, int rows,
                              int width, uint8_t *act_q, uint8_t *act_e, uint16_t *act_b, hipStream_t st)
 {
-    moe_quant_act_mx<<<rows, 256, 0, st>>>(act, sorted_ids, n_tiles, width, act_q, act_e, act_b);
+    (void)tl_launch(moe_quant_act_mx, rows, 256, 0, st, false, act, sorted_ids, n_tiles, width, act_q, act_e, act_b);
     TL_GPU_CHECK_LAUNCH("moe_quant_act_mx");
     return 0;
 }

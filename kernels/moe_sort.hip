@@ -9,8 +9,8 @@
 __global__ void moe_sort_count(const int32_t *ids, int edges, int n_experts, int32_t *expert_count,
                                int32_t *tile_off, int32_t *n_tiles)
 {
-    __shared__ int cnt[SORT_MAX_E];
-    __shared__ int part[1024];
+    TL_SHARED(int, cnt, [SORT_MAX_E]);
+    TL_SHARED(int, part, [1024]);
     const int t = threadIdx.x;
     for (int e = t; e < n_experts; e += 1024) cnt[e] = 0;
     __syncthreads();
@@ -71,10 +71,10 @@ int tl_moe_launch_sort(const int32_t *ids, int edges, int n_experts, int32_t *ex
                        int32_t *n_tiles, int32_t *sorted_ids, int32_t *tile_expert, int32_t *tile_rows,
                        hipStream_t st)
 {
-    moe_sort_count<<<1, 1024, 0, st>>>(ids, edges, n_experts, expert_count, tile_off, n_tiles);
+    (void)tl_launch(moe_sort_count, 1, 1024, 0, st, false, ids, edges, n_experts, expert_count, tile_off, n_tiles);
     TL_GPU_CHECK_LAUNCH("moe_sort_count");
     const int waves_per_block = 256 / tl_gpu_wave_size();
-    moe_sort_scatter<<<(n_experts + waves_per_block - 1) / waves_per_block, 256, 0, st>>>(
+    (void)tl_launch(moe_sort_scatter, (n_experts + waves_per_block - 1) / waves_per_block, 256, 0, st, false, 
         ids, edges, n_experts, expert_count, tile_off, sorted_ids, tile_expert, tile_rows);
     TL_GPU_CHECK_LAUNCH("moe_sort_scatter");
     return 0;

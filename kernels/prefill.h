@@ -68,7 +68,11 @@ typedef struct {
     void (*close)(tl_prefill_gpu *g);
     int (*acc_bits)(const tl_prefill_gpu *g);
 } tl_prefill_gpu_api;
-extern const tl_prefill_gpu_api *const tl_prefill_gpu_kernels;
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_prefill_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_prefill_gpu_api *const tl_prefill_gpu_native;
+extern const tl_prefill_gpu_api *const *tl_prefill_gpu_selected;
+#define tl_prefill_gpu_kernels (*tl_prefill_gpu_selected)
 
 #ifdef __cplusplus
 }

@@ -200,7 +200,7 @@ static __device__ __forceinline__ void pf_body_sm90(const PfArgs &a)
     static_assert(BM % (16 * WARPS) == 0 && BN % 16 == 0 && DQK % 16 == 0 && DV % 16 == 0, "tiling");
     static_assert(!FP8 || (TL_PREFILL_BLOCK % BM == 0 || BM % TL_PREFILL_BLOCK == 0) && TL_PREFILL_BLOCK % BN == 0,
                   "an fp8 tile lies in one scale block");
-    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, pf_smem);
     uint16_t *Qs = (uint16_t *)pf_smem;
     uint16_t *Ks = Qs + BM * LDQ;
     uint16_t *Vs = Ks + L::KB * BN * LDQ;
@@ -442,7 +442,7 @@ static __device__ __forceinline__ void pf_body_ws(const PfWsArgs &w)
     constexpr int BM = L::BM, BN = L::BN, DV = L::DV, STAGES = L::STAGES;
     static_assert(!FP8 || (TL_PREFILL_BLOCK == BM && TL_PREFILL_BLOCK == BN), "an fp8 tile is one scale block");
     const PfArgs &a = w.a;
-    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, pf_smem);
     uint8_t *base = (uint8_t *)(((uintptr_t)pf_smem + 1023) & ~(uintptr_t)1023);
     uint8_t *Qs = base, *Ks = Qs + L::Q_BYTES, *Vs = Ks + STAGES * L::K_BYTES;
     /* K and V have barriers of their own: S(kt + 1) waits for K alone, P(kt + 1) V for V an iteration
@@ -792,7 +792,7 @@ static __device__ __forceinline__ void pf_body_amd(const PfArgs &a)
     constexpr int DQKP = L::DQKP, THREADS = TL_WAVE * WARPS;
     constexpr int KD = NATIVE ? TL_MMA_FP8_K : TL_MMA_BF16_K;
     static_assert(BM == 16 * WARPS && BN % KD == 0 && DQKP % KD == 0 && DV % 16 == 0 && BN % 4 == 0, "tiling");
-    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, pf_smem);
     E *Qs = (E *)pf_smem;
     E *Ks = Qs + BM * DQKP;
     E *Vt = Ks + BN * DQKP;
@@ -1112,7 +1112,7 @@ __global__ void __launch_bounds__(384, 1) pf_ws_kernel(const __grid_constant__ P
 __global__ void __launch_bounds__(256) pf_vt_kernel(const uint8_t *v, uint8_t *vt, long seq, long seqp, int kv_heads)
 {
 #if defined(TL_MMA_TARGET_SM80) && TL_WGMMA_AVAILABLE
-    __shared__ uint32_t tile[128][33];
+    TL_SHARED(uint32_t, tile, [128][33]);
     const int tid = (int)tl_thread_x(), kvh = (int)blockIdx.y;
     const long k0 = (long)blockIdx.x * 128;
     tl_grid_dep_launch();
@@ -1428,6 +1428,6 @@ extern "C" {
 static const tl_prefill_gpu_api prefill_gpu_api = {tl_prefill_gpu_dims_ok, tl_prefill_gpu_open, tl_prefill_gpu_upload,
                                                    tl_prefill_gpu_poison,  tl_prefill_gpu_run,  tl_prefill_gpu_read,
                                                    tl_prefill_gpu_time,    tl_prefill_gpu_close, tl_prefill_gpu_acc_bits};
-extern const tl_prefill_gpu_api *const tl_prefill_gpu_kernels = &prefill_gpu_api;
+TL_GPU_EXPORT(const tl_prefill_gpu_api, tl_prefill_gpu) = &prefill_gpu_api;
 }
 #endif

@@ -61,7 +61,11 @@ typedef struct {
     int (*time)(tl_quant_gpu *g, int src_rank, const tl_bench_opts *o, tl_bench_result *r);
     void (*close)(tl_quant_gpu *g);
 } tl_quant_gpu_api;
-extern const tl_quant_gpu_api *const tl_quant_gpu_kernels; /* NULL without a GPU (kernels/absent.c) */
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_quant_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_quant_gpu_api *const tl_quant_gpu_native;
+extern const tl_quant_gpu_api *const *tl_quant_gpu_selected;
+#define tl_quant_gpu_kernels (*tl_quant_gpu_selected)
 
 #ifdef __cplusplus
 }

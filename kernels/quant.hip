@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(TL_QUANT_QUERY_THREADS)
                 float *__restrict__ scales)
 {
     constexpr int TEAMS = TL_QUANT_QUERY_THREADS / 16, R = TL_QUANT_QUERY_ROWS / TEAMS; /* 4 rows a thread */
-    __shared__ uint32_t red[TEAMS];
+    TL_SHARED(uint32_t, red, [TEAMS]);
     const int heads = k / TL_QUANT_HEAD_DIM, b = (int)blockIdx.x / heads, h = (int)blockIdx.x % heads;
     const int t = (int)tl_thread_x(), team = t / 16, lane = t % 16;
     float f[R][8];
@@ -400,7 +400,7 @@ static int launch_group(const uint16_t *x, long long n, int k, int rows, int ue8
         resident = (long long)sms * (per_sm > 0 ? per_sm : 1);
     }
     const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
-    quant_group<MODE><<<grid, TL_QUANT_THREADS, 0, st>>>(x, n, k, rows, ue8m0, round_up, o);
+    (void)tl_launch(quant_group<MODE>, grid, TL_QUANT_THREADS, 0, st, false, x, n, k, rows, ue8m0, round_up, o);
     TL_GPU_CHECK_LAUNCH("quant_group");
     return 0;
 }
@@ -412,10 +412,10 @@ static int enqueue(tl_quant_gpu *g, int src_rank, hipStream_t st)
     const unsigned blocks = (unsigned)tl_quant_blocks(s);
     if (s->scheme == TL_QUANT_FP8_QUERY) {
         if (s->hadamard)
-            quant_query<1><<<blocks, TL_QUANT_QUERY_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+            (void)tl_launch(quant_query<1>, blocks, TL_QUANT_QUERY_THREADS, 0, st, false, g->x, (int)s->rows, (int)s->k, s->ue8m0,
                                                                 tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
         else
-            quant_query<0><<<blocks, TL_QUANT_QUERY_THREADS, 0, st>>>(g->x, (int)s->rows, (int)s->k, s->ue8m0,
+            (void)tl_launch(quant_query<0>, blocks, TL_QUANT_QUERY_THREADS, 0, st, false, g->x, (int)s->rows, (int)s->k, s->ue8m0,
                                                                 tl_quant_hadamard_scale(), g->codes, (float *)g->scales);
         TL_GPU_CHECK_LAUNCH("quant_query");
         return 0;
@@ -463,7 +463,7 @@ extern "C" int tl_quant_gpu_unpack(tl_quant_gpu *g, uint8_t *codes, float *scale
     const tl_quant_shape *s = &g->s;
     if (s->scheme != TL_QUANT_DISPATCH) return tl_error(TL_EUSAGE, "quant gpu", "only dispatch records unpack");
     const size_t rows = (size_t)s->rows, n = rows * (size_t)s->k, t = rows * (size_t)s->topk;
-    quant_unpack<<<(unsigned)rows, TL_QUANT_THREADS>>>(g->codes, (int)s->k, s->topk, (int)g->rec.bytes, (int)g->rec.scales,
+    (void)tl_launch(quant_unpack, (unsigned)rows, TL_QUANT_THREADS, 0, 0, false, g->codes, (int)s->k, s->topk, (int)g->rec.bytes, (int)g->rec.scales,
                                                        (int)g->rec.ids, g->u_codes, g->u_scales, g->u_ids, g->u_weights,
                                                        g->u_src);
     TL_GPU_CHECK_LAUNCH("quant_unpack");
@@ -505,6 +505,6 @@ extern "C" {
 static const tl_quant_gpu_api quant_gpu_api = {tl_quant_gpu_open, tl_quant_gpu_upload, tl_quant_gpu_poison,
                                                tl_quant_gpu_run,  tl_quant_gpu_read,   tl_quant_gpu_unpack,
                                                tl_quant_gpu_time, tl_quant_gpu_close};
-extern const tl_quant_gpu_api *const tl_quant_gpu_kernels = &quant_gpu_api;
+TL_GPU_EXPORT(const tl_quant_gpu_api, tl_quant_gpu) = &quant_gpu_api;
 }
 #endif

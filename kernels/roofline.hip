@@ -206,8 +206,8 @@ template <int FP8>
 __global__ void __launch_bounds__(384, 1) tl_roofline_wgmma(const uint8_t *tile, float *out, int iters)
 {
 #if TL_WGMMA_AVAILABLE
-    __shared__ __align__(1024) uint8_t sa[WG_A_BYTES];
-    __shared__ __align__(1024) uint8_t sb[WG_B_BYTES];
+    TL_SHARED_ALIGNED(1024, uint8_t, sa, [WG_A_BYTES]);
+    TL_SHARED_ALIGNED(1024, uint8_t, sb, [WG_B_BYTES]);
     wg_stage_sw128(sa, tile, 64, 64);
     wg_stage_sw128(sb, tile, 256, TILE_BYTES / 2 / 128);
     tl_fence_proxy_async();
@@ -247,9 +247,9 @@ template <int FP8>
 __global__ void tl_roofline_check_wgmma(const uint8_t *A, const uint8_t *Bt, float *C, float *C2, float *C3)
 {
 #if TL_WGMMA_AVAILABLE
-    __shared__ __align__(1024) uint8_t sa[64 * 128];
-    __shared__ __align__(1024) uint8_t sb[64 * 128];
-    __shared__ __align__(1024) uint8_t sbt[2 * 64 * 128];
+    TL_SHARED_ALIGNED(1024, uint8_t, sa, [64 * 128]);
+    TL_SHARED_ALIGNED(1024, uint8_t, sb, [64 * 128]);
+    TL_SHARED_ALIGNED(1024, uint8_t, sbt, [2 * 64 * 128]);
     wg_stage_sw128(sa, A, 64, 64);
     wg_stage_sw128(sb, Bt, 64, 64);
     if (!FP8) /* [k][n] in two column blocks of 64 n: k-row k holds n's element k, 128 bytes a row */
@@ -367,7 +367,7 @@ static __device__ __forceinline__ void store16(uint4 *p, uint4 v)
 /* Block sum of one uint32 per thread into partial[blockIdx.x]; blockDim.x <= 1024. */
 static __device__ __forceinline__ void block_sum_u32(unsigned s, unsigned *partial)
 {
-    __shared__ unsigned red[1024 / 32];
+    TL_SHARED(unsigned, red, [1024 / 32]);
     for (int m = TL_WAVE / 2; m > 0; m >>= 1) s += tl_shfl_xor(s, m);
     int waves = (int)(blockDim.x / TL_WAVE);
     if (tl_lane() == 0) red[tl_wave_id()] = s;
@@ -554,13 +554,13 @@ static void launch_mma(const launch_desc *d, hipStream_t s)
 {
     roofline_ctx *c = d->c;
     if (d->which == K_BF16)
-        tl_roofline_mma_bf16<NACC><<<d->blocks, d->threads, 0, s>>>((const uint16_t *)c->mma_tile, c->mma_out, d->iters);
+        (void)tl_launch(tl_roofline_mma_bf16<NACC>, d->blocks, d->threads, 0, s, false, (const uint16_t *)c->mma_tile, c->mma_out, d->iters);
     else if (d->which == K_FP8)
-        tl_roofline_mma_fp8<NACC><<<d->blocks, d->threads, 0, s>>>((const uint8_t *)c->mma_tile + TILE_BYTES / 2, c->mma_out, d->iters, 0u);
+        (void)tl_launch(tl_roofline_mma_fp8<NACC>, d->blocks, d->threads, 0, s, false, (const uint8_t *)c->mma_tile + TILE_BYTES / 2, c->mma_out, d->iters, 0u);
     else if (d->fmt == 2)
-        tl_roofline_mma_f8f6f4<NACC, 2><<<d->blocks, d->threads, 0, s>>>((const int *)((const uint8_t *)c->mma_tile + TILE_BYTES / 2), c->mma_out, d->iters);
+        (void)tl_launch(tl_roofline_mma_f8f6f4<NACC, 2>, d->blocks, d->threads, 0, s, false, (const int *)((const uint8_t *)c->mma_tile + TILE_BYTES / 2), c->mma_out, d->iters);
     else
-        tl_roofline_mma_f8f6f4<NACC, 4><<<d->blocks, d->threads, 0, s>>>((const int *)((const uint8_t *)c->mma_tile + TILE_BYTES / 2), c->mma_out, d->iters);
+        (void)tl_launch(tl_roofline_mma_f8f6f4<NACC, 4>, d->blocks, d->threads, 0, s, false, (const int *)((const uint8_t *)c->mma_tile + TILE_BYTES / 2), c->mma_out, d->iters);
 }
 
 template <int UNROLL, int LAYOUT>
@@ -568,14 +568,14 @@ static void launch_hbm(const launch_desc *d, hipStream_t s)
 {
     roofline_ctx *c = d->c;
     if (d->which == K_READ) {
-        if (d->mode == 0) tl_roofline_hbm_read<UNROLL, 0, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->n16, c->partial);
-        else if (d->mode == 1) tl_roofline_hbm_read<UNROLL, 1, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->n16, c->partial);
-        else tl_roofline_hbm_read<UNROLL, 2, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->n16, c->partial);
+        if (d->mode == 0) (void)tl_launch(tl_roofline_hbm_read<UNROLL, 0, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->n16, c->partial);
+        else if (d->mode == 1) (void)tl_launch(tl_roofline_hbm_read<UNROLL, 1, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->n16, c->partial);
+        else (void)tl_launch(tl_roofline_hbm_read<UNROLL, 2, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->n16, c->partial);
     } else {
         size_t half = c->n16 / 2;
-        if (d->mode == 0) tl_roofline_hbm_copy<UNROLL, 0, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->dst, half);
-        else if (d->mode == 1) tl_roofline_hbm_copy<UNROLL, 1, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->dst, half);
-        else tl_roofline_hbm_copy<UNROLL, 2, LAYOUT><<<d->blocks, d->threads, 0, s>>>(c->hbm, c->dst, half);
+        if (d->mode == 0) (void)tl_launch(tl_roofline_hbm_copy<UNROLL, 0, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->dst, half);
+        else if (d->mode == 1) (void)tl_launch(tl_roofline_hbm_copy<UNROLL, 1, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->dst, half);
+        else (void)tl_launch(tl_roofline_hbm_copy<UNROLL, 2, LAYOUT>, d->blocks, d->threads, 0, s, false, c->hbm, c->dst, half);
     }
 }
 
@@ -610,9 +610,9 @@ static int launch_one(void *ctx, void *stream)
         return 0;
     }
     if (d->which == K_WGMMA_BF16)
-        tl_roofline_wgmma<0><<<d->blocks, d->threads, 0, s>>>((const uint8_t *)d->c->mma_tile, d->c->mma_out, d->iters);
+        (void)tl_launch(tl_roofline_wgmma<0>, d->blocks, d->threads, 0, s, false, (const uint8_t *)d->c->mma_tile, d->c->mma_out, d->iters);
     else if (d->which == K_WGMMA_FP8)
-        tl_roofline_wgmma<1><<<d->blocks, d->threads, 0, s>>>((const uint8_t *)d->c->mma_tile + TILE_BYTES / 2, d->c->mma_out, d->iters);
+        (void)tl_launch(tl_roofline_wgmma<1>, d->blocks, d->threads, 0, s, false, (const uint8_t *)d->c->mma_tile + TILE_BYTES / 2, d->c->mma_out, d->iters);
     else if (d->which == K_READ || d->which == K_COPY) {
         if (d->unroll == 1) launch_hbm_layout<1>(d, s);
         else if (d->unroll == 4) launch_hbm_layout<4>(d, s);
@@ -757,12 +757,12 @@ static int check_mma_tiles(roofline_ctx *c)
         if (pass == 0) {
             TL_GPU_CHECK_GOTO(hipMemcpy(dA, hA, na * 2, hipMemcpyHostToDevice), st, done);
             TL_GPU_CHECK_GOTO(hipMemcpy(dB, hB, nbt * 2, hipMemcpyHostToDevice), st, done);
-            tl_roofline_check_mma_bf16<<<1, c->rep->gpu.wave_size>>>((const uint16_t *)dA, (const uint16_t *)dB, dC);
+            (void)tl_launch(tl_roofline_check_mma_bf16, 1, c->rep->gpu.wave_size, 0, 0, false, (const uint16_t *)dA, (const uint16_t *)dB, dC);
             TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_check_mma_bf16", st, done);
         } else {
             TL_GPU_CHECK_GOTO(hipMemcpy(dA, qA, fa, hipMemcpyHostToDevice), st, done);
             TL_GPU_CHECK_GOTO(hipMemcpy(dB, qB, fbt, hipMemcpyHostToDevice), st, done);
-            tl_roofline_check_mma_fp8<<<1, c->rep->gpu.wave_size>>>((const uint8_t *)dA, (const uint8_t *)dB, dC);
+            (void)tl_launch(tl_roofline_check_mma_fp8, 1, c->rep->gpu.wave_size, 0, 0, false, (const uint8_t *)dA, (const uint8_t *)dB, dC);
             TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_check_mma_fp8", st, done);
         }
         TL_GPU_CHECK_GOTO(hipMemcpy(hC, dC, sizeof(float) * m * n, hipMemcpyDeviceToHost), st, done);
@@ -833,8 +833,8 @@ static int check_wgmma_tiles(roofline_ctx *c)
         TL_GPU_CHECK_GOTO(hipMemcpy(dC, hC, sizeof(float) * 4096 * 4, hipMemcpyHostToDevice), st, done);
         TL_GPU_CHECK_GOTO(hipMemcpy(dA, hA, 8192, hipMemcpyHostToDevice), st, done);
         TL_GPU_CHECK_GOTO(hipMemcpy(dB, hB, 8192, hipMemcpyHostToDevice), st, done);
-        if (fp8) tl_roofline_check_wgmma<1><<<1, 128>>>(dA, dB, dC, dC + 4096, dC + 8192);
-        else tl_roofline_check_wgmma<0><<<1, 128>>>(dA, dB, dC, dC + 4096, dC + 8192);
+        if (fp8) (void)tl_launch(tl_roofline_check_wgmma<1>, 1, 128, 0, 0, false, dA, dB, dC, dC + 4096, dC + 8192);
+        else (void)tl_launch(tl_roofline_check_wgmma<0>, 1, 128, 0, 0, false, dA, dB, dC, dC + 4096, dC + 8192);
         TL_GPU_CHECK_LAUNCH_GOTO(name, st, done);
         TL_GPU_CHECK_GOTO(hipMemcpy(hC, dC, sizeof(float) * 4096 * 4, hipMemcpyDeviceToHost), st, done);
         int k = fp8 ? 128 : 64;
@@ -914,7 +914,7 @@ static int check_copy(roofline_ctx *c)
     size_t words = c->n16 / 2 * 4;
     TL_GPU_CHECK(hipMalloc((void **)&dbad, sizeof bad));
     TL_GPU_CHECK_GOTO(hipMemset(dbad, 0, sizeof bad), st, done);
-    tl_roofline_count_mismatch<<<1024, 256>>>((const unsigned *)c->dst, words, dbad);
+    (void)tl_launch(tl_roofline_count_mismatch, 1024, 256, 0, 0, false, (const unsigned *)c->dst, words, dbad);
     TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_count_mismatch", st, done);
     TL_GPU_CHECK_GOTO(hipMemcpy(&bad, dbad, sizeof bad, hipMemcpyDeviceToHost), st, done);
     if (bad)
@@ -1070,7 +1070,7 @@ extern "C" int tl_roofline_run(int device, const tl_roofline_opts *opts, tl_roof
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.mma_out, sizeof(float) * out_n), st, done);
     TL_GPU_CHECK_GOTO(hipMalloc(&c.mma_tile, TILE_BYTES), st, done);
 
-    tl_roofline_fill_index<<<2048, 256>>>((unsigned *)c.hbm, bytes / 4);
+    (void)tl_launch(tl_roofline_fill_index, 2048, 256, 0, 0, false, (unsigned *)c.hbm, bytes / 4);
     TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_fill_index", st, done);
     {
         /* the loops' operand tiles: bf16 in the first half, E4M3 bytes (finite in the OCP and
@@ -1115,7 +1115,7 @@ extern "C" int tl_roofline_read_floor(double bytes, const tl_bench_opts *opts, d
     tl_bench_result r;
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.hbm, c.n16 * 16), st, done);
     TL_GPU_CHECK_GOTO(hipMalloc((void **)&c.partial, sizeof(unsigned) * (size_t)d.blocks), st, done);
-    tl_roofline_fill_index<<<2048, 256>>>((unsigned *)c.hbm, c.n16 * 4);
+    (void)tl_launch(tl_roofline_fill_index, 2048, 256, 0, 0, false, (unsigned *)c.hbm, c.n16 * 4);
     TL_GPU_CHECK_LAUNCH_GOTO("tl_roofline_fill_index", st, done);
     if ((st = tl_bench_run(&c.bopts, launch_one, &d, &r))) goto done;
     if ((st = check_read_sum(&c, d.blocks))) goto done;

@@ -106,7 +106,11 @@ typedef struct {
                  int *n_blocks, double *end_us);
     void (*close)(tl_topk_gpu *g);
 } tl_topk_gpu_api;
-extern const tl_topk_gpu_api *const tl_topk_gpu_kernels; /* NULL without a GPU (kernels/absent.c) */
+/* The selected device's table (kernels/devices.c): this build's GPU (tl_topk_gpu_native, NULL without
+ * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */
+extern const tl_topk_gpu_api *const tl_topk_gpu_native;
+extern const tl_topk_gpu_api *const *tl_topk_gpu_selected;
+#define tl_topk_gpu_kernels (*tl_topk_gpu_selected)
 
 #ifdef __cplusplus
 }

@@ -106,7 +106,7 @@ extern "C" int tl_topk_gpu_upload(tl_topk_gpu *g, const void *scores)
 static int fill_u32(void *p, size_t n, uint32_t v)
 {
     if (!n) return 0;
-    topk_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>((uint32_t *)p, n, v);
+    (void)tl_launch(topk_fill_u32, (unsigned)((n + 255) / 256), 256, 0, 0, false, (uint32_t *)p, n, v);
     TL_GPU_CHECK_LAUNCH("topk_fill_u32");
     return 0;
 }
@@ -269,6 +269,6 @@ extern "C" {
 static const tl_topk_gpu_api topk_gpu_api = {tl_topk_gpu_open, tl_topk_gpu_upload, tl_topk_gpu_poison,
                                              tl_topk_gpu_run,  tl_topk_gpu_read,   tl_topk_gpu_time,
                                              tl_topk_gpu_trace, tl_topk_gpu_close};
-extern const tl_topk_gpu_api *const tl_topk_gpu_kernels = &topk_gpu_api;
+TL_GPU_EXPORT(const tl_topk_gpu_api, tl_topk_gpu) = &topk_gpu_api;
 }
 #endif

@@ -411,15 +411,15 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
               uint32_t *ticket, TopkSync *sync, uint32_t *hist, uint2 *chunk, unsigned long long *cand, int32_t *idx,
               int32_t *count, unsigned long long *trace)
 {
-    extern __shared__ uint4 smem_raw[];
+    TL_SHARED_DYNAMIC(16, uint4, smem_raw);
     uint4 *keys = smem_raw;                                        /* cv vectors */
     uint32_t *work = (uint32_t *)(smem_raw + cv);                  /* the histogram, or the slots' scan */
     unsigned long long *sh_sort = (unsigned long long *)smem_raw;  /* the last block's sort (reuses all) */
-    __shared__ uint32_t ws[NW + 1];
-    __shared__ unsigned long long ws64[NW];
-    __shared__ BinPick pick;
-    __shared__ uint32_t s_ticket, s_last;
-    __shared__ unsigned long long s_tr[TL_TOPK_TRACE_POINTS];
+    TL_SHARED(uint32_t, ws, [NW + 1]);
+    TL_SHARED(unsigned long long, ws64, [NW]);
+    TL_SHARED(BinPick, pick, );
+    TL_SHARED(uint32_t, s_ticket, ); TL_SHARED(uint32_t, s_last, );
+    TL_SHARED(unsigned long long, s_tr, [TL_TOPK_TRACE_POINTS]);
 #define TRACE_AT(i)                                                                                                    \
     do {                                                                                                               \
         if (trace && x == 0) s_tr[i] = tl_cycles();                                                                    \
@@ -705,9 +705,9 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     topk_stream(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int sorted, int split,
                 TopkSync *sync, unsigned long long *cand, int32_t *idx, int32_t *count)
 {
-    extern __shared__ unsigned long long smem_u64[];
-    __shared__ StreamShared sh;
-    __shared__ uint32_t s_last;
+    TL_SHARED_DYNAMIC(8, unsigned long long, smem_u64);
+    TL_SHARED(StreamShared, sh, );
+    TL_SHARED(uint32_t, s_last, );
     const int x = tl_thread_x(), E = Lanes<DT>::E;
     StreamBuf buf;
     buf.k = k;
@@ -814,14 +814,14 @@ static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, const tl_topk
         const size_t smem = tl_topk_stream_smem(s->k);
         TL_GPU_CHECK(hipFuncSetAttribute((const void *)topk_stream<DT>, hipFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
-        topk_stream<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted,
+        (void)tl_launch(topk_stream<DT>, blocks, NT, smem, st, false, (const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted,
                                                   split, f.sync, (unsigned long long *)f.merge, f.idx, f.count);
         TL_GPU_CHECK_LAUNCH("topk_stream");
         return 0;
     }
     const int cv = (int)tl_topk_chunk_vecs(s->dtype, s->n, split);
     const size_t smem = tl_topk_block_smem(s->dtype, s->n, split, s->sorted, s->k);
-    topk_rows<DT><<<blocks, NT, smem, st>>>((const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted, split,
+    (void)tl_launch(topk_rows<DT>, blocks, NT, smem, st, false, (const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted, split,
                                             cv, f.ticket, f.sync, f.hist, f.chunk, (unsigned long long *)f.cand,
                                             f.idx, f.count, f.trace);
     TL_GPU_CHECK_LAUNCH("topk_rows");

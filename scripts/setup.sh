@@ -8,7 +8,8 @@ set -euo pipefail
 #   clang-22 + llvm-22 + lld-22 (Debian 12's security archive): HIP for gfx950;
 #   libamdhip64-dev + rocm-device-libs: the HIP headers and device libraries of the HIP build;
 #   python3: the tests' JSON and CSV parsers.
-pkgs=(build-essential cmake pkg-config libcairo2-dev libpango1.0-dev libjansson-dev
+#   libboost-context-dev: the CPU executor's fibers (executor/runtime.cpp).
+pkgs=(build-essential cmake pkg-config libcairo2-dev libpango1.0-dev libjansson-dev libboost-context-dev
       libopenblas-dev liblapacke-dev libcmocka-dev fonts-dejavu-core
       clang-19 clang-tools-19 llvm-19 lld-19 libclang-rt-19-dev clang-22 llvm-22 lld-22 libamdhip64-dev rocm-device-libs python3)
 missing=()
