@@ -950,7 +950,7 @@ static __device__ __forceinline__ void pf_body_gfx950_fp8(const PfArgs &a)
     using L = PfSmem<PF_GFX950, DQK, DV, BM, BN, true>;
     constexpr int DQKP = L::DQKP, THREADS = TL_WAVE * WARPS, KD = TL_MMA_FP8_K, NT = BN / 16;
     static_assert(BM == 16 * WARPS && BN == KD && DQKP % KD == 0 && DV % 16 == 0 && DQK % 4 == 0, "tiling");
-    extern __shared__ __attribute__((aligned(16))) uint8_t pf_smem[];
+    TL_SHARED_DYNAMIC(16, uint8_t, pf_smem);
     uint8_t *Qs = pf_smem, *Ks = Qs + BM * DQKP, *Vt = Ks + BN * DQKP;
 
     const int tid = (int)tl_thread_x(), wave = tid / TL_WAVE, lane = tid % TL_WAVE;
