@@ -58,5 +58,8 @@ int tl_cli_gpu_missing(int built, const char **why);
 /* pictures: `tilelab draw NAME ...` */
 int tl_draw_roofline(int argc, char **argv);
 int tl_draw_mfma(int argc, char **argv);
+/* a whole model step (cli/step_cmd.c) */
+int tl_sim_step(int argc, char **argv);
+int tl_draw_step(int argc, char **argv);
 
 #endif

@@ -99,6 +99,8 @@ int tl_draw_roofline(int argc, char **argv)
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw roofline", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(out, "roofline"))) return rc;
+    for (int i = 0; i < npoints; i++)
+        if ((rc = tl_ops_output_not_input(out, points[i], "--points"))) return rc;
     tl_band band = {0};
     if (band_s && (rc = parse_band(band_s, &band))) return rc;
     tl_hw hw;

@@ -103,6 +103,9 @@ static const hw_field HW_FIELDS[] = {
     FIELD(lds_bytes_per_cu_clk, FIELD_REAL, "B/clock"),
     FIELD(wgmma_bf16_tflops, FIELD_REAL, "TFLOP/s"),
     FIELD(wgmma_fp8_tflops, FIELD_REAL, "TFLOP/s"),
+    FIELD(gemm_bf16_tflops, FIELD_REAL, "TFLOP/s"),
+    FIELD(gemm_fp8_tflops, FIELD_REAL, "TFLOP/s"),
+    FIELD(allreduce_us, FIELD_REAL, "us"),
     FIELD(vgprs_per_simd, FIELD_INT, "registers/lane"),
     FIELD(sgprs_per_simd, FIELD_INT, "registers"),
     FIELD(waves_per_simd, FIELD_INT, "waves"),
@@ -134,8 +137,8 @@ static int hw_list(int argc, char **argv)
     tl_opt opts[] = {TL_OPT_V("--format", &fmt_s), TL_OPT_END};
     tl_format fmt;
     if (tl_opts_parse(argc, argv, opts, "hw list", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
-    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured,"
-                               "bf16_tflops,bf16_measured,fp8_tflops,fp8_measured,fp4_tflops,fp4_measured");
+    tl_table *t = tl_table_new("name,arch,cus,xcds,clock_mhz,hbm_gb,hbm_read_gbps,hbm_read_measured_gbps,"
+                               "bf16_tflops,bf16_measured_tflops,fp8_tflops,fp8_measured_tflops,fp4_tflops,fp4_measured_tflops");
     for (const char *const *n = tl_hw_list(); *n; n++) {
         tl_hw hw;
         if (tl_hw_load(*n, &hw)) {
@@ -174,8 +177,8 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (f->type == FIELD_TEXT) tl_table_str(t, field_text(hw, f));
         else if (f->type == FIELD_INT) tl_table_int(t, field_int(hw, f));
         else tl_table_numf(t, "%.10g", field_real(hw, f));
-        tl_table_str(t, "");
-        tl_table_str(t, "");
+        tl_table_none(t);
+        tl_table_none(t);
         tl_table_str(t, f->unit);
     }
     for (size_t i = 0; i < N_CEILINGS; i++) {
@@ -183,11 +186,11 @@ static tl_table *hw_field_table(const tl_hw *hw, int with_source)
         if (c.datasheet <= 0 && c.measured <= 0) continue;
         tl_table_row(t);
         tl_table_str(t, CEILINGS[i].key);
-        tl_table_str(t, "");
+        tl_table_none(t);
         if (c.datasheet > 0) tl_table_numf(t, "%.10g", c.datasheet);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         if (c.measured > 0) tl_table_numf(t, "%.10g", c.measured);
-        else tl_table_str(t, "");
+        else tl_table_none(t);
         tl_table_str(t, CEILINGS[i].unit);
     }
     return t;
@@ -287,8 +290,49 @@ int tl_cmd_hw(int argc, char **argv) { return tl_dispatch(hw_table, "hw", argc, 
  * =========================================================================================== */
 static const char MODELS_USAGE[] =
     "usage: tilelab models [NAME|CONFIG.json ...] [--format table|csv|json]\n"
-    "Lists the model presets, or the given presets / config.json files as the simulator reads them.\n"
-    "Dense models run in `sim moe` as one expert of width intermediate_size that every token uses.\n";
+    "Lists the model presets, or the given presets / config.json files, as the simulator models them:\n"
+    "experts, top_k, expert_width and shared are what `sim moe` uses (its header prints the same ffn\n"
+    "line). shared counts shared experts of the routed width (Qwen1.5-MoE's one of width 5632 = 4 x\n"
+    "1408 is 4); shared_width is the config's width of one shared expert. A dense model runs as one\n"
+    "expert of width intermediate_size that every token uses (experts 1, top_k 1). not_modelled: the\n"
+    "config keys the simulator does not use (a count in the table; every name with --format csv|json).\n";
+
+/* One row of `models`: the model as tl_model_moe_shape / tl_model_describe give it to sim moe. */
+static int models_row(tl_table *t, const char *spec, tl_format fmt)
+{
+    tl_model m;
+    if (tl_model_load(spec, &m)) return TL_EUSAGE;
+    int E, k, width;
+    tl_model_moe_shape(&m, &E, &k, &width);
+    char ffn[160], count[32], *unused = NULL;
+    tl_model_describe(&m, -1, ffn, sizeof ffn);
+    if (fmt != TL_FMT_TABLE && tl_model_unused_all(spec, &unused)) return TL_EUSAGE;
+    tl_table_row(t);
+    tl_table_str(t, m.name);
+    tl_table_int(t, m.hidden);
+    tl_table_int(t, E);
+    tl_table_int(t, k);
+    tl_table_int(t, width);
+    tl_table_int(t, tl_model_shared_experts(&m));
+    tl_table_int(t, m.n_layers);
+    tl_table_int(t, m.moe_layers);
+    tl_table_int(t, m.dense_width);
+    tl_table_int(t, m.shared_width);
+    tl_table_str(t, ffn);
+    tl_table_int(t, m.n_heads);
+    tl_table_int(t, m.n_kv_heads);
+    tl_table_int(t, m.index_n_heads);
+    tl_table_int(t, m.index_head_dim);
+    tl_table_int(t, m.index_topk);
+    if (m.quant_method[0]) tl_table_str(t, m.quant_method);
+    else tl_table_none(t);
+    snprintf(count, sizeof count, "%d keys", tl_model_unused(&m, NULL, 0)); /* the names are long: csv and json give them */
+    tl_table_str(t, fmt == TL_FMT_TABLE ? count : unused);
+    if (fmt == TL_FMT_TABLE || !m.source[0]) tl_table_none(t);
+    else tl_table_str(t, m.source);
+    free(unused);
+    return 0;
+}
 
 int tl_cmd_models(int argc, char **argv)
 {
@@ -302,37 +346,15 @@ int tl_cmd_models(int argc, char **argv)
     if (npos == 0)
         for (; names[npos] && npos < 32; npos++) pos[npos] = names[npos];
     tl_table *t = tl_table_new("name,hidden,experts,top_k,expert_width,shared,layers,moe_layers,dense_width,"
-                               "heads,kv_heads,index_heads,index_head_dim,index_topk,quant_method,not_modelled,source");
-    for (int i = 0; i < npos; i++) {
-        tl_model m;
-        if (tl_model_load(pos[i], &m)) {
+                               "shared_width,ffn,heads,kv_heads,index_heads,index_head_dim,index_topk,quant_method,"
+                               "not_modelled,source");
+    for (int i = 0; i < npos; i++)
+        if (models_row(t, pos[i], fmt)) {
             tl_table_free(t);
             return TL_EUSAGE;
         }
-        tl_table_row(t);
-        tl_table_str(t, m.name);
-        tl_table_int(t, m.hidden);
-        tl_table_int(t, m.n_experts);
-        tl_table_int(t, m.top_k);
-        tl_table_int(t, m.moe_width);
-        tl_table_int(t, m.n_shared);
-        tl_table_int(t, m.n_layers);
-        tl_table_int(t, m.moe_layers);
-        tl_table_int(t, m.dense_width);
-        tl_table_int(t, m.n_heads);
-        tl_table_int(t, m.n_kv_heads);
-        tl_table_int(t, m.index_n_heads);
-        tl_table_int(t, m.index_head_dim);
-        tl_table_int(t, m.index_topk);
-        tl_table_str(t, m.quant_method);
-        char unused[700], count[32];
-        tl_model_unused(&m, unused, sizeof unused);
-        snprintf(count, sizeof count, "%d keys", m.n_unused); /* the names are long: csv and json give them */
-        tl_table_str(t, fmt == TL_FMT_TABLE ? count : unused);
-        tl_table_str(t, fmt == TL_FMT_TABLE ? "" : m.source);
-    }
-    tl_table_print(t, fmt, "models (config.json fields; 0 = absent; not_modelled: the config keys the "
-                           "simulator does not use, named with --format csv|json)", stdout);
+    tl_table_print(t, fmt, "models (as sim moe models them; config.json fields otherwise, 0 = absent; not_modelled: "
+                           "the config keys the simulator does not use, named with --format csv|json)", stdout);
     tl_table_free(t);
     return 0;
 }
@@ -446,11 +468,12 @@ static int write_overlay(tl_atomic *a, const tl_roofline_report *r, const char *
     }
     json_object_set_new(root, "configurations", pts);
 
-    errno = 0;
-    int st = json_dump_file(root, a->tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    int e = errno;
+    FILE *f = tl_atomic_file(a);
+    const int e = errno;
+    if (f) json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(root);
-    return st != 0 ? tl_write_error(a->path, "the overlay", e) : TL_OK;
+    if (!f) return tl_write_error(a->path, "the overlay", e);
+    return tl_atomic_close(a, "the overlay");
 }
 
 /* Writes every configuration as CSV to the temporary file of a; the caller commits or aborts. */
@@ -476,18 +499,11 @@ static int write_points(tl_atomic *a, const tl_roofline_report *r, const char *l
         tl_table_numf(t, "%.1f", p->bytes / s / 1e9);
         tl_table_str(t, source);
     }
-    int st = TL_OK;
-    FILE *f = fopen(a->tmp, "w");
-    if (!f) {
-        st = tl_error(TL_EFAIL, a->path, "cannot open for writing: %s", strerror(errno));
-    } else {
-        tl_table_print(t, TL_FMT_CSV, NULL, f);
-        errno = 0;
-        int bad = ferror(f) != 0;
-        if ((fclose(f) != 0) | bad) st = tl_write_error(a->path, "the points", errno);
-    }
+    FILE *f = tl_atomic_file(a);
+    int st = f ? TL_OK : tl_write_error(a->path, "the points", errno);
+    if (f) tl_table_print(t, TL_FMT_CSV, NULL, f);
     tl_table_free(t);
-    return st;
+    return st ? st : tl_atomic_close(a, "the points"); /* every write's error, the flush's, the sync's */
 }
 
 /* A reference value and the measured one as a percentage of it; two empty cells when the
@@ -517,8 +533,8 @@ static void ceiling_row(tl_table *t, const tl_roofline_report *r, const char *ke
     tl_table_str(t, unit);
     reference_cells(t, preset.datasheet, measured);
     reference_cells(t, preset.measured, measured);
-    tl_table_str(t, best ? best->kernel : "");
-    tl_table_str(t, best ? best->config : "");
+    if (best) tl_table_str(t, best->kernel), tl_table_str(t, best->config);
+    else tl_table_none(t), tl_table_none(t);
 }
 
 static void print_ceilings(const tl_roofline_report *r, const tl_hw *hw, const char *label,
@@ -674,19 +690,6 @@ static int load_preset(const char *hw_spec, const char *device, tl_hw *hw)
     return 0;
 }
 
-/* Whether paths a and b name one file: the same last component in the same folder (symbolic links
- * in the folders resolved; a folder that does not exist names nothing yet). Checked before anything
- * is measured or printed. */
-static int same_output_file(const char *a, const char *b)
-{
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;
-    char da[4096], db[4096], ra[PATH_MAX], rb[PATH_MAX];
-    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
-    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
-    return realpath(da, ra) && realpath(db, rb) && strcmp(ra, rb) == 0;
-}
-
 static int report(const tl_roofline_report *r, const char *hw_spec, const char *label, tl_format fmt,
                   const char *save, const char *points)
 {
@@ -731,8 +734,14 @@ int tl_bench_roofline(int argc, char **argv)
         (warmup_s && (st = tl_parse_long(warmup_s, 0, 100000, "--warmup", &warmup))) ||
         (gib_s && (st = tl_parse_double(gib_s, "--hbm-gib", &gib))))
         return st;
-    if (save && points && same_output_file(save, points))
+    /* checked before anything is measured or printed: two outputs, or an output and --from, that
+     * are one file (core/tl.h's tl_same_file: the inode, or the resolved name) */
+    if (save && points && tl_same_file(save, points))
         return tl_error(TL_EUSAGE, "bench roofline", "--save and --points name the same file '%s'", points);
+    if (from && save && tl_same_file(from, save))
+        return tl_error(TL_EUSAGE, "bench roofline", "--save '%s' is the --from file: it would replace the result it reads", save);
+    if (from && points && tl_same_file(from, points))
+        return tl_error(TL_EUSAGE, "bench roofline", "--points '%s' is the --from file: it would replace the result it reads", points);
     if (from && (quick || iters_s || warmup_s || gib_s)) /* they shape a measurement; --from makes none */
         return tl_error(TL_EUSAGE, "bench roofline", "--quick, --iters, --warmup and --hbm-gib measure: not with --from");
     if (!(gib >= 0.0625 && gib <= 64.0))

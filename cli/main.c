@@ -20,6 +20,7 @@ static const tl_command bench_table[] = {
 static const tl_command draw_table[] = {
     {"roofline", tl_draw_roofline, "ceilings of a preset with kernels as points", ""},
     {"mfma", tl_draw_mfma, "an MFMA instruction's operands coloured by lane", ""},
+    {"step", tl_draw_step, "a model step's time by op kind at serving points, and against tokens a step", ""},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -52,10 +53,11 @@ static const tl_command top_table[] = {
      "usage: tilelab tour [--out DIR]\n"
      "Prints the format tables, quantization error reports and the MoE model, and writes the\n"
      "pictures under DIR (default tilelab-tour).\n"},
-    {"numerics", tl_cmd_numerics, "number formats: convert, table, quantize",
-     "usage: tilelab numerics convert|table|quantize ...  (tilelab numerics SUB --help)\n"},
+    {"numerics", tl_cmd_numerics, "number formats: convert, table, quantize, attention-error",
+     "usage: tilelab numerics convert|table|quantize|attention-error ...  (tilelab numerics SUB --help)\n"},
     {"hw", tl_cmd_hw, "hardware presets: list, show NAME", "usage: tilelab hw list | tilelab hw show NAME|FILE\n"},
-    {"models", tl_cmd_models, "model presets", "usage: tilelab models [--format table|csv|json]\n"},
+    {"models", tl_cmd_models, "model presets and config.json files as the simulator reads them",
+     "usage: tilelab models [NAME|CONFIG.json ...] [--format table|csv|json]\n"},
     {"sim", tl_cmd_sim, "tile-scheduling model of an op on a hardware preset",
      "usage: tilelab sim OP|paged-decode ...  (tilelab sim SUB --help; tilelab ops lists the ops)\n"},
     {"draw", tl_cmd_draw, "pictures: each op's figures (tilelab draw --help lists them), roofline, mfma",
@@ -78,7 +80,7 @@ static const tl_command top_table[] = {
 
 static void print_top_help(FILE *f)
 {
-    fprintf(f, "tilelab %s: a workbench for GPU kernels of LLM inference (MI355X, MI300X, H200)\n\n"
+    fprintf(f, "tilelab %s: a workbench for GPU kernels of LLM inference (AMD MI355X, MI300X; NVIDIA H100, H200)\n\n"
                "usage: tilelab COMMAND [options]\n\ncommands:\n", TILELAB_VERSION);
     for (const tl_command *c = top_table; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
     fprintf(f, "\n`tilelab help COMMAND` or `tilelab COMMAND --help` for a command's options.\n");
@@ -104,8 +106,13 @@ static int cmd_help(int argc, char **argv)
         char *args[] = {argv[1], argv[2], "--help", NULL};
         return c->fn(3, args);
     }
-    printf("tilelab %s: %s\n%s", c->name, c->summary, c->usage);
-    return 0;
+    printf("tilelab %s: %s\n", c->name, c->summary);
+    if (c->fn == cmd_help || c->fn == cmd_version) { /* the two without a --help of their own */
+        fputs(c->usage, stdout);
+        return 0;
+    }
+    char *args[] = {argv[1], "--help", NULL}; /* one text: `help CMD` is `CMD --help` */
+    return c->fn(2, args);
 }
 
 
@@ -148,6 +155,7 @@ int tl_dispatch_ops(const tl_command *table, const char *group, tl_cmd_fn op_fn,
 
 int main(int argc, char **argv)
 {
+    tl_ignore_sigxfsz(); /* past `ulimit -f` a write fails with EFBIG and says so, instead of a silent kill */
     if (argc < 2) {
         char names[512];
         table_names(top_table, names, sizeof names);

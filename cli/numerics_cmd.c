@@ -83,6 +83,7 @@ static int cmd_convert(int argc, char **argv)
     long lineno = 0, got;
     while ((got = read_line(stdin, line, sizeof line)) >= 0) {
         lineno++;
+        if (lineno == 1 && tl_skip_bom(line) != line) memmove(line, line + 3, (size_t)(got -= 3) + 1);
         int binary = memchr(line, '\0', (size_t)got) != NULL;
         for (long j = 0; j < got && !binary; j++) /* control bytes would garble the error line */
             binary = ((unsigned char)line[j] < 0x20 && !strchr("\t\r\n", line[j])) || line[j] == 0x7f;
@@ -324,7 +325,7 @@ int tl_bench_numerics(int argc, char **argv)
     uint8_t *c8 = malloc(N), *scales = malloc(N / 32 + 1);
     uint16_t *c16 = malloc(N * sizeof *c16);
     double *times = malloc((size_t)runs * sizeof *times);
-    tl_table *t = tl_table_new("kernel,n,runs,median_s,values_per_s,target,meets_target");
+    tl_table *t = tl_table_new("kernel,n,runs,median_s,values_per_s,target_values_per_s,meets_target");
     if (!x || !y || !c8 || !scales || !c16 || !times || !t) rc = tl_error(TL_EFAIL, "bench numerics", "out of memory");
     static const struct {
         bench_kind k;

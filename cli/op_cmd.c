@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../core/op.h"
+#include "../executor/executor.h"
 #include "../kernels/devices.h"
 #include "cli.h"
 
@@ -138,7 +139,7 @@ static void verdict_cells(tl_table *t, const char *label, const char *what, cons
     tl_table_row(t);
     tl_table_str(t, label);
     tl_table_str(t, what);
-    for (int i = 0; i < 6; i++) tl_table_str(t, "");
+    for (int i = 0; i < 6; i++) tl_table_none(t); /* no error metrics: null in JSON, - in text */
     tl_table_str(t, result);
     tl_table_str(t, note);
 }
@@ -166,12 +167,17 @@ static int compare_float(tl_table *t, const char *label, const char *what, const
 {
     tl_err_metrics m;
     memset(&m, 0, sizeof m);
-    char full[700];
+    char full[1000];
     const float *a = ref->data, *b = out->data;
     if (ref->row_len > 0 && ref->n % ref->row_len == 0) {
         tl_compare_rows(a, b, ref->n, ref->row_len, &m);
-        snprintf(full, sizeof full, "worst row %.2g x tol (bound %.3g); %s",
-                 tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0, tol->row_factor, note);
+        /* the worst row's error RMS over the reference's RMS, in units of tol_rel_rms, and the
+         * factor it must stay under (numerics/metrics.h row_factor; 0: rows are not bounded) */
+        const double worst = tol->rel_rms > 0 ? m.worst_row / tol->rel_rms : 0.0;
+        char bound[80];
+        if (tol->row_factor > 0) snprintf(bound, sizeof bound, "must be <= %.3g x", tol->row_factor);
+        else snprintf(bound, sizeof bound, "no per-row bound");
+        snprintf(full, sizeof full, "worst row's rel RMS %.2g x tol_rel_rms (%s); %s", worst, bound, note);
     } else {
         tl_compare(a, b, ref->n, &m);
         snprintf(full, sizeof full, "%s", note);
@@ -278,17 +284,27 @@ static int check_problem(const tl_op *op, void *problem, int use_gpu, tl_table *
     return failed;
 }
 
-/* Parses the row's options and loads the user's files: the problem, or a status. */
+/* Parses the row's options and checks its cases (bench and sim, which take no files). */
+static int parse_cases(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
+{
+    int rc = op->parse(h->n_rest, h->rest, mode, problem);
+    if (!rc && op->check_cases && (rc = op->check_cases(*problem))) {
+        op->free_problem(*problem);
+        *problem = NULL;
+    }
+    return rc;
+}
+
+/* Parses the row's options, loads the user's files and checks the cases: the problem, or a status. */
 static int open_problem(const tl_op *op, const harness_args *h, tl_op_mode mode, void **problem)
 {
     int rc = check_input_names(op, h);
     if (!rc) rc = op->parse(h->n_rest, h->rest, mode, problem);
-    if (!rc && h->n_inputs) {
-        rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
-        if (rc) {
-            op->free_problem(*problem);
-            *problem = NULL;
-        }
+    if (!rc && h->n_inputs) rc = op->load_inputs(*problem, h->inputs, h->n_inputs);
+    if (!rc && op->check_cases) rc = op->check_cases(*problem);
+    if (rc && *problem) {
+        op->free_problem(*problem);
+        *problem = NULL;
     }
     return rc;
 }
@@ -307,6 +323,18 @@ static int check_without_gpu(const tl_op *op, void *problem, tl_table *t, FILE *
     if (failed < 0) return failed;
     int f2 = check_problem(op, problem, 0, t, "", skipped, cap);
     return f2 < 0 ? f2 : failed + f2;
+}
+
+/* What the CPU executor ran for this check, and how fast (bench/README.md quotes it). */
+static void print_executor_stats(FILE *f)
+{
+    tl_emu_stats st;
+    tl_emu_stats_get(&st);
+    const double s = st.seconds > 0 ? st.seconds : 1e-9;
+    fprintf(f, "executor (%s): %lld launches, %lld work-groups, %lld work-items; %lld wave operations (%lld MFMA), "
+               "%lld barriers in %.2f s of launches: %.0f MFMA/s, %.0f wave operations/s\n",
+            tl_device_selected() + 4, st.launches, st.groups, st.items, st.wave_ops, st.mfmas, st.barriers, st.seconds,
+            (double)st.mfmas / s, (double)st.wave_ops / s);
 }
 
 int tl_cmd_check(int argc, char **argv)
@@ -331,6 +359,7 @@ int tl_cmd_check(int argc, char **argv)
     FILE *info = h.fmt == TL_FMT_TABLE ? stdout : stderr; /* machine-readable output is only that */
     op->describe(problem, info);
     tl_table *t = tl_table_new("case,compared,max_abs,max_rel,rel_rms,nmse,tol_rel_rms,nan,result,notes");
+    tl_emu_stats_reset();
     char skipped[1024] = "";
     int failed = !t ? -tl_error(TL_EFAIL, "check", "out of memory") : 0;
     if (!failed && !no_gpu) failed = check_problem(op, problem, 1, t, "", NULL, 0);
@@ -351,6 +380,7 @@ int tl_cmd_check(int argc, char **argv)
         if (skipped[0])
             fprintf(info, "not checked: %s (the naive loop would take too long on this CPU; the GPU check covers "
                           "them in a GPU build)\n", skipped);
+        if (!no_gpu && tl_device_is_emu()) print_executor_stats(info);
         if (failed) status = tl_error(TL_EFAIL, "check", "%d of %d comparisons failed", failed, tl_table_rows(t));
         else if (tl_table_rows(t) == 0) fprintf(info, "nothing was compared\n");
         else fprintf(info, "all %d comparisons passed%s\n", tl_table_rows(t), skipped[0] ? " (some cases not checked)" : "");
@@ -391,6 +421,30 @@ static int write_outputs(const harness_args *h, const tl_op_outputs *out, FILE *
     return 0;
 }
 
+/* Before anything runs: two --output files that are one file (the second would silently replace the
+ * first), an output named twice, or an output that is an --input file (the answer would replace
+ * the data it was computed from) are usage errors. One file: tl_same_file (the inode where both
+ * exist, else the resolved name). */
+static int check_output_aliases(const harness_args *h)
+{
+    for (int i = 0; i < h->n_outputs; i++) {
+        const tl_op_file *a = &h->outputs[i];
+        for (int j = 0; j < i; j++) {
+            const tl_op_file *b = &h->outputs[j];
+            if (strcmp(a->name, b->name) == 0)
+                return tl_error(TL_EUSAGE, "--output", "'%s' is given twice", a->name[0] ? a->name : "the first output");
+            if (tl_same_file(a->path, b->path))
+                return tl_error(TL_EUSAGE, "--output", "%s and %s are one file '%s': each output needs its own",
+                                b->name[0] ? b->name : "the first output", a->name[0] ? a->name : "the first output", a->path);
+        }
+        for (int j = 0; j < h->n_inputs; j++)
+            if (tl_same_file(a->path, h->inputs[j].path))
+                return tl_error(TL_EUSAGE, "--output", "'%s' is the --input %s: it would replace the data it is computed from",
+                                a->path, h->inputs[j].name);
+    }
+    return 0;
+}
+
 int tl_cmd_run(int argc, char **argv)
 {
     const tl_op *op = NULL;
@@ -406,6 +460,7 @@ int tl_cmd_run(int argc, char **argv)
             rc = tl_error(TL_EUSAGE, "run", "%s needs --input %s=FILE.npy (%s)", op->name, in->name, in->what);
     }
     if (!rc && !h.n_outputs) rc = tl_error(TL_EUSAGE, "run", "needs --output FILE.npy");
+    if (!rc) rc = check_output_aliases(&h);
     const int gpu = h.device && strcmp(h.device, "cpu") != 0; /* gpu, or the executor */
     const char *no_gpu = NULL;
     if (!rc && gpu && !(rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) && no_gpu)
@@ -441,7 +496,7 @@ int tl_bench_op(int argc, char **argv)
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "bench", "--input and --output are for check and run");
     if (!rc && tl_device_is_emu())
         rc = tl_error(TL_EUSAGE, "bench", "--device %s is the CPU executor, which has no timing (bench needs a GPU)", h.device);
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_BENCH, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_BENCH, &problem);
     const char *no_gpu = NULL;
     if (!rc && ((rc = tl_cli_gpu_missing(op->gpu_built(), &no_gpu)) || no_gpu)) {
         op->free_problem(problem);
@@ -480,7 +535,7 @@ int tl_sim_op(int argc, char **argv)
     if (rc) return rc;
     void *problem = NULL;
     if (h.n_inputs || h.n_outputs) rc = tl_error(TL_EUSAGE, "sim", "--input and --output are for check and run");
-    if (!rc) rc = op->parse(h.n_rest, h.rest, TL_OP_SIM, &problem);
+    if (!rc) rc = parse_cases(op, &h, TL_OP_SIM, &problem);
     tl_table *t = NULL;
     if (!rc) {
         op->describe(problem, h.fmt == TL_FMT_TABLE ? stdout : stderr);
@@ -517,7 +572,7 @@ int tl_cmd_ops(int argc, char **argv)
     int rc = tl_opts_parse(argc, argv, opts, "ops", NULL, 0, NULL);
     if (!rc && fmt_s) rc = tl_parse_format(fmt_s, &fmt);
     if (rc) return rc;
-    tl_table *t = tl_table_new("op,dtypes,verbs,figures,inputs,arch,compiled,run,this_build");
+    tl_table *t = tl_table_new("op,dtypes,verbs,figures,inputs,arch,compiled,executed,run,this_build");
     if (!t) return tl_error(TL_EFAIL, "ops", "out of memory");
     for (int i = 0; tl_ops[i]; i++) {
         const tl_op *op = tl_ops[i];
@@ -536,6 +591,8 @@ int tl_cmd_ops(int argc, char **argv)
             tl_table_str(t, ins);
             tl_table_str(t, x->arch);
             tl_table_str(t, x->compiled);
+            if (x->executed) tl_table_str(t, x->executed);
+            else tl_table_none(t);
             tl_table_str(t, x->run);
             tl_table_str(t, op->gpu_built() ? "gpu kernels" : "cpu only");
         }

@@ -171,6 +171,7 @@ static const tl_command sim_table[] = {
     {"amd-code", sim_amd_code, "AMD kernels' registers and hot loops from their assembly, beside llvm-mca", ""},
     {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
     {"dispatch", tl_quant_sim_dispatch, "MoE dispatch payload: bytes a token by format, all-gather time", ""},
+    {"step", tl_sim_step, "a whole model step from the ops' own models: time by op kind and layer", ""},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -35,7 +35,11 @@
  *               KV latent [B][max_len][576] bf16 or fp8; k_scale [B][max_len] float32 (fp8 only;
  *               the same scale for the key and the value dims); v, v_scale: NULL
  *               topk [B][T][k] int32 (k = 0: no sparse scope; W = 0: no window)
- *   both        lens [B] int32 (in the shape), O [rows][H][dv] float32, LSE [rows][H] float32.
+ *   both        lens [B] int32 (in the shape), O [rows][H][dv] float32, LSE [rows][H] float32, with
+ *               rows = tl_decode_rows: B (paged: row b) or B x T (dual-scope: row b x T + t, query
+ *               token t of request b). Row-major, dual-scope's [rows] is the same memory as [B][T];
+ *               `run decode` writes its .npy files in that shape: O [B][H][dv] and LSE [B][H]
+ *               (paged), O [B][T][H][dv] and LSE [B][T][H] (dual-scope), as Q is given.
  *
  * Split-KV. A row's keys are a stream of slots, cut into `shards` contiguous ranges of whole granules
  * (tl_decode_shard_range, the one definition every part uses); shard s of row r runs an online

@@ -287,13 +287,38 @@ static inline int tl_moe_tiles_per_item(const tl_moe_shape *s, int stage)
 #define TL_MOE_PF2_NB 128
 #define TL_MOE_PF2_ABOX 64
 
-/* Whether the prefill kernel can run this shape's stage `stage`: bf16; stage 1: hidden a multiple
- * of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; stage 2: the width (its K) a multiple
- * of TL_MOE_PF_KSTEP and hidden of TL_MOE_PF2_NB. The build and device must have wgmma too (sm_90a):
- * the caller's check (kernels/moe.hip; the model: an sm_90 preset). */
+/* fp8's prefill kernels, both stages (kernels/moe_prefill.hip, moe_prefill_fp8<STAGE>): the bf16
+ * kernels' items (groups of TL_MOE_PF_ROWS rows; stage 1 n-blocks of TL_MOE_PF_NB SwiGLU columns,
+ * stage 2 of TL_MOE_PF2_NB output columns) and ring geometry (a producer warpgroup, two computing
+ * ones, one block an SM), with K steps of TL_MOE_PF8_KSTEP E4M3 values: one 1x128 activation scale
+ * group and one 128 x 128 weight block a step, whose products (wgmma m64n128k32 E4M3 from shared
+ * memory, TL_MOE_PF8_KSTEP / 32 of them a computing warpgroup) are summed in the E4M3 accumulator
+ * and then added times the step's two scales into float32 sums. Both operands land by 16-byte
+ * cp.async copies (stage 1's A gathered by token, stage 2's the group's own rows of Q2's codes; the
+ * weights from their packed chunks, kernels/moe_pack.h), a ring of TL_MOE_PF8_STAGES steps of
+ * (TL_MOE_PF_ROWS + 128) x TL_MOE_PF8_KSTEP bytes; padding rows are not copied. */
+#define TL_MOE_PF8_KSTEP 128
+#define TL_MOE_PF8_STAGES 6
+/* Where the device runs wgmma and tensor copies, the fp8 prefill kernels' weights (and stage 2's
+ * activation rows) land by tensor copies instead: the launcher uploads a second, rows-layout copy of
+ * W1 and W2 for them (boxes of 64 W1 rows and of 128 W2 rows, 128 codes wide, 128-byte swizzle;
+ * stage 2's rows in boxes of TL_MOE_PF2_ABOX, padding and rows past the group included);
+ * stage 1's gathered rows and every scale stay cp.async's. tl_moe_fp8_tma_off turns it off. */
+
+/* Whether the prefill kernel can run this shape's stage `stage`: bf16 or fp8; bf16 stage 1: hidden
+ * a multiple of TL_MOE_PF_KCHUNK and the width (per GPU) of TL_MOE_PF_NB; bf16 stage 2: the width
+ * (its K) a multiple of TL_MOE_PF_KSTEP and hidden of TL_MOE_PF2_NB; fp8: K (hidden, then the width)
+ * a multiple of TL_MOE_PF8_KSTEP and the n-block's columns (the width, then hidden) of TL_MOE_PF_NB,
+ * then TL_MOE_PF2_NB. The build and device must have wgmma too (sm_90a): the caller's check
+ * (kernels/moe.hip; the model: an sm_90 preset). */
 static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
 {
-    if (s->dtype != TL_MOE_BF16 || s->hidden <= 0 || s->width <= 0) return 0;
+    if (s->hidden <= 0 || s->width <= 0) return 0;
+    if (s->dtype == TL_MOE_FP8) {
+        if (stage == 1) return s->hidden % TL_MOE_PF8_KSTEP == 0 && s->width % TL_MOE_PF_NB == 0;
+        return stage == 2 && s->width % TL_MOE_PF8_KSTEP == 0 && s->hidden % TL_MOE_PF2_NB == 0;
+    }
+    if (s->dtype != TL_MOE_BF16) return 0;
     if (stage == 1) return s->hidden % TL_MOE_PF_KCHUNK == 0 && s->width % TL_MOE_PF_NB == 0;
     return stage == 2 && s->width % TL_MOE_PF_KSTEP == 0 && s->hidden % TL_MOE_PF2_NB == 0;
 }
@@ -305,9 +330,11 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
  * and Kimi-K2.6, full width and TP8, M = 64..16384).
  * Stage 1: the prefill kernel's item streams its expert's 128 weight rows whatever its group's
  * real rows, so it wins once groups fill: from an expected r = M k / E >= TL_MOE_PF_MIN_ROWS
- * routed rows per expert. The models cross between r = 48 (prefill up to 5% slower) and r = 64
- * (faster) on all eight (model, TP, preset) pairs: there both paths are bound by their SMs' load
- * streams, not by HBM, so the h100 and h200 presets agree.
+ * routed rows per expert. With its weights by tensor copies (moe_prefill_s1's default form, from
+ * W1's rows copy) the models cross between r = 21 (prefill 1-3% slower) and r = 32 (4-49%
+ * faster) on all eight (model, TP, preset) pairs, r = 24 within 3% either way (DeepSeek-V3.2 from
+ * M = 768, Kimi-K2.6 from M = 1152); with the packed weights by cp.async (tl_moe_bf16_tma_off)
+ * they crossed between r = 48 and 64, the switch this rule had before (56).
  * Stage 2: from r >= TL_MOE_PF2_MIN_ROWS where its K, the width, is at least TL_MOE_PF2_LONG_K
  * (full width: the models cross between r = 24 and 40), else from r >= TL_MOE_PF2_MIN_ROWS_SHORT
  * (TP8's width 256: an item of 4 K steps, whose fixed gap - the group scan, a round trip, the
@@ -316,16 +343,32 @@ static inline int tl_moe_prefill_fits(const tl_moe_shape *s, int stage)
  * kernel is 7% slower than moe_gemm on the h100 preset and 18% faster on the h200 one (its waves
  * are bound by HBM, moe_gemm's by the SMs' load streams); the rule takes the prefill kernel
  * there, the test names that point. Widths between 256 and 1024 are unmodelled by the test. */
-#define TL_MOE_PF_MIN_ROWS 56
+#define TL_MOE_PF_MIN_ROWS 24
 #define TL_MOE_PF2_MIN_ROWS 32
 #define TL_MOE_PF2_MIN_ROWS_SHORT 80
 #define TL_MOE_PF2_LONG_K 1024
+/* fp8 (moe_prefill_fp8, its tensor-copy form: TL_MOE_PF8_*), the same kind of rule from the same
+ * models (tl_moe_tilelab_kernel_gemm against the fp8 term of tl_moe_tilelab_kernel_prefill, random
+ * routing seed 1, DeepSeek-V3.2 and Kimi-K2.6): stage 1 from r >= TL_MOE_PF8_MIN_ROWS (the
+ * prefill kernel 1-5% slower at r = 12, within 3% at r = 16, faster above, full width and TP8, both
+ * presets); stage 2 from r >= TL_MOE_PF8_2_MIN_ROWS at a width of at least TL_MOE_PF2_LONG_K, from
+ * TL_MOE_PF8_2_MIN_ROWS_SHORT below (TP8's width 256: 2 K steps an item, so the wave gap weighs).
+ * There the presets disagree: at full width and r = 24 the prefill kernel is 7% slower than
+ * moe_gemm on the h100 preset and 21% faster on the h200 one (Kimi-K2.6 at r = 21: 16% slower, 6%
+ * faster); at TP8 DeepSeek-V3.2's M = 3072-4096 (r = 96-128) are 1-2% slower on the h100 preset and
+ * 9-13% faster on the h200 one; tests/test_sim_moe.c holds the rule to 15% of the faster path at
+ * the points where the presets' faster paths differ, to 5% elsewhere. */
+#define TL_MOE_PF8_MIN_ROWS 16
+#define TL_MOE_PF8_2_MIN_ROWS 24
+#define TL_MOE_PF8_2_MIN_ROWS_SHORT 192
 static inline int tl_moe_uses_prefill(const tl_moe_shape *s, int stage)
 {
     if (!tl_moe_prefill_fits(s, stage)) return 0;
     const long long rk = (long long)s->tokens * s->top_k, e = s->n_experts > 0 ? s->n_experts : 1;
-    const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS
-                         : s->width >= TL_MOE_PF2_LONG_K ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
+    const int long_k = s->width >= TL_MOE_PF2_LONG_K;
+    if (s->dtype == TL_MOE_FP8)
+        return rk >= (long long)(stage == 1 ? TL_MOE_PF8_MIN_ROWS : long_k ? TL_MOE_PF8_2_MIN_ROWS : TL_MOE_PF8_2_MIN_ROWS_SHORT) * e;
+    const int min_rows = stage == 1 ? TL_MOE_PF_MIN_ROWS : long_k ? TL_MOE_PF2_MIN_ROWS : TL_MOE_PF2_MIN_ROWS_SHORT;
     return rk >= (long long)min_rows * e;
 }
 
@@ -337,6 +380,24 @@ static inline int tl_moe_prefill_forced(void)
 {
     const char *v = getenv("TILELAB_MOE_PREFILL");
     return v && strcmp(v, "1") == 0 ? 1 : v && strcmp(v, "0") == 0 ? 0 : -1;
+}
+
+/* TILELAB_MOE_FP8_TMA=0: fp8's prefill kernels read the packed weights by cp.async (and stage 2
+ * its activation rows too) instead of the weights' rows copy and stage 2's rows by tensor copies,
+ * for timing both forms (A/B); the launcher (kernels/moe.hip) and the model (simulator/moe.c) read
+ * it alike. 1 when it is "0", else 0. Host code only. */
+static inline int tl_moe_fp8_tma_off(void)
+{
+    const char *v = getenv("TILELAB_MOE_FP8_TMA");
+    return v && strcmp(v, "0") == 0;
+}
+/* TILELAB_MOE_BF16_TMA=0: the same for bf16 stage 1's prefill kernel (moe_prefill_s1), whose
+ * tensor-copy form lands W1's gate and up rows from a rows-layout copy of W1 (its gathered rows stay
+ * cp.async's). */
+static inline int tl_moe_bf16_tma_off(void)
+{
+    const char *v = getenv("TILELAB_MOE_BF16_TMA");
+    return v && strcmp(v, "0") == 0;
 }
 
 /* The most tiles a worklist of this shape can have: floor(M*k / 16) + min(E, M*k). */

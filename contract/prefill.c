@@ -38,23 +38,17 @@ int tl_prefill_dtype_parse(const char *s, tl_prefill_dtype *out)
 
 const char *tl_prefill_dtype_name(tl_prefill_dtype d) { return d == TL_PREFILL_FP8 ? "fp8" : "bf16"; }
 
-/* Parses "A", "AxB" or "AxBxC" of positive decimal ints (each < 10^6) into v; returns how many, or
- * 0 when the text is not of that form. */
-static int parse_dims(const char *s, long v[3])
+/* Parses "A", "AxB", "AxBxC" or "AxBxCxD" of decimal ints in [0, 10^6) (tl_scan_ints) into v;
+ * returns how many, or 0 when the text is not of that form. */
+static int parse_dims(const char *s, long v[4])
 {
-    int n = 0;
-    const char *p = s;
-    while (n < 3) {
-        if (*p < '0' || *p > '9') return 0;
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end - p > 6) return 0;
-        v[n++] = x;
-        if (*end == '\0') return n;
-        if (*end != 'x') return 0;
-        p = end + 1;
+    long long w[4];
+    int n = tl_scan_ints(s, 'x', w, 4);
+    for (int i = 0; i < n; i++) {
+        if (w[i] < 0 || w[i] >= 1000000) return 0;
+        v[i] = (long)w[i];
     }
-    return 0;
+    return n;
 }
 
 int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out)
@@ -70,7 +64,7 @@ int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out)
             out->dqk = PRESETS[i].dqk, out->dv = PRESETS[i].dv;
             return TL_OK;
         }
-    long v[3];
+    long v[4];
     int n = parse_dims(text, v);
     if (n == 2) {
         out->heads = out->kv_heads = (int)v[0];
@@ -82,7 +76,13 @@ int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out)
         out->dqk = out->dv = (int)v[2];
         return TL_OK;
     }
-    return tl_error(TL_EUSAGE, "--shape", "'%s' is not mistral-7b, qwen3-8b, deepseek-v2-lite, HxD or HxKVxD", text);
+    if (n == 4) { /* MLA's expanded heads: q.k and value dims differ (GLM-5: 256 / 256, DeepSeek: 192 / 128) */
+        out->heads = (int)v[0], out->kv_heads = (int)v[1];
+        out->dqk = (int)v[2], out->dv = (int)v[3];
+        return TL_OK;
+    }
+    return tl_error(TL_EUSAGE, "--shape", "'%s' is not mistral-7b, qwen3-8b, deepseek-v2-lite, HxD, HxKVxD or "
+                    "HxKVxDQKxDV", text);
 }
 
 int tl_prefill_shape_check(const tl_prefill_shape *s)

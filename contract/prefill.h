@@ -5,8 +5,25 @@
  * The function. For query row i (0 <= i < seq) of query head h, reading KV head g = h / (H / Hkv):
  *     s_j  = scale * (Q[i][h][:] . K[j][g][:])          j in J(i) = [0, i] (causal) or [0, seq)
  *     LSE  = log sum_{j in J(i)} exp(s_j)                (natural log, float32)
- *     O    = sum_{j in J(i)} exp(s_j - LSE) V[j][g][:]   ([dv], stored bf16, RNE)
+ *     O    = sum_{j in J(i)} exp(s_j - LSE) V[j][g][:]   ([dv]; see "who computes what" for its type)
  * Queries and keys are the same tokens (no cache prefix), so J(i) is never empty.
+ *
+ * Who computes what.
+ *   The reference (reference/prefill.c, tl_prefill_reference) computes the function above on the
+ *   quantized inputs and nothing else: Q, K, V decoded (bf16, or fp8 codes x scales) and widened to
+ *   double; scores, softmax and P.V in double (online over 128-key blocks); P never rounded; O and
+ *   LSE rounded once, to float32. `run prefill --device cpu` writes that O: float32 [seq][H][dv].
+ *   The kernel (kernels/prefill.hip) computes the same function with three roundings more: its Q.K
+ *   accumulator (float32; 13 mantissa bits in Hopper's E4M3 wgmma), P = exp(s - m) rounded before
+ *   P.V (to bf16 in the BF16 kernel; to E4M3 by the FP8 rule below in the FP8 kernel), and O stored
+ *   bf16 (RNE). `run prefill --device gpu` writes that bf16 O widened to float32 (exactly).
+ *   The tolerance covers the gap (ops/prefill.c tolerances()): numerics/softmax.h's bound
+ *   (tl_softmax_tolerance) with acc_bits = the kernel's accumulator and pv_bits = P's mantissa bits
+ *   into P.V (8 for bf16, 4 for E4M3: unit roundoffs 2^-8, 2^-4), plus O's bf16 store (relative RMS
+ *   2^-8 / sqrt 3) in quadrature. O is judged by its relative RMS (a max_abs bound, one magnitude
+ *   for all, does not fit O, whose magnitude falls along the causal rows), LSE by its own bound;
+ *   NaN never passes. tl_prefill_reference_f64_p applies the FP8 P rule to the reference alone, to
+ *   measure that term by itself (numerics attention-error); the check does not use it.
  *
  * Shapes. H query heads on Hkv KV heads (H a multiple of Hkv: GQA); q.k dim dqk, value dim dv:
  *   mistral-7b        H 32, Hkv 8,  dqk 128, dv 128  (Mistral-7B-v0.1 config.json: 32 / 8 heads, 4096 / 32)
@@ -20,17 +37,16 @@
  *   q_scale [H][nblk], k_scale [Hkv][nblk], v_scale [Hkv][nblk] float32 (fp8 only), nblk =
  *       ceil(seq / 128): one scale per block of 128 rows (tokens) per head, covering the block's
  *       rows x the head's dim; value = decode(code) x scale, exact in double.
- *   O [seq][H][dv] bf16, LSE [H][seq] float32.
+ *   O [seq][H][dv]: bf16 from the kernel, float32 from the reference; LSE [H][seq] float32.
  * FP8 quantization of one block (tl_prefill_quantize_fp8, the one definition): amax over the block's
  * elements, scale = tl_bfp8_scale(E4M3FN, amax, 0) = max(amax, 1e-4) / 448, code = RNE saturating
  * encode of x / scale (numerics/blockfp8.h's rule, over a 128 x dim block).
  *
- * P in the FP8 kernel (the contract): the probabilities P = exp(s - m), m the running row max, lie
+ * P in the FP8 kernel (the kernel's rule; the reference does not apply it): the probabilities P = exp(s - m), m the running row max, lie
  * in [0, 1]; they are quantized to E4M3FN with the fixed scale 1/448: code = encode(P x 448) (RNE,
  * saturating; tl_prefill_p_code), and the PV product is divided by 448 in float32 (tl_prefill_p_value). No per-block amax for P (m makes
  * its max 1 already), smallest nonzero P kept 2^-9 / 448 ~ 4.4e-6. The BF16 kernel rounds P to bf16.
- * The references keep P exact (softmax in double): its rounding is part of a kernel's error budget,
- * not of the inputs; tl_prefill_reference_f64_p applies this rule to measure it.
+ * This rounding is part of the kernel's error budget (above), not of the function.
  *
  * Plain C: host and device code include it alike.
  */
@@ -70,7 +86,7 @@ int tl_prefill_dtype_parse(const char *s, tl_prefill_dtype *out);
 const char *tl_prefill_dtype_name(tl_prefill_dtype d);
 
 /* Fills heads, kv_heads, dqk, dv from a preset name (mistral-7b, qwen3-8b, deepseek-v2-lite) or
- * "HxD" (H heads on H KV heads, dqk = dv = D) or "HxKVxD" (GQA); seq, causal (1), scale (0) and
+ * "HxD" (H heads on H KV heads, dqk = dv = D), "HxKVxD" (GQA) or "HxKVxDQKxDV" (dqk and dv apart: MLA); seq, causal (1), scale (0) and
  * dtype (bf16) are set to defaults. TL_EUSAGE naming the text for anything else (the numbers are
  * checked by tl_prefill_shape_check, after seq is set). */
 int tl_prefill_shape_parse(const char *text, tl_prefill_shape *out);

@@ -19,14 +19,18 @@
  *              it: x is [tokens][heads][128], one float32 scale per 128-token block per head =
  *              numerics/blockfp8.h's 128 x 128 weight tiles of the [tokens][heads x 128] matrix;
  *              scales [ceil(rows/128)][heads]. With hadamard, each head's 128-vector is first
- *              rotated by numerics/rotate.h's tl_fwht (orthonormal Walsh-Hadamard, the same
- *              butterfly order and the final multiply by (float)(1/sqrt(128))), as attention's
- *              "incoherent processing" does to Q and K.
+ *              rotated by numerics/rotate.h's tl_fwht, as attention's "incoherent processing" does
+ *              to Q and K: the Sylvester-ordered Walsh-Hadamard matrix (natural order, no bit
+ *              reversal or sequency sort) in 7 butterfly stages of strides h = 1, 2, 4, 8, 16, 32,
+ *              64, in that order; at stride h every pair (j, j + h) with j mod 2h < h becomes
+ *              (x[j] + x[j+h], x[j] - x[j+h]) in float32; after the last stage every value is
+ *              multiplied by (float)(1/sqrt(128)) once. The kernel keeps this order (float adds do
+ *              not reassociate: another order would change bits).
  *   dispatch   the MoE dispatch record (below): fp8's codes and scales of the token's hidden state
  *              (E4M3FN, layout row) plus its routing, one contiguous record a token.
  *
  * Special values, as numerics gives them (tested; the kernels write the same):
- *   fp8 family: amax ignores NaN (fmaxf); an all-zero or tiny group gets scale 1e-4 / max (never NaN,
+ *   fp8 family: amax ignores NaN (sNaN too); an all-zero or tiny group gets scale 1e-4 / max (never NaN,
  *     never 0); a NaN element encodes to the NaN code of its sign (E4M3FN 0x7F | sign, FNUZ 0x80);
  *     a group holding +-Inf has scale +Inf, its finite elements encode to +-0 and its infinities to
  *     NaN: the quantizer divides Inf / Inf, whose default NaN has its sign set on x86-64 (code 0xFF;
@@ -43,8 +47,11 @@
  *   [K, K + K/32)            K/128 float32 scales (1 x 128 groups)
  *   then 4 topk bytes        the routed experts' ids, int32
  *   then 4 topk bytes        their router weights, float32
- *   then 8 bytes             where the token comes from: its row on the source rank (int32) and the
- *                            source rank (int32), which the combine sends the output back to
+ *   then 8 bytes             where the token comes from: its row on the source rank (int32: the
+ *                            row r of x that the record was made from) and the source rank (int32,
+ *                            the caller's: `run quant --src-rank R`, default 0; check and bench
+ *                            write 3, so that a field left unwritten cannot pass), which the combine
+ *                            sends the output back to
  *   then 0 or 4 bytes        zero padding to a multiple of 8 (K = 128 x an odd number)
  * GLM-5 (hidden 6144, top-8): 6,144 + 192 + 32 + 32 + 8 = 6,408 bytes, the seed's figure; BF16 is
  * 2 x 6,144 = 12,288 (the seed's baseline moves the hidden state only: the router ran after the
@@ -155,7 +162,8 @@ float tl_quant_hadamard_scale(void);
 #define TL_QUANT_E2M1_EMAX 2
 #define TL_QUANT_E2M1_MAX_MANT 0x400000u /* 6 = 1.5 x 2^2 */
 
-/* |x|'s bits when x is not NaN, else 0: the largest over a group is its amax as fmaxf finds it. */
+/* |x|'s bits when x is not NaN (quiet or signalling), else 0: the largest over a group is its amax
+ * as tl_code_max_no_nan finds it. */
 TL_QUANT_FN uint32_t tl_quant_abs_bits_no_nan(float x)
 {
     const uint32_t a = tl_code_f32_bits(x) & 0x7FFFFFFFu;

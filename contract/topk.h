@@ -119,11 +119,23 @@ TL_KEY_FN int tl_topk_stream_cap(int k)
     if (c < 2 * kp) c = 2 * kp;
     return c < 4096 ? 4096 : c;
 }
-/* The stream path's shared memory a block: the buffer, the cut's destination (k rounded up to a
- * power of two) and a histogram of TL_TOPK_BINS_32 words. */
-static inline size_t tl_topk_stream_smem(int k)
+/* The stream path's shared memory a block with a buffer of cap ranks: the buffer, the cut's
+ * destination (k rounded up to a power of two) and a histogram of TL_TOPK_BINS_32 words. */
+static inline size_t tl_topk_stream_smem_cap(int k, int cap)
 {
-    return (size_t)tl_topk_stream_cap(k) * 8 + (size_t)tl_topk_pow2(k) * 8 + 4 * TL_TOPK_BINS_32;
+    return (size_t)cap * 8 + (size_t)tl_topk_pow2(k) * 8 + 4 * TL_TOPK_BINS_32;
+}
+static inline size_t tl_topk_stream_smem(int k) { return tl_topk_stream_smem_cap(k, tl_topk_stream_cap(k)); }
+/* The buffer a device whose blocks may use smem_limit bytes of shared memory runs: tl_topk_stream_cap(k),
+ * halved while it does not fit (down to 2 x the power of two k rounds up to); 0 when even that does
+ * not fit. k = 2048 on gfx942's 64 KiB LDS: 4096 ranks (56 KiB) instead of 8192 (88 KiB). The
+ * kernel takes it as an argument; host and model compute it the same way. */
+static inline int tl_topk_stream_cap_fit(int k, size_t smem_limit)
+{
+    int cap = tl_topk_stream_cap(k);
+    const int least = 2 * tl_topk_pow2(k);
+    while (cap > least && tl_topk_stream_smem_cap(k, cap) > smem_limit) cap /= 2;
+    return tl_topk_stream_smem_cap(k, cap) <= smem_limit ? cap : 0;
 }
 
 /* The points of a block's life the kernel's trace records (kernels/topk.h, tl_topk_gpu_trace), in

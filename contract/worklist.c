@@ -23,10 +23,8 @@ int tl_routing_parse(const char *spec, tl_routing *out)
         return 0;
     }
     if (strncmp(spec, "zipf:", 5) == 0) {
-        char *end;
-        errno = 0;
-        double s = strtod(spec + 5, &end);
-        if (spec[5] == '\0' || *end != '\0' || errno || !isfinite(s) || s < 0 || s > ZIPF_MAX_S)
+        double s = -1;
+        if (tl_scan_real(spec + 5, &s) || s < 0 || s > ZIPF_MAX_S)
             return tl_error(TL_EUSAGE, "--routing", "'%s': zipf:S needs a number S in [0, %g]", spec,
                             ZIPF_MAX_S);
         out->kind = TL_ROUTE_ZIPF;
@@ -224,21 +222,16 @@ static int trace_line(trace_read *t, int lineno, char **field, int n, int32_t *i
         return tl_error(TL_EUSAGE, "--routing", "%s:%d: %s weights, the lines before %s", t->path, lineno,
                         weighted ? "has" : "has no", weighted ? "have none" : "have them");
     for (int s = 0; s < k; s++) {
-        char *end;
-        errno = 0;
-        long v = isdigit((unsigned char)field[s][0]) ? strtol(field[s], &end, 10) : -1;
-        if (v < 0 || errno || *end != '\0') {
-            if (field[s][0] == '-' && isdigit((unsigned char)field[s][1]))
-                return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %s outside [0, %d)", t->path, lineno,
-                                field[s], t->n_experts);
+        long long v = -1;
+        const int got = tl_scan_int(field[s], &v);
+        if (got == TL_NUM_SYNTAX)
             return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id '%.40s' is not an integer", t->path, lineno,
                             field[s]);
-        }
-        if (v >= t->n_experts)
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %ld outside [0, %d)", t->path, lineno, v,
-                            t->n_experts);
+        if (got == TL_NUM_RANGE || v < 0 || v >= t->n_experts)
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert id %.40s outside [0, %d)", t->path, lineno,
+                            field[s], t->n_experts);
         if (already(ids, s, (int32_t)v))
-            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert %ld appears twice", t->path, lineno, v);
+            return tl_error(TL_EUSAGE, "--routing", "%s:%d: expert %lld appears twice", t->path, lineno, v);
         ids[s] = (int32_t)v;
     }
     double sum = 0;
@@ -248,12 +241,12 @@ static int trace_line(trace_read *t, int lineno, char **field, int n, int32_t *i
             sum += 1.0;
             continue;
         }
-        char *end, *f = field[k + s];
-        errno = 0;
-        double v = strtod(f, &end);
-        if (end == f || *end != '\0')
+        const char *f = field[k + s];
+        double v = 0;
+        const int got = tl_scan_real(f, &v);
+        if (got == TL_NUM_SYNTAX)
             return tl_error(TL_EUSAGE, "--routing", "%s:%d: weight '%.40s' is not a number", t->path, lineno, f);
-        if (!isfinite(v) || v <= 0)
+        if (got == TL_NUM_RANGE || v <= 0)
             return tl_error(TL_EUSAGE, "--routing", "%s:%d: weight %.40s of expert %d: weights must be finite and "
                             "> 0", t->path, lineno, f, (int)ids[s]);
         w[s] = v;
@@ -291,7 +284,7 @@ static int trace_read_file(trace_read *t)
                           got > TRACE_LINE_MAX ? "line too long" : "not text (a NUL byte)");
             break;
         }
-        char *p = line;
+        char *p = lineno == 1 ? (char *)tl_skip_bom(line) : line;
         while (*p == ' ' || *p == '\t') p++;
         if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0') continue;
         if (t->tokens == TL_ROUTE_TRACE_MAX_TOKENS) {

@@ -1,6 +1,7 @@
 /* NumPy .npy reading and writing (core/npy.h). */
 #include "npy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,59 +37,125 @@ void tl_npy_shape_str(const tl_npy *a, char *buf, size_t n)
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-/* The value of `key` in the header dict: a pointer just past "'key':" and its spaces, or NULL. */
-static const char *dict_value(const char *hdr, const char *key)
+/* ---- the header: a Python dict literal with exactly the keys 'descr' (a string),
+ * 'fortran_order' (True or False) and 'shape' (a tuple of integers), in any order, each once, an
+ * optional trailing comma; then blanks and the newline that pads it. numpy's reader refuses the same
+ * things (other keys, a missing one, a value of another type). ---- */
+
+static void skip_blanks(const char **p)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(hdr, pat);
-    if (!p) return NULL;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    if (*p != ':') return NULL;
-    p++;
-    while (*p == ' ') p++;
-    return p;
+    while (**p == ' ' || **p == '\t') (*p)++;
 }
 
-/* Parses the header dict into a's type, ndim and shape; TL_EUSAGE naming path otherwise. */
-static int parse_header(const char *path, const char *hdr, tl_npy *a)
+/* A quoted Python string ('...' or "...", no escapes) into out (cap bytes); 0 when malformed. */
+static int read_quoted(const char **p, char *out, size_t cap)
 {
-    const char *d = dict_value(hdr, "descr"), *f = dict_value(hdr, "fortran_order"), *s = dict_value(hdr, "shape");
-    if (!d || !f || !s || *d != '\'' || *s != '(')
-        return tl_error(TL_EUSAGE, path, "not a .npy header (needs descr, fortran_order and shape)");
-    char descr[16] = "";
-    const char *end = strchr(d + 1, '\'');
-    if (!end || end - d - 1 >= (long)sizeof descr) return tl_error(TL_EUSAGE, path, "malformed dtype in the header");
-    memcpy(descr, d + 1, (size_t)(end - d - 1));
+    const char q = **p;
+    if (q != '\'' && q != '"') return 0;
+    const char *end = strchr(*p + 1, q);
+    if (!end || memchr(*p + 1, '\\', (size_t)(end - *p - 1)) || (size_t)(end - *p - 1) >= cap) return 0;
+    memcpy(out, *p + 1, (size_t)(end - *p - 1));
+    out[end - *p - 1] = '\0';
+    *p = end + 1;
+    return 1;
+}
+
+static int parse_descr(const char *path, char *descr, tl_npy *a)
+{
     int t = -1;
     for (int i = 0; i < TL_NPY_NTYPES; i++)
         if (strcmp(descr, npy_types[i].descr) == 0) t = i;
-    if (strcmp(descr, "|i1") == 0 || strcmp(descr, "<i8") == 0 || strcmp(descr, "<f8") == 0 || descr[0] == '>' || t < 0)
+    if (t < 0)
         return tl_error(TL_EUSAGE, path, "dtype '%s' is not supported (float32 '<f4', float16 '<f2', bfloat16 as "
                         "uint16 '<u2', int32 '<i4' or uint8 '|u1', little-endian)", descr);
-    if (strncmp(f, "False", 5) != 0)
-        return tl_error(TL_EUSAGE, path, "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
     a->type = (tl_npy_type)t;
+    return 0;
+}
+
+/* fortran_order's value: exactly True or False (a Python bool; 'no', 0 or "False" are malformed). */
+static int parse_fortran(const char *path, const char **p)
+{
+    if (strncmp(*p, "False", 5) == 0 && !isalnum((unsigned char)(*p)[5])) {
+        *p += 5;
+        return 0;
+    }
+    if (strncmp(*p, "True", 4) == 0 && !isalnum((unsigned char)(*p)[4]))
+        return tl_error(TL_EUSAGE, path, "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+    return tl_error(TL_EUSAGE, path, "malformed header: 'fortran_order' must be True or False");
+}
+
+/* shape's value: "()" , "(N,)", "(N, M)" or "(N, M,)" of decimal integers. */
+static int parse_shape(const char *path, const char **pp, tl_npy *a)
+{
+    const char *p = *pp;
+    if (*p != '(') return tl_error(TL_EUSAGE, path, "malformed shape in the header (not a tuple)");
+    p++;
     a->ndim = 0;
     a->count = 1;
-    const char *p = s + 1;
     for (;;) {
-        while (*p == ' ' || *p == ',') p++;
+        skip_blanks(&p);
         if (*p == ')') break;
         if (*p < '0' || *p > '9') return tl_error(TL_EUSAGE, path, "malformed shape in the header");
         if (a->ndim == TL_NPY_MAX_DIM)
             return tl_error(TL_EUSAGE, path, "more than %d dimensions", TL_NPY_MAX_DIM);
         char *e;
         errno = 0;
-        unsigned long long v = strtoull(p, &e, 10);
+        unsigned long long v = strtoull(p, &e, 10); /* p is at a digit: decimal digits only */
         if (errno || v > TL_NPY_MAX_BYTES) return tl_error(TL_EUSAGE, path, "absurd dimension in the shape");
         if (v && a->count > TL_NPY_MAX_BYTES / v) return tl_error(TL_EUSAGE, path, "the shape is absurdly large");
         a->shape[a->ndim++] = (size_t)v;
         a->count *= (size_t)v;
         p = e;
+        skip_blanks(&p);
+        if (*p == ',') p++;
+        else if (*p != ')') return tl_error(TL_EUSAGE, path, "malformed shape in the header");
+        else if (a->ndim == 1) return tl_error(TL_EUSAGE, path, "malformed shape in the header ((N) is not a tuple: (N,))");
     }
-    if (a->count > TL_NPY_MAX_BYTES / npy_types[t].size)
+    *pp = p + 1;
+    return 0;
+}
+
+/* Parses the header dict into a's type, ndim and shape; TL_EUSAGE naming path otherwise. */
+static int parse_header(const char *path, const char *hdr, tl_npy *a)
+{
+    static const char *const keys[3] = {"descr", "fortran_order", "shape"};
+    int seen[3] = {0, 0, 0};
+    const char *p = hdr;
+    skip_blanks(&p);
+    if (*p++ != '{') return tl_error(TL_EUSAGE, path, "not a .npy header (needs descr, fortran_order and shape)");
+    for (;;) {
+        skip_blanks(&p);
+        if (*p == '}') break;
+        char key[32];
+        if (!read_quoted(&p, key, sizeof key)) return tl_error(TL_EUSAGE, path, "malformed header (a key is not a string)");
+        int k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0) k++;
+        if (k == 3) return tl_error(TL_EUSAGE, path, "malformed header: unexpected key '%s' (only descr, fortran_order and shape)", key);
+        if (seen[k]++) return tl_error(TL_EUSAGE, path, "malformed header: key '%s' given twice", key);
+        skip_blanks(&p);
+        if (*p++ != ':') return tl_error(TL_EUSAGE, path, "malformed header (no ':' after '%s')", key);
+        skip_blanks(&p);
+        int rc = 0;
+        if (k == 0) {
+            char descr[16];
+            if (!read_quoted(&p, descr, sizeof descr)) return tl_error(TL_EUSAGE, path, "malformed dtype in the header");
+            rc = parse_descr(path, descr, a);
+        } else if (k == 1) {
+            rc = parse_fortran(path, &p);
+        } else {
+            rc = parse_shape(path, &p, a);
+        }
+        if (rc) return rc;
+        skip_blanks(&p);
+        if (*p == ',') p++;
+        else if (*p != '}') return tl_error(TL_EUSAGE, path, "malformed header (no ',' or '}' after '%s')", key);
+    }
+    for (int k = 0; k < 3; k++)
+        if (!seen[k]) return tl_error(TL_EUSAGE, path, "not a .npy header (needs descr, fortran_order and shape)");
+    p++;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (*p) return tl_error(TL_EUSAGE, path, "malformed header (text after the dict)");
+    if (a->count > TL_NPY_MAX_BYTES / npy_types[a->type].size)
         return tl_error(TL_EUSAGE, path, "the array is larger than %llu GiB", TL_NPY_MAX_BYTES >> 30);
     return 0;
 }
@@ -174,11 +241,11 @@ int tl_npy_write(const char *path, tl_npy_type type, int ndim, const size_t *sha
     tl_atomic at;
     int rc = tl_atomic_begin(&at, path);
     if (rc) return rc;
-    FILE *f = fopen(at.tmp, "wb");
+    FILE *f = tl_atomic_file(&at);
     if (!f) {
         int e = errno;
         tl_atomic_abort(&at);
-        return tl_error(TL_EUSAGE, path, "cannot write: %s", strerror(e));
+        return tl_write_error(path, "the .npy file", e);
     }
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xFF), (unsigned char)(hlen >> 8)};
     fwrite(pre, 1, 10, f);
@@ -186,15 +253,8 @@ int tl_npy_write(const char *path, tl_npy_type type, int ndim, const size_t *sha
     for (size_t i = used; i + 1 < hlen; i++) fputc(' ', f);
     fputc('\n', f);
     fwrite(data, npy_types[type].size, count, f);
-    errno = 0;
-    int bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        int e = errno;
-        tl_atomic_abort(&at);
-        return tl_write_error(path, "the .npy file", e);
-    }
-    return tl_atomic_commit(&at);
+    rc = tl_atomic_close(&at, "the .npy file"); /* every write's error, the flush's and the sync's */
+    return rc ? rc : tl_atomic_commit(&at);
 }
 
 static float half_to_f32(uint16_t h)

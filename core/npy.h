@@ -4,8 +4,10 @@
  * Read: format versions 1.0, 2.0 and 3.0, C order, little-endian element types
  *   '<f4' float32, '<f2' float16, '<u2' bfloat16 stored as its uint16 bits, '<i4' int32, '|u1' uint8
  *   (codes of a packed format), at most TL_NPY_MAX_DIM dimensions. A scalar (shape ()) has one element.
- * Anything else (a bad magic, a truncated header or body, Fortran order, a big-endian or unknown
- * dtype, a shape whose size overflows or disagrees with the file's length, trailing bytes) is
+ * The header must be numpy's dict: exactly the keys 'descr', 'fortran_order' (True or False) and
+ * 'shape' (a tuple), each once, as numpy's own reader demands.
+ * Anything else (a bad magic, a truncated header or body, another header key or one given twice,
+ * a fortran_order that is not True or False, Fortran order, a big-endian or unknown dtype, a shape whose size overflows or disagrees with the file's length, trailing bytes) is
  * TL_EUSAGE with one line naming the file and what is wrong; a file that cannot be opened, or is
  * not a regular file (a named pipe is refused at once, never waited on), is TL_EUSAGE too (the user
  * named it). The body is allocated only once the file is known to hold it. Cost: one pass over the

@@ -91,6 +91,8 @@ typedef struct {
     const char *arch;      /* "sm_90", "gfx942", "gfx950" */
     const char *compiled;  /* "nvcc 13.0, every test run" */
     const char *run;       /* "NVIDIA H200, 2026-11-29" or "never" */
+    const char *executed;  /* AMD targets: what ran on the CPU executor (`check OP --device emu:ARCH`)
+                              and how it went; NULL where the executor does not apply (NVIDIA) */
 } tl_op_target;
 
 typedef struct tl_op {
@@ -109,6 +111,11 @@ typedef struct tl_op {
      * the random inputs and fix the problem to one case whose shape they give. TL_EUSAGE naming
      * the file when a shape, type or value (NaN, an out-of-range index) is wrong. */
     int (*load_inputs)(void *problem, const tl_op_file *files, int n);
+    /* Checks every case once its shape is final: the harness calls it after parse and, when the
+     * user gave files, after load_inputs (whose tensors replace the command line's shape, so an
+     * option bounded by the shape, e.g. the indexer's --prefix, is checked against theirs).
+     * TL_EUSAGE with a message. NULL: parse checked the cases itself. */
+    int (*check_cases)(void *problem);
     /* A paragraph for people: shape, formats, routing, the seed (always printed). */
     void (*describe)(const void *problem, FILE *f);
     /* Cases of one problem (e.g. the token counts of --tokens). */

@@ -197,7 +197,8 @@ static void watch_signals(void)
     xfsz_toggled = sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL;
 }
 
-static void pending_add(const char *tmp)
+/* Registers tmp; returns its slot's buffer, where the name is kept (NULL when all 8 are in use). */
+static char *pending_add(const char *tmp)
 {
     watch_signals();
     for (int i = 0; i < PENDING_MAX; i++)
@@ -205,8 +206,9 @@ static void pending_add(const char *tmp)
             memcpy(pending[i], tmp, strlen(tmp) + 1);
             pending_used[i] = 1;
             if (pending_count++ == 0 && xfsz_toggled) signal(SIGXFSZ, SIG_IGN);
-            return;
+            return pending[i];
         }
+    return NULL;
 }
 
 static void pending_drop(const char *tmp)
@@ -257,39 +259,160 @@ static int check_target(tl_atomic *a, const char *path)
     return TL_OK;
 }
 
+/* The permission bits a new file gets: 0666 less the umask (read once; umask has no query). */
+static mode_t new_file_mode(void)
+{
+    static mode_t mode = (mode_t)-1;
+    if (mode == (mode_t)-1) {
+        const mode_t m = umask(077);
+        umask(m);
+        mode = 0666 & ~m;
+    }
+    return mode;
+}
+
+/* The stream tl_atomic_file makes (cookie: the tl_atomic): writes go to a->fd in full, and the
+ * first failure's errno is kept in a->err for tl_atomic_close's message (stdio keeps only its
+ * error flag). */
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    tl_atomic *a = cookie;
+    size_t done = 0;
+    while (done < n) {
+        const ssize_t w = write(a->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (!a->err) a->err = w < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
 int tl_atomic_begin(tl_atomic *a, const char *path)
 {
+    a->fd = -1;
+    a->f = NULL;
+    a->err = 0;
+    a->tmp[0] = '\0';
     if (!path || !*path) return tl_error(TL_EUSAGE, "output", "empty file name");
     if (strlen(path) >= sizeof a->path) return tl_error(TL_EUSAGE, "output", "file name too long");
     int rc = check_target(a, path);
     if (rc) return rc;
     if (a->direct) {
         strcpy(a->tmp, path);
+        a->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (a->fd < 0) return tl_error(TL_EFAIL, path, "cannot open for writing: %s", strerror(errno));
         return TL_OK;
     }
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", a->path, (long)getpid());
-    pending_add(a->tmp);
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", a->path);
+    /* The template is registered first and mkostemp fills in the registered copy itself, so a
+     * signal (in any thread) never finds the file created but not yet registered. */
+    char *slot = pending_add(a->tmp);
+    a->fd = mkostemp(slot ? slot : a->tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, 0600: never an existing name */
+    const int e = errno;
+    if (slot) {
+        if (a->fd >= 0) memcpy(a->tmp, slot, strlen(slot) + 1);
+        else pending_drop(slot);
+    }
+    if (a->fd < 0) {
+        a->tmp[0] = '\0';
+        if (e == ENOSPC || e == EDQUOT) return tl_write_error(a->path, NULL, e); /* the tour stops on it */
+        return tl_error(TL_EFAIL, a->path, "cannot create the file: %s", strerror(e));
+    }
     return TL_OK;
+}
+
+FILE *tl_atomic_file(tl_atomic *a)
+{
+    if (a->f || a->fd < 0) {
+        if (!a->f) errno = EBADF;
+        return a->f;
+    }
+    cookie_io_functions_t io = {NULL, sink_write, NULL, NULL}; /* no close: the fd is tl_atomic_close's */
+    a->f = fopencookie(a, "w", io);
+    return a->f;
+}
+
+int tl_atomic_close(tl_atomic *a, const char *what)
+{
+    if (a->fd < 0) return a->err || (!a->direct && !a->tmp[0]) ? TL_EFAIL : TL_OK; /* closed before */
+    if (a->f) {
+        if (fflush(a->f) != 0 && !a->err) a->err = EIO; /* sends the buffer through sink_write */
+        fclose(a->f);
+        a->f = NULL;
+    }
+    int err = a->err;
+    if (!err && !a->direct) {
+        const mode_t mode = a->mode >= 0 ? (mode_t)a->mode : new_file_mode();
+        if (fchmod(a->fd, mode) != 0 || fsync(a->fd) != 0) err = errno;
+    }
+    if (close(a->fd) != 0 && !err && errno != EINTR) err = errno;
+    a->fd = -1;
+    if (!err) return TL_OK;
+    a->err = err;
+    tl_write_error(a->path, what, err);
+    if (!a->direct) {
+        unlink(a->tmp);
+        pending_drop(a->tmp);
+        a->tmp[0] = '\0';
+    }
+    return TL_EFAIL;
 }
 
 int tl_atomic_commit(tl_atomic *a)
 {
+    if (tl_atomic_close(a, NULL)) return TL_EFAIL; /* a close that failed before: reported then */
     if (a->direct) return TL_OK;
-    if ((a->mode >= 0 && chmod(a->tmp, (mode_t)a->mode) != 0) || rename(a->tmp, a->path) != 0) {
+    if (rename(a->tmp, a->path) != 0) {
         int e = errno;
-        remove(a->tmp);
+        unlink(a->tmp);
         pending_drop(a->tmp);
         return tl_error(TL_EFAIL, a->path, "cannot write: %s", strerror(e));
     }
     pending_drop(a->tmp);
+    a->tmp[0] = '\0'; /* renamed: a later abort removes nothing */
     return TL_OK;
 }
 
 void tl_atomic_abort(tl_atomic *a)
 {
-    if (a->direct) return;
-    remove(a->tmp);
+    if (a->f) fclose(a->f);
+    a->f = NULL;
+    if (a->fd >= 0) close(a->fd);
+    a->fd = -1;
+    if (a->direct || !a->tmp[0]) return;
+    unlink(a->tmp);
     pending_drop(a->tmp);
+    a->tmp[0] = '\0';
+}
+
+void tl_ignore_sigxfsz(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGXFSZ, SIG_IGN);
+}
+
+/* path's folder resolved (symbolic links, "..") joined to its last component, in out[n]. 0 when the
+ * folder cannot be resolved. */
+static int canonical_name(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    if (!realpath(dir, real)) return 0;
+    return snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path) < (int)n;
+}
+
+int tl_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    return canonical_name(a, ca, sizeof ca) && canonical_name(b, cb, sizeof cb) && strcmp(ca, cb) == 0;
 }
 
 int tl_open_regular(const char *path, const char *what, FILE **f)
@@ -335,14 +458,102 @@ int tl_mkdirs(const char *dir)
 
 /* ---- parsing ---- */
 
+/* The digits at s: how many (0 when none). */
+static size_t digit_run(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9') n++;
+    return n;
+}
+
+/* 1 when s is "-"? digits, all of it. */
+static int int_form(const char *s)
+{
+    if (*s == '-') s++;
+    size_t n = digit_run(s);
+    return n > 0 && s[n] == '\0';
+}
+
+/* 1 when s is "-"? (digits ["." digits*] | "." digits) [("e"|"E") ["+"|"-"] digits], all of it. */
+static int real_form(const char *s)
+{
+    if (*s == '-') s++;
+    size_t whole = digit_run(s), frac = 0;
+    s += whole;
+    if (*s == '.') {
+        frac = digit_run(s + 1);
+        s += 1 + frac;
+    }
+    if (whole + frac == 0) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        size_t e = digit_run(s);
+        if (e == 0) return 0;
+        s += e;
+    }
+    return *s == '\0';
+}
+
+int tl_scan_int(const char *s, long long *out)
+{
+    if (!s || !int_form(s)) return TL_NUM_SYNTAX;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE) return TL_NUM_RANGE;
+    *out = v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s == '-' || !int_form(s)) return TL_NUM_SYNTAX;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v > UINT64_MAX) return TL_NUM_RANGE;
+    *out = (uint64_t)v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_real(const char *s, double *out)
+{
+    if (!s || !real_form(s)) return TL_NUM_SYNTAX;
+    double v = strtod(s, NULL); /* underflow gives 0 or a subnormal: kept */
+    if (!isfinite(v)) return TL_NUM_RANGE;
+    *out = v;
+    return TL_NUM_OK;
+}
+
+int tl_scan_ints(const char *s, char sep, long long *v, int max)
+{
+    char buf[256];
+    if (!s || strlen(s) >= sizeof buf) return 0;
+    int n = 0;
+    for (const char *p = s;;) {
+        const char *e = strchr(p, sep);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (n == max) return 0;
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+        if (tl_scan_int(buf, &v[n])) return 0;
+        n++;
+        if (!e) return n;
+        p = e + 1;
+    }
+}
+
+const char *tl_skip_bom(const char *s)
+{
+    return s && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF ? s + 3 : s;
+}
+
 int tl_parse_long(const char *s, long lo, long hi, const char *what, long *out)
 {
     if (!s || !*s) return tl_error(TL_EUSAGE, what, "missing value");
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*end != '\0') return tl_error(TL_EUSAGE, what, "'%s' is not an integer", s);
-    if (errno == ERANGE || v < lo || v > hi)
+    long long v = 0;
+    int r = tl_scan_int(s, &v);
+    if (r == TL_NUM_SYNTAX) return tl_error(TL_EUSAGE, what, "'%s' is not an integer (decimal digits only)", s);
+    if (r == TL_NUM_RANGE || v < lo || v > hi)
         return tl_error(TL_EUSAGE, what, "%s is out of range [%ld, %ld]", s, lo, hi);
     *out = (long)v;
     return TL_OK;
@@ -382,11 +593,7 @@ int tl_parse_long_list(const char *s, long lo, long hi, const char *what, long *
 int tl_parse_double(const char *s, const char *what, double *out)
 {
     if (!s || !*s) return tl_error(TL_EUSAGE, what, "missing value");
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (*end != '\0' || !isfinite(v)) return tl_error(TL_EUSAGE, what, "'%s' is not a finite number", s);
-    *out = v;
+    if (tl_scan_real(s, out)) return tl_error(TL_EUSAGE, what, "'%s' is not a finite decimal number", s);
     return TL_OK;
 }
 

@@ -149,24 +149,29 @@ int tl_emu_op_mfma(const void *const *in, void *const *out, uint64_t live, uint3
     if (!p) return 1;
     const tl_emu_mfma_in *const *L = (const tl_emu_mfma_in *const *)in;
     const int scaled = instr == TL_EMU_MFMA_16X16X128_F8F6F4, K = p->k;
-    double av[16][MAXK], bv[16][MAXK];
+    double av[16][MAXK], bt[MAXK][16]; /* A[i][k], B[k][j] */
     for (int f = 0; f < 16; f++)
         for (int k = 0; k < K; k++) {
             const elem_at ea = p->a[f][k], eb = p->b[f][k];
             av[f][k] = value(p->dec_a, field(L[ea.lane]->a, ea));
-            bv[f][k] = value(p->dec_b, field(L[eb.lane]->b, eb));
+            bt[k][f] = value(p->dec_b, field(L[eb.lane]->b, eb));
             if (scaled) {
                 av[f][k] *= block_scale(L, f, k / 32, 1, sa);
-                bv[f][k] *= block_scale(L, f, k / 32, 0, sb);
+                bt[k][f] *= block_scale(L, f, k / 32, 0, sb);
             }
+        }
+    double acc[16][16];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) acc[i][j] = 0.0;
+    for (int k = 0; k < K; k++) /* k outermost: the j loop vectorizes */
+        for (int i = 0; i < 16; i++) {
+            const double a = av[i][k];
+            for (int j = 0; j < 16; j++) acc[i][j] += a * bt[k][j];
         }
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) {
-            double s = 0.0;
-            for (int k = 0; k < K; k++) s += av[i][k] * bv[j][k];
             const int lane = p->c_lane[i][j], r = p->c_reg[i][j];
-            s += (double)L[lane]->c[r];
-            ((tl_emu_mfma_out *)out[lane])->d[r] = (float)s;
+            ((tl_emu_mfma_out *)out[lane])->d[r] = (float)(acc[i][j] + (double)L[lane]->c[r]);
         }
     return 0;
 }

@@ -32,6 +32,15 @@ const tl_emu_target *tl_emu_find_target(const char *arch);
 void tl_emu_set_target(const tl_emu_target *t);
 const tl_emu_target *tl_emu_target_now(void);
 
+/* What the executor ran since the last reset: launches, work-groups, work-items, wave operations
+ * (MFMAs among them) and barriers resolved, and the launches' wall time. */
+typedef struct {
+    long long launches, groups, items, wave_ops, mfmas, barriers;
+    double seconds;
+} tl_emu_stats;
+void tl_emu_stats_get(tl_emu_stats *out);
+void tl_emu_stats_reset(void);
+
 #ifdef __cplusplus
 }
 #endif

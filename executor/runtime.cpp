@@ -33,6 +33,7 @@
 
 #include <boost/context/detail/fcontext.hpp>
 
+#include "amdgcn_ops.h"
 #include "executor.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -123,6 +124,10 @@ std::mutex g_err_lock;
 char g_err[2048];
 int g_last_error = HIP_SUCCESS;
 Launch *g_launch = nullptr;           /* the running launch (one at a time) */
+struct {
+    std::atomic<long long> launches{0}, groups{0}, items{0}, wave_ops{0}, mfmas{0}, barriers{0};
+    std::atomic<long long> nanoseconds{0};
+} g_stats;
 thread_local Item *t_self = nullptr;  /* the running work-item of this OS thread */
 thread_local std::vector<void *> t_stacks;
 #if defined(TL_EMU_ASAN)
@@ -412,6 +417,8 @@ int resolve_wave(Launch *L, WorkGroup *wg, unsigned w0, unsigned w1)
     }
     for (unsigned i = w0; i < w1; i++)
         if (wg->items[i].state == AT_WAVE) wg->items[i].state = READY;
+    g_stats.wave_ops.fetch_add(1, std::memory_order_relaxed);
+    if (lead->op == tl_emu_op_mfma) g_stats.mfmas.fetch_add(1, std::memory_order_relaxed);
     return 1;
 }
 
@@ -452,6 +459,7 @@ int resolve_barrier(Launch *L, WorkGroup *wg)
         return -1;
     }
     for (Item &it : wg->items) it.state = READY;
+    g_stats.barriers.fetch_add(1, std::memory_order_relaxed);
     return 1;
 }
 
@@ -681,11 +689,16 @@ int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (
     memcpy(L.packet + 4, wsz, sizeof wsz);
     memcpy(L.packet + 12, gsz, sizeof gsz);
     g_launch = &L;
+    const auto t0 = std::chrono::steady_clock::now();
     int nt = omp_get_max_threads();
     if ((long)nt > L.n_groups) nt = (int)L.n_groups;
 #pragma omp parallel num_threads(nt)
     run_thread(&L);
     g_launch = nullptr;
+    g_stats.launches += 1;
+    g_stats.groups += L.n_groups;
+    g_stats.items += L.n_groups * (long long)L.threads;
+    g_stats.nanoseconds += (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     return g_last_error = L.failed.load() ? HIP_LAUNCH_FAILURE : HIP_SUCCESS;
 }
 
@@ -854,6 +867,19 @@ const tl_emu_target *tl_emu_find_target(const char *arch)
 }
 
 void tl_emu_set_target(const tl_emu_target *t) { g_target = t; }
+
+void tl_emu_stats_get(tl_emu_stats *out)
+{
+    out->launches = g_stats.launches, out->groups = g_stats.groups, out->items = g_stats.items;
+    out->wave_ops = g_stats.wave_ops, out->mfmas = g_stats.mfmas, out->barriers = g_stats.barriers;
+    out->seconds = (double)g_stats.nanoseconds * 1e-9;
+}
+
+void tl_emu_stats_reset(void)
+{
+    g_stats.launches = g_stats.groups = g_stats.items = g_stats.wave_ops = g_stats.mfmas = g_stats.barriers = 0;
+    g_stats.nanoseconds = 0;
+}
 const tl_emu_target *tl_emu_target_now(void) { return g_target; }
 
 } // extern "C"

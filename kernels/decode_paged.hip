@@ -763,7 +763,7 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
         for (int ks = 0; ks < 8; ks++) {
             const uint4 &x = kr[ks >> 1];
             const pg_i16x4 kf4 = (ks & 1) ? pg_frag(x.z, x.w) : pg_frag(x.x, x.y);
-            sc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(kf4, qb[ks], sc, 0, 0, 0);
+            sc = tl_mma_bf16_16x16x16(kf4, qb[ks], sc);
         }
         /* sc[r]: key 4 q4 + r, head n16 */
         float x[4];
@@ -796,8 +796,8 @@ static __device__ __forceinline__ void pg_body(const DecPagedArgs &a)
             const uint32_t sel = (j & 1) ? 0x07060302u : 0x05040100u;
             const pg_i16x4 va = pg_frag(__builtin_amdgcn_perm(pg_word(vr[1], j >> 1), pg_word(vr[0], j >> 1), sel),
                                         __builtin_amdgcn_perm(pg_word(vr[3], j >> 1), pg_word(vr[2], j >> 1), sel));
-            o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pb, o[j], 0, 0, 0);
-            o[j] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, pbl, o[j], 0, 0, 0);
+            o[j] = tl_mma_bf16_16x16x16(va, pb, o[j]);
+            o[j] = tl_mma_bf16_16x16x16(va, pbl, o[j]);
         }
     }
 

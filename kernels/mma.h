@@ -149,6 +149,13 @@ TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_
 {
     c->v = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a->v, b->v, c->v, 0, 0, 0);
 }
+typedef short tl_i16x4 __attribute__((ext_vector_type(4)));
+/* CDNA3's 16-deep bf16 step, which gfx950 keeps (at half its 16x16x32 rate): returns c + a b for
+ * A, B of four bf16 a lane (lane l: row / column l % 16, k = 4 (l / 16) + e), C as tl_frag_c. */
+TL_MMA_FN tl_f32x4 tl_mma_bf16_16x16x16(tl_i16x4 a, tl_i16x4 b, tl_f32x4 c)
+{
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+}
 /* E8M0 code of the scale 1.0 (2^(127 - 127)): the unit scale of the scaled instructions. */
 #define TL_E8M0_ONE 127
 /* One 16x16x128 step, A in format FA and B in FB (TL_F8F6F4_*), each 32-deep block of K scaled by
@@ -191,6 +198,9 @@ TL_MMA_FN void tl_frag_load_a_fp8(tl_frag_a_fp8 *a, const uint8_t *A, int lda)
 }
 TL_MMA_FN void tl_frag_load_bt_fp8(tl_frag_b_fp8 *b, const uint8_t *Bt, int ldb)
 {
+#if defined(TL_EMU_MUTANT) /* the executor's mutation test only (tests/cli_executor.sh): B's lanes swap columns pairwise */
+    Bt += tl_lane() % 2 ? -ldb : ldb;
+#endif
     tl_frag_load_a_fp8((tl_frag_a_fp8 *)b, Bt, ldb);
 }
 TL_MMA_FN int tl_frag_c_row(int lane, int r) { return 4 * (lane / 16) + r; }
@@ -212,6 +222,11 @@ typedef struct { tl_f32x4 v; } tl_frag_c;
 TL_MMA_FN void tl_mma_bf16(tl_frag_c *c, const tl_frag_a_bf16 *a, const tl_frag_b_bf16 *b)
 {
     c->v = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a->v, b->v, c->v, 0, 0, 0);
+}
+/* The same step on raw registers (gfx950 has it too): returns c + a b. */
+TL_MMA_FN tl_f32x4 tl_mma_bf16_16x16x16(tl_i16x4 a, tl_i16x4 b, tl_f32x4 c)
+{
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
 }
 TL_MMA_FN void tl_mma_fp8(tl_frag_c *c, const tl_frag_a_fp8 *a, const tl_frag_b_fp8 *b)
 {

@@ -34,9 +34,11 @@
  *             sums each token's k slots in slot order: deterministic, no atomics. Output: float32
  *             [tokens][hidden]. bf16 at one token runs moe_gemv_down instead of the GEMM (below:
  *             a dot product per weight row in small blocks, the same buffer and combine).
- * bf16 at prefill sizes on sm_90a runs kernels/moe_prefill.hip's wgmma kernels in place of moe_gemm
- * in either stage where tl_moe_uses_prefill (contract/moe.h) picks them: the same activations
- * and slot rows, summed in another order (float32 sums of 512-value chains).
+ * bf16 and fp8 at prefill sizes on sm_90a run kernels/moe_prefill.hip's wgmma kernels in place of
+ * moe_gemm in either stage where tl_moe_uses_prefill (contract/moe.h) picks them: the same
+ * activations and slot rows, summed in another order (bf16: float32 sums of 512-value chains;
+ * fp8: each 128-value block's products in the E4M3 accumulator, then times its two scales into
+ * float32 sums, tl_moe_gpu_acc_bits).
  * Items past the device's n_tiles exit at once, so the grid is sized from the worst case and no
  * host synchronization sits between the sort and the stages.
  *
@@ -109,6 +111,10 @@ typedef struct {
 int tl_moe_gpu_trace(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks,
                      int *n_blocks, double *end_us);
 void tl_moe_gpu_close(tl_moe_gpu *g);
+/* The mantissa bits of the accumulator stage `stage` (1 or 2) of the current tokens sums its
+ * products in (reference/moe.h, tl_moe_acc): TL_WGMMA_E4M3_ACC_BITS (13) where fp8 runs its wgmma
+ * prefill kernel (promoted into float32 every 128-value K block), else 23 (float32 sums). */
+int tl_moe_gpu_acc_bits(const tl_moe_gpu *g, int stage);
 
 /* The launcher above as a table of functions, so that code built without GPU code (the op row,
  * ops/moe.c, and the tests that walk it) can call it: kernels/moe.hip exports it in a GPU build,
@@ -125,6 +131,7 @@ typedef struct {
     int (*trace)(tl_moe_gpu *g, int part, const tl_bench_opts *opts, tl_moe_trace_block **blocks, int *n_blocks,
                  double *end_us);
     void (*close)(tl_moe_gpu *g);
+    int (*acc_bits)(const tl_moe_gpu *g, int stage);
 } tl_moe_gpu_api;
 /* The selected device's table (kernels/devices.c): this build's GPU (tl_moe_gpu_native, NULL without
  * one: kernels/absent.c), or the CPU executor's for an AMD target; NULL when nothing runs it. */

@@ -53,6 +53,12 @@ struct tl_moe_gpu {
     /* moe_prefill_s2's tensor maps (CUtensorMap bytes; encode_s2_maps): act and W2; s2_maps: encoded */
     unsigned long long tmap_act[16], tmap_w2[16];
     bool s2_maps;
+    /* the prefill kernels' tensor copies (encode_fp8_maps): fp8's weights' rows copies w1r, w2r
+     * (the uploaded rows layout, beside the packed w1, w2 that moe_gemm reads) and the maps of
+     * w1r, w2r and act_q; bf16's W1 rows copy w1r and its map tmap_w1f; f8_maps: encoded */
+    uint8_t *w1r, *w2r;
+    unsigned long long tmap_w1f[16], tmap_w2f[16], tmap_actq[16];
+    bool f8_maps;
 };
 
 static int gpu_alloc(void **p, size_t bytes, const char *what)
@@ -80,7 +86,7 @@ static int upload(void *dst, const void *src, size_t bytes)
 extern "C" void tl_moe_gpu_close(tl_moe_gpu *g)
 {
     if (!g) return;
-    void *ptrs[] = {g->w1, g->w2, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xe, g->xs, g->topw, g->ids,
+    void *ptrs[] = {g->w1, g->w2, g->w1r, g->w2r, g->w1e, g->w2e, g->w1s, g->w2s, g->x, g->xq, g->xe, g->xs, g->topw, g->ids,
                     g->sorted, g->tile_expert, g->tile_rows, g->expert_count, g->tile_off, g->n_tiles, g->act,
                     g->act_q, g->act_e, g->act_b, g->act_s, g->ybuf, g->out};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
@@ -134,7 +140,7 @@ static int encode_s2_maps(tl_moe_gpu *g)
 {
 #if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
     const tl_moe_shape *s = &g->s;
-    if (!tl_moe_prefill_fits(s, 2) || !tl_gpu_tensor_maps_usable()) return 0;
+    if (s->dtype != TL_MOE_BF16 || !tl_moe_prefill_fits(s, 2) || !tl_gpu_tensor_maps_usable()) return 0;
     static_assert(sizeof(CUtensorMap) == sizeof g->tmap_act, "a tensor map is 128 bytes");
     const uint64_t st[1] = {(uint64_t)s->width * 2};
     CUtensorMap m;
@@ -153,6 +159,65 @@ static int encode_s2_maps(tl_moe_gpu *g)
     g->s2_maps = true;
 #else
     (void)g;
+#endif
+    return 0;
+}
+
+/* bf16 stage 1's prefill kernel reads W1 by tensor copies (tl_moe_launch_prefill_s1) where a build
+ * with wgmma runs on a compute capability 9 device and the stage fits it: a second copy of W1 in the
+ * rows layout (the packed one stays moe_gemm's), its map in boxes of 64 rows x 64 values
+ * (TILELAB_MOE_BF16_TMA=0: the packed W1 by cp.async). Likewise fp8's prefill kernels
+ * (tl_moe_launch_prefill_fp8), where both stages fit the kernel: a second copy of W1 and W2 in the rows layout
+ * (the packed one stays moe_gemm's: twice the weights' device memory) and the maps of W1 [E x 2
+ * width][hidden] in boxes of 64 rows, W2 [E x hidden][width] in boxes of 128 rows and act_q
+ * [cap rows][width] in boxes of 64 rows, each box 128 codes wide. TILELAB_MOE_FP8_TMA=0 keeps the
+ * packed weights by cp.async instead (A/B timing). Sets g->f8_maps; 0 or TL_EFAIL. */
+static int encode_fp8_maps(tl_moe_gpu *g, const tl_moe_inputs *in)
+{
+#if defined(TL_HAVE_WGMMA) && TL_GPU_TENSOR_MAPS
+    const tl_moe_shape *s = &g->s;
+    const size_t E = (size_t)s->n_experts;
+    if (s->dtype == TL_MOE_BF16 && tl_moe_prefill_fits(s, 1) && tl_gpu_tensor_maps_usable() && !tl_moe_bf16_tma_off()) {
+        /* bf16 stage 1 (moe_prefill_s1's tensor-copy form): W1's rows copy in boxes of 64 rows x 64 values */
+        int rc = GALLOC(g->w1r, g->w1_mat_bytes * E, "W1 rows (bf16 prefill)");
+        if (!rc) rc = upload(g->w1r, in->w1.codes, g->w1_mat_bytes * E);
+        if (rc) return rc;
+        CUtensorMap m;
+        const uint64_t dims[2] = {(uint64_t)s->hidden, E * 2 * (uint64_t)s->width}, st[1] = {(uint64_t)s->hidden * 2};
+        const uint32_t box[2] = {TL_MOE_PF_KSTEP, TL_MOE_PF_NB};
+        if (tl_tma_encode(&m, g->w1r, 2, dims, st, box, 2)) return TL_EFAIL;
+        memcpy(g->tmap_w1f, &m, sizeof m);
+        g->f8_maps = true;
+        return 0;
+    }
+    if (s->dtype != TL_MOE_FP8 || !tl_moe_prefill_fits(s, 1) || !tl_moe_prefill_fits(s, 2) ||
+        !tl_gpu_tensor_maps_usable() || tl_moe_fp8_tma_off())
+        return 0;
+    int rc = GALLOC(g->w1r, g->w1_mat_bytes * E, "W1 rows (fp8 prefill)");
+    if (!rc) rc = GALLOC(g->w2r, g->w2_mat_bytes * E, "W2 rows (fp8 prefill)");
+    if (!rc) rc = upload(g->w1r, in->w1.codes, g->w1_mat_bytes * E);
+    if (!rc) rc = upload(g->w2r, in->w2.codes, g->w2_mat_bytes * E);
+    if (rc) return rc;
+    CUtensorMap m;
+    const uint32_t box64[2] = {TL_MOE_PF8_KSTEP, TL_MOE_PF2_ABOX}, box128[2] = {TL_MOE_PF8_KSTEP, TL_MOE_PF2_NB};
+    {
+        const uint64_t dims[2] = {(uint64_t)s->hidden, E * 2 * (uint64_t)s->width}, st[1] = {(uint64_t)s->hidden};
+        if (tl_tma_encode(&m, g->w1r, 2, dims, st, box64, 1)) return TL_EFAIL;
+        memcpy(g->tmap_w1f, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, E * (uint64_t)s->hidden}, st[1] = {(uint64_t)s->width};
+        if (tl_tma_encode(&m, g->w2r, 2, dims, st, box128, 1)) return TL_EFAIL;
+        memcpy(g->tmap_w2f, &m, sizeof m);
+    }
+    {
+        const uint64_t dims[2] = {(uint64_t)s->width, (uint64_t)g->cap_tiles * TL_MOE_TILE_M}, st[1] = {(uint64_t)s->width};
+        if (tl_tma_encode(&m, g->act_q, 2, dims, st, box64, 1)) return TL_EFAIL;
+        memcpy(g->tmap_actq, &m, sizeof m);
+    }
+    g->f8_maps = true;
+#else
+    (void)g, (void)in;
 #endif
     return 0;
 }
@@ -205,6 +270,7 @@ extern "C" int tl_moe_gpu_open(const tl_moe_inputs *in, int max_tokens, tl_moe_g
     if (!rc) rc = GALLOC(g->out, (size_t)max_tokens * H * sizeof(float), "output");
     if (!rc) rc = upload_all_weights(g, in);
     if (!rc) rc = encode_s2_maps(g);
+    if (!rc) rc = encode_fp8_maps(g, in);
     if (!rc && fs) rc = upload(g->w1s, in->w1.scales, g->w1_mat_scales * E * sizeof(float));
     if (!rc && fs) rc = upload(g->w2s, in->w2.scales, g->w2_mat_scales * E * sizeof(float));
     if (!rc && es) rc = upload(g->w1e, in->w1.e8m0, g->w1_mat_scales * E);
@@ -319,12 +385,12 @@ static StageGrid stage_grid(const tl_moe_shape *s, int stage)
     return g;
 }
 
-/* Whether bf16 stage `stage` runs moe_prefill_s1 / moe_prefill_s2 (sm_90a's warpgroup kernels)
- * instead of moe_gemm: where the kernel exists (a build with wgmma, TL_HAVE_WGMMA, on a compute
- * capability 9 device; stage 2: its tensor maps encoded, g->s2_maps) and fits the shape
- * (tl_moe_prefill_fits: bf16; stage 1 hidden % TL_MOE_PF_KCHUNK, width % TL_MOE_PF_NB; stage 2
- * width % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB), the model's pick, tl_moe_uses_prefill
- * (contract/moe.h: from TL_MOE_PF_MIN_ROWS / TL_MOE_PF2_MIN_ROWS(_SHORT) routed rows per expert).
+/* Whether stage `stage` runs a prefill kernel (sm_90a's warpgroup kernels: bf16 moe_prefill_s1 /
+ * moe_prefill_s2, fp8 moe_prefill_fp8<stage>) instead of moe_gemm: where the kernel exists (a build
+ * with wgmma, TL_HAVE_WGMMA, on a compute capability 9 device; bf16 stage 2: its tensor maps
+ * encoded, g->s2_maps) and fits the shape (tl_moe_prefill_fits: bf16 or fp8, K and the n-block's
+ * columns), the model's pick, tl_moe_uses_prefill (contract/moe.h: from TL_MOE_PF_MIN_ROWS /
+ * TL_MOE_PF2_MIN_ROWS(_SHORT), fp8 TL_MOE_PF8_MIN_ROWS / TL_MOE_PF8_2_MIN_ROWS, routed rows per expert).
  * TILELAB_MOE_PREFILL=1 or 0 overrides the pick of both stages, for timing both kernels on one
  * shape (A/B); it cannot make the kernel run where it does not exist or fit. `tilelab sim moe` and
  * the model column of `tilelab bench moe` follow the same variable (ops/moe.c). */
@@ -335,7 +401,7 @@ static bool moe_prefill_asked(const tl_moe_gpu *g, int stage)
     static int forced = -2, device = -1; /* forced: -1 none, 0 or 1 */
     if (forced == -2) forced = tl_moe_prefill_forced();
     if (device < 0) device = tl_gpu_tensor_maps_usable(); /* runs this build's sm_90a code */
-    if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && !g->s2_maps)) return false;
+    if (!device || !tl_moe_prefill_fits(s, stage) || (stage == 2 && s->dtype == TL_MOE_BF16 && !g->s2_maps)) return false;
     return forced >= 0 ? forced == 1 : tl_moe_uses_prefill(s, stage) != 0;
 #else
     (void)g, (void)stage;
@@ -407,8 +473,12 @@ static int enqueue_stage(tl_moe_gpu *g, int stage, hipStream_t st)
     const StageGrid grid = stage_grid(s, stage);
     const bool prefill = moe_prefill_asked(g, stage);
     const int groups = (int)tl_moe_max_groups(s->tokens, s->top_k, s->n_experts); /* a grid row each */
-    if (stage == 1 && prefill) return tl_moe_launch_prefill_s1(a, groups, st);
-    int rc = prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
+    const void *f8w = !g->f8_maps ? NULL : stage == 1 ? (const void *)g->tmap_w1f : (const void *)g->tmap_w2f;
+    const void *f8a = g->f8_maps && fp8 && stage == 2 ? (const void *)g->tmap_actq : NULL;
+    if (stage == 1 && prefill)
+        return fp8 ? tl_moe_launch_prefill_fp8(1, a, f8w, NULL, groups, st) : tl_moe_launch_prefill_s1(a, f8w, groups, st);
+    int rc = prefill && fp8 ? tl_moe_launch_prefill_fp8(2, a, f8w, f8a, groups, st)
+             : prefill ? tl_moe_launch_prefill_s2(a, g->tmap_act, g->tmap_w2, groups, st)
              : grid.gemv ? tl_moe_launch_gemv_down(a, grid, st)
                          : tl_moe_launch_gemm(s->dtype, stage, a, grid.blocks, group, dep, st);
     if (rc || stage == 1) return rc;
@@ -468,6 +538,11 @@ extern "C" int tl_moe_gpu_read_act(tl_moe_gpu *g, uint16_t *act, size_t cap_rows
         return tl_error(TL_EFAIL, "moe gpu", "the sort reported %d tiles: more rows than the caller holds", nt);
     if (rows) TL_GPU_CHECK(hipMemcpy(act, g->act, rows * (size_t)g->s.width * sizeof(uint16_t), hipMemcpyDeviceToHost));
     return 0;
+}
+
+extern "C" int tl_moe_gpu_acc_bits(const tl_moe_gpu *g, int stage)
+{
+    return g->s.dtype == TL_MOE_FP8 && moe_prefill_asked(g, stage) ? TL_WGMMA_E4M3_ACC_BITS : 23;
 }
 
 struct time_ctx {
@@ -553,7 +628,8 @@ done:
 extern "C" {
 static const tl_moe_gpu_api moe_gpu_api = {tl_moe_gpu_open, tl_moe_gpu_set_tokens, tl_moe_gpu_poison,
                                            tl_moe_gpu_run,  tl_moe_gpu_read,       tl_moe_gpu_read_act,
-                                           tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close};
+                                           tl_moe_gpu_time, tl_moe_gpu_trace,      tl_moe_gpu_close,
+                                           tl_moe_gpu_acc_bits};
 TL_GPU_EXPORT(const tl_moe_gpu_api, tl_moe_gpu) = &moe_gpu_api;
 }
 #endif

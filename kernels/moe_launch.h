@@ -144,7 +144,10 @@ int tl_moe_launch_gemm(int dtype, int stage, const GemmArgs &a, long long blocks
  * 64 SwiGLU columns; `groups` >= the device's group count (sum over experts of ceil(edges / 128)).
  * TL_EUSAGE (recorded) in a build without wgmma or for a hidden size not a multiple of 128 or a
  * width not a multiple of 64. */
-int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
+/* tmap_w1: NULL (the packed W1 a.W by cp.async), or the tensor map (CUtensorMap, 128 bytes, host
+ * memory) of W1's rows copy [E x 2 width][hidden] bf16 in boxes of 64 rows x 64 values (128-byte
+ * swizzle), whose boxes then carry the weights. */
+int tl_moe_launch_prefill_s1(const GemmArgs &a, const void *tmap_w1, int groups, hipStream_t st);
 /* moe_prefill.hip: bf16 stage 2 on sm_90a's warpgroup MMA, items of up to 128 rows of one expert x
  * 128 output columns into a.ybuf (then tl_moe_launch_combine, as after moe_gemm); `groups` as
  * above; tmap_act and tmap_w2: the tensor maps (CUtensorMap, 128 bytes each, host memory, copied
@@ -153,6 +156,17 @@ int tl_moe_launch_prefill_s1(const GemmArgs &a, int groups, hipStream_t st);
  * TL_MOE_PF_KSTEP values, 128-byte swizzle (kernels/moe.hip encodes them). TL_EUSAGE (recorded) in a
  * build without wgmma or for a width not a multiple of 64 or a hidden size not of 128. */
 int tl_moe_launch_prefill_s2(const GemmArgs &a, const void *tmap_act, const void *tmap_w2, int groups, hipStream_t st);
+/* moe_prefill.hip: fp8 stage `stage` (1 or 2) on sm_90a's E4M3 warpgroup MMA (moe_prefill_fp8),
+ * the bf16 kernels' items; stage 1 reads a.A = x's E4M3 codes and a.a_scale their 1x128 scales,
+ * stage 2 Q2's codes and scales (tl_moe_launch_requant first), with the weights' 128 x 128 block
+ * scales; `groups` as above. tmap_w NULL: the packed weights a.W by cp.async; else the tensor map
+ * (CUtensorMap, 128 bytes, host memory) of the weights' rows copy (stage 1 W1 [E x 2 width][hidden]
+ * in boxes of 64 rows, stage 2 W2 [E x hidden][width] in boxes of 128 rows), and for stage 2
+ * tmap_act the activation codes' (act_q [rows][width], boxes of 64 rows), boxes 128 bytes wide in
+ * the 128-byte swizzle. TL_EUSAGE (recorded) in a build without wgmma, for a K not a multiple of
+ * 128 or columns not of the n-block's (64, then 128), or stage 2 with tmap_w and no tmap_act. */
+int tl_moe_launch_prefill_fp8(int stage, const GemmArgs &a, const void *tmap_w, const void *tmap_act, int groups,
+                              hipStream_t st);
 /* moe_gemv.hip: moe_gemv_down on the StageGrid g (g.gemv), an ordinary launch. */
 int tl_moe_launch_gemv_down(const GemmArgs &a, const StageGrid &g, hipStream_t st);
 /* moe_requant.hip: the activation rows [rows][width] bf16 of act to E4M3 codes act_q [rows][width]

@@ -699,10 +699,11 @@ static __device__ void stream_finish(const StreamBuf &b, StreamShared *sh, int c
 /* B x split blocks, block t = b split + j taking chunk j of row b (the resident path's chunks);
  * cand: [B][split][k] ranks, each block's best k (0 past its count), read by the row's last
  * block when split > 1; sync[b].done counts the row's finished blocks (left zero). Dynamic shared
- * memory: tl_topk_stream_smem(k). What it does: contract/topk.h's TL_TOPK_STREAM. */
+ * memory: tl_topk_stream_smem_cap(k, cap), cap = tl_topk_stream_cap_fit(k, the device's limit). What it
+ * does: contract/topk.h's TL_TOPK_STREAM. */
 template <int DT>
 __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
-    topk_stream(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int sorted, int split,
+    topk_stream(const uint4 *scores, long n, const int32_t *lens, int causal, int k, int cap, int sorted, int split,
                 TopkSync *sync, unsigned long long *cand, int32_t *idx, int32_t *count)
 {
     TL_SHARED_DYNAMIC(8, unsigned long long, smem_u64);
@@ -711,7 +712,7 @@ __global__ void __launch_bounds__(NT, TL_LAUNCH_MIN_BLOCKS(2))
     const int x = tl_thread_x(), E = Lanes<DT>::E;
     StreamBuf buf;
     buf.k = k;
-    buf.cap = tl_topk_stream_cap(k);
+    buf.cap = cap;
     buf.cand = smem_u64;
     buf.keep = smem_u64 + buf.cap;
     buf.hist = (uint32_t *)(smem_u64 + buf.cap + tl_topk_pow2(k));
@@ -811,10 +812,17 @@ static int launch_dt(const tl_topk_shape *s, const TopkBuffers &f, const tl_topk
     const int split = plan.split;
     const unsigned blocks = (unsigned)s->batch * (unsigned)split;
     if (plan.path == TL_TOPK_STREAM) {
-        const size_t smem = tl_topk_stream_smem(s->k);
+        int dev = 0, limit = 0;
+        TL_GPU_CHECK(hipGetDevice(&dev));
+        TL_GPU_CHECK(hipDeviceGetAttribute(&limit, hipDeviceAttributeMaxSharedMemoryPerBlock, dev));
+        const int cap = tl_topk_stream_cap_fit(s->k, (size_t)limit);
+        if (!cap)
+            return tl_error(TL_EUSAGE, "topk gpu", "the stream path's buffer for k = %d does not fit this device's %d bytes of shared memory",
+                            s->k, limit);
+        const size_t smem = tl_topk_stream_smem_cap(s->k, cap);
         TL_GPU_CHECK(hipFuncSetAttribute((const void *)topk_stream<DT>, hipFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
-        (void)tl_launch(topk_stream<DT>, blocks, NT, smem, st, false, (const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, s->sorted,
+        (void)tl_launch(topk_stream<DT>, blocks, NT, smem, st, false, (const uint4 *)f.scores, s->n, f.lens, s->causal, s->k, cap, s->sorted,
                                                   split, f.sync, (unsigned long long *)f.merge, f.idx, f.count);
         TL_GPU_CHECK_LAUNCH("topk_stream");
         return 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../core/tl.h"
+#include "codes.h"
 
 static int check(tl_numfmt fmt, int group, const void *a, const void *b, const void *c, size_t rows,
                  size_t cols)
@@ -19,7 +20,7 @@ static int check(tl_numfmt fmt, int group, const void *a, const void *b, const v
 
 float tl_bfp8_scale(tl_numfmt fmt, float amax, int ue8m0)
 {
-    float a = fmaxf(amax, TL_BFP8_AMAX_MIN); /* fmaxf also turns a NaN amax into the clamp */
+    float a = amax > TL_BFP8_AMAX_MIN ? amax : TL_BFP8_AMAX_MIN; /* a NaN amax (any kind) is the clamp */
     float s = a / (float)tl_numfmt_max(fmt);
     if (ue8m0) {
         int e;
@@ -42,10 +43,11 @@ static void quantize_run(tl_numfmt fmt, float s, const float *x, size_t len, uin
     }
 }
 
+/* max |x| over the run, NaN (quiet or signalling) ignored: 0 for a run of NaN. */
 static float amax_of(const float *x, size_t len)
 {
     float a = 0;
-    for (size_t i = 0; i < len; i++) a = fmaxf(a, fabsf(x[i]));
+    for (size_t i = 0; i < len; i++) a = tl_code_max_no_nan(a, fabsf(x[i]));
     return a;
 }
 
@@ -96,7 +98,7 @@ int tl_bfp8_quantize_weight(tl_numfmt fmt, int ue8m0, int block, const float *w,
             size_t r0 = bi * b, c0 = bj * b;
             size_t nr = rows - r0 < b ? rows - r0 : b, nc = cols - c0 < b ? cols - c0 : b;
             float a = 0;
-            for (size_t r = r0; r < r0 + nr; r++) a = fmaxf(a, amax_of(w + r * cols + c0, nc));
+            for (size_t r = r0; r < r0 + nr; r++) a = tl_code_max_no_nan(a, amax_of(w + r * cols + c0, nc));
             float s = tl_bfp8_scale(fmt, a, ue8m0);
             scales[bi * nbc + bj] = s;
             for (size_t r = r0; r < r0 + nr; r++)

@@ -9,7 +9,8 @@
  *   code  = encode(x / scale) (RNE, saturating);  value = decode(code) * scale.
  * The last group of a row (cols % group != 0) and the last row/column of tiles are partial: they
  * are handled like full ones over the elements that exist.
- * NaN inputs: amax ignores NaN (fmaxf), the element encodes to the FP8 NaN code and decodes to NaN.
+ * NaN inputs: amax ignores NaN, quiet or signalling (tl_code_max_no_nan), the element encodes to
+ * the FP8 NaN code and decodes to NaN.
  *
  * Layouts (all row-major):
  *   activation codes rows x cols (one byte each); scales rows x ceil(cols / group).

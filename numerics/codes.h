@@ -50,6 +50,16 @@ TL_CODE_FN uint32_t tl_code_f32_bits(float f)
     return u;
 }
 
+/* ---- maxima that ignore NaN ------------------------------------------------------------------
+ * tl_code_max_no_nan(a, b): the larger of a and b, an operand that is NaN ignored (NaN only when
+ * both are); tl_code_min_no_nan the smaller. This is fmaxf's rule for a quiet NaN, kept for a
+ * signalling one too: glibc's fmaxf (2.36) and LLVM's maxnum return NaN for a signalling NaN,
+ * and a NaN amax is a clamp, not the group's largest value. Every amax over data that may hold
+ * NaN (user inputs, a bf16 bit pattern such as 0x7F81 widened exactly) goes through these. Two
+ * compares and a select; no libm. */
+TL_CODE_FN float tl_code_max_no_nan(float a, float b) { return b > a || a != a ? b : a; }
+TL_CODE_FN float tl_code_min_no_nan(float a, float b) { return b < a || a != a ? b : a; }
+
 /* ---- BF16: the top half of a float32 ---------------------------------------------------------- */
 TL_CODE_FN float tl_code_bf16_to_f32(uint32_t h) { return tl_code_bits_f32(h << 16); }
 TL_CODE_FN uint32_t tl_code_bf16_from_f32(float x)

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "../core/tl.h"
+#include "codes.h"
 
 size_t tl_int4_row_bytes(size_t k) { return k / 2 + k % 2; }
 size_t tl_int4_groups(size_t k, int group) { return group < 1 ? 0 : k / (size_t)group + (k % (size_t)group != 0); }
@@ -46,8 +47,8 @@ int tl_int4_quantize(int asym, int group, const float *w, size_t rows, size_t k,
         uint8_t *row = packed + r * rb;
         for (size_t j = 0; j < ng; j++) {
             size_t k0 = j * g, len = k - k0 < g ? k - k0 : g;
-            float lo = 0, hi = 0; /* fminf/fmaxf skip NaN */
-            for (size_t i = k0; i < k0 + len; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+            float lo = 0, hi = 0; /* NaN (quiet or signalling) skipped */
+            for (size_t i = k0; i < k0 + len; i++) lo = tl_code_min_no_nan(lo, x[i]), hi = tl_code_max_no_nan(hi, x[i]);
             float scale;
             int z;
             if (asym) {

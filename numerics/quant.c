@@ -7,6 +7,7 @@
 
 #include "../core/tl.h"
 #include "blockfp8.h"
+#include "codes.h"
 #include "int4.h"
 #include "rotate.h"
 
@@ -82,7 +83,7 @@ static int roundtrip_mx(tl_numfmt elem, tl_scale_rule rule, const float *x, size
 static int roundtrip_fp8_tensor(const float *x, size_t n, float *y)
 {
     float amax = 0;
-    for (size_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
+    for (size_t i = 0; i < n; i++) amax = tl_code_max_no_nan(amax, fabsf(x[i]));
     float s = tl_bfp8_scale(TL_NF_E4M3FN, amax, 0);
     const float *t = tl_decode_table8(TL_NF_E4M3FN);
     float tmp[256];

@@ -66,9 +66,9 @@ static const tl_op_input dec_inputs[] = {
 };
 
 static const tl_op_target dec_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (all 144 comparisons pass on both; timed beside SDPA)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (all 144 comparisons pass on both; timed beside SDPA)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define DEC_COMMON_USAGE                                                                                      \
@@ -100,7 +100,8 @@ static const char dec_run_usage[] =
     "                          [--input v=V.npy --input block_table=T.npy] [--input kscale=.. vscale=..]\n"
     "                          [--input topk=I.npy] [--window W] [--mtp T] [--scale S]\n"
     "                          --output o=O.npy --output lse=LSE.npy [--device cpu|gpu]\n"
-    "Decode attention on your own tensors (layouts: contract/decode.h): O float32, LSE float32.\n";
+    "Decode attention on your own tensors (layouts: contract/decode.h): O float32 [B][H][dv] (paged) or\n"
+    "[B][T][H][dv] (dual-scope: T = --mtp query tokens a request), LSE float32 [B][H] or [B][T][H].\n";
 
 static const char dec_bench_usage[] =
     "usage: tilelab bench decode [--kind paged|dual-scope] [options] [--hw PRESET] [--format table|csv|json]\n"

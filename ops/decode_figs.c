@@ -117,7 +117,8 @@ static int draw_shards(int argc, char **argv)
                      TL_OPT_V("-o", &a.out),          TL_OPT_V("--trace", &a.trace),   TL_OPT_V("--batch", &a.batch),
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw decode-shards", NULL, 0, NULL);
-    if (rc || (rc = tl_ops_need_output(a.out, "decode-shards"))) return rc;
+    if (rc || (rc = tl_ops_need_output(a.out, "decode-shards")) || (rc = tl_ops_output_not_input(a.out, a.trace, "--trace")))
+        return rc;
     if (a.trace) return draw_trace(&a);
     if (a.batch) return tl_error(TL_EUSAGE, "--batch", "picks a case of a --trace file (the simulated picture is batch 1)");
     if (!a.topk) a.topk = "2048";

@@ -23,6 +23,7 @@ typedef struct {
     long sample;              /* check: compare this many rows, evenly spaced, first and last (0: all) */
     int ragged;               /* check: --windows ragged (caller windows, ragged_window) instead of causal */
     int32_t *wstart, *wend;   /* the current case's ragged windows (rows of it), or NULL */
+    int32_t *user_wstart, *user_wend; /* --input windows: the caller's windows (rows of the inputs), or NULL */
     uint64_t seed;
     char hw[1100];
     tl_indexer_inputs user;   /* --input files (q == NULL: random inputs) */
@@ -38,13 +39,15 @@ static const tl_op_input idx_inputs[] = {
     {"k", "index keys [kv][128]: uint8 E4M3FN codes (no NaN codes)", 1},
     {"kscale", "key scales [kv]: float32", 1},
     {"w", "head weights [rows][heads]: float32", 1},
+    {"windows", "caller windows [rows][2]: int32 start, end with 0 <= start <= end <= kv (start = end: an empty "
+                "window, its row all -inf); replaces the causal rule", 0},
     {NULL, NULL, 0},
 };
 
 static const tl_op_target idx_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on every appendix A2 shape; 484-792 TFLOP/s, 28-46% of the E4M3 wgmma ceiling)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (sm_90a wgmma: checked on every appendix A2 shape; 484-792 TFLOP/s, 28-46% of the E4M3 wgmma ceiling)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define IDX_COMMON_USAGE                                                                                   \
@@ -70,9 +73,11 @@ static const char idx_check_usage[] =
 
 static const char idx_run_usage[] =
     "usage: tilelab run indexer --input q=Q.npy --input k=K.npy --input kscale=S.npy --input w=W.npy\n"
-    "                           --output logits=FILE.npy [--prefix P] [--device cpu|gpu]\n"
-    "The indexer's logits [rows][kv] float32 on your own inputs (causal windows after prefix P,\n"
-    "default kv - rows).\n";
+    "                           [--input windows=W.npy | --prefix P] --output logits=FILE.npy\n"
+    "                           [--device cpu|gpu]\n"
+    "The indexer's logits [rows][kv] float32 on your own inputs: causal windows after prefix P (default\n"
+    "kv - rows), or the caller's windows: --input windows=W.npy, int32 [rows][2], row i's start and end\n"
+    "(its logits are -inf outside [start, end); start = end is an empty window, the row all -inf).\n";
 
 static const char idx_bench_usage[] =
     "usage: tilelab bench indexer [--rows LIST] [--kv LIST] [--heads LIST] [--prefix P] [--block-q N]\n"
@@ -108,6 +113,8 @@ static void idx_free(void *vp)
     if (!p) return;
     idx_free_case(p);
     tl_indexer_inputs_free(&p->user);
+    free(p->user_wstart);
+    free(p->user_wend);
     free(p);
 }
 
@@ -140,7 +147,8 @@ static tl_indexer_shape case_shape(const idx_problem *p, int c)
     s.dim = TL_INDEXER_DIM;
     s.prefix = p->prefix >= 0 ? p->prefix : s.kv - s.rows;
     s.block_q = p->block_q;
-    if (p->ragged && p->wstart && c == p->cur_case) s.starts = p->wstart, s.ends = p->wend;
+    if (p->user_wstart) s.starts = p->user_wstart, s.ends = p->user_wend; /* one case: the inputs' */
+    else if (p->ragged && p->wstart && c == p->cur_case) s.starts = p->wstart, s.ends = p->wend;
     return s;
 }
 
@@ -183,11 +191,7 @@ static int idx_parse(int argc, char **argv, tl_op_mode mode, void **out)
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
     tl_hw hw;
     if (!rc) rc = tl_hw_load(p->hw, &hw);
-    for (int c = 0; !rc && c < idx_n_cases(p); c++) {
-        tl_indexer_shape s = case_shape(p, c);
-        rc = tl_indexer_shape_check(&s);
-    }
-    if (!rc) p->shape = case_shape(p, 0);
+    if (!rc) p->shape = case_shape(p, 0); /* the cases are checked by idx_check_cases */
     if (rc) {
         idx_free(p);
         return rc;
@@ -211,13 +215,49 @@ static int read_input(const char *path, tl_npy_type type, int ndim, tl_npy *a)
     return rc;
 }
 
+/* --input windows: int32 [rows][2] (start, end a row) into p->user_wstart / user_wend; the shape
+ * check (tl_indexer_shape_check) then holds each inside [0, kv] with start <= end. */
+static int load_windows(idx_problem *p, const char *path, size_t rows)
+{
+    if (p->prefix >= 0) return tl_error(TL_EUSAGE, "--prefix", "sets causal windows; --input windows replaces them");
+    if (p->ragged) return tl_error(TL_EUSAGE, "--windows", "ragged makes its own windows; --input windows gives them");
+    tl_npy win;
+    int rc = read_input(path, TL_NPY_I32, 2, &win);
+    if (rc) return rc;
+    if (win.shape[0] != rows || win.shape[1] != 2) {
+        char got[96];
+        tl_npy_shape_str(&win, got, sizeof got);
+        rc = tl_error(TL_EUSAGE, path, "windows %s, expected [%zu][2] (a start and an end for each of q's rows)", got, rows);
+    }
+    p->user_wstart = rc ? NULL : malloc(rows * sizeof *p->user_wstart);
+    p->user_wend = rc ? NULL : malloc(rows * sizeof *p->user_wend);
+    if (!rc && (!p->user_wstart || !p->user_wend)) rc = tl_error(TL_EFAIL, "indexer", "out of memory for %zu windows", rows);
+    const int32_t *w = win.data;
+    for (size_t i = 0; !rc && i < rows; i++) p->user_wstart[i] = w[2 * i], p->user_wend[i] = w[2 * i + 1];
+    tl_npy_free(&win);
+    return rc;
+}
+
+/* Every case's shape, once final: the command line's, or the --input files' (whose rows and kv
+ * bound --prefix: it is not checked against the default 4096 x 4096 before they are read). */
+static int idx_check_cases(void *vp)
+{
+    const idx_problem *p = vp;
+    int rc = 0;
+    for (int c = 0; !rc && c < idx_n_cases(p); c++) {
+        tl_indexer_shape s = case_shape(p, c);
+        rc = tl_indexer_shape_check(&s);
+    }
+    return rc;
+}
+
 static int idx_load_inputs(void *vp, const tl_op_file *files, int n)
 {
     idx_problem *p = vp;
-    const char *path[4] = {NULL, NULL, NULL, NULL};
-    static const char *const names[4] = {"q", "k", "kscale", "w"};
+    const char *path[5] = {NULL, NULL, NULL, NULL, NULL};
+    static const char *const names[5] = {"q", "k", "kscale", "w", "windows"};
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < 5; j++)
             if (strcmp(files[i].name, names[j]) == 0) path[j] = files[i].path;
     for (int j = 0; j < 4; j++)
         if (!path[j]) return tl_error(TL_EUSAGE, "--input", "indexer needs q, k, kscale and w (missing %s=FILE.npy)", names[j]);
@@ -236,6 +276,7 @@ static int idx_load_inputs(void *vp, const tl_op_file *files, int n)
     if (!rc && (q.shape[0] > (size_t)TL_INDEXER_MAX_ROWS || k.shape[0] > (size_t)TL_INDEXER_MAX_KV ||
                 q.shape[1] > TL_INDEXER_MAX_HEADS))
         rc = tl_error(TL_EUSAGE, "--input", "q [%zu][%zu], k [%zu]: too large", q.shape[0], q.shape[1], k.shape[0]);
+    if (!rc && path[4]) rc = load_windows(p, path[4], q.shape[0]);
     if (!rc) {
         p->rows[0] = (long)q.shape[0], p->kv[0] = (long)k.shape[0], p->heads[0] = (long)q.shape[1];
         p->nr = p->nk = p->nh = 1;
@@ -260,7 +301,8 @@ static void idx_describe(const void *vp, FILE *f)
     if (p->block_q) snprintf(bq, sizeof bq, "BLOCK_Q %d", p->block_q);
     else snprintf(bq, sizeof bq, "the BLOCK_Q the model picks on %.20s", p->hw);
     char pre[96];
-    if (p->ragged) snprintf(pre, sizeof pre, "ragged windows (lengths 0, 1, 2, 63, 64, 65, 127, kv in turn)");
+    if (p->user_wstart) snprintf(pre, sizeof pre, "the caller's windows (--input windows)");
+    else if (p->ragged) snprintf(pre, sizeof pre, "ragged windows (lengths 0, 1, 2, 63, 64, 65, 127, kv in turn)");
     else if (p->prefix >= 0) snprintf(pre, sizeof pre, "causal windows after prefix %ld", p->prefix);
     else snprintf(pre, sizeof pre, "causal windows after prefix kv - rows");
     fprintf(f, "indexer: E4M3 Q and K, D = %d, %s; %s; inputs %s; seed %llu\n", TL_INDEXER_DIM, pre,
@@ -271,7 +313,8 @@ static void idx_describe(const void *vp, FILE *f)
 static void idx_case_label(const void *vp, int c, char *label, size_t n)
 {
     tl_indexer_shape s = case_shape(vp, c);
-    if (((const idx_problem *)vp)->ragged) snprintf(label, n, "%ldx%ld H=%d ragged", s.rows, s.kv, s.heads);
+    if (((const idx_problem *)vp)->user_wstart) snprintf(label, n, "%ldx%ld H=%d windows", s.rows, s.kv, s.heads);
+    else if (((const idx_problem *)vp)->ragged) snprintf(label, n, "%ldx%ld H=%d ragged", s.rows, s.kv, s.heads);
     else snprintf(label, n, "%ldx%ld H=%d P=%ld", s.rows, s.kv, s.heads, s.prefix);
 }
 
@@ -406,6 +449,7 @@ static int idx_small(const void *vp, void **out)
     memset(&q->in, 0, sizeof q->in);
     q->ref = q->other = NULL;
     q->wstart = q->wend = NULL; /* made again for the small case's own rows */
+    q->user_wstart = q->user_wend = NULL;
     q->g = NULL;
     q->cur_case = -1;
     q->prefix = -1;
@@ -586,6 +630,7 @@ const tl_op tl_op_indexer = {
     .parse = idx_parse,
     .free_problem = idx_free,
     .load_inputs = idx_load_inputs,
+    .check_cases = idx_check_cases,
     .describe = idx_describe,
     .n_cases = idx_n_cases,
     .case_label = idx_case_label,

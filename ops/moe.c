@@ -49,6 +49,7 @@ typedef struct {
     float *ref, *other;      /* reference output, naive or GPU output */
     uint16_t *ref_act;       /* with a GPU: the reference's stage-1 output (worklist rows x width) */
     tl_moe_gpu *g;
+    tl_moe_acc acc;          /* the accumulators of the output compared next: the GPU's (its run), else float32 */
 } moe_problem;
 
 static const tl_op_input moe_inputs[] = {
@@ -59,9 +60,9 @@ static const tl_op_input moe_inputs[] = {
 };
 
 static const tl_op_target moe_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-01 (all five dtypes), H100 2026-12-06 (every dtype to M = 4096; the bf16 wgmma prefill kernels)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-01 (all five dtypes), H100 2026-12-06 (every dtype to M = 4096; the bf16 wgmma prefill kernels)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 /* The routing paragraph of check, bench and sim's help (contract/worklist.h has the format). */
@@ -147,7 +148,8 @@ static const char moe_sim_usage[] =
     "             as `tilelab bench moe` times them (after a read flush): the bench's sim_us column;\n"
     "             the MX types' MXFP8 activations and weights on the scaled f8f6f4 instruction\n"
     "             on gfx950 (E8M0 scales fed to it), elsewhere the weights converted to BF16;\n"
-    "             bf16 on an sm_90 preset: moe_prefill_s1 / moe_prefill_s2 (wgmma) where the kernel picks it\n"
+    "             bf16 / fp8 on an sm_90 preset: moe_prefill_s1 / moe_prefill_s2 / moe_prefill_fp8 (wgmma)\n"
+    "             where the kernel picks it\n"
     "             (contract/moe.h, tl_moe_uses_prefill), else moe_gemm; TILELAB_MOE_PREFILL=1 or 0\n"
     "             forces one, as it does for the GPU kernel (A/B timing);\n"
     "             generic: the kernel simulator/moe.h describes (mxfp4 / mxfp8 on the scaled f8f6f4\n"
@@ -162,7 +164,10 @@ static const char moe_sim_usage[] =
     "moe_prefill_s1; generic); padding = rows computed / real rows; k_padding = K rounded to the\n"
     "instruction's K-depth / K;\n"
     "bytes are exact counts; rates are TB/s (hbm_tbps) and TFLOP/s;\n"
-    "limiter: hbm, matrix, padding, dequant, fixed or tail (see simulator/moe.h for the model and what it ignores).\n";
+    "limiter: hbm (the stream of weights and activations from HBM), loads (memory-bound, and in most\n"
+    "of those waves each CU's own load path, not HBM, caps the stream), matrix, padding (issued\n"
+    "FLOPs >= 2 x useful), dequant, fixed (launch, prologue, epilogue) or tail (a last wave under\n"
+    "half full); see simulator/moe.h for the model and what it ignores.\n";
 
 /* ---- problem lifetime ------------------------------------------------------------------------ */
 
@@ -508,14 +513,14 @@ static void moe_describe(const void *vp, FILE *f)
     tl_routing_describe(&p->routing, r, sizeof r);
     if (p->user_x) snprintf(r, sizeof r, "from the --input files");
     if (p->mode == TL_OP_SIM) {
-        int E, k, width;
-        tl_model_moe_shape(&p->model, &E, &k, &width);
-        fprintf(f, "moe (model): %s, hidden %d, E %d + %d shared%s, top-%d, width %d / tp %d; dtype %s; routing %s; "
-                   "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, E, p->n_shared,
-                p->tilelab_kernel && p->n_shared ? " (not in tilelab's kernel: left out)" : "", k, width, p->tp,
+        char ffn[160];
+        tl_model_describe(&p->model, p->n_shared, ffn, sizeof ffn);
+        fprintf(f, "moe (model): %s, hidden %d, %s / tp %d%s; dtype %s; routing %s; "
+                   "seed %llu; preset %s; kernel %s\n", p->model.name, p->model.hidden, ffn, p->tp,
+                p->tilelab_kernel && p->n_shared ? " (the shared experts are not in tilelab's kernel: left out)" : "",
                 tl_moe_dtype_name(p->dtype), r, (unsigned long long)p->seed, p->hw,
                 p->tilelab_kernel ? "tilelab (the kernels tilelab ships: kernels/moe*.hip as built for the preset's arch, "
-                                    "dequantization included (the MX types on gfx950: the scaled f8f6f4 MFMA); bf16 on an sm_90 preset: moe_prefill_s1 / _s2 where "
+                                    "dequantization included (the MX types on gfx950: the scaled f8f6f4 MFMA); bf16 / fp8 on an sm_90 preset: moe_prefill_s1 / _s2 / _fp8 where "
                                     "tl_moe_uses_prefill picks it, or as TILELAB_MOE_PREFILL=1/0 forces; column "
                                     "kernel names each row's)"
                                   : "generic (simulator/moe.h, --tile-m/--tile-n/--cu-gbps)");
@@ -606,6 +611,7 @@ static int moe_naive(void *vp, tl_op_outputs *out)
     int rc = alloc_out(&p->other, (size_t)p->shape.tokens * p->shape.hidden);
     if (rc) return rc;
     moe_set_output(p, p->other, out, "naive loop (double, per-element decode)");
+    p->acc = (tl_moe_acc){TL_MOE_ACC_FP32, TL_MOE_ACC_FP32};
     return tl_moe_naive(&p->in, p->other);
 }
 
@@ -657,20 +663,22 @@ static int moe_small(const void *vp, void **out)
 
 static int moe_tolerance(const void *vp, int o, tl_tolerance *t)
 {
-    return tl_moe_tolerance(&((const moe_problem *)vp)->shape, t);
+    const moe_problem *p = vp;
+    const tl_moe_acc fp32 = {TL_MOE_ACC_FP32, TL_MOE_ACC_FP32};
+    return tl_moe_tolerance_acc(&p->shape, p->acc.s1 ? p->acc : fp32, t);
 }
 
 /* ---- the model: one function for sim, bench, work and the figures ---------------------------- */
 
 /* The tilelab kernel of sp as kernels/moe.hip runs it: its own pick (tl_moe_tilelab_kernel), or the
  * path TILELAB_MOE_PREFILL=1 / 0 forces where the prefill kernel exists and fits the shape (an
- * sm_90 preset; bf16 stage 1 or 2, tl_moe_prefill_fits), as the launcher honours it (moe_prefill_asked),
+ * sm_90 preset; bf16 or fp8 stage 1 or 2, tl_moe_prefill_fits), as the launcher honours it (moe_prefill_asked),
  * so that the model column of an A/B bench models the kernel that ran. */
 static int moe_tilelab_kernel(tl_moe_problem *sp)
 {
     const int forced = tl_moe_prefill_forced();
     if (forced == 0) return tl_moe_tilelab_kernel_gemm(sp);
-    if (forced == 1 && sp->dtype == TL_MOE_BF16 && sp->hw &&
+    if (forced == 1 && (sp->dtype == TL_MOE_BF16 || sp->dtype == TL_MOE_FP8) && sp->hw &&
         strncmp(sp->hw->arch, "sm_90", 5) == 0) {
         tl_moe_problem t = *sp;
         if (tl_moe_tilelab_kernel_prefill(&t) == 0) {
@@ -859,7 +867,7 @@ static int moe_compare_worklist(moe_problem *p)
 /* Stage 1's activations against the reference's: TL_EFAIL naming the first difference. */
 static int moe_check_act(moe_problem *p, const uint16_t *act, tl_moe_act_diff *d)
 {
-    int rc = tl_moe_compare_act(&p->shape, &p->wl, p->ref_act, act, d);
+    int rc = tl_moe_compare_act_acc(&p->shape, &p->wl, p->ref_act, act, p->acc.s1, d);
     if (rc || d->pass) return rc;
     if (d->padding_bad)
         return tl_error(TL_EFAIL, "moe", "stage 1 wrote %zu nonzero values into padding rows (first: row %zu)",
@@ -868,8 +876,8 @@ static int moe_check_act(moe_problem *p, const uint16_t *act, tl_moe_act_diff *d
         return tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations differ by more than a rounding step "
                         "(worst: row %zu column %zu, GPU bf16 0x%04x, reference 0x%04x)", d->far, d->compared,
                         d->worst_row, d->worst_col, d->worst_got, d->worst_ref);
-    return tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations one rounding step apart (at most 1 in 20)",
-                    d->one_step, d->compared);
+    return tl_error(TL_EFAIL, "moe", "stage 1: %zu of %zu activations one rounding step apart (at most %.3g of them)",
+                    d->one_step, d->compared, d->one_step_max);
 }
 
 /* The GPU's stages one at a time, beside the final comparison the harness makes: stage 1's
@@ -891,14 +899,15 @@ static int moe_check_stages(moe_problem *p, char *note, size_t cap)
     tl_tolerance t2;
     if (!rc) rc = tl_moe_reference_from_act(&p->in, &p->wl, act, ref2);
     if (!rc) rc = tl_compare_rows(ref2, p->other, n, (size_t)p->shape.hidden, &m);
-    if (!rc) rc = tl_moe_tolerance_stage2(&p->shape, &t2);
+    if (!rc) rc = tl_moe_tolerance_stage2_acc(&p->shape, p->acc.s2, &t2);
     if (!rc && !tl_check_pass(&m, &t2))
         rc = tl_error(TL_EFAIL, "moe", "stage 2 on the GPU's own activations: rel_rms %.3g, worst row %.3g, nan %zu "
                       "(bound %.3g, rows %.3g)", m.rel_rms, m.worst_row, m.nan_count, t2.rel_rms,
                       t2.rel_rms * t2.row_factor);
     if (!rc)
-        snprintf(note, cap, "stage 1: %zu of %zu activations a rounding step apart; stage 2 on them: rel_rms %.2g "
-                 "(bound %.2g)", d.one_step, d.compared, m.rel_rms, t2.rel_rms);
+        snprintf(note, cap, "stage 1%s: %zu of %zu activations a rounding step apart (at most %.2g of them); stage 2%s "
+                 "on them: rel_rms %.2g (bound %.2g)", p->acc.s1 < TL_MOE_ACC_FP32 ? " (E4M3 wgmma)" : "", d.one_step,
+                 d.compared, d.one_step_max, p->acc.s2 < TL_MOE_ACC_FP32 ? " (E4M3 wgmma)" : "", m.rel_rms, t2.rel_rms);
     free(act);
     free(ref2);
     return rc;
@@ -917,6 +926,7 @@ static int moe_gpu(void *vp, tl_op_outputs *out)
     rc = alloc_out(&p->other, n);
     if (!rc && !again) rc = tl_error(TL_EFAIL, "moe", "out of memory");
     if (!rc) rc = G->set_tokens(p->g, &p->in);
+    if (!rc) p->acc = (tl_moe_acc){G->acc_bits(p->g, 1), G->acc_bits(p->g, 2)};
     for (int run = 0; run < runs && !rc; run++) { /* twice: deterministic means bit-identical */
         rc = G->poison(p->g);
         if (!rc) rc = G->run(p->g, TL_MOE_PART_ALL);

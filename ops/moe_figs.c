@@ -233,8 +233,8 @@ static int draw_padding(int argc, char **argv)
 
 static const char timeline_usage[] =
     "usage: tilelab draw timeline [--hw mi355x] [--model deepseek-v3.2] [--dtype fp8] [--tokens 64]\n"
-    "                             [--stage 1] [--tile-m 16] [--routing random] [--tp 1]\n"
-    "                             [--shared N] [--seed N] -o FILE\n"
+    "                             [--stage 1] [--routing random] [--tp 1] [--seed N]\n"
+    "                             [--kernel tilelab | --kernel generic [--tile-m 16] [--shared N]] -o FILE\n"
     "       tilelab draw timeline --trace FILE.csv [--tokens M] [--stage 1] -o FILE\n"
     "  Work items of one fused-MoE stage over compute units (rows, grouped per XCD) in time (us):\n"
     "  waves alternate in shade, the tail wave is highlighted, wave boundaries are marked. Simulated\n"
@@ -242,17 +242,24 @@ static const char timeline_usage[] =
     "  on each SM, in the slots of the blocks that ran there at once (--tokens: which case of the\n"
     "  file, default its first; --hw, --model, --dtype, --tile-m, --routing, --tp, --shared and --seed\n"
     "  are the simulated timeline's and are refused with --trace). --shared: the shared experts every\n"
-    "  token also routes to (default: the model's, as `sim moe`). The simulated timeline is the\n"
-    "  generic kernel's (simulator/moe.h) under random routing by default (--seed, default 1; the\n"
-    "  footer names routing and seed).\n";
+    "  token also routes to (generic only; default: the model's, as `sim moe`). --kernel: whose\n"
+    "  schedule, as in `sim moe`: tilelab (default) the kernel tilelab ships as `sim moe` models it\n"
+    "  (moe_gemm, moe_gemv_down or sm_90's moe_prefill_s1/_s2, its own tile; the model's shared\n"
+    "  experts are not in it), generic the kernel of simulator/moe.h with --tile-m (default 16).\n"
+    "  Random routing by default (--seed, default 1); the title names the kernel, the footer routing\n"
+    "  and seed.\n";
 
-/* The timeline's data: the model's schedule of p (tl_moe_sim with want_schedule). On success the
- * caller frees r with tl_moe_result_free. */
-static int timeline_data(const tl_moe_problem *p, tl_moe_result *r)
+/* The timeline's data: the model's schedule of p (tl_moe_sim with want_schedule) for the kernel
+ * tilelab ships (tilelab: tl_moe_tilelab_kernel sets p's geometry, as sim moe's default does) or
+ * the generic kernel of p's tile. On success the caller frees r with tl_moe_result_free. */
+static int timeline_data(tl_moe_problem *p, int tilelab, tl_moe_result *r)
 {
+    memset(r, 0, sizeof *r);
+    if (tilelab) p->n_shared = 0; /* the shipped kernel fuses no shared expert (sim moe says the same) */
+    int rc = tilelab ? tl_moe_tilelab_kernel(p) : tl_moe_generic_kernel(p);
+    if (rc) return rc;
     tl_moe_problem q = *p;
     q.want_schedule = 1;
-    memset(r, 0, sizeof *r);
     return tl_moe_sim(&q, r);
 }
 
@@ -260,24 +267,32 @@ static int draw_timeline(int argc, char **argv)
 {
     if (tl_wants_help(argc, argv, timeline_usage)) return 0;
     const char *hw_s = NULL, *model_s = NULL, *dtype_s = NULL, *tokens_s = NULL, *stage_s = "1", *tile_m_s = NULL,
-               *routing_s = NULL, *tp_s = NULL, *seed_s = NULL, *shared_s = NULL, *out = NULL, *trace = NULL;
+               *routing_s = NULL, *tp_s = NULL, *seed_s = NULL, *shared_s = NULL, *out = NULL, *trace = NULL,
+               *kernel_s = NULL;
     tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--model", &model_s), TL_OPT_V("--dtype", &dtype_s),
+                     TL_OPT_V("--kernel", &kernel_s),
                      TL_OPT_V("--tokens", &tokens_s), TL_OPT_V("--stage", &stage_s), TL_OPT_V("--tile-m", &tile_m_s),
                      TL_OPT_V("--routing", &routing_s), TL_OPT_V("--tp", &tp_s), TL_OPT_V("--seed", &seed_s),
                      TL_OPT_V("--shared", &shared_s), TL_OPT_V("--trace", &trace), TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw timeline", NULL, 0, NULL);
-    if (rc || (rc = tl_ops_need_output(out, "timeline"))) return rc;
+    if (rc || (rc = tl_ops_need_output(out, "timeline")) || (rc = tl_ops_output_not_input(out, trace, "--trace"))) return rc;
     if (trace) { /* measured */
-        if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s || shared_s)
-            return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --tile-m, --routing, --tp, --shared "
-                            "and --seed are for the simulated timeline, not --trace");
+        if (hw_s || model_s || dtype_s || tile_m_s || routing_s || tp_s || seed_s || shared_s || kernel_s)
+            return tl_error(TL_EUSAGE, "draw timeline", "--hw, --model, --dtype, --kernel, --tile-m, --routing, --tp, "
+                            "--shared and --seed are for the simulated timeline, not --trace");
         int tokens = 0, stage = 1;
         if ((tokens_s && (rc = tl_parse_int(tokens_s, 1, 0x7fffffff, "--tokens", &tokens))) ||
             (rc = tl_parse_int(stage_s, 1, 2, "--stage", &stage)))
             return rc;
         return tl_fig_trace(out, trace, tokens, stage);
     }
-    /* the simulated timeline's defaults */
+    /* the simulated timeline's defaults: the kernel sim moe models by default */
+    const int tilelab = !kernel_s || strcmp(kernel_s, "tilelab") == 0;
+    if (kernel_s && !tilelab && strcmp(kernel_s, "generic") != 0)
+        return tl_error(TL_EUSAGE, "--kernel", "'%s' is not tilelab or generic", kernel_s);
+    if (tilelab && (tile_m_s || shared_s))
+        return tl_error(TL_EUSAGE, tile_m_s ? "--tile-m" : "--shared", "is the generic kernel's; the default kernel "
+                        "(tilelab's own) has its own tile and no shared experts: add --kernel generic");
     hw_s = hw_s ? hw_s : "mi355x", model_s = model_s ? model_s : "deepseek-v3.2", dtype_s = dtype_s ? dtype_s : "fp8";
     tokens_s = tokens_s ? tokens_s : "64", tile_m_s = tile_m_s ? tile_m_s : "16";
     routing_s = routing_s ? routing_s : "random", tp_s = tp_s ? tp_s : "1";
@@ -297,7 +312,7 @@ static int draw_timeline(int argc, char **argv)
     p.hw = &hw;
     p.model = &model;
     tl_moe_result r;
-    if ((rc = timeline_data(&p, &r))) return rc;
+    if ((rc = timeline_data(&p, tilelab, &r))) return rc;
     rc = tl_fig_timeline(out, &p, &r);
     tl_moe_result_free(&r);
     return rc;

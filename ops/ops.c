@@ -22,12 +22,9 @@ const tl_op *tl_op_find(const char *name)
 
 int tl_ops_parse_seed(const char *val, uint64_t *seed)
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(val, &end, 0);
-    if (!*val || *end || errno || val[0] == '-')
-        return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned integer)", val);
-    *seed = v;
+    int r = tl_scan_u64(val, seed);
+    if (r == TL_NUM_RANGE) return tl_error(TL_EUSAGE, "--seed", "%s is out of range [0, %llu]", val, (unsigned long long)UINT64_MAX);
+    if (r) return tl_error(TL_EUSAGE, "--seed", "'%s' is not a seed (an unsigned decimal integer)", val);
     return TL_OK;
 }
 
@@ -75,6 +72,13 @@ int tl_ops_need_output(const char *out, const char *cmd)
     return TL_OK;
 }
 
+int tl_ops_output_not_input(const char *out, const char *in, const char *opt)
+{
+    if (in && out && tl_same_file(out, in))
+        return tl_error(TL_EUSAGE, "-o", "'%s' is the %s file: the figure would replace what it draws", out, opt);
+    return TL_OK;
+}
+
 int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap, int *n)
 {
     long tmp[64];
@@ -88,9 +92,9 @@ int tl_ops_trace_open(tl_ops_trace *t, const char *header)
 {
     int rc = tl_atomic_begin(&t->a, t->path);
     if (rc) return rc;
-    t->f = fopen(t->a.tmp, "w");
+    t->f = tl_atomic_file(&t->a);
     if (!t->f) {
-        rc = tl_error(TL_EUSAGE, t->path, "cannot write the trace: %s", strerror(errno));
+        rc = tl_error(TL_EFAIL, t->path, "cannot write the trace: %s", strerror(errno));
         tl_atomic_abort(&t->a);
         return rc;
     }
@@ -101,19 +105,14 @@ int tl_ops_trace_open(tl_ops_trace *t, const char *header)
 int tl_ops_trace_commit(tl_ops_trace *t)
 {
     if (!t->f) return 0;
-    int bad = fclose(t->f) != 0;
-    t->f = NULL;
-    if (bad) {
-        tl_atomic_abort(&t->a);
-        return tl_error(TL_EFAIL, t->path, "write failed");
-    }
-    return tl_atomic_commit(&t->a);
+    t->f = NULL; /* the atomic file's stream: closed (and its errors reported) by tl_atomic_close */
+    int rc = tl_atomic_close(&t->a, "the trace");
+    return rc ? rc : tl_atomic_commit(&t->a);
 }
 
 void tl_ops_trace_abort(tl_ops_trace *t)
 {
     if (!t->f) return;
-    fclose(t->f);
     t->f = NULL;
     tl_atomic_abort(&t->a);
 }

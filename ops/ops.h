@@ -8,7 +8,7 @@
 #include "../core/opts.h"
 #include "../kernels/bench.h"
 
-/* "--seed": an unsigned integer (decimal, 0x hex or 0 octal), no sign; TL_EUSAGE otherwise. */
+/* "--seed": an unsigned decimal integer in [0, 2^64) (tl_scan_u64: no sign, no hex, no blanks); TL_EUSAGE otherwise. */
 int tl_ops_parse_seed(const char *val, uint64_t *seed);
 
 /* Routed rows (tokens x k) one simulated worklist may hold, and all of one command's worklists
@@ -33,7 +33,8 @@ typedef struct {
 } tl_ops_trace;
 /* TL_EUSAGE naming the file when it cannot be written. */
 int tl_ops_trace_open(tl_ops_trace *t, const char *header);
-/* Closes and renames it over path (0 when none is open); TL_EFAIL "write failed" on an I/O error. */
+/* Closes and renames it over path (0 when none is open); TL_EFAIL "<path>: cannot write the trace:
+ * <reason>" on an I/O error (none is left). */
 int tl_ops_trace_commit(tl_ops_trace *t);
 /* Closes and removes the temporary file, if one is open. */
 void tl_ops_trace_abort(tl_ops_trace *t);
@@ -61,15 +62,19 @@ const char *tl_ops_bench_hw(void);
 
 /* A picture's file: every draw command needs -o FILE; TL_EUSAGE naming cmd otherwise. */
 int tl_ops_need_output(const char *out, const char *cmd);
+/* TL_EUSAGE when the picture `out` is the input file `in` given as option `opt` (tl_same_file): the
+ * figure would replace what it draws. 0 when in is NULL. */
+int tl_ops_output_not_input(const char *out, const char *in, const char *opt);
 /* tl_parse_long_list into ints (at most min(cap, 64) values). */
 int tl_ops_parse_int_list(const char *s, long lo, long hi, const char *what, int *out, int cap, int *n);
 
 /* Where every op's kernels are compiled in the test suite (tests/cli_gpu_compile.sh), for a row's
  * `targets`: sm_90's run column is the op's own; the AMD targets have never run (no AMD GPU here). */
 #define TL_OPS_SM90_COMPILED "nvcc 13.0, in every test run where nvcc is found"
-#define TL_OPS_AMD_TARGETS                                                                 \
-    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)"}, \
-    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)"}
+#define TL_OPS_EXECUTED "every dtype's check passes on the CPU executor, in every test run (tests/cli_executor.sh)"
+#define TL_OPS_AMD_TARGETS                                                                              \
+    {"gfx942", "Debian's clang-19, device code, in every test run", "never (no AMD GPU here)", TL_OPS_EXECUTED}, \
+    {"gfx950", "Debian 12's clang-22, device code, in every test run", "never (no AMD GPU here)", TL_OPS_EXECUTED}
 
 /* the rows, and the figures of each (ops/OP_figs.c) */
 extern const tl_op tl_op_decode;

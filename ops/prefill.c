@@ -66,13 +66,14 @@ static const tl_op_input pf_inputs[] = {
 };
 
 static const tl_op_target pf_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (sm_90a wgmma kernel: checks pass on both; timed beside SDPA)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200 2026-12-02, H100 2026-12-06 (sm_90a wgmma kernel: checks pass on both; timed beside SDPA)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define PF_COMMON_USAGE                                                                                      \
-    "  --shape mistral-7b|qwen3-8b|deepseek-v2-lite|HxD|HxKVxD   heads and dims (default mistral-7b)\n"      \
+    "  --shape mistral-7b|qwen3-8b|deepseek-v2-lite|HxD|HxKVxD|HxKVxDQKxDV   heads and dims (default\n"    \
+    "                  mistral-7b; HxKVxDQKxDV: q.k and value dims apart, as MLA's)\n"                          \
     "  --seq LIST      tokens (default 1024; 1..1M)   --dtype bf16|fp8 (default bf16; fp8: E4M3FN, one\n"     \
     "                  float32 scale per 128 tokens per head)\n"                                             \
     "  --rotate none|hadamard|random   rotate Q and K (the same orthogonal R) before quantizing\n"           \
@@ -93,8 +94,9 @@ static const char pf_check_usage[] =
 static const char pf_run_usage[] =
     "usage: tilelab run prefill [--shape S] [--dtype bf16|fp8] [--rotate R] --input q=Q.npy --input k=K.npy\n"
     "                           --input v=V.npy --output o=O.npy --output lse=LSE.npy [--device cpu|gpu]\n"
-    "Prefill attention on your tensors (quantized to --dtype): O float32 [seq][H][dv] (the kernel's bf16\n"
-    "values), LSE float32 [H][seq].\n";
+    "Prefill attention on your tensors (quantized to --dtype): O float32 [seq][H][dv], LSE float32\n"
+    "[H][seq]. --device cpu: the reference (P exact, softmax in double, O rounded once to float32);\n"
+    "--device gpu: the kernel's bf16 O, widened exactly (contract/prefill.h: who computes what).\n";
 
 static const char pf_bench_usage[] =
     "usage: tilelab bench prefill [options] [--tile BMxBNxW] [--hw PRESET] [--format table|csv|json]\n"
@@ -148,12 +150,10 @@ static tl_prefill_shape case_shape(const pf_problem *p, int c)
 /* --tile BMxBNxW */
 static int parse_tile(const char *s, tl_prefill_tiling *t)
 {
-    int bm, bn, w;
-    char end;
-    if (sscanf(s, "%dx%dx%d%c", &bm, &bn, &w, &end) != 3 || bm < 16 || bm > 512 || bn < 16 || bn > 512 || w < 1 ||
-        w > 16)
+    long long v[3];
+    if (tl_scan_ints(s, 'x', v, 3) != 3 || v[0] < 16 || v[0] > 512 || v[1] < 16 || v[1] > 512 || v[2] < 1 || v[2] > 16)
         return tl_error(TL_EUSAGE, "--tile", "'%s' is not BMxBNxW (block_m, block_n 16..512, warps 1..16)", s);
-    t->block_m = bm, t->block_n = bn, t->warps = w;
+    t->block_m = (int)v[0], t->block_n = (int)v[1], t->warps = (int)v[2];
     return 0;
 }
 
@@ -265,6 +265,19 @@ static void pf_describe(const void *vp, FILE *f)
                                        : "P rounded to bf16",
             tl_rotation_name(p->rot), p->user_q ? "from the --input files" : tl_prefill_dist_name(p->dist),
             (unsigned long long)p->seed);
+    if (p->mode != TL_OP_SIM && p->mode != TL_OP_BENCH) return; /* the modelled kernel: sim and bench's model */
+    tl_hw hw;
+    if (tl_hw_load(p->hw, &hw) != 0) {
+        tl_clear_error(); /* pf_parse loaded it already: cannot fail here */
+        return;
+    }
+    fprintf(f, "prefill kernel on %s (%s): %s\n", hw.name, hw.arch,
+            strncmp(hw.arch, "sm_90", 5) == 0
+                ? "FlashAttention-3's shape on sm_90a: warp-specialized, a producer warpgroup loading K/V tiles by "
+                  "TMA (three buffers; two for bf16 dqk 192) and two consumer warpgroups of 64 query rows each on wgmma m64n128 "
+                  "(without FA-3's ping-pong between them); kernels/prefill.hip pf_body_ws"
+                : "FlashAttention-2's shape: one work-group per block of query rows and head, K/V tiles through "
+                  "LDS, S and P.V on the MFMA 16x16 matrix cores, the online softmax in registers; kernels/prefill.hip");
 }
 
 static void pf_case_label(const void *vp, int c, char *label, size_t n)
@@ -706,7 +719,8 @@ static const char *const pf_bench_args[] = {"--shape", "mistral-7b", "--seq", "1
 
 const tl_op tl_op_prefill = {
     .name = "prefill",
-    .summary = "causal prefill attention (FlashAttention-2 style): bf16 or FP8 with per-block scales, GQA, MLA 192/128",
+    .summary = "causal prefill attention (FlashAttention-2 style; FA-3's warp-specialized shape on sm_90a): bf16 or FP8 "
+               "with per-block scales, GQA, MLA 192/128",
     .dtypes = "bf16,fp8",
     .targets = pf_targets,
     .check_usage = pf_check_usage,

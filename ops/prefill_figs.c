@@ -206,6 +206,8 @@ static int draw_roofline(int argc, char **argv)
                      TL_OPT_L("--points", files, ROOF_MAX_POINTS_FILES, &nfiles), TL_OPT_V("-o", &out), TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw prefill-roofline", NULL, 0, NULL);
     if (rc || (rc = tl_ops_need_output(out, "prefill-roofline"))) return rc;
+    for (int i = 0; i < nfiles; i++)
+        if ((rc = tl_ops_output_not_input(out, files[i], "--points"))) return rc;
     long seqs[ROOF_MAX_SEQS];
     int nseq = 0;
     tl_hw hw;

@@ -15,7 +15,11 @@
 #include "ops.h"
 
 #define QUANT_MAX_LIST 16
-#define QUANT_SRC_RANK 3 /* the rank the check's dispatch records name as their source */
+/* The source rank dispatch records name when --src-rank is not given: 0 for run (one rank's own
+ * tokens), 3 for check and bench, so that a record whose rank field was never written (zero) cannot
+ * pass the compare. */
+#define QUANT_SRC_RANK_RUN 0
+#define QUANT_SRC_RANK_CHECK 3
 
 typedef struct {
     tl_op_mode mode;
@@ -25,6 +29,7 @@ typedef struct {
     tl_quant_shape shape;  /* the current case's */
     tl_quant_dist dist;
     uint64_t seed;
+    int src_rank;          /* dispatch: the source rank every record names (--src-rank) */
     char hw[1100];
     uint16_t *user_x;      /* --input x (NULL: random) */
     int32_t *user_ids;
@@ -46,9 +51,9 @@ static const tl_op_input quant_inputs[] = {
 };
 
 static const tl_op_target quant_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes; timed beside torch)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes; timed beside torch)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define QUANT_COMMON_USAGE                                                                                     \
@@ -58,7 +63,9 @@ static const tl_op_target quant_targets[] = {
     "  --ue8m0        fp8 family: power-of-two scales     --rule floor|up  MX scale rule (default floor)\n"  \
     "  --scale-layout row|col   fp8, fp8-fnuz: scales [rows][K/128] or [K/128][rows] (default row)\n"       \
     "  --hadamard     fp8-query: rotate each head first   --topk N  dispatch: experts a token (default 8)\n" \
-    "  --dist normal|uniform|laplace|outliers|adversarial (default normal)   --seed S\n"
+    "  --dist normal|uniform|laplace|outliers|adversarial (default normal)   --seed S\n"        \
+    "  --src-rank R   dispatch: the source rank each record names, int32 in [0, 2^31) (default: 0 for\n"   \
+    "                 run, 3 for check and bench, so that a rank field left unwritten cannot pass)\n"
 
 static const char quant_check_usage[] =
     "usage: tilelab check quant [options] [--input x=FILE.npy [--input ids=.. --input weights=..]]\n"
@@ -69,11 +76,14 @@ static const char quant_check_usage[] =
     "exactly, and the round trip (every element within its format's bound).\n" QUANT_COMMON_USAGE;
 
 static const char quant_run_usage[] =
-    "usage: tilelab run quant --input x=FILE.npy [--input ids=FILE.npy --input weights=FILE.npy]\n"
-    "                         --output codes=FILE.npy [--output scales=FILE.npy] [--scheme S] [options]\n"
-    "                         [--device cpu|gpu]\n"
-    "Quantizes your own activations: codes uint8 (dispatch: the records, uint8 [rows][stride]) and\n"
-    "scales (float32, or uint8 E8M0 codes for MX).\n" QUANT_COMMON_USAGE;
+    "usage: tilelab run quant --input x=FILE.npy --output codes=FILE.npy [--output scales=FILE.npy]\n"
+    "                         [--scheme fp8|fp8-fnuz|mxfp8|mxfp4|fp8-query] [options] [--device cpu|gpu]\n"
+    "       tilelab run quant --scheme dispatch --input x=FILE.npy --input ids=FILE.npy\n"
+    "                         --input weights=FILE.npy --output records=FILE.npy [--src-rank R] [options]\n"
+    "Quantizes your own activations: codes uint8 [rows][K] (mxfp4 [rows][K/2]) and scales (float32,\n"
+    "or uint8 E8M0 codes for MX). dispatch writes one output, records: uint8 [rows][stride], each\n"
+    "record the codes, the scales, the routing and the token's return address (its row and the\n"
+    "--src-rank), as contract/quant.h lays it out.\n" QUANT_COMMON_USAGE;
 
 static const char quant_bench_usage[] =
     "usage: tilelab bench quant [options] [--hw PRESET] [--format table|csv|json]\n"
@@ -150,12 +160,13 @@ static int quant_parse(int argc, char **argv, tl_op_mode mode, void **out)
     p->base.topk = 8;
     const char *rows_s = mode == TL_OP_RUN ? "1" : "1,4096,16384", *k_s = mode == TL_OP_RUN ? "128" : "7168,4096",
                *scheme_s = NULL, *rule_s = NULL, *layout_s = NULL, *topk_s = NULL, *dist_s = NULL, *seed_s = NULL,
+               *src_rank_s = NULL,
                *hw_s = mode == TL_OP_SIM ? "mi355x" : mode == TL_OP_BENCH ? tl_ops_bench_hw() : "h200";
     tl_opt opts[] = {TL_OPT_V("--scheme", &scheme_s), TL_OPT_V("--rows", &rows_s), TL_OPT_V("--k", &k_s),
                      TL_OPT_F("--ue8m0", &p->base.ue8m0, 1), TL_OPT_V("--rule", &rule_s),
                      TL_OPT_V("--scale-layout", &layout_s), TL_OPT_F("--hadamard", &p->base.hadamard, 1),
                      TL_OPT_V("--topk", &topk_s), TL_OPT_V("--dist", &dist_s), TL_OPT_V("--seed", &seed_s),
-                     TL_OPT_V("--hw", &hw_s), TL_OPT_END};
+                     TL_OPT_V("--hw", &hw_s), TL_OPT_V("--src-rank", &src_rank_s), TL_OPT_END};
     static const char *const cmds[] = {"check quant", "bench quant", "sim quant", "run quant"};
     int rc = tl_opts_parse(argc, argv, opts, cmds[mode], NULL, 0, NULL);
     if (!rc) rc = tl_parse_long_list(rows_s, 1, TL_QUANT_MAX_ROWS, "--rows", p->rows, QUANT_MAX_LIST, &p->nr);
@@ -163,6 +174,10 @@ static int quant_parse(int argc, char **argv, tl_op_mode mode, void **out)
     if (!rc) rc = parse_flags(p, scheme_s, rule_s, layout_s, topk_s);
     if (!rc && dist_s) rc = tl_quant_dist_parse(dist_s, &p->dist);
     if (!rc && seed_s) rc = tl_ops_parse_seed(seed_s, &p->seed);
+    p->src_rank = mode == TL_OP_RUN ? QUANT_SRC_RANK_RUN : QUANT_SRC_RANK_CHECK;
+    if (!rc && src_rank_s) rc = tl_parse_int(src_rank_s, 0, INT32_MAX, "--src-rank", &p->src_rank);
+    if (!rc && src_rank_s && p->base.scheme != TL_QUANT_DISPATCH)
+        rc = tl_error(TL_EUSAGE, "--src-rank", "only --scheme dispatch writes a source rank");
     if (!rc && (p->nr < 1 || p->nk < 1)) rc = tl_error(TL_EUSAGE, cmds[mode], "an empty list");
     snprintf(p->hw, sizeof p->hw, "%s", hw_s);
     tl_hw hw;
@@ -349,7 +364,7 @@ static int quant_reference(void *vp, tl_op_outputs *out)
     quant_problem *p = vp;
     set_outputs(p, p->codes_ref, p->scales_ref, out, "numerics' quantizer, OpenMP over rows");
     const tl_quant_shape *s = &p->shape;
-    return tl_quant_reference(s, p->x, p->ids, p->weights, QUANT_SRC_RANK, p->codes_ref,
+    return tl_quant_reference(s, p->x, p->ids, p->weights, p->src_rank, p->codes_ref,
                               s->scheme == TL_QUANT_DISPATCH ? NULL : p->scales_ref);
 }
 
@@ -370,14 +385,14 @@ static int quant_naive(void *vp, tl_op_outputs *out)
     uint8_t *kc = malloc(cb);
     void *ks = malloc(sb + 16);
     int rc = kc && ks ? 0 : tl_error(TL_EFAIL, "quant", "out of memory");
-    if (!rc) rc = tl_quant_naive(s, p->x, p->ids, p->weights, QUANT_SRC_RANK, p->codes_other, sc);
-    if (!rc) rc = tl_quant_host_kernel(s, p->x, p->ids, p->weights, QUANT_SRC_RANK, kc, sc ? ks : NULL);
+    if (!rc) rc = tl_quant_naive(s, p->x, p->ids, p->weights, p->src_rank, p->codes_other, sc);
+    if (!rc) rc = tl_quant_host_kernel(s, p->x, p->ids, p->weights, p->src_rank, kc, sc ? ks : NULL);
     if (!rc && (memcmp(kc, p->codes_other, cb) || (sc && memcmp(ks, sc, sb))))
         rc = tl_error(TL_EFAIL, "quant", "the kernels' arithmetic on the host differs from numerics' scalar path");
     free(kc);
     free(ks);
     tl_quant_roundtrip r;
-    if (!rc) rc = tl_quant_roundtrip_check(s, p->x, p->ids, p->weights, QUANT_SRC_RANK, p->codes_other, sc, &r);
+    if (!rc) rc = tl_quant_roundtrip_check(s, p->x, p->ids, p->weights, p->src_rank, p->codes_other, sc, &r);
     char note[256] = "";
     if (!rc) {
         char rt[200];
@@ -461,7 +476,7 @@ static int quant_gpu(void *vp, tl_op_outputs *out)
     const int runs = p->mode == TL_OP_CHECK ? 2 : 1;
     for (int run = 0; run < runs && !rc; run++) { /* different poison each run: an unwritten byte differs */
         rc = G->poison(p->g, run ? 0x5A : 0xA5);
-        if (!rc) rc = G->run(p->g, QUANT_SRC_RANK);
+        if (!rc) rc = G->run(p->g, p->src_rank);
         if (!rc) rc = G->read(p->g, run ? again : p->codes_other, dispatch ? NULL : run ? again_s : p->scales_other);
     }
     if (!rc && runs == 2 && (memcmp(again, p->codes_other, cb) || (!dispatch && memcmp(again_s, p->scales_other, sb))))
@@ -554,7 +569,7 @@ static int quant_bench(void *vp, int c, tl_table *t)
     o.use_graph = 1;
     tl_bench_result r;
     tl_op_work w;
-    if ((rc = G->time(p->g, QUANT_SRC_RANK, &o, &r)) || (rc = quant_work(p, c, 0, &w))) return rc;
+    if ((rc = G->time(p->g, p->src_rank, &o, &r)) || (rc = quant_work(p, c, 0, &w))) return rc;
     const double floor_us = tl_ops_read_floor_us(w.hbm_bytes, &o), us = r.median_ms * 1e3;
     char name[96];
     row_name(&p->shape, name, sizeof name);

@@ -43,9 +43,9 @@ static const tl_op_input topk_inputs[] = {
 };
 
 static const tl_op_target topk_targets[] = {
-    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes on both paths; timed beside torch.topk)"},
+    {"sm_90", TL_OPS_SM90_COMPILED, "NVIDIA H200, 2026-12-02 (every check passes on both paths; timed beside torch.topk)", NULL},
     TL_OPS_AMD_TARGETS,
-    {NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 #define TOPK_PLAN_USAGE                                                                                 \

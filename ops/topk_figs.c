@@ -62,7 +62,8 @@ static int draw_topk_split(int argc, char **argv)
                      TL_OPT_V("--trace", &trace_s), TL_OPT_V("--row", &row_s),     TL_OPT_V("-o", &out),
                      TL_OPT_END};
     int rc = tl_opts_parse(argc, argv, opts, "draw topk-split", NULL, 0, NULL);
-    if (rc || (rc = tl_ops_need_output(out, "topk-split"))) return rc;
+    if (rc || (rc = tl_ops_need_output(out, "topk-split")) || (rc = tl_ops_output_not_input(out, trace_s, "--trace")))
+        return rc;
     if (trace_s) return draw_topk_trace(trace_s, n_s, row_s, hw_s ? hw_s : "h200", out);
     if (!hw_s) hw_s = "mi355x";
     if (!n_s) n_s = "1048576";

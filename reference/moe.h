@@ -102,6 +102,21 @@ int tl_moe_naive(const tl_moe_inputs *in, float *out);
  * output, row_factor x rel_rms each token's row. reference/moe.c says where the constants come from. */
 int tl_moe_tolerance(const tl_moe_shape *s, tl_tolerance *t);
 
+/* The accumulator a kernel's stage sums its products in, for the tolerances: TL_MOE_ACC_FP32 (23
+ * mantissa bits: float32 sums, what the functions without _acc assume), or the mantissa bits of a
+ * matrix-core accumulator whose sums are added into float32 every TL_MOE_ACC_BLOCK products (sm_90a's
+ * E4M3 wgmma: 13, kernels/wgmma.h's TL_WGMMA_E4M3_ACC_BITS, promoted every 128-value K block by
+ * the fp8 prefill kernels). The stage's relative RMS model then adds, per block, the indexer's
+ * truncating-accumulator term (reference/indexer.c): TL_MOE_ACC_BLOCK x ulp^2 / 6, ulp = 2^-bits
+ * (the blocks' errors independent, so the sum's relative error is a block's). */
+#define TL_MOE_ACC_FP32 23
+#define TL_MOE_ACC_BLOCK 128
+typedef struct {
+    int s1, s2; /* stage 1's and stage 2's accumulator mantissa bits, each in [8, 23] */
+} tl_moe_acc;
+/* tl_moe_tolerance for stages summed in `acc`; TL_EUSAGE for bits outside [8, 23]. */
+int tl_moe_tolerance_acc(const tl_moe_shape *s, tl_moe_acc acc, tl_tolerance *t);
+
 /* Stage 2 and the combine alone, on the activations `act` (bf16 codes, [wl->n_rows_padded][width]
  * in worklist order, as tl_moe_reference writes them and the GPU's stage 1 does): what the
  * reference would output had its stage 1 produced exactly these. Same costs as tl_moe_reference's
@@ -111,22 +126,31 @@ int tl_moe_reference_from_act(const tl_moe_inputs *in, const tl_worklist *wl, co
  * from the same activations: only stage 2's float32 reduction (K = width) differs, so no rounding
  * flips: 16x the float32 model (4 sigma, x4 for matrix-core accumulation), rows 10x that. */
 int tl_moe_tolerance_stage2(const tl_moe_shape *s, tl_tolerance *t);
+/* The same for a stage 2 summed in an accumulator of acc2 mantissa bits (tl_moe_acc). */
+int tl_moe_tolerance_stage2_acc(const tl_moe_shape *s, int acc2, tl_tolerance *t);
 
 /* Stage 1's output of a kernel (got) against the reference's (ref), both bf16 codes
  * [wl->n_rows_padded][width] in worklist order. Every value of a real row must be equal or one
  * bf16 step apart (a rounding flip: the two sides sum float32 in different orders), up to an
  * absolute tau = 16 x the float32 model of K = hidden x the activations' RMS for values near zero,
  * where silu(g) u magnifies g's difference; at most 1 in 20 values may differ at all (simulated:
- * 0.3-1.1%); padding rows must be 0. d->pass says so; TL_EUSAGE for missing arrays. */
+ * 0.3-1.1%); padding rows must be 0. d->pass says so; TL_EUSAGE for missing arrays.
+ * tl_moe_compare_act_acc: the same for a stage 1 summed in an accumulator of acc1 mantissa bits
+ * (tl_moe_acc): tau from that accumulator's model e1, and at most max(1/20, 4 x e1 / (2 u_bf16))
+ * of the values one step apart (e1 / 2u: the rate at which a relative difference e1 moves a value
+ * across a bf16 rounding midpoint; the float32 model's rate is under 1/80 of 1/20 at K >= 128). */
 typedef struct {
     size_t compared, one_step, far, padding_bad; /* values of real rows; those apart; bad padding */
     double tau;                                  /* the absolute allowance used */
+    double one_step_max;                         /* the share of compared values allowed one step apart */
     size_t worst_row, worst_col, first_pad_row;  /* the value furthest apart (when far > 0) */
     uint16_t worst_ref, worst_got;
     int pass;
 } tl_moe_act_diff;
 int tl_moe_compare_act(const tl_moe_shape *s, const tl_worklist *wl, const uint16_t *ref, const uint16_t *got,
                        tl_moe_act_diff *d);
+int tl_moe_compare_act_acc(const tl_moe_shape *s, const tl_worklist *wl, const uint16_t *ref, const uint16_t *got,
+                           int acc1, tl_moe_act_diff *d);
 
 #ifdef __cplusplus
 }

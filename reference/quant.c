@@ -248,7 +248,7 @@ static void naive_group128(const tl_quant_shape *s, const float *v, uint8_t *cod
 {
     const tl_numfmt f = tl_quant_elem(s);
     float amax = 0;
-    for (int i = 0; i < TL_QUANT_GROUP; i++) amax = fmaxf(amax, fabsf(v[i]));
+    for (int i = 0; i < TL_QUANT_GROUP; i++) amax = tl_code_max_no_nan(amax, fabsf(v[i]));
     *scale = tl_bfp8_scale(f, amax, s->ue8m0);
     for (int i = 0; i < TL_QUANT_GROUP; i++) codes[i] = (uint8_t)tl_encode(f, v[i] / *scale, 1);
 }
@@ -278,7 +278,7 @@ static void naive_query(const tl_quant_shape *s, float *v, uint8_t *codes, float
             const size_t r1 = r0 + TL_QUANT_QUERY_ROWS < rows ? r0 + TL_QUANT_QUERY_ROWS : rows;
             float amax = 0;
             for (size_t r = r0; r < r1; r++)
-                for (size_t i = 0; i < TL_QUANT_HEAD_DIM; i++) amax = fmaxf(amax, fabsf(v[r * k + h * TL_QUANT_HEAD_DIM + i]));
+                for (size_t i = 0; i < TL_QUANT_HEAD_DIM; i++) amax = tl_code_max_no_nan(amax, fabsf(v[r * k + h * TL_QUANT_HEAD_DIM + i]));
             const float sc = tl_bfp8_scale(TL_NF_E4M3FN, amax, s->ue8m0);
             scales[r0 / TL_QUANT_QUERY_ROWS * heads + h] = sc;
             for (size_t r = r0; r < r1; r++)

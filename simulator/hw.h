@@ -10,7 +10,8 @@
  *   hbm_per_cu_gbps, l2_per_cu_gbps (optional), async_copy_per_cu_gbps (optional),
  *   hbm_latency_us, load_chain_us, next_kernel_us,
  *   flush_dirty_mb (optional), transcendental_per_cu_clk (optional), lds_bytes_per_cu_clk
- *   (optional), wgmma_bf16_tflops and wgmma_fp8_tflops (optional), description (optional),
+ *   (optional), wgmma_bf16_tflops and wgmma_fp8_tflops (optional), gemm_bf16_tflops and
+ *   gemm_fp8_tflops (optional), allreduce_us (optional), description (optional),
  *   "ceilings": { "hbm_read_gbps": {"datasheet": 8000, "measured": 6271.2},
  *                 "hbm_copy_gbps": {"measured": 6068.8},
  *                 "bf16_tflops" | "fp8_tflops" | "fp6_tflops" | "fp4_tflops": {...} }
@@ -23,8 +24,8 @@
  *     dtype names: "bf16", "f16", "fp8", "fp6", "fp4", "f32", "f64" ("fp8" covers e4m3/e5m2 and
  *     their FNUZ forms on gfx942); "cycles" = cycles one matrix core is busy per instruction.
  *   Overlay files (written by `tilelab bench roofline --save`) also carry "device", "date",
- *   "source"; they may hold only "ceilings". Kept but not read: "clock_note", "link_note" and
- *   "rates_note" (notes), and what bench roofline records of its run ("clocks", "label", "mma", "memcpy_gbps", "configurations");
+ *   "source"; they may hold only "ceilings". Kept but not read: "clock_note", "link_note",
+ *   "rates_note" and "step_note" (notes), and what bench roofline records of its run ("clocks", "label", "mma", "memcpy_gbps", "configurations");
  *   a ceiling may carry "unit" and an instruction "peak_tflops" (as `hw show --format json`
  *   writes them, so that its output loads back).
  *
@@ -113,6 +114,14 @@ typedef struct {
                                    apart from ceilings.bf16_tflops, which a preset may fill with a
                                    library GEMM's rate */
     double wgmma_fp8_tflops;    /* the same for wgmma m64n256k32 e4m3 (tl_roofline_wgmma_fp8) */
+    double gemm_bf16_tflops;    /* the dense-GEMM peer: a vendor library's (cuBLAS / hipBLASLt through
+                                   torch) best large bf16 GEMM, whole GPU, TFLOP/s (optional, 0 =
+                                   unknown: simulator/gemm.h says what it charges then) */
+    double gemm_fp8_tflops;     /* the same for its FP8 GEMM (torch._scaled_mm) */
+    double allreduce_us;        /* one small all-reduce across the GPUs of one node (a few KB: the
+                                   latency, not the bytes), as a serving engine's graph runs it
+                                   (optional, 0 = unknown: simulator/step.h charges the link bytes
+                                   alone then) */
     int vgprs_per_simd;         /* AMD: VGPRs (arch and AGPR, unified) a lane of one SIMD holds for all
                                    its waves (512 on gfx90a and later; optional, 0 = not AMD) */
     int sgprs_per_simd;         /* AMD: SGPRs one SIMD holds for its waves (800; optional) */

@@ -231,10 +231,10 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
 
 int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
 {
+    if (is_sm(hw)) return TL_INDEXER_TIMED_BLOCK_Q_SM90;
     int best = 1;
     double best_us = INFINITY;
-    const int most = is_sm(hw) ? TL_INDEXER_MAX_BLOCK_Q : 4; /* AMD: the seed's kernel up to 4 */
-    for (int q = 1; q <= most; q *= 2) {
+    for (int q = 1; q <= 4; q *= 2) { /* AMD: the seed's kernel up to 4 */
         tl_indexer_problem p = {hw, *s};
         p.shape.block_q = q;
         tl_indexer_result r;
@@ -242,13 +242,9 @@ int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s)
             tl_clear_error();
             break;
         }
-        /* AMD: a larger BLOCK_Q only when 2% faster; sm_90: unless 2% slower (the per-tile barrier
-         * and copy, which no term charges, are shared by more rows: on the H200 BLOCK_Q 8 is 2-23%
-         * faster than 4) */
-        const int take = is_sm(hw) ? r.time_us <= best_us * 1.02 : r.time_us < best_us * 0.98;
-        if (take) {
+        if (r.time_us < best_us * 0.98) { /* a larger BLOCK_Q only when 2% faster */
             best = q;
-            if (r.time_us < best_us) best_us = r.time_us;
+            best_us = r.time_us;
         }
     }
     return best;

@@ -85,6 +85,12 @@
                                          * Fitted to a kernel that read the K tile from shared memory for
                                          * every row: 39-42 bytes a clock at 1980 MHz at H = 32 and 64
                                          * (192 and 256 bytes a score): 40 x 1.98 */
+/* sm_90a's BLOCK_Q: the configuration the shipped wgmma kernel was timed at on the H200, every shape
+ * of README's table (bench/results/h200_indexer_bench_run52.csv, the model -11.5% .. +3.8% of it).
+ * BLOCK_Q 1, 2 and 4 are checked but not timed for this kernel; the model puts 4 up to 3% ahead of
+ * 8 on the 8K squares, inside that error (an earlier form of the kernel, the K tile read from
+ * shared memory by every product, was timed at both: h200_indexer_bench_run50.csv). */
+#define TL_INDEXER_TIMED_BLOCK_Q_SM90 8
 #define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: up to 128 registers a thread (2 blocks of 8 warps) */
 #define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds where the kernel's code is not in the build's
                                     * table: ~100 VGPRs a lane (Q as FP8 fragments) */
@@ -132,7 +138,11 @@ typedef struct {
  * instruction. Cost: O(blocks) for the tiles (O(rows) with a list of windows). */
 int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r);
 
-/* The BLOCK_Q the model picks: the fastest of 1, 2, 4 (a larger one must be 2% faster). 1 on error. */
+/* The BLOCK_Q the model picks, which is what the launcher launches (ops/indexer.c asks the model):
+ *   - sm_90a: TL_INDEXER_TIMED_BLOCK_Q_SM90, the one configuration the shipped kernel has been timed
+ *     at, on every shape (the model's margins between BLOCK_Q there are inside its own error);
+ *   - AMD: the fastest of 1, 2, 4 by the model (a larger one must be 2% faster). 1 on error.
+ * An explicit shape.block_q is not a pick: the model then models that one. */
 int tl_indexer_best_block_q(const tl_hw *hw, const tl_indexer_shape *s);
 
 /* ---- the schedule of the blocks (draw indexer-tiles) ---- */

@@ -15,12 +15,28 @@ static int present(json_t *obj, const char *key)
     return v && !json_is_null(v);
 }
 
-/* Reads the first of several alias keys that is present (and not null); required applies to the group. */
+/* Reads a group of alias keys (one quantity under the names of several families): the present (not
+ * null) ones must agree, as gpt-oss's num_experts_per_tok and experts_per_token do; two that differ
+ * are an error naming both keys and values, never resolved by the order of the list. required applies
+ * to the group. */
 static int get_alias_int(json_t *root, const char *const *keys, const char *label, int required,
                          long lo, long hi, int *out)
 {
-    for (const char *const *k = keys; *k; k++)
-        if (present(root, *k)) return tl_json_get_int(root, *k, label, 1, lo, hi, out);
+    const char *first = NULL;
+    int value = 0;
+    for (const char *const *k = keys; *k; k++) {
+        if (!present(root, *k)) continue;
+        int v = 0;
+        if (tl_json_get_int(root, *k, label, 1, lo, hi, &v)) return TL_EUSAGE;
+        if (first && v != value)
+            return tl_error(TL_EUSAGE, label, "'%s' = %d and '%s' = %d name one quantity with two values: "
+                            "keep one of them", first, value, *k, v);
+        if (!first) first = *k, value = v;
+    }
+    if (first) {
+        *out = value;
+        return 0;
+    }
     if (required) return tl_error(TL_EUSAGE, label, "missing field '%s'", keys[0]);
     return 0;
 }
@@ -46,6 +62,8 @@ static const char *const read_keys[] = {
     "n_shared_experts", "model_type", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
     "mlp_only_layers", "interleave_moe_layer_step", "moe_layers", "num_attention_heads", "num_key_value_heads",
     "head_dim", "index_n_heads", "index_head_dim", "index_topk", NULL};
+/* The attention and LM-head keys (q_lora_rank ... sliding_window) are read for the whole step
+ * (simulator/step.h) but stay in the unused list: no op's own model reads them. */
 
 static int listed(const char *key, const char *const *keys)
 {
@@ -76,25 +94,33 @@ static void note_unused(tl_model *m, const char *key)
     append_name(m->unused, sizeof m->unused, key);
 }
 
-/* Records quantization_config's method and the keys not read: the top level's, then (when the
- * model's fields sit under text_config) that object's. */
-static void record_unread(json_t *root, json_t *fields, tl_model *m)
+/* Calls fn(ctx, key) for each key not read, in file order: the top level's, then (when the model's
+ * fields sit under text_config) that object's. */
+static void each_unread(json_t *root, json_t *fields, void (*fn)(void *, const char *), void *ctx)
 {
-    json_t *q = json_object_get(root, "quantization_config");
-    const char *method = json_string_value(json_object_get(q, "quant_method"));
-    if (q) snprintf(m->quant_method, sizeof m->quant_method, "%s", method ? method : "?");
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v)
     {
         int read = listed(key, top_keys) || (fields == root ? is_read_key(key) : strcmp(key, "text_config") == 0);
-        if (!read) note_unused(m, key);
+        if (!read) fn(ctx, key);
     }
     if (fields == root) return;
     json_object_foreach(fields, key, v)
     {
-        if (!is_read_key(key)) note_unused(m, key);
+        if (!is_read_key(key)) fn(ctx, key);
     }
+}
+
+static void note_unused_cb(void *m, const char *key) { note_unused(m, key); }
+
+/* Records quantization_config's method and the keys not read. */
+static void record_unread(json_t *root, json_t *fields, tl_model *m)
+{
+    json_t *q = json_object_get(root, "quantization_config");
+    const char *method = json_string_value(json_object_get(q, "quant_method"));
+    if (q) snprintf(m->quant_method, sizeof m->quant_method, "%s", method ? method : "?");
+    each_unread(root, fields, note_unused_cb, m);
 }
 
 /* The object holding the model's fields: the top level, or "text_config" when the top level has no
@@ -213,7 +239,14 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
         tl_json_get_int(f, "head_dim", label, 0, 1, 100000, &m->head_dim) ||
         tl_json_get_int(f, "index_n_heads", label, 0, 0, 100000, &m->index_n_heads) ||
         tl_json_get_int(f, "index_head_dim", label, 0, 0, 100000, &m->index_head_dim) ||
-        tl_json_get_int(f, "index_topk", label, 0, 0, BIG, &m->index_topk))
+        tl_json_get_int(f, "index_topk", label, 0, 0, BIG, &m->index_topk) ||
+        tl_json_get_int(f, "q_lora_rank", label, 0, 0, BIG, &m->q_lora_rank) ||
+        tl_json_get_int(f, "kv_lora_rank", label, 0, 0, BIG, &m->kv_lora_rank) ||
+        tl_json_get_int(f, "qk_nope_head_dim", label, 0, 0, 100000, &m->qk_nope_head_dim) ||
+        tl_json_get_int(f, "qk_rope_head_dim", label, 0, 0, 100000, &m->qk_rope_head_dim) ||
+        tl_json_get_int(f, "v_head_dim", label, 0, 0, 100000, &m->v_head_dim) ||
+        tl_json_get_int(f, "vocab_size", label, 0, 0, BIG, &m->vocab_size) ||
+        (present(f, "sliding_window") && tl_json_get_int(f, "sliding_window", label, 0, 0, BIG, &m->sliding_window)))
         return TL_EUSAGE;
     if (m->n_experts > 0) {
         if (read_expert_width(f, label, m) || get_alias_int(f, topk_keys, label, 1, 1, 1000000, &m->top_k))
@@ -238,17 +271,47 @@ static int model_from_json(json_t *root, const char *label, const char *fallback
     return 0;
 }
 
+/* The note on quantization_config that every list of what is not modelled starts with. */
+static void quant_note(const tl_model *m, char *q, size_t n)
+{
+    snprintf(q, n, "quantization_config (quant_method %s: not modelled, choose --dtype)", m->quant_method);
+}
+
 int tl_model_unused(const tl_model *m, char *buf, size_t n)
 {
     if (n == 0) return m->n_unused + (m->quant_method[0] != 0);
     buf[0] = '\0';
     if (m->quant_method[0]) {
         char q[128];
-        snprintf(q, sizeof q, "quantization_config (quant_method %s: not modelled, choose --dtype)", m->quant_method);
+        quant_note(m, q, sizeof q);
         append_name(buf, n, q);
     }
     if (m->unused[0]) append_name(buf, n, m->unused);
     return m->n_unused + (m->quant_method[0] != 0);
+}
+
+/* A growing ", "-separated string (NULL after an allocation failure). */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} name_list;
+
+static void list_add(void *vl, const char *name)
+{
+    name_list *l = vl;
+    if (!l->s) return;
+    size_t need = l->len + 2 + strlen(name) + 1;
+    if (need > l->cap) {
+        size_t cap = need * 2;
+        char *ns = realloc(l->s, cap);
+        if (!ns) {
+            free(l->s);
+            l->s = NULL;
+            return;
+        }
+        l->s = ns, l->cap = cap;
+    }
+    l->len += (size_t)sprintf(l->s + l->len, "%s%s", l->len ? ", " : "", name);
 }
 
 static void base_name(const char *spec, char *out, size_t len)
@@ -273,6 +336,29 @@ int tl_model_load(const char *name_or_path, tl_model *out)
     return rc;
 }
 
+int tl_model_unused_all(const char *name_or_path, char **names)
+{
+    *names = NULL;
+    json_t *root;
+    char label[1100], fallback[64];
+    tl_model m;
+    if (tl_preset_read("models", name_or_path, "--model", &root, label, sizeof label)) return TL_EUSAGE;
+    base_name(name_or_path, fallback, sizeof fallback);
+    int rc = model_from_json(root, label, fallback, &m);
+    name_list l = {calloc(1, 64), 0, 64};
+    if (!rc && m.quant_method[0]) {
+        char q[128];
+        quant_note(&m, q, sizeof q);
+        list_add(&l, q);
+    }
+    if (!rc) each_unread(root, model_fields(root), list_add, &l);
+    json_decref(root);
+    if (!rc && !l.s) rc = tl_error(TL_EFAIL, label, "out of memory");
+    if (rc) free(l.s);
+    else *names = l.s;
+    return rc;
+}
+
 const char *const *tl_model_list(void) { return tl_preset_names("models"); }
 
 void tl_model_moe_shape(const tl_model *m, int *n_experts, int *top_k, int *width)
@@ -292,4 +378,12 @@ int tl_model_shared_experts(const tl_model *m)
 {
     if (m->n_experts <= 0 || m->moe_width <= 0) return 0;
     return (int)((long long)m->n_shared * m->shared_width / m->moe_width);
+}
+
+void tl_model_describe(const tl_model *m, int n_shared, char *buf, size_t n)
+{
+    int E, k, width;
+    tl_model_moe_shape(m, &E, &k, &width);
+    snprintf(buf, n, "E %d + %d shared, top-%d, width %d", E, n_shared < 0 ? tl_model_shared_experts(m) : n_shared,
+             k, width);
 }

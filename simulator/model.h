@@ -8,6 +8,8 @@
  * Keys read (aliases in brackets):
  *   hidden_size                                   required
  *   num_hidden_layers                             required
+ * Keys in brackets are aliases: where a config carries several of one group they must hold one value
+ * (gpt-oss gives num_experts_per_tok and experts_per_token both 4); two values are refused, naming both.
  *   n_routed_experts [num_experts, num_local_experts]   routed experts E; absent or 0 = dense model (then a top-k > 0 is an error)
  *   num_experts_per_tok [moe_topk, moe_router_topk, experts_per_token]   top-k, required when E > 0
  *   moe_intermediate_size                         expert width; when absent, a MoE model's expert width is
@@ -31,6 +33,13 @@
  *                                                 alone, as in transformers
  *   num_attention_heads, num_key_value_heads, head_dim (default hidden/heads)
  *   index_n_heads, index_head_dim, index_topk     DSA indexer (0 when absent)
+ *   q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim   MLA attention (DeepSeek,
+ *                                                 GLM-5, Kimi-K2; 0 when absent: kv_lora_rank > 0 means MLA)
+ *   vocab_size                                    the LM head's rows (0 when absent)
+ *   sliding_window                                recorded (0 when absent or null); simulator/step.h says
+ *                                                 what of it the step charges
+ *   (these MLA, vocab and window keys are read for the step but still listed as unused below: no
+ *   op's own model reads them)
  *   "tilelab_name", "tilelab_source"              the preset's short name and where the values come
  *                                                 from (presets only; a user's file may omit them)
  *   quantization_config.quant_method              recorded (quant_method), not modelled: the data
@@ -59,6 +68,10 @@ typedef struct {
     int dense_width;     /* the dense FFN width (dense layers / dense models); 0 when absent */
     int n_heads, n_kv_heads, head_dim;
     int index_n_heads, index_head_dim, index_topk;
+    int q_lora_rank, kv_lora_rank;        /* MLA: 0 when absent (q_lora_rank 0: a plain q projection) */
+    int qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA head dims; 0 when absent */
+    int vocab_size;                       /* 0 when absent */
+    int sliding_window;                   /* 0 when absent or null */
     char quant_method[32]; /* quantization_config.quant_method ("fp8", "mxfp4", ...); "" when absent */
     int n_unused;          /* top-level keys of the config this loader did not use */
     char unused[512];      /* their names in file order, ", "-separated; "..." ends a list cut short */
@@ -78,6 +91,12 @@ int tl_model_load(const char *name_or_path, tl_model *out);
  * not used, quantization_config included (0: everything was read; buf gets ""). */
 int tl_model_unused(const tl_model *m, char *buf, size_t n);
 
+/* The whole of that list, never cut short: *names gets a new string (the caller frees it), the
+ * quantization_config note first, then every key not used, ", "-separated ("" when none). Loads
+ * the model again (tl_model_load's errors). For printers that owe the full list (models --format
+ * csv|json). Cost: one more read of the config. */
+int tl_model_unused_all(const char *name_or_path, char **names);
+
 /* Preset names compiled into the binary, NULL-terminated, sorted. Static storage. */
 const char *const *tl_model_list(void);
 
@@ -91,5 +110,12 @@ void tl_model_moe_shape(const tl_model *m, int *n_experts, int *top_k, int *widt
  * FLOPs and weight bytes are the shared experts' exactly; tl_model_load refuses a width that does not
  * divide. 0 for dense models. */
 int tl_model_shared_experts(const tl_model *m);
+
+/* The one line that says which FFN the simulator models for m: "E 60 + 4 shared, top-4, width 1408"
+ * (the routed experts, shared experts of the routed width as tl_model_shared_experts counts them,
+ * top-k and the expert width; a dense model is "E 1 + 0 shared, top-1, width 14336"). n_shared < 0
+ * takes the config's count; a caller that overrides it (sim moe --shared) passes its own. Both
+ * `models` and `sim moe` print it. */
+void tl_model_describe(const tl_model *m, int n_shared, char *buf, size_t n);
 
 #endif

@@ -68,8 +68,8 @@ static int validate(const tl_moe_problem *p)
         return tl_error(TL_EUSAGE, "sim moe", "activation loads per item %d outside [0, 64]", p->act_loads);
     if (p->n_shared < 0 || p->n_shared > 16)
         return tl_error(TL_EUSAGE, "--shared", "shared experts %d outside [0, 16]", p->n_shared);
-    if (!(p->load_cap_gbps >= 0 && p->load_cap_gbps <= 1e6))
-        return tl_error(TL_EUSAGE, "sim moe", "load cap %g GB/s outside [0, 1e6]", p->load_cap_gbps);
+    if (!(p->load_cap_gbps >= 0 && p->load_cap_gbps <= 1e6) || !(p->load_cap_w_gbps >= 0 && p->load_cap_w_gbps <= 1e6))
+        return tl_error(TL_EUSAGE, "sim moe", "load cap %g / %g GB/s outside [0, 1e6]", p->load_cap_gbps, p->load_cap_w_gbps);
     if (p->wgmma && (strncmp(p->hw->arch, "sm_9", 4) != 0 || p->tile_m % 64 || p->vector_rows))
         return tl_error(TL_EUSAGE, "sim moe", "wgmma needs an sm_90 preset (%s is %s) and tile_m a multiple of 64 "
                         "(%d)", p->hw->name, p->hw->arch, p->tile_m);
@@ -143,11 +143,12 @@ typedef struct {
     double w, a, o, m; /* HBM bytes (first touches): weights, activations, outputs, metadata */
     double w_again;    /* a later tile's weights, charged as HBM time (weights_per_tile), not bytes */
     double streamed;   /* every byte the items load or store, cache hits included */
+    double streamed_w; /* of those, the weights' */
 } byte_parts;
 
 static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
 {
-    byte_parts b = {0, 0, 0, 0, 0, 0};
+    byte_parts b = {0, 0, 0, 0, 0, 0, 0};
     int rows = c->wl->tile_rows[tile];
     int last_cols = c->N - (c->n_blocks - 1) * c->tile_n;
     int full = nb1 - nb0 - (nb1 == c->n_blocks ? 1 : 0);
@@ -172,7 +173,8 @@ static byte_parts chunk_bytes(const cost_ctx *c, int tile, int nb0, int nb1)
         landed = (rows + c->pad_loads - 1) / c->pad_loads * c->pad_loads;
         if (landed > c->tile_m) landed = c->tile_m;
     }
-    b.streamed = cols * c->K * c->w_elem + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
+    b.streamed_w = cols * c->K * c->w_elem;
+    b.streamed = b.streamed_w + (double)(nb1 - nb0) * c->act_loads * landed * c->K * c->in_elem + b.o + b.m;
     return b;
 }
 
@@ -250,7 +252,7 @@ int tl_moe_tilelab_kernel(tl_moe_problem *p)
 static void clear_kernel(tl_moe_problem *p, const char *kernel)
 {
     p->tile_m = p->tile_n = p->blocks_per_cu = p->narrow_rows = 0;
-    p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = 0.0;
+    p->inflight_kib = p->inflight_kib_wide = p->dequant_instr = p->load_cap_gbps = p->load_cap_w_gbps = 0.0;
     p->prologue_loads = p->combine_kernel = p->requant_kernel = p->requant_rows_per_cu = 0;
     p->weights_per_tile = p->vector_rows = p->cu_load_cap = p->act_loads = p->wgmma = p->pad_loads = 0;
     p->mx_acts = TL_MOE_MX_ACTS_DEFAULT;
@@ -262,6 +264,41 @@ int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p)
     if (!p || !p->model) return tl_error(TL_EUSAGE, "sim moe", "missing problem or model");
     tl_moe_shape shape = tilelab_shape(p);
     return tl_moe_tilelab_kernel_group(p, tl_moe_tiles_per_item(&shape, p->stage));
+}
+
+/* moe_prefill_fp8<STAGE> (kernels/moe_prefill.hip; contract/moe.h's TL_MOE_PF8_*): the bf16 prefill
+ * kernels' items (tile_m TL_MOE_PF_ROWS; tile_n 128 weight rows: stage 1's 64 gate + 64 up, stage
+ * 2's 128 output columns), one block an SM, the ring of TL_MOE_PF8_STAGES steps of TL_MOE_PF8_KSTEP
+ * E4M3 values, the products on the E4M3 wgmma (the problem's wgmma field, fp8: the preset's
+ * wgmma_fp8_tflops). The copies: cp.async at the preset's async_copy_per_cu_gbps (bf16 stage 1's
+ * rate) for what the producer threads copy, tensor copies at hbm_per_cu_gbps (bf16 stage 2's) for
+ * what the copy engine lands: by default stage 1's weights (load_cap_w_gbps; its gathered rows stay
+ * cp.async's) and all of stage 2's, whose activation boxes land whole (pad_loads TL_MOE_PF2_ABOX);
+ * with tl_moe_fp8_tma_off everything by cp.async, the real rows only (pad_loads 0). The producer
+ * reads the group's sorted ids before its first copies in both stages (prologue_loads as bf16 stage
+ * 1's); stage 2 after the re-quantization kernel and before the combine, as moe_gemm's. */
+static int prefill_fp8(tl_moe_problem *p, const tl_moe_shape *shape)
+{
+    const int E = shape->n_experts, s2 = p->stage == 2;
+    const double step_kib = (TL_MOE_PF_ROWS + 128.0) * TL_MOE_PF8_KSTEP / 1024.0;
+    clear_kernel(p, s2 ? "moe_prefill_fp8_s2" : "moe_prefill_fp8_s1");
+    p->tile_m = TL_MOE_PF_ROWS;
+    p->tile_n = s2 ? TL_MOE_PF2_NB : 2 * TL_MOE_PF_NB;
+    p->blocks_per_cu = TL_MOE_PF_BLOCKS;
+    p->inflight_kib = (TL_MOE_PF8_STAGES - 1) * step_kib;
+    p->prologue_loads = ((E + TL_MOE_PF_SCAN - 1) / TL_MOE_PF_SCAN + 1) / 2 + 2;
+    p->combine_kernel = s2;
+    p->requant_kernel = s2;
+    p->requant_rows_per_cu = KERNEL_QUANT_ROWS;
+    p->act_loads = 1;
+    p->cu_load_cap = 1;
+    const double cp_async = p->hw->async_copy_per_cu_gbps > 0 ? p->hw->async_copy_per_cu_gbps : 0.0;
+    const int tma = !tl_moe_fp8_tma_off();
+    p->load_cap_gbps = tma && s2 ? p->hw->hbm_per_cu_gbps : cp_async;
+    p->load_cap_w_gbps = tma && !s2 ? p->hw->hbm_per_cu_gbps : 0.0;
+    p->pad_loads = tma && s2 ? TL_MOE_PF2_ABOX : 0;
+    p->wgmma = 1;
+    return 0;
 }
 
 /* moe_prefill_s1 and moe_prefill_s2 (kernels/moe_prefill.hip; their geometry: contract/moe.h's
@@ -276,10 +313,11 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
                         p->hw->arch);
     tl_moe_shape shape = tilelab_shape(p);
     if (!tl_moe_prefill_fits(&shape, p->stage))
-        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 stage 1 with hidden %% %d == 0 and width "
-                        "%% %d == 0, or bf16 stage 2 with width %% %d == 0 and hidden %% %d == 0 (%s stage %d, hidden "
-                        "%d, width %d)", TL_MOE_PF_KCHUNK, TL_MOE_PF_NB, TL_MOE_PF_KSTEP, TL_MOE_PF2_NB,
+        return tl_error(TL_EUSAGE, "sim moe", "the prefill kernel runs bf16 or fp8 stage 1 with hidden %% %d == 0 and "
+                        "width %% %d == 0, or stage 2 with width %% %d == 0 and hidden %% %d == 0 (%s stage %d, hidden "
+                        "%d, width %d)", TL_MOE_PF_KCHUNK, TL_MOE_PF_NB, TL_MOE_PF8_KSTEP, TL_MOE_PF2_NB,
                         tl_moe_dtype_name(p->dtype), p->stage, shape.hidden, shape.width);
+    if (p->dtype == TL_MOE_FP8) return prefill_fp8(p, &shape);
     const int E = shape.n_experts, s2 = p->stage == 2;
     const double step_kib = (TL_MOE_PF_ROWS + (s2 ? TL_MOE_PF2_NB : 2.0 * TL_MOE_PF_NB)) * TL_MOE_PF_KSTEP * 2.0 / 1024.0;
     clear_kernel(p, s2 ? "moe_prefill_s2" : "moe_prefill_s1");
@@ -302,6 +340,9 @@ int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p)
     /* stage 1's producer copies the group's real rows only; stage 2's boxes land whole
      * TL_MOE_PF2_ABOX-row boxes, padding and rows past the group included */
     p->pad_loads = s2 ? TL_MOE_PF2_ABOX : 0;
+    /* stage 1's weights by tensor copies from W1's rows copy (tl_moe_bf16_tma_off: the packed
+     * chunks by cp.async), beside its gathered rows' cp.async */
+    p->load_cap_w_gbps = !s2 && !tl_moe_bf16_tma_off() ? p->hw->hbm_per_cu_gbps : 0.0;
     p->wgmma = 1;
     return 0;
 }
@@ -423,18 +464,24 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     const double dequant_instr = !converts ? 0.0 : p->dequant_instr > 0 ? p->dequant_instr : bf16_conversion_instr(p->dtype);
     tl_instr in;
     int tile_n = p->tile_n > 0 ? p->tile_n : DEFAULT_TILE_N;
-    /* wgmma (sm_90a): 2 x 64 x tile_n x 16 flops an instruction at the preset's bf16 ceiling; its
-     * cycles on one of the SM's matrix cores at the datasheet rate (256 for m64n128k16) */
-    const double wgmma_tflops = p->wgmma ? tl_ceiling_value(hw->ceilings.bf16_tflops) : 0.0;
-    if (p->wgmma && !(wgmma_tflops > 0 && hw->ceilings.bf16_tflops.datasheet > 0))
-        return tl_error(TL_EUSAGE, "sim moe", "preset %s has no bf16 ceiling for wgmma", hw->name);
+    /* wgmma (sm_90a): bf16 2 x 64 x tile_n x 16 flops an instruction at the preset's bf16 ceiling;
+     * fp8 (E4M3) 2 x 64 x tile_n x 32 at the preset's wgmma E4M3 loop rate (wgmma_fp8_tflops, else
+     * its fp8 ceiling); its cycles on one of the SM's matrix cores at the datasheet rate (256 for
+     * m64n128k16 and m64n128k32) */
+    const int wg8 = p->wgmma && p->dtype == TL_MOE_FP8;
+    const tl_ceiling wc = wg8 ? hw->ceilings.fp8_tflops : hw->ceilings.bf16_tflops;
+    const double wgmma_tflops = !p->wgmma ? 0.0 : wg8 && hw->wgmma_fp8_tflops > 0 ? hw->wgmma_fp8_tflops : tl_ceiling_value(wc);
+    if (p->wgmma && !(wgmma_tflops > 0 && wc.datasheet > 0))
+        return tl_error(TL_EUSAGE, "sim moe", "preset %s has no %s ceiling for wgmma", hw->name, wg8 ? "fp8" : "bf16");
     if (p->vector_rows) /* fp32 FMAs, one real row at a time: nothing to pad to */
         in = (tl_instr){.name = "none: fp32 FMA per row", .m = 1, .n = 1, .k = 1};
     else if (p->wgmma) {
-        in = (tl_instr){.m = 64, .n = tile_n, .k = 16, .a = "bf16", .b = "bf16"};
-        snprintf(in.name, sizeof in.name, "wgmma.mma_async.m64n%dk16.f32.bf16.bf16", tile_n);
-        const double per_core_clk = hw->ceilings.bf16_tflops.datasheet * 1e12 /
-                                    ((double)hw->cus * hw->matrix_cores_per_cu * hw->clock_mhz * 1e6);
+        in = (tl_instr){.m = 64, .n = tile_n, .k = wg8 ? 32 : 16};
+        snprintf(in.a, sizeof in.a, "%s", wg8 ? "fp8" : "bf16");
+        snprintf(in.b, sizeof in.b, "%s", in.a);
+        snprintf(in.name, sizeof in.name, wg8 ? "wgmma.mma_async.m64n%dk32.f32.e4m3.e4m3" : "wgmma.mma_async.m64n%dk16.f32.bf16.bf16",
+                 tile_n);
+        const double per_core_clk = wc.datasheet * 1e12 / ((double)hw->cus * hw->matrix_cores_per_cu * hw->clock_mhz * 1e6);
         in.cycles = (int)lround(2.0 * in.m * in.n * in.k / per_core_clk);
     } else if (tl_hw_pick_instr(hw, ad, bd, p->tile_m, &in))
         return TL_EUSAGE;
@@ -458,7 +505,8 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
     if (p->want_schedule && items > TL_MOE_MAX_SCHEDULE) {
         tl_worklist_free(&wl);
         return tl_error(TL_EUSAGE, "schedule", "%lld work items, more than the %lld a schedule keeps; use fewer "
-                        "tokens or a larger --tile-m", items, (long long)TL_MOE_MAX_SCHEDULE);
+                        "tokens%s", items, (long long)TL_MOE_MAX_SCHEDULE,
+                        p->kernel ? "" : " or a larger --tile-m"); /* the shipped kernel's tile is its own */
     }
 
     r->tokens = p->tokens;
@@ -563,7 +611,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         /* the wave's bytes, a run of n-blocks of one tile at a time: O(tiles + waves) overall; each
          * run's own stream time at its tile's rates (misses at the per-item HBM rate, cache hits at the
          * per-item L2 rate; a tile of more than narrow rows at its wider layout's) */
-        double wave_bytes = 0, stream_sum = 0, stream_max = 0, wave_streamed = 0;
+        double wave_bytes = 0, stream_sum = 0, stream_max = 0, wave_streamed = 0, wave_streamed_w = 0;
         for (long long left = a; left > 0;) {
             int take = n_blocks - nb < left ? n_blocks - nb : (int)left;
             byte_parts b = chunk_bytes(&c, tile, nb, nb + take);
@@ -572,6 +620,7 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
             const double run_us = (miss / (wide ? wide_hbm : item_hbm) + (b.streamed - miss) / (wide ? wide_l2 : item_l2)) / 1e3;
             wave_bytes += miss;
             wave_streamed += b.streamed;
+            wave_streamed_w += b.streamed_w;
             stream_sum += run_us;
             if (run_us / take > stream_max) stream_max = run_us / take;
             left -= take;
@@ -587,7 +636,10 @@ int tl_moe_sim(const tl_moe_problem *p, tl_moe_result *r)
         int load_bound = 0; /* the CU's load path is the wave's bound */
         int hides_gap = 0;  /* and its other resident items keep it busy through one item's gap */
         if (p->cu_load_cap && cap_gbps > 0) {
-            const double cap_us = on_cu * (wave_streamed / a) / (cap_gbps * 1e3);
+            /* the weights' share at its own rate where the kernel states one (load_cap_w_gbps) */
+            const double w_share = p->load_cap_w_gbps > 0 ? wave_streamed_w : 0.0;
+            const double cap_us = on_cu * ((wave_streamed - w_share) / a / (cap_gbps * 1e3) +
+                                           (w_share > 0 ? w_share / a / (p->load_cap_w_gbps * 1e3) : 0.0));
             load_bound = cap_us > stream_us && cap_us > hbm_us && (on_cu > 1 || p->load_cap_gbps > 0);
             hides_gap = load_bound && on_cu > 1;
             if (cap_us > stream_us) stream_us = cap_us;

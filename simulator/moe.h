@@ -187,6 +187,15 @@
  *      at full width between r = 24 and 40 (DeepSeek-V3.2 M = 1024 on both presets, Kimi-K2.6
  *      M = 1536, 7% slower than moe_gemm on the h100 preset and 18% faster on the h200 one), at
  *      TP8 between r = 64 and 96 (the short K: 4 steps an item, so the wave gap weighs).
+ *      fp8 (moe_prefill_fp8, contract/moe.h's TL_MOE_PF8_*; simulator/moe.c's prefill_fp8): the
+ *      same items and terms, K steps of 128 E4M3 values, the tensor time at the preset's
+ *      wgmma_fp8_tflops (m64n128k32 E4M3), the copy stream split by path: what the copy engine
+ *      lands (stage 1's weights: load_cap_w_gbps; all of stage 2, in whole TL_MOE_PF2_ABOX boxes)
+ *      at hbm_per_cu_gbps, stage 1's gathered rows (and, with tl_moe_fp8_tma_off, everything, the
+ *      real rows only) at async_copy_per_cu_gbps; both stages' prologue as bf16 stage 1's. Its rule
+ *      is contract/moe.h's TL_MOE_PF8_MIN_ROWS / TL_MOE_PF8_2_MIN_ROWS(_SHORT). Against the H100
+ *      (MoE 61, predictions committed first: bench/results/h100_moe_sim_fp8_prefill{,_tma}_run61.csv):
+ *      -19.9% to +14.3% for the tensor-copy form at M = 1024-8192, -22.5% to +2.3% for cp.async's.
  *    tests/test_sim_vs_h200.c holds these terms to 15% of the kernel measured on the H200 for
  *    M <= 1024, balanced and random routing (every committed bench file; M = 1024 within 10%);
  *    M = 4096 is printed, not asserted (its committed rows timed moe_gemm's group 2, which the test
@@ -312,6 +321,9 @@ typedef struct {
     double load_cap_gbps; /* cu_load_cap's rate per CU (0 = hw->hbm_per_cu_gbps): the prefill
                             kernel's cp.async copies (stage 1) stream at hw->async_copy_per_cu_gbps,
                             its tensor copies (stage 2) at hw->hbm_per_cu_gbps */
+    double load_cap_w_gbps; /* the weights' share of that stream at its own rate (0 = load_cap_gbps):
+                            fp8 stage 1's prefill kernel lands its weights by tensor copies and
+                            its gathered rows by cp.async */
     int pad_loads;       /* the items' copies land their tile's padding rows too (zero-filled): 1:
                             the bytes they stream count tile_m activation rows, not the real ones;
                             above 1: the real rows rounded up to whole boxes of pad_loads rows (at
@@ -365,7 +377,7 @@ typedef struct {
 
 /* Sets p's tile and geometry fields (tile_m, tile_n, blocks_per_cu, inflight_kib, prologue_loads,
  * combine_kernel, requant_kernel, requant_rows_per_cu, weights_per_tile, vector_rows, dequant_instr,
- * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, pad_loads, mx_acts,
+ * narrow_rows, inflight_kib_wide, cu_load_cap, act_loads, wgmma, load_cap_gbps, load_cap_w_gbps, pad_loads, mx_acts,
  * kernel) to those of this project's fused MoE kernel (kernels/moe.hip, as built for sm_90) for p->dtype,
  * p->stage, p->tokens and p->model; the other fields are left alone. The geometry comes from
  * contract/moe.h (TL_MOE_TILE_M, S1_NB, NCOLS, S1/S2_THREADS, S1/S2_MINB, QUANT_THREADS, GEMV_*,
@@ -373,7 +385,8 @@ typedef struct {
  * not name is mirrored from kernels/moe.hip by hand and changes with it: Fmt<>::U and the load
  * widths, the tile pairing rule, the prologue's dependent loads, moe_quant_act's blocks per SM.
  * Which kernel, as kernels/moe.hip picks it: bf16 stage 1 runs moe_prefill_s1 and stage 2
- * moe_prefill_s2 (sm_90a's wgmma kernels, tl_moe_tilelab_kernel_prefill) where
+ * moe_prefill_s2, fp8 both stages moe_prefill_fp8 (sm_90a's wgmma kernels,
+ * tl_moe_tilelab_kernel_prefill; p->kernel "moe_prefill_fp8_s1" / "_s2") where
  * tl_moe_uses_prefill (contract/moe.h) says so and
  * p->hw is an sm_90 preset (kernels/moe.hip: a build with wgmma on a compute capability 9 device);
  * everything else moe_gemm / moe_gemv_down with tl_moe_tiles_per_item's group. No other preset
@@ -390,10 +403,11 @@ int tl_moe_tilelab_kernel_group(tl_moe_problem *p, int group);
 /* moe_gemm (or, for bf16 stage 2 at one token, moe_gemv_down) with the kernel's own tile group,
  * never the prefill kernel: the other path of tl_moe_uses_prefill's choice. */
 int tl_moe_tilelab_kernel_gemm(tl_moe_problem *p);
-/* moe_prefill_s1 (p->stage 1) or moe_prefill_s2 (stage 2), bf16 on an sm_90 preset (see "the
- * prefill kernel" above). TL_EUSAGE when p, its model or hw is NULL, the preset is not sm_90, or
- * the shape does not fit the kernel (tl_moe_prefill_fits: bf16; stage 1 hidden % TL_MOE_PF_KCHUNK,
- * width / tp % TL_MOE_PF_NB; stage 2 width / tp % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB). */
+/* moe_prefill_s1 (p->stage 1) or moe_prefill_s2 (stage 2), bf16, or moe_prefill_fp8 (either
+ * stage), fp8, on an sm_90 preset (see "the prefill kernel" above). TL_EUSAGE when p, its model or
+ * hw is NULL, the preset is not sm_90, or the shape does not fit the kernel (tl_moe_prefill_fits:
+ * bf16 or fp8; bf16 stage 1 hidden % TL_MOE_PF_KCHUNK, width / tp % TL_MOE_PF_NB; bf16 stage 2
+ * width / tp % TL_MOE_PF_KSTEP, hidden % TL_MOE_PF2_NB; fp8 K % TL_MOE_PF8_KSTEP and the n-block). */
 int tl_moe_tilelab_kernel_prefill(tl_moe_problem *p);
 
 /* Sets what the generic kernel (the geometry fields left 0) does beyond its tile: fp8's stage 2

@@ -77,9 +77,9 @@ static void finish_time(tl_topk_result *r, double by_latency, double by_hbm)
 }
 
 /* The stream path's cuts of a buffer offered `offered` random ranks, and their time. */
-static double stream_cuts(const tl_hw *hw, int k, double offered, double *cuts)
+static double stream_cuts(const tl_hw *hw, int k, double cap, double offered, double *cuts)
 {
-    const double cap = tl_topk_stream_cap(k), lanes = or_default(hw->vector_lanes_per_cu, 64);
+    const double lanes = or_default(hw->vector_lanes_per_cu, 64);
     const double entered = offered <= cap ? offered : cap + k * log(offered / cap);
     *cuts = entered > cap ? ceil((entered - cap) / (cap - k)) + 1 : 0;
     if (offered > k) *cuts += entered > cap ? 0 : 1; /* the last cut to k */
@@ -94,8 +94,9 @@ static int stream_sim(const tl_hw *hw, const tl_topk_shape *s, int split, tl_top
 {
     r->path = TL_TOPK_STREAM;
     r->split = split;
-    r->smem_bytes = (double)tl_topk_stream_smem(s->k);
-    r->per_cu = blocks_per_cu(hw, r->smem_bytes);
+    const int cap = tl_topk_stream_cap_fit(s->k, (size_t)(hw->lds_kib * 1024.0 - 1024.0)); /* as the launcher */
+    r->smem_bytes = (double)tl_topk_stream_smem_cap(s->k, cap ? cap : tl_topk_stream_cap(s->k));
+    r->per_cu = cap ? blocks_per_cu(hw, r->smem_bytes) : 0;
     if (r->per_cu < 1)
         return tl_error(TL_EUSAGE, "sim topk", "the stream path's %.0f bytes of shared memory do not fit %s's %.0f KiB",
                         r->smem_bytes, hw->name, hw->lds_kib);
@@ -116,7 +117,7 @@ static int stream_sim(const tl_hw *hw, const tl_topk_shape *s, int split, tl_top
     if (hbm > 0) r->load_us = fmax(r->load_us, lat + vecs * 16.0 * live / (hbm * 1e3));
     r->pass_us = cycles_us(hw, keys * TL_TOPK_STREAM_KEY_OPS / lanes) + tiles * 2 * step;
     double cuts = 0;
-    r->count_us = stream_cuts(hw, s->k, keys, &cuts);
+    r->count_us = stream_cuts(hw, s->k, cap, keys, &cuts);
     r->passes = (int)cuts;
     const long c = s->k < s->n ? s->k : s->n;
     double merge_us = 0;
@@ -124,7 +125,7 @@ static int stream_sim(const tl_hw *hw, const tl_topk_shape *s, int split, tl_top
         double mcuts = 0;
         const double ranks = (double)split * s->k, l2 = 2.0 * (hbm > 0 ? hbm : 1000.0) / hw->cus; /* GB/s a CU */
         merge_us = 2 * chain + ranks * 8 / (l2 * 1e3) + cycles_us(hw, ranks * TL_TOPK_STREAM_KEY_OPS / lanes) +
-                   stream_cuts(hw, s->k, ranks, &mcuts);
+                   stream_cuts(hw, s->k, cap, ranks, &mcuts);
         r->gather_us = cycles_us(hw, (double)s->k * 8 / 16 / lanes) + step; /* the block's k ranks out */
     }
     r->sort_us = sort_us(hw, c);
@@ -223,6 +224,12 @@ int tl_topk_best_plan(const tl_hw *hw, const tl_topk_shape *s, tl_topk_plan *pla
     for (int split = 1; split <= TL_TOPK_MAX_SPLIT; split *= 2) {
         memset(&r, 0, sizeof r);
         int rc = stream_sim(hw, s, split, &r);
+        /* a stream path the preset cannot run (its buffer does not fit the shared memory: k = 2048 on
+         * gfx942's 64 KiB) leaves the resident path the pick, where that one runs */
+        if (rc && plan->split > 0) {
+            tl_clear_error();
+            break;
+        }
         if (rc) return rc;
         if (r.time_us < stream_best * 0.98) stream_best = r.time_us, stream_split = split;
     }

@@ -255,7 +255,7 @@ good "points with one unplaceable row left out" -- "$tl" draw roofline --points 
 
 # ---- outputs ----
 bad 1 "picture in a missing folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$tmp/none/x.png"
-check_msg "$tmp/none/x.png: cannot create the picture file: "
+check_msg "$tmp/none/x.png: cannot create the file: "
 report $((1 - $?)) "names the picture, not its temporary file" "message: $ERR"
 mkdir -p "$out/isdir.png"
 bad 2 "picture onto a folder" -- "$tl" draw mfma --instr v_mfma_f32_16x16x32_bf16 -o "$out/isdir.png"
@@ -283,7 +283,7 @@ run sh -c "printf '1.5\n\033[2J\n' | \"$tl\" numerics convert --to e4m3fn"
 report $((1 - $?)) "convert: control bytes are not text" "exit $RC"
 
 # ---- an interrupted writer leaves no temporary file ----
-run timeout -s TERM 1 "$tl" draw timeline --tokens 200000 -o "$out/sig.png"
+run timeout -s TERM 1 "$tl" draw timeline --kernel generic --tokens 200000 -o "$out/sig.png"
 left=$(find "$out" -name 'sig.png.tmp.*' | head -1)
 [ "$RC" -eq 124 ] && [ -z "$left" ] # 124: the signal ended it mid-run (a quick exit would test nothing)
 report $((1 - $?)) "SIGTERM removes the temporary picture" "exit $RC, left '$left'"

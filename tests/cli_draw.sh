@@ -122,12 +122,12 @@ rm -rf "$tmp/out"; mkdir -p "$tmp/out"
 if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && no_leftovers; then pass=$((pass+1)); else
   echo "FAIL: missing folder: exit $rc"; cat "$tmp/err"; fail=$((fail+1)); fi
 
-# shared experts: the timeline takes the model's (as sim moe), the tiles figure only when asked
-ok "timeline with the config's shared expert" "$tmp/ts.png" -- "$tl" draw timeline --tokens 1 -o "$tmp/ts.png"
-ok "timeline without it" "$tmp/ts0.png" -- "$tl" draw timeline --tokens 1 --shared 0 -o "$tmp/ts0.png"
+# shared experts: the generic timeline takes the model's (as sim moe), the tiles figure only when asked
+ok "timeline with the config's shared expert" "$tmp/ts.png" -- "$tl" draw timeline --kernel generic --tokens 1 -o "$tmp/ts.png"
+ok "timeline without it" "$tmp/ts0.png" -- "$tl" draw timeline --kernel generic --tokens 1 --shared 0 -o "$tmp/ts0.png"
 if cmp -s "$tmp/ts.png" "$tmp/ts0.png"; then echo "FAIL: the shared expert changes nothing in the timeline"; fail=$((fail+1)); else pass=$((pass+1)); fi
 ok "tiles with one shared expert" "$tmp/tl1.png" -- "$tl" draw moe-tiles --shared 1 -o "$tmp/tl1.png"
-bad "--shared 17" -- "$tl" draw timeline --shared 17 -o "$tmp/out/x.png"
+bad "--shared 17" -- "$tl" draw timeline --kernel generic --shared 17 -o "$tmp/out/x.png"
 bad "--shared with --trace" -- "$tl" draw timeline --trace "$d/no.csv" --shared 1 -o "$tmp/out/x.png"
 
 # prefill's figures (ops/prefill_figs.c), reached through the prefill op row (ops/prefill.c): a build

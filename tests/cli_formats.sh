@@ -132,6 +132,9 @@ formats "bench quant" -- bench quant --rows 1 --k 7168
 formats "sim dispatch" -- sim dispatch --model glm-5 --ep 8 --tokens 1,4096
 formats "sim dispatch" -- sim dispatch --hw h200 --tokens 16
 formats "sim prefill" -- sim prefill --hw mi355x --shape deepseek-v2-lite --seq 1000,16384 --dtype fp8
+formats "sim step" -- sim step --model glm-5 --hw mi355x --tp 8 --batch 32
+formats "sim step" -- sim step --model qwen3-30b-a3b --hw h100 --phase prefill --context 1024,2048 --batch 2 --rows calls
+formats "sim step" -- sim step --model mixtral-8x7b --hw mi300x --tp 2 --rows layers
 formats "check prefill" -- check prefill --shape 4x2x128 --seq 130 --dtype fp8 --rotate hadamard --seed 1
 formats "bench prefill" -- bench prefill --shape 2x1x128 --seq 256
 

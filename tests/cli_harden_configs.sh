@@ -30,8 +30,8 @@ done
 check "sim moe reads Llama-4's shape" -- grep -q "E 16 + 1 shared.*, top-1, width 8192" <<<"$LAST_ERR$LAST_OUT"
 
 # ---- item 6: shared_expert_intermediate_size is one shared expert of that width ----
-check "Qwen1.5-MoE: one shared expert (width 5632), 24 MoE layers" -- \
-  is "qwen1.5-moe-a2.7b,2048,60,4,1408,1,24,24,5632" "$cfg/qwen1.5-moe-a2.7b.json"
+check "Qwen1.5-MoE: one shared expert of width 5632, modelled as 4 of the routed width 1408, 24 MoE layers" -- \
+  is "qwen1.5-moe-a2.7b,2048,60,4,1408,4,24,24,5632" "$cfg/qwen1.5-moe-a2.7b.json"
 sed 's/"shared_expert_intermediate_size": 5632/"shared_expert_intermediate_size": 5000/' \
   "$cfg/qwen1.5-moe-a2.7b.json" >"$tmp/shared_odd.json"
 expect 2 "a shared width that is no whole number of experts" -- "$tl" models "$tmp/shared_odd.json"

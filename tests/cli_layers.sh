@@ -4,6 +4,7 @@
 #   core, numerics           may include each other
 #   contract                 + contract
 #   simulator, reference, kernels (side by side)   + their own folder only, none another
+#   executor                 + simulator (the MFMA layouts); kernels include its platform header
 #   visualize                + simulator (the results it draws) and visualize
 #   ops                      anything below it
 #   cli                      anything
@@ -14,7 +15,7 @@
 set -uo pipefail
 src=${2:?usage: cli_layers.sh TILELAB SRC}
 cd "$src" || exit 2
-folders="core numerics contract simulator reference kernels visualize ops cli"
+folders="core numerics contract simulator reference kernels executor visualize ops cli"
 files=$(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.hip' \); done | sort)
 [ -n "$files" ] || { echo "FAIL: no sources under $src"; exit 1; }
 
@@ -48,10 +49,11 @@ awk '
     allow["contract"] = "core numerics contract"
     allow["simulator"] = "core numerics contract simulator"
     allow["reference"] = "core numerics contract reference"
-    allow["kernels"] = "core numerics contract kernels"
+    allow["kernels"] = "core numerics contract kernels executor"
+    allow["executor"] = "core numerics contract simulator executor"
     allow["visualize"] = "core numerics contract simulator visualize"
     allow["ops"] = "core numerics contract simulator reference kernels visualize ops"
-    allow["cli"] = "core numerics contract simulator reference kernels visualize ops cli"
+    allow["cli"] = "core numerics contract simulator reference kernels executor visualize ops cli"
     bad = 0
   }
   function top(p) { sub(/\/.*$/, "", p); return p }

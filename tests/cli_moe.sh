@@ -81,7 +81,7 @@ expect 2 "sim moe --tokens beyond the trace" -- "$tl" sim moe --model "$tmp/e8k2
 check "says how many it holds" -- grep -q "holds 5" <<<"$LAST_ERR"
 # every malformation: exit 2, one 'tilelab: error:' line naming the file (and line)
 for c in "count:2: 3 fields" "range:2: expert id 8 outside" "duplicate:2: expert 5 appears twice" \
-         "nan_weight:2: weight nan" "negative_weight:2: weight -1" "mixed:2: has no weights" "empty: no tokens"; do
+         "nan_weight:2: weight 'nan' is not a number" "negative_weight:2: weight -1" "mixed:2: has no weights" "empty: no tokens"; do
   name=${c%%:*}; says=${c#*:}
   expect 2 "trace bad_$name" -- "$tl" sim moe --model "$tmp/e8k2.json" --routing "trace:$rt/bad_$name.txt"
   check "trace bad_$name: says '$says'" -- grep -q "bad_$name.txt:$says" <<<"$LAST_ERR"

@@ -16,7 +16,7 @@ gpu_build=0
 expect 0 "ops" -- "$tl" ops
 check "ops names moe and its five dtypes" -- grep -q "moe  *bf16,fp8,a16w4,mxfp4,mxfp8" <<<"$LAST_OUT"
 expect 0 "ops csv" -- "$tl" ops --format csv
-check "ops csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "op,dtypes,verbs,figures,inputs,arch,compiled,run,this_build"
+check "ops csv header" -- test "$(head -1 <<<"$LAST_OUT")" = "op,dtypes,verbs,figures,inputs,arch,compiled,executed,run,this_build"
 for arch in sm_90 gfx942 gfx950; do
   check "ops: moe has a $arch row" -- grep -q "^moe,.*,$arch," <<<"$LAST_OUT"
 done
@@ -131,7 +131,7 @@ expect 2 "run an unknown op" -- "$tl" run nope
 expect 2 "run without an op" -- "$tl" run
 expect 2 "check with --output" -- "$tl" check moe "${ins[@]}" --output "$tmp/bad.npy" "${small[@]}"
 expect 2 "check --input alone" -- "$tl" check moe --input "x=$tmp/x.npy" "${small[@]}"
-expect 2 "run into a folder that does not exist" -- "$tl" run moe "${ins[@]}" --output "$tmp/no/such/out.npy" "${small[@]}"
+expect 1 "run into a folder that does not exist" -- "$tl" run moe "${ins[@]}" --output "$tmp/no/such/out.npy" "${small[@]}"
 if [ $gpu_build -eq 0 ]; then
   expect 1 "run --device gpu without a GPU" -- "$tl" run moe "${ins[@]}" --output "$tmp/bad.npy" --device gpu "${small[@]}"
   check "it says why" -- grep -q "without a GPU" <<<"$LAST_ERR"

@@ -25,7 +25,7 @@ printf '{"device": "test H200", "date": "2026-11-29", "ceilings": {"hbm_read_gbp
 expect 0 "hw overlay" -- "$tl" hw show "h200,$tmp/ov.json" --format csv
 check "overlay applied" -- grep -q "^hbm_read_gbps,,4800,4500,GB/s$" <<<"$LAST_OUT"
 expect 0 "models" -- "$tl" models --format csv
-check "eight models" -- test "$(echo "$LAST_OUT" | tail -n +2 | wc -l)" -eq 8
+check "eleven models" -- test "$(echo "$LAST_OUT" | tail -n +2 | wc -l)" -eq 11
 check "glm-5 has 75 MoE layers" -- grep -q "^glm-5,6144,256,8,2048,1,78,75," <<<"$LAST_OUT"
 expect 2 "models unknown" -- "$tl" models gpt-9
 printf '{"hidden_size": 64, "num_hidden_layers": 2}\n' >"$tmp/cfg.json"
@@ -112,7 +112,7 @@ expect 2 "sim unknown" -- "$tl" sim frob
 
 # ---- bench sim ----
 expect 0 "bench sim" -- "$tl" bench sim --format csv
-check "bench sim ran every combination (4 presets x 8 models x 5 dtypes x 14 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f6)" -eq 4480
+check "bench sim ran every combination (4 presets x 11 models x 5 dtypes x 14 token counts x 2 stages)" -- test "$(echo "$LAST_OUT" | tail -1 | cut -d, -f6)" -eq 6160
 # ---- the seed's GLM-5.3 decode arithmetic (examples/glm5_decode_bytes.sh) ----
 expect 0 "glm5 decode example" -- bash "$src/examples/glm5_decode_bytes.sh" "$tl" 8
 check "FP8: about 25.5 GB and 0.5 ms" -- awk '$1=="fp8"{ok = $4 > 25.3 && $4 < 25.7 && $5 > 0.48 && $5 < 0.55} END{exit !ok}' <<<"$LAST_OUT"

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +213,47 @@ static void test_model_skinny_on_mi355x(void **state)
     }
 }
 
+/* sm_90a: the model picks, and so the launcher launches (ops/indexer.c asks the model), the BLOCK_Q
+ * every row of the shipped kernel's timed run was measured at, and with that pick gives the
+ * prediction committed before the run (h200_indexer_sim_run52.csv, time_us as printed): at the 8K
+ * squares it had picked BLOCK_Q 4 (474 and 693 us), a configuration never timed. On h100 too. */
+static void test_sm90_pick_is_the_timed_block_q(void **state)
+{
+    (void)state;
+    FILE *f = fopen(TL_SOURCE_DIR "/bench/results/h200_indexer_sim_run52.csv", "r");
+    assert_non_null(f);
+    char line[1024];
+    assert_non_null(fgets(line, sizeof line, f)); /* the header */
+    tl_hw h200, h100;
+    assert_int_equal(tl_hw_load("h200", &h200), 0);
+    assert_int_equal(tl_hw_load("h100", &h100), 0);
+    int rows_seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        long rows, kv, prefix;
+        int heads, bq;
+        double t[8];
+        char tile[16], instr[64];
+        /* hw,rows,kv,heads,prefix,block_q,tile,instr,k_steps,blocks,resident,fits_l2,kv_bytes,flops,
+         * hbm_bytes,mma_us,smem_us,epi_us,kv_us,hbm_us,time_us */
+        int n = sscanf(line, "h200,%ld,%ld,%d,%ld,%d,%15[^,],%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%*f,%*f,%*f,%*f,%*f,%lf",
+                       &rows, &kv, &heads, &prefix, &bq, tile, instr, &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6], &t[7]);
+        assert_int_equal(n, 15);
+        tl_indexer_shape s = shape(rows, kv, heads, prefix);
+        assert_int_equal(bq, TL_INDEXER_TIMED_BLOCK_Q_SM90);
+        assert_int_equal(tl_indexer_best_block_q(&h200, &s), bq);
+        assert_int_equal(tl_indexer_best_block_q(&h100, &s), bq);
+        tl_indexer_problem p = {&h200, s};
+        tl_indexer_result r;
+        assert_int_equal(tl_indexer_sim(&p, &r), 0);
+        assert_int_equal(r.block_q, bq);
+        if (fabs(r.time_us - t[7]) > 0.006)
+            fail_msg("%ld x %ld H = %d: the model gives %.2f us at its pick, the prediction %.2f", rows, kv, heads, r.time_us, t[7]);
+        rows_seen++;
+    }
+    fclose(f);
+    assert_int_equal(rows_seen, 18);
+}
+
 /* The schedule: every block once, no two blocks on one CU slot at once, durations tiles x one
  * per-tile time; on mi355x the skinny 2048 x 32768 at BLOCK_Q 1 puts 8 blocks on every CU, and a grid of equal blocks filling every slot once ends at the model's body. */
 static void test_schedule(void **state)
@@ -298,7 +340,7 @@ int main(void)
         cmocka_unit_test(test_bad_shapes),              cmocka_unit_test(test_inputs_valid),
         cmocka_unit_test(test_tolerance),               cmocka_unit_test(test_geometry),
         cmocka_unit_test(test_model_skinny_on_mi355x),  cmocka_unit_test(test_schedule),
-        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_pipeline),                cmocka_unit_test(test_sm90_pick_is_the_timed_block_q),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,6 +204,30 @@ static void test_tolerance_catches_errors(void **state)
  * with u = 2^-8, J = 7 for one flip (3.47e-3 at M = 1); fp8's E4M3 activations (u = 2^-4, J = 3)
  * 2.36e-2 at M = 1, and the MX types' MXFP8 (E4M3 elements) the same; every row allows at least
  * the whole bound. */
+/* The accumulators' models (tl_moe_acc): float32 sums give tl_moe_tolerance's bound exactly; the
+ * 13-bit E4M3 accumulator promoted every 128 values adds 128 ulp^2 / 6 per stage to the squared
+ * relative model (stage 2 alone: to tl_moe_tolerance_stage2's); bits outside [8, 23] are refused. */
+static void test_tolerance_acc(void **state)
+{
+    (void)state;
+    const tl_moe_shape s = {.tokens = 4096, .hidden = 7168, .width = 2048, .n_experts = 256, .top_k = 8, .dtype = TL_MOE_FP8};
+    tl_tolerance t, f, w, t2, w2;
+    assert_int_equal(tl_moe_tolerance(&s, &t), 0);
+    assert_int_equal(tl_moe_tolerance_acc(&s, (tl_moe_acc){TL_MOE_ACC_FP32, TL_MOE_ACC_FP32}, &f), 0);
+    assert_true(t.rel_rms == f.rel_rms && t.predicted == f.predicted && t.row_factor == f.row_factor);
+    assert_int_equal(tl_moe_tolerance_acc(&s, (tl_moe_acc){13, 13}, &w), 0);
+    const double blk = 128.0 * 0x1p-26 / 6.0; /* 128 ulp^2 / 6, ulp = 2^-13 */
+    assert_true(w.predicted > t.predicted && w.predicted * w.predicted > t.predicted * t.predicted + 2.0 * blk);
+    assert_true(w.rel_rms > 4.0 * sqrt(2.0 * blk));
+    assert_int_equal(tl_moe_tolerance_stage2(&s, &t2), 0);
+    assert_int_equal(tl_moe_tolerance_stage2_acc(&s, 13, &w2), 0);
+    assert_true(fabs(w2.predicted * w2.predicted - t2.predicted * t2.predicted - blk) < 1e-6 * blk);
+    assert_true(w2.rel_rms == 16.0 * w2.predicted);
+    assert_int_equal(tl_moe_tolerance_acc(&s, (tl_moe_acc){13, 24}, &w), TL_EUSAGE);
+    assert_int_equal(tl_moe_tolerance_stage2_acc(&s, 7, &w2), TL_EUSAGE);
+    tl_clear_error();
+}
+
 static void test_tolerance_flip_term(void **state)
 {
     (void)state;
@@ -567,6 +591,24 @@ static void test_compare_act(void **state)
     assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
     assert_int_equal(d.far, 0);
     assert_false(d.pass);
+    assert_true(d.one_step_max == 0.05);
+    /* summed in the E4M3 wgmma's 13-bit accumulator (promoted every 128 values): its model allows
+     * more values one step apart (4 x e1 / 2u, over 1 in 8 at K = 512) and a wider tau, and the same
+     * three steps on a large value still fail */
+    assert_int_equal(tl_moe_compare_act_acc(&s, &wl, ref, got, 13, &d), 0);
+    assert_true(d.pass);
+    assert_true(d.one_step_max > 0.125 && d.one_step_max < 1.0);
+    const double tau13 = d.tau;
+    assert_int_equal(tl_moe_compare_act(&s, &wl, ref, got, &d), 0);
+    assert_true(tau13 > 10.0 * d.tau);
+    memcpy(got, ref, na * sizeof(uint16_t));
+    got[real * s.width + big] += 3;
+    assert_int_equal(tl_moe_compare_act_acc(&s, &wl, ref, got, 13, &d), 0);
+    assert_false(d.pass);
+    assert_int_equal(d.far, 1);
+    assert_int_equal(tl_moe_compare_act_acc(&s, &wl, ref, got, 7, &d), TL_EUSAGE);
+    assert_int_equal(tl_moe_compare_act_acc(&s, &wl, ref, got, 24, &d), TL_EUSAGE);
+    tl_clear_error();
     free(out);
     free(ref);
     free(got);
@@ -675,7 +717,7 @@ int main(void)
         cmocka_unit_test(test_awkward_widths),         cmocka_unit_test(test_worklist_every_routing),
         cmocka_unit_test(test_tolerance_catches_errors), cmocka_unit_test(test_tolerance_flip_term),
         cmocka_unit_test(test_reference_from_act),     cmocka_unit_test(test_compare_act),
-        cmocka_unit_test(test_inputs_seeded),
+        cmocka_unit_test(test_inputs_seeded),          cmocka_unit_test(test_tolerance_acc),
         cmocka_unit_test(test_bad_shapes),             cmocka_unit_test(test_contract_storage),
         cmocka_unit_test(test_independent_quantizers), cmocka_unit_test(test_mx_token_codes),
         cmocka_unit_test(test_q2_special_blocks),

@@ -12,9 +12,11 @@
 
 #include "core/tl.h"
 #include "numerics/blockfp8.h"
+#include "numerics/codes.h"
 #include "numerics/formats.h"
 #include "numerics/int4.h"
 #include "numerics/mx.h"
+#include "numerics/quant.h"
 
 static const tl_numfmt MX_ELEMS[] = {TL_NF_E4M3FN, TL_NF_E5M2, TL_NF_E2M3, TL_NF_E3M2, TL_NF_E2M1};
 
@@ -306,6 +308,46 @@ static void int4_known_group(void **state)
     assert_int_equal(tl_int4_quantize(0, 1, w, 1, 32, packed, sc, z), TL_EUSAGE);
 }
 
+/* Every amax and range over data ignores NaN, a signalling NaN (0x7F810000, what bf16 0x7F81
+ * widens to) as much as a quiet one: glibc's fmaxf returns NaN for a signalling NaN, which dropped
+ * every value before it. Each case: a group of 1.0 with 4.0 (INT4 asymmetric: and -2.0) ahead of
+ * the NaN. */
+static void nan_is_ignored_by_every_amax(void **state)
+{
+    (void)state;
+    static const uint32_t nan_bits[] = {0x7F810000u, 0xFF810000u, 0x7FC00001u, 0xFFC00000u};
+    for (size_t n = 0; n < sizeof nan_bits / sizeof nan_bits[0]; n++) {
+        const float nan = tl_code_bits_f32(nan_bits[n]);
+        assert_true(tl_code_max_no_nan(0.0f, nan) == 0.0f && tl_code_max_no_nan(nan, 3.0f) == 3.0f);
+        assert_true(tl_code_min_no_nan(0.0f, nan) == 0.0f && tl_code_min_no_nan(nan, -3.0f) == -3.0f);
+        assert_true(isnan(tl_code_max_no_nan(nan, nan)) && tl_code_max_no_nan(2.0f, 5.0f) == 5.0f);
+        assert_true(tl_bfp8_scale(TL_NF_E4M3FN, nan, 0) == 1e-4f / 448.0f); /* a NaN amax: the clamp */
+        float x[128 * 128], sc[2], y[256];
+        uint8_t c[128 * 128];
+        for (int i = 0; i < 128 * 128; i++) x[i] = 1.0f;
+        x[0] = 4.0f, x[1] = nan;
+        assert_int_equal(tl_bfp8_quantize_act(TL_NF_E4M3FN, 0, 128, x, 1, 256, c, sc), 0);
+        assert_true(sc[0] == 4.0f / 448.0f && sc[1] == 1.0f / 448.0f);
+        assert_int_equal(c[0], 0x7E);
+        assert_int_equal(c[1] & 0x7F, 0x7F);
+        assert_int_equal(tl_bfp8_quantize_act(TL_NF_E4M3FNUZ, 0, 128, x, 1, 256, c, sc), 0);
+        assert_true(sc[0] == 4.0f / 240.0f);
+        assert_int_equal(tl_bfp8_quantize_weight(TL_NF_E4M3FN, 0, 128, x, 128, 128, c, sc), 0);
+        assert_true(sc[0] == 4.0f / 448.0f);
+        assert_int_equal(tl_quant_roundtrip(TL_QS_FP8_E4M3_TENSOR, TL_SCALE_FLOOR, x, 256, y), 0);
+        assert_true(y[0] == 4.0f && isnan(y[1]) && y[2] == 1.0f);
+        assert_int_equal(tl_quant_roundtrip(TL_QS_FP8_BLOCK128, TL_SCALE_FLOOR, x, 256, y), 0);
+        assert_true(y[0] == 4.0f && isnan(y[1]));
+        uint8_t packed[64], z[2];
+        float isc[2];
+        assert_int_equal(tl_int4_quantize(0, 128, x, 1, 128, packed, isc, z), 0);
+        assert_true(isc[0] == 4.0f / 7.0f);
+        x[2] = -2.0f;
+        assert_int_equal(tl_int4_quantize(1, 128, x, 1, 128, packed, isc, z), 0);
+        assert_true(isc[0] == 6.0f / 15.0f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +361,7 @@ int main(void)
         cmocka_unit_test(blockfp8_weight_tiles),
         cmocka_unit_test(int4_groups_roundtrip),
         cmocka_unit_test(int4_known_group),
+        cmocka_unit_test(nan_is_ignored_by_every_amax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,12 +25,24 @@ static char **make_argv(const tl_op *op, const char *const *args, int *argc)
     return argv;
 }
 
+/* parse, then check_cases as the harness calls it (cli/op_cmd.c): the problem, or a status with
+ * *p NULL. */
+static int parse_and_check(const tl_op *op, int argc, char **argv, tl_op_mode mode, void **p)
+{
+    int rc = op->parse(argc, argv, mode, p);
+    if (!rc && op->check_cases && (rc = op->check_cases(*p))) {
+        op->free_problem(*p);
+        *p = NULL;
+    }
+    return rc;
+}
+
 static void *parse_or_fail(const tl_op *op, const char *const *args, tl_op_mode mode)
 {
     int argc;
     char **argv = make_argv(op, args, &argc);
     void *p = NULL;
-    int rc = op->parse(argc, argv, mode, &p);
+    int rc = parse_and_check(op, argc, argv, mode, &p);
     if (rc) fail_msg("%s: parse of its test_args failed: %s", op->name, tl_last_error());
     assert_non_null(p);
     return p;
@@ -142,7 +154,7 @@ static void test_bad_args_refused(void **state)
                 int argc;
                 char **argv = make_argv(op, op->bad_args[b], &argc);
                 void *p = (void *)1;
-                int rc = op->parse(argc, argv, (tl_op_mode)mode, &p);
+                int rc = parse_and_check(op, argc, argv, (tl_op_mode)mode, &p);
                 if (rc != TL_EUSAGE)
                     fail_msg("%s: bad args #%d (%s ...) in mode %d gave %d, want usage error", op->name, b,
                              op->bad_args[b][0], mode, rc);

@@ -404,11 +404,14 @@ static void test_presets(void **state)
 static void test_bad_shapes(void **state)
 {
     (void)state;
-    const char *bad_text[] = {"", "llama", "32x", "x128", "32x8x128x4", "-4x128", "32 x 128", "1234567x8"};
+    const char *bad_text[] = {"", "llama", "32x", "x128", "32x8x128x4x2", "-4x128", "32 x 128", "1234567x8"};
     tl_prefill_shape s;
     for (size_t i = 0; i < sizeof bad_text / sizeof bad_text[0]; i++)
         assert_int_equal(tl_prefill_shape_parse(bad_text[i], &s), TL_EUSAGE);
     assert_int_equal(tl_prefill_shape_parse(NULL, &s), TL_EUSAGE);
+    /* HxKVxDQKxDV: MLA's expanded heads, q.k and value dims apart (DeepSeek's 192 / 128) */
+    assert_int_equal(tl_prefill_shape_parse("16x16x192x128", &s), TL_OK);
+    assert_true(s.heads == 16 && s.kv_heads == 16 && s.dqk == 192 && s.dv == 128);
     const tl_prefill_shape bad[] = {
         {.heads = 0, .kv_heads = 1, .dqk = 128, .dv = 128, .seq = 16, .causal = 1},
         {.heads = 32, .kv_heads = 7, .dqk = 128, .dv = 128, .seq = 16, .causal = 1},   /* not a multiple */

@@ -195,15 +195,17 @@ static void test_models(void **state)
 {
     (void)state;
     const char *const *names = tl_model_list();
-    const char *want[] = {"deepseek-v2-lite", "deepseek-v3.2", "glm-5", "kimi-k2.6", "mistral-7b", "qwen3-8b", "zaya1-e24", "zaya1"};
-    for (int i = 0; i < 8; i++) {
+    const char *want[] = {"deepseek-v2-lite", "deepseek-v3.2", "glm-5", "gpt-oss-120b", "kimi-k2.6", "mistral-7b",
+                          "mixtral-8x7b", "qwen3-30b-a3b", "qwen3-8b", "zaya1-e24", "zaya1"};
+    const int n_want = (int)(sizeof want / sizeof want[0]);
+    for (int i = 0; i < n_want; i++) {
         assert_non_null(names[i]);
         assert_string_equal(names[i], want[i]);
         tl_model m;
         assert_int_equal(tl_model_load(names[i], &m), 0);
         assert_string_equal(m.name, names[i]);
     }
-    assert_null(names[8]);
+    assert_null(names[n_want]);
     tl_model m;
     int E, k, w;
     assert_int_equal(tl_model_load("deepseek-v3.2", &m), 0);

@@ -364,13 +364,33 @@ static void test_points_malformed(void **state)
     assert_int_equal(tl_points_read(TL_SOURCE_DIR "/tests/data/no_such_file.csv", &p), TL_EUSAGE);
 }
 
+/* A kernel column names what ran, not which point: sim moe's CSV (kernel moe_gemm on every row) is
+ * labelled by kernel, stage and M; a name or label column stays the point's own label. */
+static void test_points_kernel_labels(void **state)
+{
+    (void)state;
+    tl_points p;
+    const char *sim = "stage,tokens,flops_useful,hbm_bytes,time_us,limiter,kernel\n"
+                      "1,1,100,1000,10,hbm,moe_gemm\n2,1,100,1000,10,hbm,moe_gemm\n1,64,6400,2000,20,hbm,moe_gemm\n";
+    assert_int_equal(tl_points_parse(sim, "sim.csv", &p), 0);
+    assert_int_equal(p.n, 3);
+    assert_string_equal(p.pts[0].label, "moe_gemm s1 M=1");
+    assert_string_equal(p.pts[1].label, "moe_gemm s2 M=1");
+    assert_string_equal(p.pts[2].label, "moe_gemm s1 M=64");
+    tl_points_free(&p);
+    const char *named = "name,kernel,tokens,flops,hbm_bytes,time_us\nmine,moe_gemm,4,100,1000,10\n";
+    assert_int_equal(tl_points_parse(named, "named.csv", &p), 0);
+    assert_string_equal(p.pts[0].label, "mine");
+    tl_points_free(&p);
+}
+
 /* Commas in numbers: thousands separators (what ncu writes) read as such, any other comma refused
  * with the line and the column. */
 static void test_points_thousands(void **state)
 {
     (void)state;
     tl_points p;
-    const char *grouped = "name,flops,hbm_bytes,time_us\nk,\"1,234,567\",\"2,000.5\",\" 10 \"\n";
+    const char *grouped = "name,flops,hbm_bytes,time_us\nk,\"1,234,567\",\"2,000.5\",\"10\"\n";
     assert_int_equal(tl_points_parse(grouped, "g.csv", &p), 0);
     assert_float_equal(p.pts[0].flops, 1234567, 0);
     assert_float_equal(p.pts[0].bytes, 2000.5, 0);
@@ -386,6 +406,15 @@ static void test_points_thousands(void **state)
         assert_non_null(strstr(tl_last_error(), "line 2"));
         assert_non_null(strstr(tl_last_error(), "column flops"));
         assert_non_null(strstr(tl_last_error(), "thousands"));
+    }
+    /* the one number rule (core/tl.h tl_scan_real): no blanks, no '+', no hex, also around separators */
+    const char *unruly[] = {" 10", "10 ", "+10", "0x10", "1,234 ", "+1,234", "inf", "nan"};
+    for (size_t i = 0; i < sizeof unruly / sizeof unruly[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "name,flops,hbm_bytes,time_us\nk,\"%s\",2000,10\n", unruly[i]);
+        tl_clear_error();
+        assert_int_equal(tl_points_parse(text, "c.csv", &p), TL_EUSAGE);
+        assert_non_null(strstr(tl_last_error(), "line 2: malformed number"));
     }
     const char *ncu = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
                       "\"0\",\"k\",\"gpu__time_duration.sum\",\"ns\",\"1,5\"\n";
@@ -594,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_points_tilelab),
         cmocka_unit_test(test_points_malformed),
         cmocka_unit_test(test_points_thousands),
+        cmocka_unit_test(test_points_kernel_labels),
         cmocka_unit_test(test_fig_roofline),
         cmocka_unit_test(test_fig_moe_tiles),
         cmocka_unit_test(test_fig_padding),

@@ -263,10 +263,16 @@ static void test_trace(void **state)
         {"0,1\n2,2\n", "appears twice"},                   /* duplicate */
         {"0,1\n1,x\n", "not an integer"},                  /* not an id */
         {"0,1\n1.5 2\n", "not an integer"},
-        {"0 1 .5 .5\n1 2 nan 1\n", "finite and > 0"},      /* NaN weight */
+        {"0,1\n+1,2\n", "not an integer"},                 /* the one number rule: no '+', hex or blanks */
+        {"0,1\n0x1,2\n", "not an integer"},
+        {"0 1 .5 .5\n1 2 0x1p-1 1\n", "not a number"},
+        {"0 1 .5 .5\n1 2 +0.5 1\n", "not a number"},
+        {"0,1\n1,99999999999999999999\n", "outside [0, 4)"},
+        {"0 1 .5 .5\n1 2 nan 1\n", "not a number"},        /* NaN weight */
         {"0 1 .5 .5\n1 2 -0.5 1\n", "finite and > 0"},     /* negative weight */
         {"0 1 .5 .5\n1 2 0 1\n", "finite and > 0"},        /* zero weight */
-        {"0 1 .5 .5\n1 2 inf 1\n", "finite and > 0"},      /* infinite weight */
+        {"0 1 .5 .5\n1 2 inf 1\n", "not a number"},        /* infinite weight */
+        {"0 1 .5 .5\n1 2 1e999 1\n", "finite and > 0"},    /* beyond double */
         {"0 1 .5 .5\n1 2 1e-300 1e300\n", "float32"},      /* a weight float32 cannot hold against its row */
         {"0 1 .5 .5\n1 2 0.5 w\n", "not a number"},
         {"0 1 .5 .5\n2 3\n", "has no weights"},            /* weights on some lines only */

@@ -9,7 +9,8 @@
  * free. Cost: one read of the file; memory = its size.
  * tl_csv_next: an RFC 4180 reader (quoted fields may hold commas, "" and newlines) over text at
  * *pp: returns 1 with the next record in *r, 0 at the end, TL_CSV_QUOTE on an unterminated quote,
- * TL_CSV_NOMEM when out of memory; *line counts lines (r->line is the record's first). A row is
+ * TL_CSV_NOMEM when out of memory; *line counts lines: the caller starts it at 1 (lines are numbered
+ * from 1 in every message) and r->line is the record's first. A row is
  * reused from call to call; tl_csv_free releases it (also after an error).
  * tl_csv_fail: records the error line for such a negative result ("<path>: line N: unterminated
  * quote ..." TL_EUSAGE, or out of memory TL_EFAIL) and returns its status. */

@@ -164,7 +164,7 @@ int tl_decode_trace_read(const char *path, int batch, int topk, tl_decode_trace_
     if (rc) return rc;
     const char *pp = text;
     tl_csv_row h = {0}, r = {0};
-    int line = 0, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_DECODE_TRACE_FIG_POINTS];
+    int line = 1, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_DECODE_TRACE_FIG_POINTS];
     if (got < 0) rc = tl_csv_fail(path, &h, got);
     else if (got == 0) rc = tl_error(TL_EUSAGE, path, "empty: not a bench decode --trace file");
     if (!rc) rc = tl_csv_cols(path, &h, cols, C_N_COLS, col, "bench decode --trace");

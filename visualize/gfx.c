@@ -48,13 +48,11 @@ static int kind_from_path(const char *path, surf_kind *kind)
     return TL_OK;
 }
 
-/* Creates the temporary file up front so that an unwritable folder fails at open time. */
-static int probe_tmp(const tl_atomic *out)
+/* Cairo's writer for every format: the bytes go to the atomic file's stream (closure), whose write
+ * errors tl_atomic_close reports with their reason; a short write fails the surface too. */
+static cairo_status_t write_bytes(void *closure, const unsigned char *data, unsigned int length)
 {
-    FILE *f = fopen(out->tmp, "wb");
-    if (!f) return tl_error(TL_EFAIL, out->path, "cannot create the picture file: %s", strerror(errno));
-    fclose(f);
-    return TL_OK;
+    return fwrite(data, 1, length, (FILE *)closure) == length ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
 /* The creation date a PDF records (PDF and Cairo 1.16 require one): SOURCE_DATE_EPOCH, whole
@@ -74,16 +72,17 @@ static int pdf_create_date(char *iso, size_t n)
     return TL_OK;
 }
 
-static cairo_surface_t *create_surface(surf_kind kind, const char *tmp, double w, double h)
+/* SVG and PDF write as they draw (into f); PNG is rendered in memory and written at close. */
+static cairo_surface_t *create_surface(surf_kind kind, FILE *f, double w, double h)
 {
     switch (kind) {
     case SURF_PNG:
         return cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)ceil(w * PNG_SCALE),
                                           (int)ceil(h * PNG_SCALE));
     case SURF_SVG:
-        return cairo_svg_surface_create(tmp, w, h);
+        return cairo_svg_surface_create_for_stream(write_bytes, f, w, h);
     case SURF_PDF:
-        return cairo_pdf_surface_create(tmp, w, h);
+        return cairo_pdf_surface_create_for_stream(write_bytes, f, w, h);
     }
     return NULL;
 }
@@ -142,14 +141,18 @@ tl_gfx *tl_gfx_open(const char *path, double width_pt, double height_pt)
     g->kind = kind;
     g->w = width_pt;
     g->h = height_pt;
-    int rc = tl_atomic_begin(&g->out, path);
-    if (rc) open_status = rc;
-    if (rc || probe_tmp(&g->out)) {
-        if (!rc) tl_atomic_abort(&g->out); /* unregisters the temporary name */
+    int rc = tl_atomic_begin(&g->out, path); /* creates the file: an unwritable folder fails here */
+    FILE *f = rc ? NULL : tl_atomic_file(&g->out);
+    if (!rc && !f) {
+        rc = tl_write_error(path, "the picture", errno);
+        tl_atomic_abort(&g->out);
+    }
+    if (rc) {
+        open_status = rc;
         free(g);
         return NULL;
     }
-    g->surface = create_surface(kind, g->out.tmp, width_pt, height_pt);
+    g->surface = create_surface(kind, f, width_pt, height_pt);
     if (!g->surface || cairo_surface_status(g->surface) != CAIRO_STATUS_SUCCESS) {
         tl_error(TL_EFAIL, path, "cannot create the drawing surface: %s",
                  g->surface ? cairo_status_to_string(cairo_surface_status(g->surface)) : "?");
@@ -179,10 +182,9 @@ int tl_gfx_close(tl_gfx *g)
 {
     if (!g) return TL_EFAIL;
     cairo_status_t st = cairo_status(g->cr);
-    errno = 0; /* a write error's reason: Cairo reports none, its stdio writes leave errno */
     if (st == CAIRO_STATUS_SUCCESS && g->kind == SURF_PNG) {
         cairo_surface_flush(g->surface);
-        st = cairo_surface_write_to_png(g->surface, g->out.tmp);
+        st = cairo_surface_write_to_png_stream(g->surface, write_bytes, tl_atomic_file(&g->out));
     }
     if (st == CAIRO_STATUS_SUCCESS) {
         cairo_destroy(g->cr);
@@ -191,13 +193,17 @@ int tl_gfx_close(tl_gfx *g)
         st = cairo_surface_status(g->surface);
     }
     if (st != CAIRO_STATUS_SUCCESS) {
-        if (st == CAIRO_STATUS_WRITE_ERROR) tl_write_error(g->out.path, "the picture", errno);
+        /* a write error's reason is the one the stream kept (Cairo reports none) */
+        if (st == CAIRO_STATUS_WRITE_ERROR) tl_write_error(g->out.path, "the picture", g->out.err);
         else tl_error(TL_EFAIL, g->out.path, "drawing failed: %s", cairo_status_to_string(st));
         tl_atomic_abort(&g->out);
         destroy(g);
         return TL_EFAIL;
     }
-    int rc = tl_atomic_commit(&g->out);
+    /* the bytes Cairo wrote may still sit in the stream: flushed, synced and closed here, and
+     * any failure (a full disk, `ulimit -f`) fails the picture, leaving the old file */
+    int rc = tl_atomic_close(&g->out, "the picture");
+    if (!rc) rc = tl_atomic_commit(&g->out);
     destroy(g);
     return rc;
 }

@@ -5,8 +5,9 @@
  * legend and the provenance footer that every figure must carry.
  *
  * Files: tl_gfx_open() chooses PNG, SVG or PDF from the extension (case-insensitive) and draws into
- * "<path>.tmp.<pid>"; tl_gfx_close() finishes the surface and renames it onto <path>;
- * tl_gfx_abort() removes the temporary file. So a failed figure never leaves a partial file.
+ * a new temporary file beside <path> (core/tl.h's tl_atomic); tl_gfx_close() finishes the surface,
+ * checks every write, the flush and the sync, and renames it onto <path>; tl_gfx_abort() removes
+ * it. So a failed figure (a full disk, `ulimit -f`) never leaves a partial file and keeps the old.
  * PNG is rendered at 2x (a 720 x 480 pt figure becomes a 1440 x 960 pixel image).
  * Every format is byte-reproducible: the same figure gives the same file on every run. A PDF's
  * creation date is SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set, else 1970-01-01.

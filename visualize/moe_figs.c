@@ -306,8 +306,9 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
         const char *units = strncmp(hw->arch, "sm_", 3) == 0 ? "SMs" : "CUs";
         char title[300], tps[24] = "";
         if (p->tp > 1) snprintf(tps, sizeof tps, ", TP %d", p->tp);
-        snprintf(title, sizeof title, "MoE stage %d timeline: %s%s, %s, M = %d on %s", p->stage,
-                 p->model->name, tps, tl_moe_dtype_name(p->dtype), p->tokens, hw->name);
+        snprintf(title, sizeof title, "MoE stage %d timeline (%s): %s%s, %s, M = %d on %s", p->stage,
+                 p->kernel ? p->kernel : "generic kernel", p->model->name, tps, tl_moe_dtype_name(p->dtype), p->tokens,
+                 hw->name);
         tl_text_style ts = tl_gfx_style(13);
         ts.bold = 1;
         tl_gfx_text(g, pl.x, 8, title, ts);
@@ -400,9 +401,10 @@ int tl_fig_timeline(const char *out, const tl_moe_problem *p, const tl_moe_resul
         char foot[1600], routing[1100];
         tl_routing_describe(&p->routing, routing, sizeof routing);
         snprintf(foot, sizeof foot,
-                 "simulated on preset %s: tl_moe_sim schedule of the generic kernel, %s routing, seed %llu (items dealt "
+                 "simulated on preset %s: tl_moe_sim schedule of %s%s, %s routing, seed %llu (items dealt "
                  "round robin over %s; launch %.1f us included in the total)",
-                 hw->name, routing, (unsigned long long)p->seed, nx > 1 ? "XCDs" : units, hw->launch_us);
+                 hw->name, p->kernel ? "tilelab's " : "the generic kernel", p->kernel ? p->kernel : "", routing,
+                 (unsigned long long)p->seed, nx > 1 ? "XCDs" : units, hw->launch_us);
         tl_gfx_footer(g, foot);
         rc = tl_gfx_close(g);
     }

@@ -52,20 +52,18 @@ static int drop_thousands(const char *s, size_t len, char *buf, size_t cap)
 }
 
 #define NUM_BAD_COMMA (-2)
-/* Parses a non-negative finite number: surrounding spaces and thousands separators allowed (see
- * drop_thousands). Returns 1 on success, 0 for "n/a" or empty (missing), NUM_BAD_COMMA for a
- * comma that separates no thousands, -1 when malformed otherwise. */
+/* Parses a non-negative finite number: tl_scan_real's form (decimal only, no blanks, no '+', no
+ * hex) once its thousands separators are dropped (see drop_thousands). Returns 1 on success, 0 for
+ * "n/a" or empty (missing), NUM_BAD_COMMA for a comma that separates no thousands, -1 when
+ * malformed otherwise. */
 static int parse_num(const char *s, double *out)
 {
     char buf[128];
-    while (isspace((unsigned char)*s)) s++;
     if (!*s || strcasecmp(s, "n/a") == 0 || strcmp(s, "(!) n/a") == 0) return 0;
     size_t len = strlen(s);
-    while (len > 0 && isspace((unsigned char)s[len - 1])) len--;
     if (!drop_thousands(s, len, buf, sizeof buf)) return strchr(s, ',') ? NUM_BAD_COMMA : -1;
-    char *end;
-    double v = strtod(buf, &end);
-    if (end == buf || *end || !isfinite(v) || v < 0) return -1;
+    double v;
+    if (tl_scan_real(buf, &v) || v < 0) return -1;
     *out = v;
     return 1;
 }
@@ -460,6 +458,10 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
     int c_f = first_col(h, flops_n), c_b = first_col(h, bytes_n), c_t = first_col(h, time_n);
     int c_i = tl_csv_col(h, "intensity"), c_tf = tl_csv_col(h, "tflops");
     int c_l = first_col(h, label_n), c_tok = tl_csv_col(h, "tokens"), c_st = tl_csv_col(h, "stage");
+    /* a "kernel" or "op" column names what ran, not which point: sim moe's rows all say moe_gemm, so
+     * the stage and M (tokens) are added to it; a "name" or "label" column is the point's own label */
+    const int c_l_names_kernel = c_l >= 0 && (c_l == tl_csv_col(h, "kernel") || c_l == tl_csv_col(h, "op")) &&
+                                 tl_csv_col(h, "name") < 0 && tl_csv_col(h, "label") < 0;
     int c_src = tl_csv_col(h, "source"), c_lim = tl_csv_col(h, "limiter"), c_hw = tl_csv_col(h, "hw");
     char hw_name[64] = "";
     int by_counts = c_f >= 0 && c_b >= 0 && c_t >= 0;
@@ -514,7 +516,11 @@ static int parse_tilelab(const char **pp, int *line, const tl_csv_row *h, const 
                 break;
             }
         }
-        if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
+        if (c_l >= 0 && !c_l_names_kernel) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
+        else if (c_l >= 0 && (c_tok >= 0 || c_st >= 0)) /* a kernel's several launches: which one */
+            snprintf(pt.label, sizeof pt.label, "%s%s%s%s%s", tl_csv_field(&r, c_l), c_st >= 0 ? " s" : "",
+                     c_st >= 0 ? tl_csv_field(&r, c_st) : "", c_tok >= 0 ? " M=" : "", c_tok >= 0 ? tl_csv_field(&r, c_tok) : "");
+        else if (c_l >= 0) snprintf(pt.label, sizeof pt.label, "%s", tl_csv_field(&r, c_l));
         else if (c_tok >= 0 && c_st >= 0) snprintf(pt.label, sizeof pt.label, "M=%s s%s", tl_csv_field(&r, c_tok), tl_csv_field(&r, c_st));
         else if (c_tok >= 0) snprintf(pt.label, sizeof pt.label, "M=%s", tl_csv_field(&r, c_tok));
         else snprintf(pt.label, sizeof pt.label, "#%d", out->n + 1);

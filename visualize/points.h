@@ -4,7 +4,9 @@
  * 1. tilelab CSV (`tilelab sim ... --format csv`, `tilelab bench ... --format csv`, or by hand):
  *    a header with either flops (or flops_useful), hbm_bytes (or bytes) and time_us, or intensity
  *    (FLOP/byte) and tflops; a label from the first of the columns name, kernel, label, op, or
- *    tokens (written "M=<tokens>"; with a stage column "M=<tokens> s<stage>"). Provenance: a
+ *    tokens (written "M=<tokens>"; with a stage column "M=<tokens> s<stage>"). A kernel or op
+ *    column (without name or label) gets the row's stage and tokens added: "moe_gemm s1 M=64", so
+ *    that one kernel's launches at several M tell apart. Provenance: a
  *    `source` column (per row, e.g. "measured on NVIDIA H200, 2026-11-29" or "simulated on preset
  *    mi355x") or a comment line starting with '#' that holds "measured" or "simulated"; rows with a
  *    limiter column and no other hint are simulated (on the preset of the hw column, if any).

@@ -136,7 +136,7 @@ int tl_topk_trace_read(const char *path, long want_n, int row, tl_topk_trace_cas
     if (rc) return rc;
     const char *pp = text;
     tl_csv_row h = {0}, r = {0};
-    int line = 0, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_TOPK_TRACE_POINTS];
+    int line = 1, got = tl_csv_next(&pp, &h, &line), col[C_N_COLS], tcol[TL_TOPK_TRACE_POINTS];
     static const char *const tnames[TL_TOPK_TRACE_POINTS] = {"entry_us", "loaded_us", "hist0_us", "select0_us",
                                                               "hist1_us", "select1_us", "hist2_us", "select2_us",
                                                               "counted_us", "placed_us", "end_us"};
