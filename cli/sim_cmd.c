@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../core/table.h"
+#include "../simulator/amd_code.h"
 #include "../simulator/decode.h"
 #include "../simulator/hw.h"
 #include "../simulator/model.h"
@@ -79,7 +80,95 @@ static int sim_decode(int argc, char **argv)
     return 0;
 }
 
+/* ---- tilelab sim amd-code ---- */
+
+static const char amd_code_usage[] =
+    "usage: tilelab sim amd-code [--hw mi355x|mi300x|FILE] [--kernel TEXT] [--format table|csv|json]\n"
+    "The AMD kernels' costs as the build read them from their own assembly (simulator/amd_code.h;\n"
+    "gfx950 for mi355x, gfx942 for mi300x): per kernel instance (--kernel: those whose mangled name\n"
+    "holds TEXT) its VGPR file, AGPRs, SGPRs, static LDS, scratch and the waves a SIMD its registers\n"
+    "allow; its hot loop's instructions by class; the clocks one wave-iteration takes on the preset's\n"
+    "SIMD by pipe (matrix: the preset's MFMA cycles; valu: 4 a VALU, 16 a transcendental; lds; issue:\n"
+    "one instruction a 4-clock cadence), one_wave = the largest (a wave alone on its SIMD), and\n"
+    "llvm-mca-22's clocks for the same loop (mca: cycles an iteration over 100; mca_rthr: its Block\n"
+    "RThroughput) with mca / one_wave: where LLVM's scheduling model and this one disagree.\n";
+
+static void amd_mfma_cell(tl_table *t, const tl_amd_loop *l)
+{
+    char buf[256] = "";
+    for (int i = 0; i < l->n_mfma; i++) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, sizeof buf - n, "%s%d x %s%s%s", i ? " + " : "", l->mfma[i].count, l->mfma[i].name,
+                 l->mfma[i].format[0] ? " " : "", l->mfma[i].format);
+    }
+    tl_table_str(t, buf);
+}
+
+static int sim_amd_code(int argc, char **argv)
+{
+    if (tl_wants_help(argc, argv, amd_code_usage)) return 0;
+    const char *hw_s = "mi355x", *kernel_s = NULL, *fmt_s = NULL;
+    tl_opt opts[] = {TL_OPT_V("--hw", &hw_s), TL_OPT_V("--kernel", &kernel_s), TL_OPT_V("--format", &fmt_s), TL_OPT_END};
+    tl_format fmt;
+    if (tl_opts_parse(argc, argv, opts, "sim amd-code", NULL, 0, NULL) || tl_parse_format(fmt_s, &fmt)) return TL_EUSAGE;
+    tl_hw hw;
+    if (tl_hw_load(hw_s, &hw)) return TL_EUSAGE;
+    if (strncmp(hw.arch, "gfx", 3) != 0)
+        return tl_error(TL_EUSAGE, "sim amd-code", "preset %s is %s: the table holds gfx950 and gfx942 kernels", hw.name, hw.arch);
+    tl_table *t = tl_table_new("file,kernel,vgpr_file,agpr,sgpr,lds,scratch,simd_waves,loop_instrs,mfma,valu,trans,salu,"
+                               "lds_ops,lds_bytes,vmem_loads,matrix_clk,valu_clk,lds_clk,issue_clk,one_wave_clk,bound,"
+                               "mca_clk,mca_rthr,mca_over_one_wave");
+    int rows = 0;
+    for (int i = 0; i < tl_amd_code_count; i++) {
+        const tl_amd_kernel *k = &tl_amd_code_table[i];
+        if (strcmp(k->arch, hw.arch) != 0 || (kernel_s && !strstr(k->name, kernel_s)) || !k->loop.found) continue;
+        tl_amd_loop_cost c;
+        if (tl_amd_loop_cost_of(&hw, k->name, 1, 0.0, 0, &c)) {
+            tl_table_free(t);
+            return TL_EUSAGE;
+        }
+        const double one = fmax(fmax(c.matrix_cycles, c.valu_cycles), fmax(c.lds_cycles, c.issue_cycles));
+        const char *bound = one == c.matrix_cycles ? "matrix" : one == c.valu_cycles ? "valu" : one == c.lds_cycles ? "lds" : "issue";
+        const int waves = c.waves_by_vgpr < c.waves_by_sgpr ? c.waves_by_vgpr : c.waves_by_sgpr;
+        tl_table_row(t);
+        tl_table_str(t, k->file);
+        tl_table_str(t, k->name);
+        tl_table_int(t, k->vgpr_file);
+        tl_table_int(t, k->agpr);
+        tl_table_int(t, k->sgpr);
+        tl_table_int(t, k->lds);
+        tl_table_int(t, k->scratch);
+        tl_table_int(t, waves < hw.waves_per_simd ? waves : hw.waves_per_simd);
+        tl_table_int(t, k->loop.instrs);
+        amd_mfma_cell(t, &k->loop);
+        tl_table_int(t, k->loop.valu);
+        tl_table_int(t, k->loop.trans);
+        tl_table_int(t, k->loop.salu);
+        tl_table_int(t, k->loop.lds);
+        tl_table_int(t, k->loop.lds_read_bytes + k->loop.lds_write_bytes);
+        tl_table_int(t, k->loop.vmem_load);
+        tl_table_numf(t, "%.0f", c.matrix_cycles);
+        tl_table_numf(t, "%.0f", c.valu_cycles);
+        tl_table_numf(t, "%.0f", c.lds_cycles);
+        tl_table_numf(t, "%.0f", c.issue_cycles);
+        tl_table_numf(t, "%.0f", one);
+        tl_table_str(t, bound);
+        tl_table_numf(t, "%.1f", k->loop.mca_cycles);
+        tl_table_numf(t, "%.1f", k->loop.mca_rthroughput);
+        tl_table_numf(t, "%.2f", one > 0 ? k->loop.mca_cycles / one : 0.0);
+        rows++;
+    }
+    char title[200];
+    snprintf(title, sizeof title, "AMD kernels' hot loops from their %s assembly (the build's), clocks on preset %s",
+             hw.arch, hw.name);
+    tl_table_print(t, fmt, title, stdout);
+    tl_table_free(t);
+    if (rows == 0 && kernel_s) return tl_error(TL_EUSAGE, "--kernel", "no %s kernel with a loop holds '%s'", hw.arch, kernel_s);
+    return 0;
+}
+
 static const tl_command sim_table[] = {
+    {"amd-code", sim_amd_code, "AMD kernels' registers and hot loops from their assembly, beside llvm-mca", ""},
     {"paged-decode", sim_decode, "split-KV paged decode attention: bytes, intensity, time", ""},
     {"dispatch", tl_quant_sim_dispatch, "MoE dispatch payload: bytes a token by format, all-gather time", ""},
     {"step", tl_sim_step, "a whole model step from the ops' own models: time by op kind and layer", ""},

@@ -184,6 +184,14 @@ void tl_emu_cvt_pk_f32_fp8(uint32_t src, int word, int gfx950, float *lo, float 
     *hi = dec[(w >> 8) & 0xFFu];
 }
 
+uint32_t tl_emu_cvt_pk_fp8_f32(float lo, float hi, uint32_t old, int word, int gfx950)
+{
+    const uint32_t a = gfx950 ? tl_code_e4m3_from_f32(lo) : tl_code_e4m3fnuz_from_f32(lo);
+    const uint32_t b = gfx950 ? tl_code_e4m3_from_f32(hi) : tl_code_e4m3fnuz_from_f32(hi);
+    const int shift = 16 * (word & 1);
+    return (old & ~(0xFFFFu << shift)) | (a | b << 8) << shift;
+}
+
 uint32_t tl_emu_perm(uint32_t a, uint32_t b, uint32_t sel)
 {
     const uint64_t v = (uint64_t)a << 32 | b;

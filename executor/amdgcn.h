@@ -94,6 +94,11 @@ static inline tl_emu_f32x2 tl_emu_amdgcn_cvt_pk_f32_fp8(int src, bool word)
     return (tl_emu_f32x2){lo, hi};
 }
 #define __builtin_amdgcn_cvt_pk_f32_fp8 tl_emu_amdgcn_cvt_pk_f32_fp8
+static inline int tl_emu_amdgcn_cvt_pk_fp8_f32(float lo, float hi, int old, bool word)
+{
+    return (int)tl_emu_cvt_pk_fp8_f32(lo, hi, (uint32_t)old, word ? 1 : 0, TL_EMU_GFX950);
+}
+#define __builtin_amdgcn_cvt_pk_fp8_f32 tl_emu_amdgcn_cvt_pk_fp8_f32
 static inline unsigned tl_emu_amdgcn_perm(unsigned a, unsigned b, unsigned sel) { return tl_emu_perm(a, b, sel); }
 #define __builtin_amdgcn_perm tl_emu_amdgcn_perm
 /* v_log_f32 / v_exp_f32: log2 and 2^x (the hardware's are within 1 ulp; these are libm's) */

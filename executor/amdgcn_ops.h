@@ -51,6 +51,11 @@ int tl_emu_op_mfma(const void *const *in, void *const *out, uint64_t live, uint3
 /* v_cvt_pk_f32_fp8: two FP8 codes (bytes 2w, 2w + 1 of src) as two floats; gfx942 reads FNUZ,
  * gfx950 OCP E4M3FN. */
 void tl_emu_cvt_pk_f32_fp8(uint32_t src, int word, int gfx950, float *lo, float *hi);
+/* v_cvt_pk_fp8_f32: two floats to FP8 codes (gfx950 OCP E4M3FN, gfx942 E4M3FNUZ), rounded to
+ * nearest even, into bytes 2w, 2w + 1 of old (the other half kept). Out-of-range values saturate
+ * here (numerics/codes.h's encoders): the hardware's saturation follows a mode this project has not
+ * run (kernels/gpu.h), so a kernel may pass it only values within the format's range. */
+uint32_t tl_emu_cvt_pk_fp8_f32(float lo, float hi, uint32_t old, int word, int gfx950);
 /* v_perm_b32: byte i of the result is byte sel_i of the 8-byte value {a (bytes 4..7), b (0..3)};
  * selector 8..11 replicate the sign bit of byte 1, 3, 5, 7; 12 gives 0x00; 13 and above 0xFF. */
 uint32_t tl_emu_perm(uint32_t a, uint32_t b, uint32_t sel);

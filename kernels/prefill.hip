@@ -80,10 +80,12 @@ struct PfSmem {
     static constexpr int LDQ = DQK + 8, LDV = DV + 8, KB = FP8 ? 1 : 2;
     static constexpr size_t SM90 = (size_t)2 * (BM * LDQ + KB * BN * (LDQ + LDV)) + (FP8 ? (size_t)BN * (DQK + DV) : 0);
     /* AMD: element E (bf16, or codes on gfx950 fp8), DQKP = dqk padded to the K-depth;
-     * Q [BM][DQKP], K [BN][DQKP], V^T [DV][BN], P [BM][BN] of E, S [BM][BN] float32 */
+     * Q [BM][DQKP], K [BN][DQKP], V^T [DV][BN], P [BM][BN] of E, S [BM][BN] float32; gfx950's FP8
+     * (pf_body_gfx950_fp8) keeps S and P in registers: Q, K and V^T only */
     static constexpr bool NATIVE = FP8 && ARCH == PF_GFX950;
     static constexpr int ESZ = NATIVE ? 1 : 2, DQKP = NATIVE ? (DQK + 127) / 128 * 128 : DQK;
-    static constexpr size_t AMD = (size_t)ESZ * (BM * DQKP + BN * DQKP + DV * BN + BM * BN) + (size_t)4 * BM * BN;
+    static constexpr size_t AMD = NATIVE ? (size_t)BM * DQKP + (size_t)BN * DQKP + (size_t)DV * BN
+                                         : (size_t)ESZ * (BM * DQKP + BN * DQKP + DV * BN + BM * BN) + (size_t)4 * BM * BN;
     static constexpr size_t BYTES = ARCH == PF_SM90 ? SM90 : AMD;
 };
 
@@ -921,6 +923,159 @@ static __device__ __forceinline__ void pf_body_amd(const PfArgs &a)
 }
 #endif
 
+#if defined(TL_MMA_TARGET_GFX950)
+/* gfx950 FP8 (the E4M3FN codes on v_mfma_scale_f32_16x16x128_f8f6f4, unit scales), S and P in
+ * registers. Each wave owns 16 query rows; per key tile of BN = 128 it computes S^T = K Q^T, eight
+ * 16-key fragments: lane l then holds row R = l % 16 at keys 16 n + 4 (l / 16) + r of fragment n,
+ * value r (the C layout: row 4 (l / 16) + r, column l % 16, of S^T). Those 32 keys are exactly
+ * the 32 bytes lane l gives the A operand of P V (row l % 16; byte b = 4 n + r), when the
+ * contraction's k-slots are the keys in the order pf_v_slot names: so P's codes go from the
+ * softmax into the A fragment with no LDS round trip, and V^T is staged with its keys in that
+ * order. P = E4M3FN(p x 448) by v_cvt_pk_fp8_f32 (round to nearest even; p x 448 lies in
+ * [0, 448], so its saturation mode never applies: the contract's rule for every such input), p x
+ * 448 computed as one exp2 of the score's FMA shifted by log2 448 (within an ulp or two of float32's
+ * p x 448, so a code can differ from tl_prefill_p_code's where p x 448 lies that close to a
+ * rounding boundary). Keys past a row's last are set to -inf by a compare and select each. LDS:
+ * Q, K and V^T codes (PfSmem::AMD). */
+static __device__ __forceinline__ int pf_v_slot(int key)
+{
+    /* key 16 n + 4 q + e (n < 8, q < 4, e < 4) -> k-slot 64 (n / 4) + 16 q + 4 (n % 4) + e */
+    const int n = key / 16, q = (key % 16) / 4, e = key % 4;
+    return 64 * (n / 4) + 16 * q + 4 * (n % 4) + e;
+}
+
+template <int DQK, int DV, int BM, int BN, int WARPS>
+static __device__ __forceinline__ void pf_body_gfx950_fp8(const PfArgs &a)
+{
+    using L = PfSmem<PF_GFX950, DQK, DV, BM, BN, true>;
+    constexpr int DQKP = L::DQKP, THREADS = TL_WAVE * WARPS, KD = TL_MMA_FP8_K, NT = BN / 16;
+    static_assert(BM == 16 * WARPS && BN == KD && DQKP % KD == 0 && DV % 16 == 0 && DQK % 4 == 0, "tiling");
+    TL_SHARED_DYNAMIC(16, uint8_t, pf_smem);
+    uint8_t *Qs = pf_smem, *Ks = Qs + BM * DQKP, *Vt = Ks + BN * DQKP;
+
+    const int tid = (int)tl_thread_x(), wave = tid / TL_WAVE, lane = tid % TL_WAVE;
+    const int b = (int)tl_block_x(), qb = a.nqb - 1 - b / a.heads, h = b % a.heads;
+    const int kvh = h / (a.heads / a.kv_heads);
+    const long q0 = (long)qb * BM, seq = a.seq;
+    const int wrow = wave * 16;
+    const long kend = a.causal ? (q0 + BM < seq ? q0 + BM : seq) : seq;
+    const int ntiles = (int)((kend + BN - 1) / BN);
+    unsigned long long n0 = 0;
+    if (b == 0 && tid == 0) n0 = tl_gpu_clock();
+    const size_t qgs = (size_t)a.heads * DQK, kgs = (size_t)a.kv_heads * DQK, vgs = (size_t)a.kv_heads * DV;
+    const uint8_t *qg = (const uint8_t *)a.q + (size_t)h * DQK;
+    const uint8_t *kg = (const uint8_t *)a.k + (size_t)kvh * DQK;
+    const uint8_t *vg = (const uint8_t *)a.v + (size_t)kvh * DV;
+    /* Q and K rows as words (columns past DQK zero), V^T a byte a key in pf_v_slot's order */
+    auto stage_rows = [&](uint8_t *dst, const uint8_t *src, size_t gs, long r0, int rows) {
+        for (int i = tid; i < rows * (DQKP / 4); i += THREADS) {
+            const int r = i / (DQKP / 4), d = 4 * (i % (DQKP / 4));
+            uint32_t w = 0;
+            if (r0 + r < seq && d < DQK) w = *(const uint32_t *)(src + (size_t)(r0 + r) * gs + d);
+            *(uint32_t *)(dst + r * DQKP + d) = w;
+        }
+    };
+    stage_rows(Qs, qg, qgs, q0, BM);
+
+    const int R = lane % 16, qt = lane / 16;
+    const long row = q0 + wrow + R;
+    float m = -INFINITY, l = 0.0f;
+    const float qsc = a.qs[(size_t)h * a.nblk + q0 / TL_PREFILL_BLOCK];
+    float vf = a.vs[(size_t)kvh * a.nblk] / TL_PREFILL_P_MULT;
+    tl_frag_c acc[DV / 16];
+    for (int d = 0; d < DV / 16; d++) tl_frag_zero(&acc[d]);
+
+    /* one key tile; MASKED: some key of it lies past a row's last (the diagonal, or seq) */
+    auto tile = [&](int kt, auto masked_tag) {
+        constexpr bool MASKED = decltype(masked_tag)::value;
+        const long k0 = (long)kt * BN;
+        tl_block_sync(); /* every wave is done with the previous tile */
+        stage_rows(Ks, kg, kgs, k0, BN);
+        for (int i = tid; i < BN * (DV / 4); i += THREADS) {
+            const int r = i / (DV / 4), d = 4 * (i % (DV / 4)), slot = pf_v_slot(r);
+            uint32_t w = 0;
+            if (k0 + r < seq) w = *(const uint32_t *)(vg + (size_t)(k0 + r) * vgs + d);
+            for (int e = 0; e < 4; e++) Vt[(d + e) * BN + slot] = (uint8_t)(w >> (8 * e));
+        }
+        tl_block_sync();
+        /* S^T = K Q^T, one 16-key fragment n at a time; Q's fragment of each k-step read once */
+        tl_frag_c st[NT];
+        for (int n = 0; n < NT; n++) tl_frag_zero(&st[n]);
+        for (int ks = 0; ks < DQKP / KD; ks++) {
+            tl_frag_b_fp8 qf;
+            tl_frag_load_bt_fp8(&qf, Qs + wrow * DQKP + ks * KD, DQKP);
+            for (int n = 0; n < NT; n++) {
+                tl_frag_a_fp8 kf;
+                tl_frag_load_a_fp8(&kf, Ks + 16 * n * DQKP + ks * KD, DQKP);
+                tl_mma_fp8(&st[n], &kf, &qf);
+            }
+        }
+        const float sc = a.scale_log2 * qsc * a.ks[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK];
+        const float vf_new = a.vs[(size_t)kvh * a.nblk + k0 / TL_PREFILL_BLOCK] / TL_PREFILL_P_MULT;
+        /* keys past the row's last (causal) or past seq: -inf, by one compare and select each (no
+         * branch; the key's offset in the tile against the lane's last key, 32-bit) */
+        const long last = a.causal && row < seq ? row : seq - 1;
+        const int lim = last - k0 >= BN ? BN : (int)(last - k0); /* keys 0..lim of the tile count */
+        float mx = -INFINITY;
+        for (int n = 0; n < NT; n++)
+            for (int r = 0; r < 4; r++) {
+                if (MASKED && 16 * n + 4 * qt + r > lim) st[n].v[r] = -INFINITY;
+                mx = tl_fmaxf(mx, st[n].v[r]);
+            }
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 16));
+        mx = tl_fmaxf(mx, tl_shfl_xor(mx, 32));
+        /* sc > 0 (the softmax scale, and Q's and K's block scales, at least 1e-4 / 448 by the
+         * contract's rule): the scaled row max is mx x sc, and a masked -inf stays -inf in the FMA */
+        const float mn = tl_fmaxf(m, mx * sc), mu = mn == -INFINITY ? 0.0f : mn;
+        float corr = pf_exp2(m - mu), sum = 0.0f;
+        m = mn;
+        /* P x 448 = 2^(s sc - mu + log2 448) in one FMA and one exp2 a score; P's codes: word n of
+         * the A fragment = fragment n's four values, low byte first */
+        const float off = 8.8073549220576041f - mu; /* log2(448) */
+        tl_frag_a_fp8 pf;
+        for (int n = 0; n < NT; n++) {
+            float p[4];
+            for (int r = 0; r < 4; r++) p[r] = pf_exp2(__builtin_fmaf(st[n].v[r], sc, off)), sum += p[r];
+            int w = __builtin_amdgcn_cvt_pk_fp8_f32(p[0], p[1], 0, false);
+            w = __builtin_amdgcn_cvt_pk_fp8_f32(p[2], p[3], w, true);
+            pf.v[n] = w;
+        }
+        sum *= 1.0f / TL_PREFILL_P_MULT;
+        l = l * corr + sum;
+        corr *= vf / vf_new;
+        vf = vf_new;
+        for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+            const float cr = tl_shfl(corr, tl_frag_c_row(lane, r));
+            for (int d = 0; d < DV / 16; d++) acc[d].v[r] *= cr;
+        }
+        for (int d = 0; d < DV / 16; d++) {
+            tl_frag_b_fp8 vb;
+            tl_frag_load_bt_fp8(&vb, Vt + 16 * d * BN, BN);
+            tl_mma_fp8(&acc[d], &pf, &vb);
+        }
+    };
+    /* the tiles every row of the block sees whole (keys up to q0, and below seq), then the rest:
+     * the bounds are the block's, so every wave meets the same barriers */
+    const long whole = a.causal ? (q0 + 1) / BN : seq / BN;
+    const int nfull = whole < ntiles ? (int)whole : ntiles;
+    for (int kt = 0; kt < nfull; kt++) tile(kt, std::integral_constant<bool, false>());
+    for (int kt = nfull; kt < ntiles; kt++) tile(kt, std::integral_constant<bool, true>());
+    l += tl_shfl_xor(l, 16);
+    l += tl_shfl_xor(l, 32);
+    for (int r = 0; r < TL_FRAG_C_COUNT; r++) {
+        const int rr = tl_frag_c_row(lane, r);
+        const float lr = tl_shfl(l, rr), f = vf / lr;
+        const long orow = q0 + wrow + rr;
+        if (orow >= seq) continue;
+        for (int d = 0; d < DV / 16; d++)
+            a.o[((size_t)orow * a.heads + h) * DV + 16 * d + tl_frag_c_col(lane, r)] =
+                (uint16_t)tl_code_bf16_from_f32(acc[d].v[r] * f);
+    }
+    if (qt == 0 && row < seq) a.lse[(size_t)h * seq + row] = (m + __builtin_amdgcn_logf(l)) * 0.69314718055994531f;
+    if (b == 0 && tid == 0) a.clk[0] = 0, a.clk[1] = n0, a.clk[2] = 0, a.clk[3] = tl_gpu_clock();
+}
+#endif
+
 template <int ARCH, int DQK, int DV, int BM, int BN, int WARPS, bool FP8>
 __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 4 && ARCH == PF_SM90 ? 2 : 1))
     pf_kernel(PfArgs a)
@@ -930,7 +1085,8 @@ __global__ void __launch_bounds__(TL_WAVE *WARPS, TL_LAUNCH_MIN_BLOCKS(WARPS == 
 #elif defined(TL_MMA_TARGET_GFX942)
     if constexpr (ARCH == PF_GFX942) pf_body_amd<ARCH, DQK, DV, BM, BN, WARPS, FP8>(a);
 #elif defined(TL_MMA_TARGET_GFX950)
-    if constexpr (ARCH == PF_GFX950) pf_body_amd<ARCH, DQK, DV, BM, BN, WARPS, FP8>(a);
+    if constexpr (ARCH == PF_GFX950 && FP8) pf_body_gfx950_fp8<DQK, DV, BM, BN, WARPS>(a);
+    else if constexpr (ARCH == PF_GFX950) pf_body_amd<ARCH, DQK, DV, BM, BN, WARPS, FP8>(a);
 #endif
 }
 

@@ -556,6 +556,9 @@ static int idx_sim_rows(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.time_us);
     tl_table_numf(t, "%.1f", r.tflops);
     tl_table_str(t, r.limiter);
+    tl_table_numf(t, "%.2f", r.l2_hits);
+    tl_table_numf(t, "%.2f", r.code_us);
+    tl_ops_code_cells(t, &r.code);
     return 0;
 }
 
@@ -650,7 +653,7 @@ const tl_op tl_op_indexer = {
     .work = idx_work,
     .sim = idx_sim_rows,
     .sim_header = "hw,rows,kv,heads,prefix,block_q,tile,instr,k_steps,blocks,resident,fits_l2,kv_bytes,flops,hbm_bytes,mma_us,smem_us,epi_us,"
-                  "kv_us,hbm_us,time_us,tflops,limiter",
+                  "kv_us,hbm_us,time_us,tflops,limiter,l2_hits,code_us," TL_OPS_CODE_COLUMNS,
     .bench = idx_bench,
     .bench_header = "name,rows,kv,heads,prefix,block_q,flops,hbm_bytes,time_us,tflops,floor_us,sim_us,sim_err_pct,"
                     "sim_limiter,p10_us,p90_us,source",

@@ -2,6 +2,8 @@
  * file ops/OP.c and one entry below. */
 #include "ops.h"
 #include "../simulator/hw.h"
+#include "../simulator/amd_code.h"
+#include "../core/table.h"
 
 #include <errno.h>
 #include <math.h>
@@ -47,6 +49,21 @@ void tl_ops_work_set(tl_op_work *w, const char *part, double flops, double hbm_b
     w->flops = flops, w->hbm_bytes = hbm_bytes;
     w->model_flops = model_flops, w->model_hbm_bytes = model_hbm_bytes, w->model_us = model_us;
     snprintf(w->limiter, sizeof w->limiter, "%s", limiter);
+}
+
+void tl_ops_code_cells(tl_table *t, const void *amd_loop_cost)
+{
+    const tl_amd_loop_cost *c = amd_loop_cost;
+    if (!c || !c->k) {
+        tl_table_str(t, "estimate");
+        for (int i = 0; i < 4; i++) tl_table_str(t, "");
+        return;
+    }
+    tl_table_str(t, "asm");
+    tl_table_numf(t, "%.0f", c->cycles);
+    tl_table_str(t, c->bound);
+    tl_table_numf(t, "%.2f", c->waves_per_simd);
+    tl_table_numf(t, "%.0f", c->k->loop.mca_cycles);
 }
 
 int tl_ops_need_output(const char *out, const char *cmd)

@@ -46,6 +46,13 @@ int tl_ops_measured_where(char *where, size_t n);
  * and the model's (its FLOPs, bytes, time and limiter). */
 void tl_ops_work_set(tl_op_work *w, const char *part, double flops, double hbm_bytes, double model_flops,
                      double model_hbm_bytes, double model_us, const char *limiter);
+/* The columns a sim row on an AMD preset adds for the kernel's own code (simulator/amd_code.h):
+ * code ("asm" when the loop cost is the build's assembly of the kernel instance, "estimate" when
+ * the model's constants decide), the hot loop's clocks a wave-iteration and its bound, the
+ * kernel's waves a SIMD, and llvm-mca-22's clocks for the same loop (its second opinion). */
+#define TL_OPS_CODE_COLUMNS "code,loop_clk,loop_bound,simd_waves,mca_clk"
+void tl_ops_code_cells(tl_table *t, const void *amd_loop_cost);
+
 /* The bench's read floor: a plain read of `bytes` timed with opts (kernels/roofline.h), in us;
  * NAN (the error cleared) when it cannot be timed. */
 double tl_ops_read_floor_us(double bytes, const tl_bench_opts *opts);

@@ -648,6 +648,7 @@ static int pf_sim_rows(void *vp, int c, tl_table *t)
     tl_table_numf(t, "%.2f", r.time_us);
     tl_table_numf(t, "%.1f", r.tflops);
     tl_table_str(t, r.limiter);
+    tl_ops_code_cells(t, &r.code);
     return 0;
 }
 
@@ -754,7 +755,7 @@ const tl_op tl_op_prefill = {
     .work = pf_work,
     .sim = pf_sim_rows,
     .sim_header = "hw,shape,dtype,seq,heads,kv_heads,dqk,dv,tile,instr,blocks,waves,tiles_computed,tiles_skipped,flops,"
-                  "hbm_bytes,mma_us,exp_us,hbm_us,fixed_us,time_us,tflops,limiter",
+                  "hbm_bytes,mma_us,exp_us,hbm_us,fixed_us,time_us,tflops,limiter," TL_OPS_CODE_COLUMNS,
     .bench = pf_bench,
     .bench_header = "name,shape,dtype,seq,heads,kv_heads,dqk,tile,flops,hbm_bytes,time_us,tflops,sm_mhz,sim_us,sim_err_pct,"
                     "sim_limiter,p10_us,p90_us,source",

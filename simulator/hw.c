@@ -95,6 +95,7 @@ static const hw_field hw_fields[] = {
     NUM(link_gbps, 0, 0, 1e6), NUM(link_peer_gbps, 0, 0, 1e6), NUM(transcendental_per_cu_clk, 0, 0, 1e5),
     NUM(lds_bytes_per_cu_clk, 0, 0, 1e6), NUM(wgmma_bf16_tflops, 0, 0, 1e9), NUM(wgmma_fp8_tflops, 0, 0, 1e9),
     NUM(gemm_bf16_tflops, 0, 0, 1e9), NUM(gemm_fp8_tflops, 0, 0, 1e9), NUM(allreduce_us, 0, 0, 1e6),
+    INT(vgprs_per_simd, 0, 1, 1 << 20), INT(sgprs_per_simd, 0, 1, 1 << 20), INT(waves_per_simd, 0, 1, 64),
     STR(device, 0), STR(date, 0), STR(source, 0),
 };
 #undef STR
@@ -106,6 +107,7 @@ static const hw_field hw_fields[] = {
  * `tilelab bench roofline --save` records about its run (so that its result file is an overlay). */
 static const char *const recorded_keys[] = {"clock_note", "clocks", "label", "mma", "memcpy_gbps",
                                             "configurations", "link_note", "async_copy_note", "rates_note", "step_note",
+                                            "registers_note",
                                             NULL};
 static const char *const ceiling_keys[] = {"hbm_read_gbps", "hbm_copy_gbps", "bf16_tflops", "fp8_tflops",
                                            "fp6_tflops", "fp4_tflops", NULL};

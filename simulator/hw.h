@@ -122,6 +122,10 @@ typedef struct {
                                    latency, not the bytes), as a serving engine's graph runs it
                                    (optional, 0 = unknown: simulator/step.h charges the link bytes
                                    alone then) */
+    int vgprs_per_simd;         /* AMD: VGPRs (arch and AGPR, unified) a lane of one SIMD holds for all
+                                   its waves (512 on gfx90a and later; optional, 0 = not AMD) */
+    int sgprs_per_simd;         /* AMD: SGPRs one SIMD holds for its waves (800; optional) */
+    int waves_per_simd;         /* AMD: the most waves one SIMD holds (8 on gfx942 / gfx950; optional) */
     tl_hw_ceilings ceilings;
     tl_instr instr[TL_HW_MAX_INSTR];
     int n_instr;

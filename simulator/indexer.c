@@ -50,25 +50,30 @@ static int resident_limit(const tl_hw *hw, int q, int heads, int tile)
     return n > 0 ? n : 1;
 }
 
-/* One CU's K stream when K runs to position `furthest`: its cap (GB/s) and a load's latency (us),
- * an L2 hit's when that K fits one XCD's L2 (returns 1), else a miss's. */
-static int stream_of(const tl_hw *hw, long furthest, double *cap, double *latency)
+/* One CU's K stream when K runs to position `furthest`: its cap (GB/s) and a load's latency (us)
+ * for the share of the stream that hits one XCD's L2 (returned): the part of that K which fits
+ * 0.8 of the L2 (the rest is Q, w and the logits passing through), min(1, 0.8 L2 / K bytes) (an
+ * estimate: the blocks of a CU walk their windows together, so what the L2 keeps of one window
+ * serves the others); the rest misses. The latency and the cap's time per byte are weighted by
+ * the two shares, so the stream slows as K outgrows the L2 rather than at one size. */
+static double stream_of(const tl_hw *hw, long furthest, double *cap, double *latency)
 {
     const double hbm_cu = or_default(hw->hbm_per_cu_gbps, tl_ceiling_value(hw->ceilings.hbm_read_gbps) / hw->cus);
     const double l2_cu = or_default(hw->l2_per_cu_gbps, hbm_cu);
     const double miss_us = or_default(hw->hbm_latency_us, TL_INDEXER_MISS_US);
     const double k_bytes = (double)furthest * (TL_INDEXER_DIM + 4.0);
-    const int fits = k_bytes <= 0.8 * hw->l2_mib_per_xcd * 1048576.0; /* most of it: Q, w, logits pass through */
-    *cap = fits ? l2_cu : hbm_cu;
-    *latency = fits ? miss_us * hbm_cu / l2_cu : miss_us;
-    return fits;
+    const double hits = fmin(1.0, 0.8 * hw->l2_mib_per_xcd * 1048576.0 / k_bytes);
+    *cap = 1.0 / (hits / l2_cu + (1.0 - hits) / hbm_cu);
+    *latency = hits * miss_us * hbm_cu / l2_cu + (1.0 - hits) * miss_us;
+    return hits;
 }
 
 static void charge_kv(const tl_indexer_problem *p, tl_indexer_result *r, long furthest)
 {
     const tl_hw *hw = p->hw;
     double cap, latency;
-    r->fits_l2 = stream_of(hw, furthest, &cap, &latency);
+    r->l2_hits = stream_of(hw, furthest, &cap, &latency);
+    r->fits_l2 = r->l2_hits >= 1.0;
     /* tiles in flight a block: the one being copied while another is scored (AMD); on sm_90a the
      * stages but the one being scored and the next (waited for, its sign folded) */
     const double ahead = is_sm(hw) ? TL_INDEXER_STAGES_WGMMA - 2 : 1;
@@ -121,9 +126,21 @@ static void charge_compute(const tl_indexer_problem *p, tl_indexer_result *r, do
                      (TL_INDEXER_SMEM_GBPS_WGMMA * 1e3 * (double)active);
 }
 
+/* The compute terms of the larger ones: the code's loop (code_us) where the kernel's assembly is
+ * in the build's table, else the estimates (mma, smem-operands, epilogue). */
+static double compute_of(const tl_indexer_result *r)
+{
+    return r->code.k ? r->code_us : fmax(fmax(r->mma_us, r->smem_us), r->epi_us);
+}
+
 static void pick_limiter(tl_indexer_result *r)
 {
-    double body = fmax(fmax(fmax(r->mma_us, r->smem_us), r->epi_us), fmax(r->kv_us, r->hbm_us));
+    double body = fmax(compute_of(r), fmax(r->kv_us, r->hbm_us));
+    if (r->code.k) {
+        r->limiter = body == r->code_us ? r->code.bound : body == r->kv_us ? "kv-stream" : "hbm";
+        r->time_us = body / r->balance + r->fixed_us;
+        return;
+    }
     r->limiter = body == r->mma_us    ? "mma"
                  : body == r->smem_us ? "smem-operands"
                  : body == r->epi_us  ? "epilogue"
@@ -173,7 +190,19 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     r->resident = per_cu < limit ? (int)per_cu : limit;
     r->cu_slots = limit;
     r->cu_waves = cu_waves_of(hw);
-    const double slots = (double)hw->cus * limit;
+    if (!is_sm(hw)) {
+        /* the kernel's own code: its registers and LDS decide the blocks a CU holds */
+        snprintf(r->kernel, sizeof r->kernel, "_Z14indexer_kernelILi%dELi%dEEv7IdxArgs", s->heads, r->block_q);
+        if (tl_amd_loop_cost_of(hw, r->kernel, r->block_q, 0.0, per_cu, &r->code) == TL_OK) {
+            r->resident = r->code.wgs;
+            r->cu_slots = r->code.wgs_by_lds && r->code.wgs_by_lds < r->code.wgs_by_regs ? r->code.wgs_by_lds : r->code.wgs_by_regs;
+            r->cu_waves = r->cu_slots * r->block_q;
+        } else {
+            tl_clear_error();
+            memset(&r->code, 0, sizeof r->code);
+        }
+    }
+    const double slots = (double)hw->cus * r->cu_slots;
     r->block_waves = r->blocks / slots;
     const double full = ceil(r->block_waves);
     /* a last, partial wave leaves slots idle; under one wave the idle slots are already in the
@@ -189,6 +218,11 @@ int tl_indexer_sim(const tl_indexer_problem *p, tl_indexer_result *r)
     if (!s->starts) furthest = s->prefix + s->rows;
     charge_kv(p, r, furthest);
     charge_compute(p, r, peak);
+    if (r->code.k) {
+        const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
+        const int simds = hw->matrix_cores_per_cu > 0 ? hw->matrix_cores_per_cu : 4;
+        r->code_us = r->computed / 16.0 * r->code.cycles / ((double)simds * active * hw->clock_mhz);
+    }
     r->fixed_us = or_default(hw->launch_us, 5.0) + or_default(hw->item_fixed_us, 0.0);
     pick_limiter(r);
     r->tflops = r->flops / (r->time_us * 1e6);
@@ -231,7 +265,7 @@ int tl_indexer_schedule(const tl_indexer_problem *p, tl_indexer_span *span, long
     const tl_indexer_shape *s = &q.shape;
     double tiles = 0;
     for (long b = 0; b < r->blocks; b++) tiles += (double)tl_indexer_block_tiles(s, r->block_q, b, r->tile);
-    const double body = fmax(fmax(fmax(r->mma_us, r->smem_us), r->epi_us), fmax(r->kv_us, r->hbm_us));
+    const double body = fmax(compute_of(r), fmax(r->kv_us, r->hbm_us));
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
     const double tile_us = tiles > 0 ? r->resident * (double)active * body / tiles : 0;
     long slots = (long)hw->cus * r->cu_slots;

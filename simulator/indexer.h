@@ -32,19 +32,21 @@
  *   - kv: every block reads its tiles' K bytes (tile x (D + 4) each) from L2. Each CU streams at
  *     most min(its cap, bytes in flight / latency) (Little's law): bytes in flight = resident
  *     blocks x one tile (sm_90: TL_INDEXER_STAGES_SM90 - 1 tiles); resident blocks = min(the blocks
- *     a CU gets, the waves a CU holds / BLOCK_Q, what the LDS holds). The latency and cap are an L2 hit's when the furthest window's
- *     K fits in one XCD's L2 (each XCD's L2 is private: every XCD needs its own copy), else a
- *     miss's (preset hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
+ *     a CU gets, the waves a CU holds / BLOCK_Q, what the LDS holds; on AMD the kernel's own
+ *     registers and LDS where its code is in the build's table). The latency and cap are an L2
+ *     hit's for the share of the furthest window's K that fits 0.8 of one XCD's L2 (each XCD's L2
+ *     is private: every XCD needs its own copy), a miss's for the rest, weighted (preset
+ *     hbm_latency_us or 1 us; an L2 hit's is that times hbm_per_cu / l2_per_cu).
  *   - hbm: the contract's bytes (inputs once, logits written once) at the measured HBM rate.
  *   - waves of blocks: when the grid is one to four block slots (CUs x resident blocks) deep, the
  *     last partial wave leaves CUs idle: the body is divided by blocks / (waves x slots); under
  *     one wave the idle slots are already in the blocks a CU holds (its bytes in flight).
  *   - launch_us and item_fixed_us (the pipeline's first loads) added once.
  * Why skinny shapes lose on mi355x (seed 000, Figure 11): 2048 rows with BLOCK_Q = 1 give 8 blocks
- * a CU, half of the 16 waves a CU holds (a square's rows fill them), and 32K-64K positions of K
- * (4-8 MiB) do not fit an XCD's 4 MiB L2: half the bytes in flight at a miss's latency (the model:
- * 534 TFLOP/s against 1072 for squares of 32K-64K at H = 32; the seed measured 551-898 against
- * 852-1142). The same 2048 rows at 16K positions hit the L2 (1562). A larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
+ * a CU, fewer waves than a square's rows give, and 32K-64K positions of K (4-8 MiB) outgrow an
+ * XCD's 4 MiB L2: fewer bytes in flight, a larger share at a miss's latency (README's seed table
+ * has the model's figures beside the seed's; the model misses the seed's 32K loss at H = 64). A
+ * larger BLOCK_Q cuts the K bytes by BLOCK_Q but, with one tile in flight a block, also
  * the bytes in flight: a latency-bound stream does not speed up; it pays where the matrix cores or
  * the decode limit, and on sm_90 where BLOCK_Q 1-2 leave too few warps (the shared memory of a
  * block: 3 a CU): at H = 32, 64K square, BLOCK_Q 1 / 2 / 4 / 8 give 116 / 232 / 310 / 310 TFLOP/s.
@@ -56,6 +58,7 @@
 #define TL_SIM_INDEXER_H
 
 #include "../contract/indexer.h"
+#include "amd_code.h"
 #include "hw.h"
 
 #define TL_INDEXER_MMA_EFF 0.80    /* AMD: matrix-core share of the inner loop's issue (estimate) */
@@ -89,7 +92,8 @@
  * shared memory by every product, was timed at both: h200_indexer_bench_run50.csv). */
 #define TL_INDEXER_TIMED_BLOCK_Q_SM90 8
 #define TL_INDEXER_WAVES_SM90 16   /* warps an SM holds: up to 128 registers a thread (2 blocks of 8 warps) */
-#define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds: ~100 VGPRs a lane (Q as FP8 fragments) */
+#define TL_INDEXER_WAVES_AMD 16    /* waves a CU holds where the kernel's code is not in the build's
+                                    * table: ~100 VGPRs a lane (Q as FP8 fragments) */
 #define TL_INDEXER_MISS_US 1.0     /* a miss's latency when the preset has none */
 
 typedef struct {
@@ -117,7 +121,17 @@ typedef struct {
     double mma_us, epi_us, kv_us, hbm_us, fixed_us, balance, time_us;
     double smem_us; /* sm_90a: the products' shared-memory operand reads (0 elsewhere) */
     double tflops;                 /* counted FLOPs / time */
-    const char *limiter;           /* "mma", "smem-operands", "epilogue", "kv-stream", "hbm" */
+    const char *limiter;           /* "mma", "smem-operands", "epilogue", "kv-stream", "hbm"; with the
+                                    * kernel's code: its loop's bound ("matrix", "valu", "lds", "issue") */
+    double l2_hits;                /* the share of the K stream that hits one XCD's L2 */
+    /* AMD, from the kernel's own assembly (simulator/amd_code.h) where the build's table has the
+     * instance indexer_kernel<H, BLOCK_Q> (kernel names it): the residency is the code's and
+     * code_us replaces mma_us and epi_us (kept as the estimates, for comparison): computed / 16
+     * wave-iterations of its hot loop (one 16-position fragment of one row's scores) at
+     * code.cycles each, over the CU's SIMDs. code.k NULL: the estimates decide. */
+    char kernel[TL_AMD_NAME_LEN];
+    tl_amd_loop_cost code;
+    double code_us;
 } tl_indexer_result;
 
 /* Runs the model. TL_EUSAGE for a NULL preset, a bad shape, or an arch without the kernel's

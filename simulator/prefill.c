@@ -177,6 +177,30 @@ static void sm90_compute(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_
     r->compute_us = ((tiles - (double)r->blocks) * r->period_cycles + (double)r->blocks * (first + compute)) / per_us;
 }
 
+/* The AMD kernel's dynamic LDS (kernels/prefill.hip's PfSmem<...>::AMD): Q [BM][DQKP], K [BN][DQKP],
+ * V^T [DV][BN], P [BM][BN] of bf16, S [BM][BN] float32; gfx950's FP8 keeps S and P in registers:
+ * Q, K and V^T of one-byte codes, DQKP = dqk padded to 128. */
+static double amd_lds_bytes(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_tiling t)
+{
+    if (s->dtype == TL_PREFILL_FP8 && strcmp(hw->arch, "gfx950") == 0)
+        return (t.block_m + t.block_n) * round_up(s->dqk, 128) + (double)s->dv * t.block_n;
+    return 2.0 * (t.block_m * (double)s->dqk + t.block_n * (double)s->dqk + (double)s->dv * t.block_n +
+                  (double)t.block_m * t.block_n) + 4.0 * t.block_m * t.block_n;
+}
+
+/* AMD: the kernel instance's loop cost from its assembly (r->code), or r->code.k NULL (estimates). */
+static void amd_code_of(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_result *r, long per_cu)
+{
+    const tl_prefill_tiling t = r->tile;
+    const int arch = strcmp(hw->arch, "gfx950") == 0 ? 2 : 1;
+    snprintf(r->kernel, sizeof r->kernel, "_Z9pf_kernelILi%dELi%dELi%dELi%dELi%dELi%dELb%dEEv6PfArgs", arch, s->dqk, s->dv,
+             t.block_m, t.block_n, t.warps, s->dtype == TL_PREFILL_FP8);
+    if (tl_amd_loop_cost_of(hw, r->kernel, t.warps, amd_lds_bytes(hw, s, t), per_cu, &r->code)) {
+        tl_clear_error();
+        memset(&r->code, 0, sizeof r->code);
+    }
+}
+
 static void name_limiter(tl_prefill_model_result *r)
 {
     const struct {
@@ -186,6 +210,7 @@ static void name_limiter(tl_prefill_model_result *r)
     /* compute: the larger of matrix and softmax, the softmax by its larger part */
     const char *compute = r->mma_us >= r->soft_us ? "matrix" : part[1].us >= part[2].us ? "exp" : "vector";
     if (r->part) compute = r->part; /* sm_90: the part that sets the tile period */
+    if (r->code.k) compute = r->code.bound; /* AMD: the loop's bound: "matrix", "valu", "lds" or "issue" */
     const char *body = compute;
     double b = r->compute_us;
     if (r->lds_us > b) b = r->lds_us, body = "lds";
@@ -254,7 +279,12 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
     const int limit = resident_of(hw, s, t, lds_elem);
     const long per_cu = (r->blocks + hw->cus - 1) / hw->cus;
     r->resident = per_cu < limit ? (int)per_cu : limit;
-    const long all_slots = (long)hw->cus * limit;
+    int slots_cu = limit;
+    if (!is_sm(hw)) {
+        amd_code_of(hw, s, r, per_cu);
+        if (r->code.k) r->resident = r->code.wgs, slots_cu = r->code.wgs_by_lds && r->code.wgs_by_lds < r->code.wgs_by_regs ? r->code.wgs_by_lds : r->code.wgs_by_regs;
+    }
+    const long all_slots = (long)hw->cus * slots_cu;
     r->slots = r->blocks < all_slots ? r->blocks : all_slots;
     r->waves = (double)r->blocks / all_slots;
     const long active = r->blocks < hw->cus ? r->blocks : hw->cus;
@@ -296,6 +326,8 @@ static int model(const tl_hw *hw, const tl_prefill_shape *s, tl_prefill_model_re
         r->vec_us = r->vector_ops / (lanes * active * hw->clock_mhz);
         r->soft_us = r->exp_us + r->vec_us;
         r->compute_us = fmax(r->mma_us, r->soft_us) + (1.0 - r->overlap) * fmin(r->mma_us, r->soft_us);
+        if (r->code.k) /* the kernel's own loop: a wave-iteration a tile and wave, over the CU's SIMDs */
+            r->compute_us = tiles * t.warps * r->code.cycles / ((double)schedulers * active * hw->clock_mhz);
     }
     r->lds_us = r->lds_bytes / (hw->lds_bytes_per_cu_clk * active * mhz);
     r->l2_us = l2_us_of(hw, s, r, elem, kv_all, active);

@@ -34,7 +34,11 @@
  *     op per value). At the preset's vector lanes per CU and clock.
  *   - softmax = max(exp, vector) on sm_90 (MUFU is its own pipe beside the FMA pipe; the issue is
  *     in vector) and exp + vector on AMD (the transcendentals run on the VALU at quarter rate).
- *   - compute (AMD) = max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave
+ *   - compute (AMD), where the build's table has the kernel instance (r->code, simulator/amd_code.h):
+ *     tiles_computed x warps wave-iterations of its hot loop (one key tile of one wave's 16 rows)
+ *     at the loop's clocks (max(matrix, valu, lds, issue / waves a SIMD), from its instruction
+ *     counts), over the CU's SIMDs; residency from its registers and LDS. Else the estimate:
+ *     max(matrix, softmax) + (1 - overlap) x min(matrix, softmax). Within one wave
  *     the loop is serial (S, then its softmax, then P.V); only another wave on the same SIMD can
  *     fill the matrix core while this one exponentiates. overlap = 1 - 1 / (waves a SIMD holds).
  *   - compute (sm_90, the warp-specialized kernel) in SM cycles per tile of a block, at the clock
@@ -85,6 +89,7 @@
 #define TL_SIM_PREFILL_H
 
 #include "../contract/prefill.h"
+#include "amd_code.h"
 #include "hw.h"
 
 #define TL_PREFILL_MMA_EFF 0.90      /* AMD: share of the instruction's rate the inner loop keeps
@@ -114,7 +119,8 @@
                                       * correction factor */
 #define TL_PREFILL_WAVES_SM90 8      /* warps an SM holds for this kernel: its O, S and Q fragments
                                       * take up to 255 registers a thread, 8 warps of the 64K (guess) */
-#define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
+#define TL_PREFILL_WAVES_AMD 8       /* waves a CU holds where the kernel's code is not in the build's
+                                      * table: ~200 VGPRs and AGPRs of 512 a lane, 2 a SIMD (guess) */
 #define TL_PREFILL_MISS_US 1.0       /* a miss's latency when the preset has none (guess) */
 #define TL_PREFILL_L2_SHARE 0.8      /* the share of the caches K and V may take (Q, O pass through) */
 
@@ -154,6 +160,13 @@ typedef struct {
     double tile_us;                  /* one tile of one block in the schedule */
     double tflops;                   /* counted FLOPs / time */
     const char *limiter;             /* "matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail" or "fixed" */
+    /* AMD, from the kernel's own assembly (simulator/amd_code.h) where the build's table has its
+     * instance (kernel names it): then the residency is the code's (registers, LDS) and compute_us
+     * is tiles_computed x warps wave-iterations of its hot loop at code.cycles each over the CU's
+     * SIMDs; mma_us, exp_us and vec_us stay the estimates above, for comparison. code.k NULL: the
+     * estimates decide (a shape without an instance, a preset without register fields). */
+    char kernel[TL_AMD_NAME_LEN];
+    tl_amd_loop_cost code;
 } tl_prefill_model_result;
 
 /* The model for shape s (tl_prefill_shape_check) on hw. TL_EUSAGE for a NULL preset, a bad shape,

@@ -106,6 +106,7 @@ formats "sim moe" -- sim moe --hw mi355x --model deepseek-v3.2 --dtype fp8 --tok
 formats "sim moe" -- sim moe --hw h200 --model glm-5 --dtype mxfp4 --tokens 1 --tp 8
 formats "sim moe" -- sim moe --hw mi300x --model qwen3-8b --dtype bf16 --tokens 16
 formats "sim paged-decode" -- sim paged-decode --hw mi355x --kv-dtype bf16 --gqa 1 --batch 32 --seq 16384 --kv-heads 16
+formats "sim amd-code" -- sim amd-code --hw mi355x --kernel indexer_kernel
 formats "bench sim" -- bench sim
 formats "check moe" -- check moe --model deepseek-v2-lite --tokens 1 --seed 1
 formats "check moe" -- check moe --hidden 256 --width 192 --experts 8 --topk 2 --dtype fp8 --tokens 1 --seed 1

@@ -151,4 +151,21 @@ check "the shared expert is a ninth expert: 9 x 4096 x 7168 x 2 weight bytes, sh
   test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col shared)","$(col tiles)","$(col weight_bytes)")" = "1,9,528482304"
 expect 0 "sim moe names what of the config it does not model" -- "$tl" sim moe --tokens 1 --stage 1
 check "the unused config keys are named" -- grep -q "not modelled: .*vocab_size" <<<"$LAST_OUT"
+# ---- sim amd-code: the build's table of the AMD kernels' loops, beside llvm-mca ----
+expect 0 "sim amd-code lists the gfx950 prefill kernels" -- "$tl" sim amd-code --hw mi355x --kernel pf_kernel --format csv
+hdr=$(head -1 <<<"$LAST_OUT")
+check "four gfx950 prefill instances with a loop" -- test "$(tail -n +2 <<<"$LAST_OUT" | wc -l)" -eq 4
+check "every row has llvm-mca's clocks and ours" -- test -z "$(tail -n +2 <<<"$LAST_OUT" | cut -d, -f"$(col mca_clk)","$(col one_wave_clk)" | grep -E '(^|,)(0|0\.0)?(,|$)')"
+check "the FP8 instance holds 16 scaled MFMAs a tile" -- grep -q "Lb1EEv6PfArgs.*16 x v_mfma_scale_f32_16x16x128_f8f6f4 fp8" <<<"$LAST_OUT"
+expect 0 "sim amd-code on mi300x reads gfx942" -- "$tl" sim amd-code --hw mi300x --kernel indexer_kernel --format csv
+check "gfx942's indexer multiplies 16x16x32 FP8" -- grep -q "v_mfma_f32_16x16x32_fp8_fp8" <<<"$LAST_OUT"
+expect 2 "sim amd-code on an NVIDIA preset is refused" -- "$tl" sim amd-code --hw h200
+expect 2 "sim amd-code with a kernel text that matches none" -- "$tl" sim amd-code --kernel no_such_kernel
+expect 0 "sim prefill on mi355x says its compute came from the code" -- "$tl" sim prefill --hw mi355x --seq 16384 --dtype fp8 --format csv
+hdr=$(head -1 <<<"$LAST_OUT")
+row=$(tail -1 <<<"$LAST_OUT")
+check "code asm, a loop bound and llvm-mca's clocks" -- test "$(cut -d, -f"$(col code)" <<<"$row")" = asm -a -n "$(cut -d, -f"$(col loop_bound)" <<<"$row")"
+expect 0 "sim prefill on h200 has no AMD code" -- "$tl" sim prefill --hw h200 --seq 1024 --format csv
+hdr=$(head -1 <<<"$LAST_OUT")
+check "code estimate on h200" -- test "$(tail -1 <<<"$LAST_OUT" | cut -d, -f"$(col code)")" = estimate
 finish

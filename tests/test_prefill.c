@@ -507,7 +507,8 @@ static void test_model_counts(void **state)
 
 static int known_limiter(const char *l)
 {
-    const char *const names[] = {"matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail", "fixed"};
+    const char *const names[] = {"matrix", "exp", "vector", "pipeline", "load", "lds", "l2", "hbm", "tail", "fixed",
+                                 "valu", "issue"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (l && strcmp(l, names[i]) == 0) return 1;
     return 0;
@@ -528,7 +529,7 @@ static void test_model_limiters(void **state)
             assert_true(known_limiter(r.limiter));
             assert_true(strcmp(r.limiter, "matrix") == 0 || strcmp(r.limiter, "exp") == 0 ||
                         strcmp(r.limiter, "vector") == 0 || strcmp(r.limiter, "pipeline") == 0 || strcmp(r.limiter, "load") == 0 ||
-                        strcmp(r.limiter, "lds") == 0);
+                        strcmp(r.limiter, "lds") == 0 || strcmp(r.limiter, "valu") == 0 || strcmp(r.limiter, "issue") == 0);
             const double terms[] = {r.mma_us, r.exp_us, r.vec_us, r.soft_us, r.compute_us, r.lds_us, r.l2_us, r.hbm_us, r.fixed_us};
             for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) assert_true(terms[i] > 0 && terms[i] <= r.time_us);
             assert_true(r.tail_us < 0.05 * r.time_us && r.fixed_us < 0.01 * r.time_us);
