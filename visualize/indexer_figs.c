@@ -134,7 +134,7 @@ int tl_fig_indexer_tiles(const char *out, const tl_hw *hw, const tl_indexer_tile
     double xmax = 0;
     for (int i = 0; i < np; i++) {
         if (!p[i].r || !p[i].span || p[i].r->blocks < 1) return tl_error(TL_EUSAGE, "indexer-tiles", "a panel has no schedule");
-        if (p[i].r->cu_waves > 16) return tl_error(TL_EUSAGE, "indexer-tiles", "more than 16 waves a CU");
+        if (p[i].r->cu_waves > 32) return tl_error(TL_EUSAGE, "indexer-tiles", "more than 32 waves a CU (the most a CDNA CU holds)");
         xmax = fmax(xmax, fmax(p[i].end_us, p[i].r->time_us));
     }
     xmax *= 1.03;
