@@ -138,45 +138,67 @@ thread_local size_t t_sched_size = 0;
 
 /* ---- reporting ---- */
 
-/* "function at file:line" of a code address, through addr2line (empty when it is missing). */
+/* addr2line -C -f -i's lines for a code address, cached: pairs (function, file:line), from the
+ * innermost inlined frame outward, discriminators cut; empty when addr2line or the symbols are
+ * missing. at_call: addr is a return address (the call is the byte before it). */
+std::mutex g_lines_lock;
+std::vector<std::pair<const void *, std::vector<std::string>>> g_lines_cache;
+
+std::vector<std::string> source_lines(const void *addr, bool at_call)
+{
+    const void *key = (const char *)addr - (at_call ? 1 : 0);
+    {
+        std::lock_guard<std::mutex> g(g_lines_lock);
+        for (const auto &e : g_lines_cache)
+            if (e.first == key) return e.second;
+    }
+    std::vector<std::string> lines;
+    Dl_info info;
+    if (addr && dladdr(addr, &info) && info.dli_fname) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
+                 (unsigned long)((uintptr_t)key - (uintptr_t)info.dli_fbase));
+        if (FILE *p = popen(cmd, "r")) {
+            char line[600];
+            while (fgets(line, sizeof line, p)) {
+                line[strcspn(line, "\n")] = '\0';
+                char *d = strstr(line, " (discriminator");
+                if (d) *d = '\0';
+                lines.emplace_back(line);
+            }
+            pclose(p);
+        }
+    }
+    std::lock_guard<std::mutex> g(g_lines_lock);
+    g_lines_cache.emplace_back(key, lines);
+    return lines;
+}
+
+/* file:line from kernels/ on (or the file's own name) */
+std::string short_place(const std::string &where)
+{
+    const size_t k = where.find("kernels/");
+    if (k != std::string::npos) return where.substr(k);
+    const size_t slash = where.rfind('/');
+    return slash == std::string::npos ? where : where.substr(slash + 1);
+}
+
+/* A kernel's name (want_function: addr is the function), or a site's source line: the innermost
+ * and, when they differ, the outermost frame ("kernels/x.hip:12 (in kernels/gpu.h:40)"). Empty
+ * when addr2line cannot say. */
 void describe_address(const void *addr, int want_function, char *buf, size_t n)
 {
     buf[0] = '\0';
-    Dl_info info;
-    if (!addr || !dladdr(addr, &info) || !info.dli_fname) return;
-    const uintptr_t off = (uintptr_t)addr - (uintptr_t)info.dli_fbase - (want_function ? 0 : 1);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%lx 2>/dev/null", info.dli_fname, (unsigned long)off);
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    char line[600], fn[600] = "", where[600] = "";
-    /* addr2line -f -i prints pairs (function, file:line) from the innermost inlined frame outward;
-     * keep the innermost function (a kernel's name) or the innermost and outermost lines */
-    int pair = 0;
-    char first_where[600] = "";
-    while (fgets(line, sizeof line, p)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (pair % 2 == 0 && pair == 0) snprintf(fn, sizeof fn, "%s", line);
-        if (pair % 2 == 1) {
-            const char *base = strstr(line, "kernels/");
-            if (!base) base = strrchr(line, '/') ? strrchr(line, '/') + 1 : line;
-            char *d = strstr((char *)base, " (discriminator");
-            if (d) *d = '\0';
-            if (!first_where[0]) snprintf(first_where, sizeof first_where, "%s", base);
-            snprintf(where, sizeof where, "%s", base);
-        }
-        pair++;
-    }
-    pclose(p);
+    const std::vector<std::string> lines = source_lines(addr, !want_function);
+    if (lines.size() < 2) return;
     if (want_function) {
-        char *paren = strchr(fn, '(');
-        if (paren) *paren = '\0';
-        snprintf(buf, n, "%s", fn[0] && fn[0] != '?' ? fn : "");
-    } else if (first_where[0] && strcmp(first_where, where) != 0) {
-        snprintf(buf, n, "%s (in %s)", where, first_where);
-    } else {
-        snprintf(buf, n, "%s", where[0] && where[0] != '?' ? where : "");
+        std::string fn = lines[0].substr(0, lines[0].find('('));
+        snprintf(buf, n, "%s", fn[0] != '?' ? fn.c_str() : "");
+        return;
     }
+    const std::string inner = short_place(lines[1]), outer = short_place(lines[lines.size() - 1 - (lines.size() % 2)]);
+    if (outer != inner) snprintf(buf, n, "%s (in %s)", outer.c_str(), inner.c_str());
+    else snprintf(buf, n, "%s", inner[0] != '?' ? inner.c_str() : "");
 }
 
 void site_text(const void *site, char *buf, size_t n)
@@ -323,38 +345,14 @@ void item_range_text(const WorkGroup *wg, unsigned from, unsigned to, bool (*pre
     }
 }
 
-/* The source position of a code address, every inlined frame (addr2line -i), cached: the host
- * compiler may duplicate a block (jump threading, tail duplication), so one source site can have
- * several addresses; two addresses are the same site when their whole inline chains agree. */
-std::mutex g_site_lock;
-std::vector<std::pair<const void *, std::string>> g_site_cache;
-
+/* The host compiler may duplicate a block (jump threading, tail duplication), so one source site
+ * can have several addresses: two addresses are the same site when their whole inline chains of
+ * functions and lines agree. */
 std::string site_chain(const void *addr)
 {
-    {
-        std::lock_guard<std::mutex> g(g_site_lock);
-        for (const auto &e : g_site_cache)
-            if (e.first == addr) return e.second;
-    }
     std::string chain;
-    Dl_info info;
-    if (addr && dladdr(addr, &info) && info.dli_fname) {
-        char cmd[1200];
-        snprintf(cmd, sizeof cmd, "addr2line -i -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
-                 (unsigned long)((uintptr_t)addr - (uintptr_t)info.dli_fbase - 1));
-        if (FILE *p = popen(cmd, "r")) {
-            char line[600];
-            while (fgets(line, sizeof line, p)) {
-                char *d = strstr(line, " (discriminator");
-                if (d) *d = '\0';
-                chain += line;
-            }
-            pclose(p);
-        }
-    }
+    for (const std::string &l : source_lines(addr, true)) chain += l + "\n";
     if (chain.empty() || chain[0] == '?') chain = "address " + std::to_string((uintptr_t)addr);
-    std::lock_guard<std::mutex> g(g_site_lock);
-    g_site_cache.emplace_back(addr, chain);
     return chain;
 }
 
