@@ -112,13 +112,10 @@ static inline unsigned tl_emu_amdgcn_perm(unsigned a, unsigned b, unsigned sel) 
 #define __builtin_amdgcn_workgroup_id_x() (tl_emu_self()->block.x)
 TL_EMU_WAVE_FN static void tl_emu_amdgcn_s_barrier(void) { tl_emu_barrier(TL_EMU_SITE()); }
 #define __builtin_amdgcn_s_barrier tl_emu_amdgcn_s_barrier
-/* v_atomic_inc: returns *p and stores (*p >= limit) ? 0 : *p + 1 */
+/* v_atomic_inc: returns *p and stores (*p >= limit) ? 0 : *p + 1 (hip_emu.h's atomicInc) */
 static inline unsigned tl_emu_amdgcn_atomic_inc32(unsigned *p, unsigned limit, int order, const char *scope)
 {
-    unsigned old = __atomic_load_n(p, __ATOMIC_RELAXED), nv;
-    do nv = old >= limit ? 0u : old + 1u;
-    while (!__atomic_compare_exchange_n(p, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-    return old;
+    return atomicInc(p, limit);
 }
 #define __builtin_amdgcn_atomic_inc32 tl_emu_amdgcn_atomic_inc32
 

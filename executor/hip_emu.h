@@ -71,10 +71,7 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 
 /* ---- vector types -------------------------------------------------------------------------- */
-struct dim3 {
-    unsigned x, y, z;
-    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
-};
+#include "emu_abi.h" /* dim3, tl_emu_item, tl_emu_wave_fn, hipError_t, the device attributes and properties */
 #define TL_EMU_VEC2(T, N) struct __attribute__((aligned(2 * sizeof(T)))) N { T x, y; };
 #define TL_EMU_VEC4(T, N) struct __attribute__((aligned(4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)))) N { T x, y, z, w; };
 TL_EMU_VEC2(unsigned, uint2)
@@ -98,19 +95,12 @@ static inline float4 make_float4(float x, float y, float z, float w) { return fl
 
 /* ---- the runtime's C interface (executor/runtime.cpp) -------------------------------------- */
 #define TL_EMU_API extern "C" __attribute__((visibility("default")))
-struct tl_emu_item {      /* the running work-item, as the kernel sees it */
-    dim3 thread, block, block_dim, grid_dim;
-    unsigned flat;        /* its index in the work-group (x fastest) */
-};
 /* The running work-item (thread-local: the OS thread's current fiber). */
 TL_EMU_API const tl_emu_item *tl_emu_self(void);
 
-/* One wave operation: every live lane of the wave calls it at the same site with `in_bytes` of
- * input; once all have, op(in, out, live, imm) runs once with in[l] / out[l] the lanes' buffers
- * (in[l] == NULL for a lane that has exited) and returns 0, or nonzero after writing a reason to
- * `why` (an error of the kernel, reported as the launch's). Each lane then has its out_bytes. */
-typedef int (*tl_emu_wave_fn)(const void *const *in, void *const *out, uint64_t live, uint32_t imm,
-                              char *why, size_t why_n);
+/* One wave operation: every live lane of the wave calls it at the same site with its input; once
+ * all have, op runs once for the wave (its failure is reported as the launch's) and each lane then
+ * has its output. */
 TL_EMU_API void tl_emu_wave(const char *what, tl_emu_wave_fn op, const void *in, void *out, uint32_t imm,
                             const void *site);
 /* The work-group barrier. */
@@ -188,18 +178,6 @@ TL_EMU_WAVE_FN static T __shfl_xor(T v, int mask, int width = 64)
     const int lane = (int)(tl_emu_self()->flat % 64u);
     return tl_emu_shfl_at(v, lane ^ mask, width, TL_EMU_SITE());
 }
-template <typename T>
-TL_EMU_WAVE_FN static T __shfl_up(T v, unsigned delta, int width = 64)
-{
-    const int lane = (int)(tl_emu_self()->flat % 64u), seg = lane % width;
-    return tl_emu_shfl_at(v, seg >= (int)delta ? lane - (int)delta : lane, width, TL_EMU_SITE());
-}
-template <typename T>
-TL_EMU_WAVE_FN static T __shfl_down(T v, unsigned delta, int width = 64)
-{
-    const int lane = (int)(tl_emu_self()->flat % 64u), seg = lane % width;
-    return tl_emu_shfl_at(v, seg + (int)delta < width ? lane + (int)delta : lane, width, TL_EMU_SITE());
-}
 TL_EMU_WAVE_FN static unsigned long long __ballot(int p)
 {
     const int in = p != 0;
@@ -256,17 +234,6 @@ static inline unsigned atomicInc(unsigned *p, unsigned limit)
 #include "amdgcn.h"
 
 /* ---- the host API ----------------------------------------------------------------------------- */
-typedef int hipError_t;
-enum {
-    hipSuccess = 0,
-    hipErrorInvalidValue = 1,
-    hipErrorOutOfMemory = 2,
-    hipErrorNoDevice = 100,
-    hipErrorInvalidDevice = 101,
-    hipErrorInsufficientDriver = 35,
-    hipErrorNotSupported = 801,
-    hipErrorLaunchFailure = 719,
-};
 typedef struct tl_emu_stream *hipStream_t;
 typedef struct tl_emu_event *hipEvent_t;
 typedef struct tl_emu_graph *hipGraph_t;
@@ -278,23 +245,6 @@ typedef enum {
     hipFuncAttributeMaxDynamicSharedMemorySize,
     hipFuncAttributePreferredSharedMemoryCarveout,
 } hipFuncAttribute;
-typedef enum {
-    hipDeviceAttributeClockRate,
-    hipDeviceAttributeMemoryClockRate,
-    hipDeviceAttributeMemoryBusWidth,
-    hipDeviceAttributeMultiprocessorCount,
-    hipDeviceAttributeL2CacheSize,
-    hipDeviceAttributeMaxSharedMemoryPerBlock,
-    hipDeviceAttributeWallClockRate,
-    hipDeviceAttributeWarpSize,
-} hipDeviceAttribute_t;
-typedef struct {
-    char name[256];
-    char gcnArchName[256];
-    size_t totalGlobalMem, sharedMemPerBlock, maxSharedMemoryPerMultiProcessor;
-    int regsPerBlock, warpSize, maxThreadsPerBlock, clockRate, memoryClockRate, memoryBusWidth;
-    int multiProcessorCount, l2CacheSize, major, minor, maxThreadsPerMultiProcessor;
-} hipDeviceProp_t;
 
 TL_EMU_API hipError_t tl_emu_malloc(void **p, size_t n);
 template <typename T> static inline hipError_t hipMalloc(T **p, size_t n) { return tl_emu_malloc((void **)p, n); }

@@ -34,6 +34,7 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include "amdgcn_ops.h"
+#include "emu_abi.h"
 #include "executor.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -50,23 +51,10 @@
 
 namespace bctx = boost::context::detail;
 
-/* The types the kernels' side declares (executor/hip_emu.h), repeated in plain C++ here: this file
- * is built by the host C++ compiler, without the emulated target's macros. */
-struct dim3 {
-    unsigned x, y, z;
-};
-struct tl_emu_item {
-    dim3 thread, block, block_dim, grid_dim;
-    unsigned flat;
-};
-typedef int (*tl_emu_wave_fn)(const void *const *in, void *const *out, uint64_t live, uint32_t imm, char *why,
-                              size_t why_n);
-
 namespace {
 
 constexpr int WAVE = 64;
 constexpr size_t STACK_BYTES = 256 * 1024;
-constexpr int HIP_SUCCESS = 0, HIP_INVALID_VALUE = 1, HIP_OOM = 2, HIP_NOT_SUPPORTED = 801, HIP_LAUNCH_FAILURE = 719;
 
 enum State { READY, AT_WAVE, AT_BARRIER, SPINNING, DONE };
 
@@ -122,7 +110,7 @@ struct Launch {
 const tl_emu_target *g_target = nullptr;
 std::mutex g_err_lock;
 char g_err[2048];
-int g_last_error = HIP_SUCCESS;
+int g_last_error = hipSuccess;
 Launch *g_launch = nullptr;           /* the running launch (one at a time) */
 struct {
     std::atomic<long long> launches{0}, groups{0}, items{0}, wave_ops{0}, mfmas{0}, barriers{0};
@@ -663,14 +651,14 @@ unsigned long long tl_emu_cycles(void) { return tl_emu_realtime(); }
 
 int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)(const void *), const void *ctx)
 {
-    if (!g_target) return g_last_error = HIP_LAUNCH_FAILURE;
+    if (!g_target) return g_last_error = hipErrorLaunchFailure;
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
     const unsigned long long groups = (unsigned long long)grid.x * grid.y * grid.z;
     if (threads == 0 || threads > 1024 || groups == 0 || grid.y > 65535 || grid.z > 65535 || smem > g_target->lds_bytes) {
         std::lock_guard<std::mutex> g(g_err_lock);
         snprintf(g_err, sizeof g_err, "executor (%s): invalid launch: grid %ux%ux%u, block %ux%ux%u, %zu bytes of dynamic LDS (at most %zu)",
                  g_target->arch, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, g_target->lds_bytes);
-        return g_last_error = HIP_INVALID_VALUE;
+        return g_last_error = hipErrorInvalidValue;
     }
     Launch L;
     L.kernel = kernel;
@@ -697,7 +685,7 @@ int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (
     g_stats.groups += L.n_groups;
     g_stats.items += L.n_groups * (long long)L.threads;
     g_stats.nanoseconds += (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    return g_last_error = L.failed.load() ? HIP_LAUNCH_FAILURE : HIP_SUCCESS;
+    return g_last_error = L.failed.load() ? hipErrorLaunchFailure : hipSuccess;
 }
 
 /* ================================ the host API ================================= */
@@ -705,71 +693,64 @@ int tl_emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (
 int tl_emu_malloc(void **p, size_t n)
 {
     *p = n ? malloc(n) : malloc(1);
-    return *p ? HIP_SUCCESS : (g_last_error = HIP_OOM);
+    return *p ? hipSuccess : (g_last_error = hipErrorOutOfMemory);
 }
 int hipFree(void *p)
 {
     free(p);
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int tl_emu_host_malloc(void **p, size_t n) { return tl_emu_malloc(p, n); }
 int hipHostFree(void *p) { return hipFree(p); }
 int tl_emu_memcpy(void *dst, const void *src, size_t n)
 {
     if (n) memmove(dst, src, n);
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int tl_emu_memset(void *p, int v, size_t n)
 {
     if (n) memset(p, v, n);
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int hipMemGetInfo(size_t *free_b, size_t *total_b)
 {
     *free_b = *total_b = g_target ? g_target->mem_bytes : 0;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int hipGetLastError(void)
 {
     const int e = g_last_error;
-    g_last_error = HIP_SUCCESS;
+    g_last_error = hipSuccess;
     return e;
 }
 int hipPeekAtLastError(void) { return g_last_error; }
 const char *hipGetErrorString(int e)
 {
     switch (e) {
-    case HIP_SUCCESS: return "no error";
-    case HIP_OOM: return "out of memory";
-    case HIP_NOT_SUPPORTED: return "not supported on the CPU executor (it has no timing)";
-    case HIP_INVALID_VALUE:
-    case HIP_LAUNCH_FAILURE: return g_err[0] ? g_err : "launch failure";
+    case hipSuccess: return "no error";
+    case hipErrorOutOfMemory: return "out of memory";
+    case hipErrorNotSupported: return "not supported on the CPU executor (it has no timing)";
+    case hipErrorInvalidValue:
+    case hipErrorLaunchFailure: return g_err[0] ? g_err : "launch failure";
     default: return "executor error";
     }
 }
-const char *hipGetErrorName(int e) { return e == HIP_SUCCESS ? "hipSuccess" : "hipErrorLaunchFailure"; }
+const char *hipGetErrorName(int e) { return e == hipSuccess ? "hipSuccess" : "hipErrorLaunchFailure"; }
 int hipGetDeviceCount(int *n)
 {
     *n = g_target ? 1 : 0;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int hipGetDevice(int *d)
 {
     *d = 0;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int hipSetDevice(int d) { return d == 0 ? HIP_SUCCESS : HIP_INVALID_VALUE; }
+int hipSetDevice(int d) { return d == 0 ? hipSuccess : hipErrorInvalidValue; }
 
-struct tl_emu_props { /* hipDeviceProp_t of executor/hip_emu.h, field for field */
-    char name[256];
-    char gcnArchName[256];
-    size_t totalGlobalMem, sharedMemPerBlock, maxSharedMemoryPerMultiProcessor;
-    int regsPerBlock, warpSize, maxThreadsPerBlock, clockRate, memoryClockRate, memoryBusWidth;
-    int multiProcessorCount, l2CacheSize, major, minor, maxThreadsPerMultiProcessor;
-};
-int hipGetDeviceProperties(tl_emu_props *p, int d)
+int hipGetDeviceProperties(hipDeviceProp_t *p, int d)
 {
-    if (!g_target || d != 0) return HIP_INVALID_VALUE;
+    if (!g_target || d != 0) return hipErrorInvalidValue;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "tilelab CPU executor (%s)", g_target->arch);
     snprintf(p->gcnArchName, sizeof p->gcnArchName, "%s:sramecc+:xnack-", g_target->arch);
@@ -786,67 +767,67 @@ int hipGetDeviceProperties(tl_emu_props *p, int d)
     p->major = 9;
     p->minor = 4;
     p->maxThreadsPerMultiProcessor = 2048;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int hipDeviceGetAttribute(int *v, int a, int d)
+int hipDeviceGetAttribute(int *v, hipDeviceAttribute_t a, int d)
 {
-    if (!g_target || d != 0) return HIP_INVALID_VALUE;
+    if (!g_target || d != 0) return hipErrorInvalidValue;
     switch (a) {
-    case 0: *v = g_target->clock_khz; break;                   /* ClockRate */
-    case 1: *v = 0; break;                                      /* MemoryClockRate */
-    case 2: *v = 0; break;                                      /* MemoryBusWidth */
-    case 3: *v = g_target->compute_units; break;                /* MultiprocessorCount */
-    case 4: *v = 4 << 20; break;                                /* L2CacheSize */
-    case 5: *v = (int)g_target->lds_bytes; break;               /* MaxSharedMemoryPerBlock */
-    case 6: *v = 100000; break;                                 /* WallClockRate, kHz */
-    case 7: *v = WAVE; break;                                   /* WarpSize */
-    default: return HIP_INVALID_VALUE;
+    case hipDeviceAttributeClockRate: *v = g_target->clock_khz; break;
+    case hipDeviceAttributeMemoryClockRate: *v = 0; break;
+    case hipDeviceAttributeMemoryBusWidth: *v = 0; break;
+    case hipDeviceAttributeMultiprocessorCount: *v = g_target->compute_units; break;
+    case hipDeviceAttributeL2CacheSize: *v = 4 << 20; break;
+    case hipDeviceAttributeMaxSharedMemoryPerBlock: *v = (int)g_target->lds_bytes; break;
+    case hipDeviceAttributeWallClockRate: *v = 100000; break; /* kHz */
+    case hipDeviceAttributeWarpSize: *v = WAVE; break;
+    default: return hipErrorInvalidValue;
     }
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int hipDeviceSynchronize(void) { return HIP_SUCCESS; }
+int hipDeviceSynchronize(void) { return hipSuccess; }
 int hipStreamCreate(void **s)
 {
     static int dummy;
     *s = &dummy;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int hipStreamDestroy(void *) { return HIP_SUCCESS; }
-int hipStreamSynchronize(void *) { return HIP_SUCCESS; }
-int hipStreamBeginCapture(void *, int) { return g_last_error = HIP_NOT_SUPPORTED; }
-int hipStreamEndCapture(void *, void **) { return g_last_error = HIP_NOT_SUPPORTED; }
-int hipGraphInstantiateWithFlags(void **, void *, unsigned long long) { return g_last_error = HIP_NOT_SUPPORTED; }
-int hipGraphLaunch(void *, void *) { return g_last_error = HIP_NOT_SUPPORTED; }
-int hipGraphDestroy(void *) { return HIP_SUCCESS; }
-int hipGraphExecDestroy(void *) { return HIP_SUCCESS; }
+int hipStreamDestroy(void *) { return hipSuccess; }
+int hipStreamSynchronize(void *) { return hipSuccess; }
+int hipStreamBeginCapture(void *, int) { return g_last_error = hipErrorNotSupported; }
+int hipStreamEndCapture(void *, void **) { return g_last_error = hipErrorNotSupported; }
+int hipGraphInstantiateWithFlags(void **, void *, unsigned long long) { return g_last_error = hipErrorNotSupported; }
+int hipGraphLaunch(void *, void *) { return g_last_error = hipErrorNotSupported; }
+int hipGraphDestroy(void *) { return hipSuccess; }
+int hipGraphExecDestroy(void *) { return hipSuccess; }
 int hipEventCreate(void **e)
 {
     *e = malloc(sizeof(double));
-    return *e ? HIP_SUCCESS : HIP_OOM;
+    return *e ? hipSuccess : hipErrorOutOfMemory;
 }
 int hipEventDestroy(void *e)
 {
     free(e);
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 int hipEventRecord(void *e, void *)
 {
     *(double *)e = (double)tl_emu_realtime() * 1e-5; /* ms */
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int hipEventSynchronize(void *) { return HIP_SUCCESS; }
+int hipEventSynchronize(void *) { return hipSuccess; }
 int hipEventElapsedTime(float *ms, void *a, void *b)
 {
     *ms = (float)(*(double *)b - *(double *)a);
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
-int tl_emu_func_set_attribute(const void *, int, int) { return HIP_SUCCESS; }
+int tl_emu_func_set_attribute(const void *, int, int) { return hipSuccess; }
 int tl_emu_occupancy(int *blocks, const void *, int threads, size_t smem)
 {
-    if (!g_target || threads < 1) return HIP_INVALID_VALUE;
+    if (!g_target || threads < 1) return hipErrorInvalidValue;
     int by_threads = 2048 / threads, by_lds = smem ? (int)(g_target->lds_bytes / smem) : by_threads;
     *blocks = by_threads < by_lds ? by_threads : by_lds;
-    return HIP_SUCCESS;
+    return hipSuccess;
 }
 
 /* ================================ the executor's own API ================================= */
